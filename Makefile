@@ -1,0 +1,165 @@
+# drape — one entry point: all, test, demo, bench, fuzz, install, clean.
+#
+# Knobs: SANITIZE=address,undefined (or thread), DEBUG=1, WERROR=1,
+#        BUILD=dir (default build, or build/san-... when SANITIZE is set),
+#        SIMD=avx2|sse2|scalar (default: what the build machine supports).
+
+CC      ?= cc
+CXX     ?= c++
+PREFIX  ?= /usr/local
+
+ifdef SANITIZE
+BUILD   ?= build/san-$(subst $(comma),-,$(SANITIZE))
+else
+BUILD   ?= build
+endif
+comma := ,
+
+OPT     := -O2
+ifdef DEBUG
+OPT     := -O0 -g3
+endif
+
+# SIMD width chosen at build time; the portable fallback is plain C.
+ifndef SIMD
+SIMD := $(shell grep -q -w avx2 /proc/cpuinfo 2>/dev/null && grep -q -w fma /proc/cpuinfo 2>/dev/null && echo avx2 || echo sse2)
+endif
+ifeq ($(SIMD),avx2)
+ARCHFLAGS := -mavx2 -mfma
+else ifeq ($(SIMD),sse2)
+ARCHFLAGS := -msse2
+else
+ARCHFLAGS :=
+endif
+
+WARN     := -Wall -Wextra -Wpedantic -Wmissing-prototypes -Wshadow -Wno-unused-parameter
+ifdef WERROR
+WARN     += -Werror
+endif
+CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE -DDRAPE_SIMD_$(SIMD)=1
+CFLAGS   += -std=c17 $(OPT) -g $(WARN) $(ARCHFLAGS) -fPIC -pthread -MMD -MP
+CXXFLAGS += -std=c++17 $(OPT) -g -Wall -Wextra $(ARCHFLAGS) -fPIC -pthread -MMD -MP
+LDFLAGS  += -pthread
+ifdef SANITIZE
+CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+CXXFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=$(SANITIZE)
+endif
+
+VDB_LIBS := -lopenvdb -ltbb -lImath-3_1 -lstdc++
+NET_LIBS := -lnng -lmsgpackc
+UV_LIBS  := -luv
+JSON_LIBS := -lcjson
+SYS_LIBS := -lm -lpthread
+
+SIM_C    := $(sort $(wildcard server/sim/*.c))
+SIM_CXX  := $(sort $(wildcard server/sim/*.cc))
+PROTO_C  := $(sort $(wildcard proto/*.c))
+SRV_C    := $(filter-out server/main.c,$(sort $(wildcard server/*.c)))
+CLIENT_C := $(sort $(wildcard client/*.c))
+CLI_C    := $(sort $(wildcard client/cli/*.c))
+UNIT_C   := $(sort $(wildcard tests/unit/test_*.c))
+BENCH_C  := $(sort $(wildcard tests/bench/*.c))
+DEMO_C   := $(sort $(wildcard examples/*.c))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.cc,$(BUILD)/obj/%.o,$(1)))
+
+SIM_O    := $(call obj,$(SIM_C) $(SIM_CXX))
+PROTO_O  := $(call obj,$(PROTO_C))
+SRV_O    := $(call obj,$(SRV_C))
+CLIENT_O := $(call obj,$(CLIENT_C))
+CLI_O    := $(call obj,$(CLI_C))
+ERROR_O  := $(call obj,server/sim/error.c)
+
+LIBSIM   := $(BUILD)/libdrape_sim.a
+LIBSRV   := $(BUILD)/libdrape_srv.a
+LIBDRAPE := $(BUILD)/libdrape.a
+LIBDRAPE_SO := $(BUILD)/libdrape.so
+DRAPED   := $(BUILD)/draped
+DRAPE    := $(BUILD)/drape
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_C))
+BENCH_BIN := $(if $(BENCH_C),$(BUILD)/bench)
+DEMO_BIN := $(patsubst examples/%.c,$(BUILD)/examples/%,$(DEMO_C))
+
+ALL_LIBS := $(LIBSRV) $(LIBDRAPE) $(LIBSIM) $(UV_LIBS) $(NET_LIBS) $(JSON_LIBS) $(VDB_LIBS) $(SYS_LIBS)
+
+.PHONY: all deps test test-unit test-integration demo bench fuzz install clean
+.DEFAULT_GOAL := all
+
+all: deps $(LIBSIM) $(LIBDRAPE) $(LIBDRAPE_SO) $(if $(SRV_C),$(DRAPED)) $(if $(CLI_C),$(DRAPE)) \
+     $(UNIT_BIN) $(BENCH_BIN) $(DEMO_BIN)
+
+# Installs missing Debian packages (deploy/deps.sh holds the one list).
+deps:
+	@deploy/deps.sh --check || deploy/deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+$(LIBSIM): $(SIM_O)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBSRV): $(SRV_O) $(ERROR_O)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $(SRV_O)
+
+# libdrape carries the codec and the error table so a client links one library.
+$(LIBDRAPE): $(CLIENT_O) $(PROTO_O) $(ERROR_O)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBDRAPE_SO): $(CLIENT_O) $(PROTO_O) $(ERROR_O)
+	$(CC) -shared -Wl,-soname,libdrape.so.1 $(LDFLAGS) -o $@ $^ $(NET_LIBS) $(JSON_LIBS) $(SYS_LIBS)
+
+$(DRAPED): $(BUILD)/obj/server/main.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
+	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS)
+
+$(DRAPE): $(CLI_O) $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_O) $(ALL_LIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS)
+
+$(BUILD)/bench: $(call obj,$(BENCH_C)) $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
+	$(CC) $(LDFLAGS) -o $@ $(call obj,$(BENCH_C)) $(ALL_LIBS)
+
+$(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS)
+
+# The whole suite: unit, integration, fuzz corpus replay, then the unit tests
+# again under AddressSanitizer + UndefinedBehaviorSanitizer. Last line of
+# output: "N passed, M failed".
+test: all
+	@tests/run.sh $(BUILD)
+
+test-unit: all
+	@tests/run.sh $(BUILD) unit
+
+demo: all
+	@tests/demo.sh $(BUILD)
+
+bench: all
+	@$(BUILD)/bench
+
+fuzz:
+	@$(MAKE) -f tests/fuzz/fuzz.mk
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/drape
+	install -m 755 $(DRAPED) $(DRAPE) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(LIBDRAPE) $(LIBSIM) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIBDRAPE_SO) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 include/drape/*.h $(DESTDIR)$(PREFIX)/include/drape/
+
+clean:
+	rm -rf build out
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,298 @@
+/*
+ * drape — the embeddable Position Based Dynamics cloth solver.
+ *
+ * A pure library: no network, no file I/O, no allocation inside a step. The
+ * daemon drives it; tests, benchmarks and other programs can embed it.
+ *
+ * Units are SI (metres, seconds, kilograms). Vertex arrays are packed float32
+ * xyz triples in the caller's vertex order; triangles are packed uint32
+ * triples. The solver may reorder its internal arrays for speed, but every
+ * array that crosses this header is in the caller's order.
+ *
+ * Thread-safety: one drape_sim may be used by one thread at a time. Distinct
+ * sims are independent. A drape_pool may be shared by many sims stepping on
+ * different threads. A drape_sdf is immutable after building and may be shared
+ * by many sims (reference counted).
+ */
+#ifndef DRAPE_SIM_H
+#define DRAPE_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drape/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct drape_sim drape_sim;
+typedef struct drape_pool drape_pool;
+typedef struct drape_sdf drape_sdf;
+
+/* Limits of the parameters, checked by drape_sim_params_validate(). */
+#define DRAPE_SIM_MAX_FPS 1000.0f
+#define DRAPE_SIM_MAX_SUBSTEPS 64
+#define DRAPE_SIM_MAX_ITERATIONS 256
+
+/*
+ * Solver parameters. Always start from drape_sim_params_default() so fields
+ * added later get their defaults.
+ */
+typedef struct drape_sim_params {
+	float fps;          /* frames per second, (0, 1000]; default 24 */
+	int32_t substeps;   /* substeps per frame, [1, 64]; default 4 */
+	int32_t iterations; /* Gauss-Seidel sweeps per substep, [1, 256]; default 10 */
+	float gravity[3];   /* m/s^2; default (0, -9.81, 0) */
+	/* Fraction of velocity kept per frame, [0, 1]; applied per substep as
+	 * damping^(1/substeps) so the result does not depend on the substep
+	 * count. Default 0.99. */
+	float damping;
+	float wind[3];      /* air velocity, m/s; default 0 */
+	float drag;         /* aerodynamic drag coefficient, >= 0; default 1 */
+	float lift;         /* aerodynamic lift coefficient, >= 0; default 0.3 */
+	float air_density;  /* kg/m^3, >= 0; default 1.2 */
+	float density;      /* cloth areal density, kg/m^2, > 0; default 0.2 */
+	/* Stiffness in [0, 1]: the fraction of an isolated constraint's error
+	 * removed per frame, whatever substeps and iterations are. */
+	float stretch;      /* default 1 */
+	float shear;        /* default 0.9 */
+	float bend;         /* default 0.1 */
+	float thickness;    /* cloth half-thickness for collisions, m, [0, 1]; default 0.005 */
+	/* Long-range attachments (Kim et al. 2012): -1 on whenever there are
+	 * pins (default), 0 off, 1 on. */
+	int32_t long_range;
+	/* Self-collision (0 off, 1 on; default off), its thickness in metres
+	 * (0 = use `thickness`) and the friction between cloth layers [0, 1]. */
+	int32_t self_collision;
+	float self_thickness;
+	float self_friction;
+} drape_sim_params;
+
+/* Fills *p with the defaults above. */
+void drape_sim_params_default(drape_sim_params *p);
+
+/* Checks every field; on failure names the field and its allowed range. */
+drape_err drape_sim_params_validate(const drape_sim_params *p, drape_error *err);
+
+/* A pool of worker threads shared by many sims. */
+/* Creates a pool of `threads` workers (0 = number of cores). The calling
+ * thread of drape_sim_step takes part too, so threads = 1 means no extra
+ * thread. Owned by the caller; destroy after every sim using it. */
+drape_err drape_pool_create(uint32_t threads, drape_pool **out, drape_error *err);
+void drape_pool_destroy(drape_pool *pool);
+uint32_t drape_pool_threads(const drape_pool *pool);
+
+/* What drape_sim_create reads. Arrays are copied; the caller keeps ownership. */
+typedef struct drape_sim_desc {
+	const float *positions;     /* vertex_count * 3 floats */
+	uint32_t vertex_count;
+	const uint32_t *triangles;  /* triangle_count * 3 indices */
+	uint32_t triangle_count;
+	/* Optional per-vertex inverse mass (1/kg, >= 0, 0 = pinned). When NULL
+	 * the mass comes from params.density and the triangle areas. */
+	const float *inv_mass;
+	/* Optional list of pinned vertex indices (inverse mass forced to 0). */
+	const uint32_t *pins;
+	uint32_t pin_count;
+	drape_sim_params params;
+	/* Optional worker pool; NULL steps on the calling thread only. */
+	drape_pool *pool;
+} drape_sim_desc;
+
+void drape_sim_desc_default(drape_sim_desc *d);
+
+/* Counts found while building the topology; reported, never fatal. */
+typedef struct drape_sim_topology {
+	uint32_t vertices;
+	uint32_t triangles;
+	uint32_t edges;                 /* unique undirected edges = stretch constraints */
+	uint32_t bends;                 /* interior edges with exactly two triangles */
+	uint32_t boundary_edges;        /* edges with one triangle */
+	uint32_t nonmanifold_edges;     /* edges with more than two triangles */
+	uint32_t zero_area_triangles;   /* kept out of bending and wind */
+	uint32_t degenerate_edges;      /* zero rest length; skipped */
+	uint32_t unreferenced_vertices; /* in no triangle; they fall freely */
+	uint32_t pinned_vertices;
+	uint32_t long_range;            /* long-range attachment records */
+	uint32_t colours;               /* colour groups over all constraint kinds */
+} drape_sim_topology;
+
+/* Per-frame figures filled by drape_sim_step. */
+typedef struct drape_sim_stats {
+	uint32_t frame;            /* index of the frame just solved, 1-based */
+	double solve_ms;           /* wall time of the step */
+	double collide_ms;         /* of which obstacle collisions */
+	double self_ms;            /* of which self-collision */
+	float max_strain;          /* max over edges of |l - l0| / l0 */
+	float mean_strain;
+	uint32_t nonfinite;        /* vertices with NaN/Inf (step refused if > 0) */
+	uint32_t contacts;         /* obstacle contacts in the last substep */
+	uint32_t self_pairs;       /* self-collision candidate pairs, last substep */
+	uint64_t projections;      /* constraint projections done this frame */
+} drape_sim_stats;
+
+/*
+ * Builds a solver from *desc. Everything is validated first; on failure
+ * nothing is allocated, *out is untouched, and err names the field and index
+ * at fault (e.g. "triangles[5][1]"). On success the caller owns *out and
+ * frees it with drape_sim_destroy.
+ */
+drape_err drape_sim_create(const drape_sim_desc *desc, drape_sim **out, drape_error *err);
+void drape_sim_destroy(drape_sim *sim);
+
+/* Replaces the parameters between frames. Validated first; on failure the
+ * sim keeps its old parameters. */
+drape_err drape_sim_set_params(drape_sim *sim, const drape_sim_params *p, drape_error *err);
+void drape_sim_get_params(const drape_sim *sim, drape_sim_params *p);
+
+/*
+ * Advances one frame (substeps x iterations). If any vertex becomes NaN or
+ * Inf the step is refused with DRAPE_ENONFINITE, the state stays that of the
+ * previous frame, and stats->nonfinite says how many vertices were bad.
+ * stats may be NULL.
+ */
+drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *err);
+
+uint32_t drape_sim_vertex_count(const drape_sim *sim);
+uint32_t drape_sim_triangle_count(const drape_sim *sim);
+/* Number of frames solved so far (0 after create). */
+uint32_t drape_sim_frame(const drape_sim *sim);
+void drape_sim_get_topology(const drape_sim *sim, drape_sim_topology *t);
+
+/* Copies current positions (vertex_count * 3 floats, caller's order). */
+void drape_sim_get_positions(const drape_sim *sim, float *xyz);
+
+/*
+ * Solver state for checkpoints: positions and velocities (vertex_count * 3
+ * floats each, caller's order) and the frame counter. Restoring a saved state
+ * into a sim built from the same inputs continues bit-identically.
+ */
+void drape_sim_get_state(const drape_sim *sim, float *xyz, float *vel, uint32_t *frame);
+drape_err drape_sim_set_state(drape_sim *sim, const float *xyz, const float *vel, uint32_t frame,
+			      drape_error *err);
+
+/* ---- Colliders ------------------------------------------------------------ */
+
+typedef enum drape_shape {
+	DRAPE_SHAPE_PLANE = 1,   /* point, normal */
+	DRAPE_SHAPE_SPHERE = 2,  /* center, radius */
+	DRAPE_SHAPE_BOX = 3,     /* center, half_extents (axis aligned in its own space) */
+	DRAPE_SHAPE_CAPSULE = 4, /* a, b, radius */
+	DRAPE_SHAPE_MESH = 5     /* sdf, or vertices + triangles + voxel_size */
+} drape_shape;
+
+/* A rigid transform at a frame: translation, then XYZ Euler rotation in
+ * degrees (applied X, then Y, then Z) about the collider's own origin. */
+typedef struct drape_keyframe {
+	float frame;
+	float translate[3];
+	float rotate[3];
+} drape_keyframe;
+
+#define DRAPE_MAX_KEYFRAMES 100000
+
+typedef struct drape_collider_desc {
+	drape_shape shape;
+	float point[3], normal[3];   /* plane */
+	float center[3];             /* sphere, box */
+	float radius;                /* sphere, capsule */
+	float half_extents[3];       /* box */
+	float a[3], b[3];            /* capsule segment ends */
+	/* Mesh: either a prebuilt field (retained by the sim) or a triangle mesh
+	 * from which one is built with voxel_size (0 = automatic). */
+	drape_sdf *sdf;
+	const float *vertices;
+	uint32_t vertex_count;
+	const uint32_t *triangles;
+	uint32_t triangle_count;
+	float voxel_size;
+	uint64_t max_voxels;         /* cap on the field's voxel count; 0 = default */
+	/* Contact response. friction is the dynamic coefficient, static_friction
+	 * the sticking limit (tangential motion below static_friction times the
+	 * normal push is removed entirely). restitution in [0, 1]. thickness is
+	 * an extra offset added to the cloth thickness. */
+	float friction;              /* default 0.3 */
+	float static_friction;       /* default 0.5 */
+	float restitution;           /* default 0 */
+	float thickness;             /* default 0 */
+	const drape_keyframe *keyframes; /* copied; NULL = identity */
+	uint32_t keyframe_count;
+} drape_collider_desc;
+
+void drape_collider_desc_default(drape_collider_desc *d);
+
+/* Adds a collider; on success *index is its index (dense, in order added). */
+drape_err drape_sim_add_collider(drape_sim *sim, const drape_collider_desc *d, uint32_t *index,
+				 drape_error *err);
+/* Removes a collider; the indices of later colliders shift down by one. */
+drape_err drape_sim_remove_collider(drape_sim *sim, uint32_t index, drape_error *err);
+drape_err drape_sim_set_keyframes(drape_sim *sim, uint32_t index, const drape_keyframe *keys,
+				  uint32_t count, drape_error *err);
+/* Replaces a mesh collider's vertex positions (same count); rebuilds its field. */
+drape_err drape_sim_update_collider_mesh(drape_sim *sim, uint32_t index, const float *vertices,
+					 uint32_t vertex_count, drape_error *err);
+/* Replaces a mesh collider's field with a prebuilt one (retained). */
+drape_err drape_sim_set_collider_sdf(drape_sim *sim, uint32_t index, drape_sdf *sdf,
+				     drape_error *err);
+uint32_t drape_sim_collider_count(const drape_sim *sim);
+/* Makes the given pinned vertices follow collider `index`'s transform. */
+drape_err drape_sim_attach_pins(drape_sim *sim, const uint32_t *vertices, uint32_t count,
+				uint32_t index, drape_error *err);
+
+/* ---- Signed distance fields (OpenVDB behind a C interface) ---------------- */
+
+#define DRAPE_SDF_DEFAULT_MAX_VOXELS 64000000ull
+
+typedef struct drape_sdf_info {
+	float voxel_size;
+	float band;          /* half-width of the narrow band, metres */
+	uint64_t voxels;     /* active voxels */
+	float bbox_min[3], bbox_max[3];
+	double build_ms;
+	uint64_t bytes;      /* memory held by the grid */
+} drape_sdf_info;
+
+/*
+ * Builds a narrow-band signed distance field (negative inside) from a closed
+ * or nearly closed triangle mesh. voxel_size 0 picks one from the mesh size.
+ * band is the narrow band's half-width in metres (0 = 3 voxels). The voxel
+ * count implied by the bounding box is checked against max_voxels (0 =
+ * DRAPE_SDF_DEFAULT_MAX_VOXELS) before anything is built. On success the
+ * caller owns one reference to *out.
+ */
+drape_err drape_sdf_build(const float *vertices, uint32_t vertex_count, const uint32_t *triangles,
+			  uint32_t triangle_count, float voxel_size, float band, uint64_t max_voxels,
+			  drape_sdf **out, drape_error *err);
+void drape_sdf_retain(drape_sdf *sdf);
+void drape_sdf_release(drape_sdf *sdf);
+void drape_sdf_get_info(const drape_sdf *sdf, drape_sdf_info *info);
+/*
+ * Samples distance and gradient at n points (xyz triples, the field's own
+ * space). grad may be NULL. Points outside the narrow band return +band and a
+ * zero gradient when outside the mesh (free space). Thread-safe.
+ */
+void drape_sdf_sample(const drape_sdf *sdf, const float *points, uint32_t n, float *dist, float *grad);
+
+/* ---- Preflight: intersecting triangle pairs -------------------------------- */
+
+typedef struct drape_tri_pair {
+	uint32_t a, b;
+} drape_tri_pair;
+
+/*
+ * Counts pairs of triangles (not sharing a vertex) that intersect, with an
+ * exact triangle-triangle test. Fills up to max_pairs of them into pairs
+ * (may be NULL). Input validated as for drape_sim_create.
+ */
+drape_err drape_preflight(const float *positions, uint32_t vertex_count, const uint32_t *triangles,
+			  uint32_t triangle_count, drape_tri_pair *pairs, uint32_t max_pairs,
+			  uint64_t *count, drape_error *err);
+
+/* The solver's build: "scalar", "sse2" or "avx2", for logs and hello. */
+const char *drape_sim_build(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

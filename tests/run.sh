@@ -1,0 +1,71 @@
+#!/bin/sh
+# Runs the whole suite and ends with one line "N passed, M failed".
+#   tests/run.sh BUILD_DIR [unit]
+# Each test program prints PASS/FAIL lines and its own "N passed, M failed";
+# this script sums them. A program that crashes or prints no summary counts
+# as one failure. The sanitizer pass rebuilds the unit tests with
+# AddressSanitizer + UndefinedBehaviorSanitizer and runs them again.
+set -u
+B=${1:-build}
+ONLY=${2:-}
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+cd "$TOP" || exit 1
+passed=0
+failed=0
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+# run LABEL COMMAND...: runs one test program and adds its counts.
+run() {
+	label=$1
+	shift
+	echo "== $label"
+	"$@" >"$log/out" 2>&1
+	rc=$?
+	cat "$log/out"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log/out" | tail -n 1)
+	if [ -z "$line" ]; then
+		echo "FAIL $label: exited $rc without a summary"
+		failed=$((failed + 1))
+		return
+	fi
+	p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')
+	f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL $label: exited $rc"
+		f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+}
+
+for t in "$B"/tests/test_*; do
+	[ -x "$t" ] && run "unit $(basename "$t")" "$t"
+done
+
+if [ "$ONLY" != unit ]; then
+	for t in tests/integration/*.sh; do
+		[ -f "$t" ] && run "integration $(basename "$t")" sh "$t" "$B"
+	done
+	if [ -x "$B/fuzz_replay" ]; then
+		run "fuzz corpus replay" "$B/fuzz_replay" tests/fuzz
+	fi
+	if [ "${DRAPE_SKIP_SANITIZE:-0}" != 1 ]; then
+		S=build/san-address-undefined
+		echo "== building the sanitizer pass in $S"
+		if make --no-print-directory -s SANITIZE=address,undefined BUILD=$S \
+			$(for t in "$B"/tests/test_*; do echo "$S/tests/$(basename "$t")"; done) >"$log/san" 2>&1; then
+			for t in "$S"/tests/test_*; do
+				[ -x "$t" ] && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+					run "asan+ubsan $(basename "$t")" "$t"
+			done
+		else
+			cat "$log/san"
+			echo "FAIL sanitizer build"
+			failed=$((failed + 1))
+		fi
+	fi
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
