@@ -1,0 +1,67 @@
+/*
+ * Obstacle colliders as the solver step sees them: a set of analytic shapes
+ * and OpenVDB mesh fields, each with keyframed rigid motion and a contact
+ * response (static and dynamic friction, restitution).
+ *
+ * The public drape_sim_*collider* functions in sim.c are thin wrappers over
+ * this interface; the step calls sim_colliders_begin_substep() once per
+ * substep and sim_colliders_project() once per iteration, after shear.
+ */
+#ifndef DRAPE_SIM_COLLIDER_H
+#define DRAPE_SIM_COLLIDER_H
+
+#include <stdint.h>
+
+#include "drape/sim.h"
+#include "server/sim/vec.h"
+
+typedef struct sim_collider sim_collider;
+
+typedef struct sim_collider_set {
+	sim_collider **items;
+	uint32_t count;
+	uint32_t cap;
+} sim_collider_set;
+
+void sim_colliders_init(sim_collider_set *set);
+void sim_colliders_free(sim_collider_set *set);
+
+/* Validates *d completely (shape, finite numbers, ranges, mesh indices, voxel
+ * cap) before changing anything; builds the field for a mesh without one. */
+drape_err sim_colliders_add(sim_collider_set *set, const drape_collider_desc *d, uint32_t *index,
+			    drape_error *err);
+drape_err sim_colliders_remove(sim_collider_set *set, uint32_t index, drape_error *err);
+drape_err sim_colliders_set_keyframes(sim_collider_set *set, uint32_t index,
+				      const drape_keyframe *keys, uint32_t count, drape_error *err);
+drape_err sim_colliders_update_mesh(sim_collider_set *set, uint32_t index, const float *vertices,
+				    uint32_t vertex_count, drape_error *err);
+drape_err sim_colliders_set_sdf(sim_collider_set *set, uint32_t index, drape_sdf *sdf,
+				drape_error *err);
+
+/*
+ * Evaluates every collider's transform at the start (t0) and end (t1) of the
+ * substep, in fractional frames (frame f spans t = f - 1 .. f; keyframe
+ * "frame" values use the same 1-based numbering, so a keyframe at frame 1 is
+ * the pose at t = 0... see collider.c for the exact rule). Called once per
+ * substep, before the iterations.
+ */
+void sim_colliders_begin_substep(sim_collider_set *set, float t0, float t1);
+
+/*
+ * Pushes every predicted position p[i] with inverse mass > 0 out of every
+ * collider to distance (cloth thickness + collider thickness), then applies
+ * friction and restitution to its displacement relative to the collider's
+ * surface motion over the substep (x[i] is the position at the start of the
+ * substep). Returns the number of contacts. Touches only p.
+ */
+uint32_t sim_colliders_project(const sim_collider_set *set, sim_vec4 *restrict p,
+			       const sim_vec4 *restrict x, uint32_t n, float thickness);
+
+/*
+ * Position at the end of the current substep of a point rigidly attached to
+ * collider `index`, given its world position `rest` at t = 0.
+ */
+void sim_colliders_attached_point(const sim_collider_set *set, uint32_t index, const float rest[3],
+				  float out[3]);
+
+#endif
