@@ -40,9 +40,10 @@ drape_err sim_colliders_set_sdf(sim_collider_set *set, uint32_t index, drape_sdf
 
 /*
  * Evaluates every collider's transform at the start (t0) and end (t1) of the
- * substep, in fractional frames (frame f spans t = f - 1 .. f; keyframe
- * "frame" values use the same 1-based numbering, so a keyframe at frame 1 is
- * the pose at t = 0... see collider.c for the exact rule). Called once per
+ * substep, in fractional frames: the input state is at t = 0 and output frame
+ * k (1-based, the k-th solved frame) is at t = k, the numbering keyframes use.
+ * Between keyframes translation and rotation are interpolated linearly;
+ * before the first and after the last the nearest key holds. Called once per
  * substep, before the iterations.
  */
 void sim_colliders_begin_substep(sim_collider_set *set, float t0, float t1);
