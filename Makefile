@@ -123,6 +123,20 @@ $(DRAPED): $(BUILD)/obj/server/main.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 $(DRAPE): $(CLI_O) $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_O) $(ALL_LIBS)
 
+# Unit tests link only the layer they test, named by prefix: test_sim_* the
+# solver, test_proto_* the codec, test_client_* libdrape; the rest everything.
+$(BUILD)/tests/test_sim_%: $(BUILD)/obj/tests/unit/test_sim_%.o $(LIBSIM)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBSIM) $(VDB_LIBS) $(SYS_LIBS)
+
+$(BUILD)/tests/test_proto_%: $(BUILD)/obj/tests/unit/test_proto_%.o $(PROTO_O) $(ERROR_O)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(PROTO_O) $(ERROR_O) $(NET_LIBS) $(SYS_LIBS)
+
+$(BUILD)/tests/test_client_%: $(BUILD)/obj/tests/unit/test_client_%.o $(LIBDRAPE) $(LIBSIM)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBDRAPE) $(LIBSIM) $(NET_LIBS) $(JSON_LIBS) $(VDB_LIBS) $(SYS_LIBS)
+
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS)
