@@ -61,6 +61,7 @@ CLI_C    := $(sort $(wildcard client/cli/*.c))
 UNIT_C   := $(sort $(wildcard tests/unit/test_*.c))
 BENCH_C  := $(sort $(wildcard tests/bench/*.c))
 DEMO_C   := $(sort $(wildcard examples/*.c))
+INTEG_C  := $(sort $(wildcard tests/integration/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.cc,$(BUILD)/obj/%.o,$(1)))
 
@@ -80,6 +81,7 @@ DRAPE    := $(BUILD)/drape
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_C))
 BENCH_BIN := $(if $(BENCH_C),$(BUILD)/bench)
 DEMO_BIN := $(patsubst examples/%.c,$(BUILD)/examples/%,$(DEMO_C))
+INTEG_BIN := $(patsubst tests/integration/%.c,$(BUILD)/itests/%,$(INTEG_C))
 
 ALL_LIBS := $(LIBSRV) $(LIBDRAPE) $(LIBSIM) $(UV_LIBS) $(NET_LIBS) $(JSON_LIBS) $(VDB_LIBS) $(SYS_LIBS)
 
@@ -87,7 +89,7 @@ ALL_LIBS := $(LIBSRV) $(LIBDRAPE) $(LIBSIM) $(UV_LIBS) $(NET_LIBS) $(JSON_LIBS) 
 .DEFAULT_GOAL := all
 
 all: deps $(LIBSIM) $(LIBDRAPE) $(LIBDRAPE_SO) $(if $(SRV_C),$(DRAPED)) $(if $(CLI_C),$(DRAPE)) \
-     $(UNIT_BIN) $(BENCH_BIN) $(DEMO_BIN)
+     $(UNIT_BIN) $(INTEG_BIN) $(BENCH_BIN) $(DEMO_BIN)
 
 # Installs missing Debian packages (deploy/deps.sh holds the one list).
 deps:
@@ -143,6 +145,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 
 $(BUILD)/bench: $(call obj,$(BENCH_C)) $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	$(CC) $(LDFLAGS) -o $@ $(call obj,$(BENCH_C)) $(ALL_LIBS)
+
+# Integration tests start a real draped (found through $$DRAPED) and drive it.
+$(BUILD)/itests/%: $(BUILD)/obj/tests/integration/%.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS)
 
 $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	@mkdir -p $(dir $@)

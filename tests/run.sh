@@ -44,6 +44,10 @@ for t in "$B"/tests/test_*; do
 done
 
 if [ "$ONLY" != unit ]; then
+	export DRAPED="$TOP/$B/draped" DRAPE="$TOP/$B/drape"
+	for t in "$B"/itests/*; do
+		[ -x "$t" ] && run "integration $(basename "$t")" "$t"
+	done
 	for t in tests/integration/*.sh; do
 		[ -f "$t" ] && run "integration $(basename "$t")" sh "$t" "$B"
 	done
