@@ -1,0 +1,52 @@
+/*
+ * Self-collision of the cloth, as the step sees it: a dense spatial hash
+ * (Müller, Ten Minute Physics "spatial hashing": cell counts, prefix sum, one
+ * flat entry array) built once per substep, the candidate vertex-triangle and
+ * edge-edge pairs collected once per substep, projected every iteration, and a
+ * continuous-collision guard at the end of the substep.
+ *
+ * Order of calls per substep, from sim.c:
+ *   predict p from x
+ *   sim_self_begin_substep(s, x, p, ...)        build hash, collect pairs, record sides from x
+ *   for each iteration: stretch, bend, shear, obstacles, sim_self_project(s, p, x, ...)
+ *   sim_self_end_substep(s, p, x, ...)          swept guard: nothing apart at x is crossed at p
+ *   v = (p - x) / dt, x = p
+ */
+#ifndef DRAPE_SIM_SELFCOLLIDE_H
+#define DRAPE_SIM_SELFCOLLIDE_H
+
+#include <stdint.h>
+
+#include "drape/error.h"
+#include "server/sim/vec.h"
+
+typedef struct sim_self sim_self;
+
+/* Sizes every buffer for the mesh (triangles are copied). Validation of the
+ * mesh is the caller's (drape_sim_create). On success the caller owns *out. */
+drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, uint32_t vertex_count,
+			  const sim_vec4 *x0, sim_self **out, drape_error *err);
+void sim_self_destroy(sim_self *s);
+
+/* Builds the hash over triangle boxes swept from x to p and grown by
+ * thickness, collects candidate pairs and records on which side of each
+ * candidate triangle (and edge pair) the vertices are at the start of the
+ * substep. */
+void sim_self_begin_substep(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+			    float thickness);
+
+/* One projection of every candidate pair: vertex-triangle and edge-edge pushes
+ * to `thickness` on the recorded side, split by inverse masses (p[i].w) and
+ * barycentric weights so momentum is conserved; friction between layers. */
+void sim_self_project(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x, float thickness,
+		      float friction);
+
+/* Continuous guard: any pair apart at x that would cross between x and p is
+ * stopped on its own side. */
+void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+			  float thickness);
+
+/* Candidate pairs collected in the current substep. */
+uint32_t sim_self_pair_count(const sim_self *s);
+
+#endif
