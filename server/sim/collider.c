@@ -1,0 +1,658 @@
+/*
+ * Obstacle colliders: validation, keyframed rigid motion and the contact
+ * response of the projection step; see collider.h for the interface.
+ *
+ * Every shape lives in its own space and is sampled there: a world point is
+ * taken into the collider's space by the inverse of the current transform, so
+ * a mesh field is built once however the collider moves.
+ *
+ * Keyframes carry a translation and XYZ Euler angles in degrees; the world
+ * transform is world = T + Rz Ry Rx local (X applied first, about the
+ * collider's own origin). Between keys the translation and the three angles
+ * are interpolated linearly. Linear Euler interpolation is what DCC
+ * applications do with rotation channels, and unlike a quaternion slerp it
+ * keeps spins of more than 180 degrees between two keys (a wheel keyed 0 and
+ * 360 turns once instead of standing still).
+ *
+ * Contact response, per point and per collider, with depth d = r - phi(p)
+ * for r = cloth thickness + collider thickness:
+ *   1. push: p += d n, with n the unit gradient of phi (PBD, Mueller 2006);
+ *   2. friction on the displacement relative to the collider's surface: the
+ *      start position x is carried rigidly by the substep's motion to
+ *      xc = T1 T0^-1 x, and the tangential part t of (p - xc) is removed
+ *      entirely when |t| < static_friction d, otherwise reduced by
+ *      min(friction d / |t|, 1) (Macklin et al. 2014, "Unified Particle
+ *      Physics", eq. 24). So cloth resting on a moving platform is carried;
+ *   3. restitution: the part d of the normal motion that went past the
+ *      surface is reflected by e, p += e d n, so the point leaves with e
+ *      times its approach speed relative to the surface (a point hit by a
+ *      moving wall gets the wall's speed times 1 + e).
+ * The response depends only on p, x and the transforms, so repeating it in
+ * every solver iteration converges instead of compounding: after step 3 the
+ * point is outside by e d and a second pass finds no contact.
+ */
+#include "server/sim/collider.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/sim/shapes.h"
+
+/* Points handled together per collider: the field sampler and the transform
+ * run over a block held on the stack, so the step allocates nothing. */
+#define COLLIDER_BLOCK 64
+/* Half-width of a built field's band beyond the collider's own thickness:
+ * more than a cloth thickness plus one substep's motion of a fast garment. */
+#define COLLIDER_BAND 0.02f
+#define COLLIDER_MAX_FRICTION 10.0f
+#define COLLIDER_MAX_THICKNESS 1.0f
+#define COLLIDER_DEG 0.017453292519943295
+
+/* A rigid transform: world = r * local + t, r row-major. */
+typedef struct collider_xform {
+	float r[9];
+	sim_v3 t;
+} collider_xform;
+
+struct sim_collider {
+	drape_shape shape;
+	/* Shape parameters in the collider's own space. */
+	sim_v3 point, normal, center, half_extents, a, b;
+	float radius;
+	/* Mesh colliders: the field and, when given, the mesh it came from (kept
+	 * for sim_colliders_update_mesh). */
+	drape_sdf *sdf;
+	float *vertices;
+	uint32_t vertex_count;
+	uint32_t *triangles;
+	uint32_t triangle_count;
+	float voxel_size;
+	uint64_t max_voxels;
+	float friction, static_friction, restitution, thickness;
+	drape_keyframe *keys;
+	uint32_t key_count;
+	collider_xform rest;   /* at t = 0, for attached points */
+	collider_xform x0, x1; /* at the start and end of the current substep */
+};
+
+void drape_collider_desc_default(drape_collider_desc *d)
+{
+	memset(d, 0, sizeof *d);
+	d->normal[1] = 1.0f;
+	d->friction = 0.3f;
+	d->static_friction = 0.5f;
+	d->restitution = 0.0f;
+	d->thickness = 0.0f;
+}
+
+/* ---- Transforms ---------------------------------------------------------- */
+
+static sim_v3 xf_apply(const collider_xform *x, sim_v3 v)
+{
+	const float *r = x->r;
+	return v3(r[0] * v.x + r[1] * v.y + r[2] * v.z + x->t.x,
+		  r[3] * v.x + r[4] * v.y + r[5] * v.z + x->t.y,
+		  r[6] * v.x + r[7] * v.y + r[8] * v.z + x->t.z);
+}
+
+static sim_v3 xf_rotate(const collider_xform *x, sim_v3 v)
+{
+	const float *r = x->r;
+	return v3(r[0] * v.x + r[1] * v.y + r[2] * v.z, r[3] * v.x + r[4] * v.y + r[5] * v.z,
+		  r[6] * v.x + r[7] * v.y + r[8] * v.z);
+}
+
+/* The inverse of a rigid transform is the transposed rotation. */
+static sim_v3 xf_inverse(const collider_xform *x, sim_v3 w)
+{
+	const float *r = x->r;
+	sim_v3 v = v3_sub(w, x->t);
+	return v3(r[0] * v.x + r[3] * v.y + r[6] * v.z, r[1] * v.x + r[4] * v.y + r[7] * v.z,
+		  r[2] * v.x + r[5] * v.y + r[8] * v.z);
+}
+
+static void xf_from_euler(collider_xform *x, const float tr[3], const float deg[3])
+{
+	/* Computed in double so that long keyed spins lose nothing before the
+	 * matrix is stored in float. */
+	double cx = cos(deg[0] * COLLIDER_DEG), sx = sin(deg[0] * COLLIDER_DEG);
+	double cy = cos(deg[1] * COLLIDER_DEG), sy = sin(deg[1] * COLLIDER_DEG);
+	double cz = cos(deg[2] * COLLIDER_DEG), sz = sin(deg[2] * COLLIDER_DEG);
+	/* R = Rz * Ry * Rx, so X is applied first. */
+	double m[9] = {cz * cy, cz * sy * sx - sz * cx, cz * sy * cx + sz * sx,
+		       sz * cy, sz * sy * sx + cz * cx, sz * sy * cx - cz * sx,
+		       -sy,     cy * sx,                cy * cx};
+	for (int i = 0; i < 9; i++)
+		x->r[i] = (float)m[i];
+	x->t = v3(tr[0], tr[1], tr[2]);
+}
+
+static void collider_eval(const sim_collider *c, float t, collider_xform *out)
+{
+	static const float zero[3] = {0, 0, 0};
+	if (c->key_count == 0) {
+		xf_from_euler(out, zero, zero);
+		return;
+	}
+	const drape_keyframe *k = c->keys;
+	uint32_t n = c->key_count;
+	if (!(t > k[0].frame)) {
+		xf_from_euler(out, k[0].translate, k[0].rotate);
+		return;
+	}
+	if (t >= k[n - 1].frame) {
+		xf_from_euler(out, k[n - 1].translate, k[n - 1].rotate);
+		return;
+	}
+	/* Binary search for the last key at or before t; k[0].frame < t < last. */
+	uint32_t lo = 0, hi = n - 1;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (k[mid].frame <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	double s = ((double)t - k[lo].frame) / ((double)k[hi].frame - k[lo].frame);
+	float tr[3], rot[3];
+	for (int i = 0; i < 3; i++) {
+		tr[i] = (float)(k[lo].translate[i] + s * ((double)k[hi].translate[i] - k[lo].translate[i]));
+		rot[i] = (float)(k[lo].rotate[i] + s * ((double)k[hi].rotate[i] - k[lo].rotate[i]));
+	}
+	xf_from_euler(out, tr, rot);
+}
+
+static void collider_reset_motion(sim_collider *c)
+{
+	collider_eval(c, 0.0f, &c->rest);
+	c->x0 = c->rest;
+	c->x1 = c->rest;
+}
+
+/* ---- Validation ------------------------------------------------------------ */
+
+static const char *shape_name(drape_shape s)
+{
+	switch (s) {
+	case DRAPE_SHAPE_PLANE:
+		return "plane";
+	case DRAPE_SHAPE_SPHERE:
+		return "sphere";
+	case DRAPE_SHAPE_BOX:
+		return "box";
+	case DRAPE_SHAPE_CAPSULE:
+		return "capsule";
+	case DRAPE_SHAPE_MESH:
+		return "mesh";
+	}
+	return "unknown";
+}
+
+static drape_err check_vec3(const char *shape, const char *field, const float v[3], drape_error *err)
+{
+	for (int i = 0; i < 3; i++)
+		if (!isfinite(v[i]))
+			return drape_error_setf(err, DRAPE_ENONFINITE,
+						"colliders.%s.%s[%d]: %g is not finite", shape, field, i,
+						(double)v[i]);
+	return DRAPE_OK;
+}
+
+static drape_err check_positive(const char *shape, const char *field, float v, drape_error *err)
+{
+	if (!isfinite(v))
+		return drape_error_setf(err, DRAPE_ENONFINITE, "colliders.%s.%s: %g is not finite",
+					shape, field, (double)v);
+	if (!(v > 0))
+		return drape_error_setf(err, DRAPE_EINVAL, "colliders.%s.%s: %g is not > 0", shape,
+					field, (double)v);
+	return DRAPE_OK;
+}
+
+static drape_err check_range(const char *field, float v, float lo, float hi, drape_error *err)
+{
+	if (!isfinite(v))
+		return drape_error_setf(err, DRAPE_ENONFINITE, "colliders.%s: %g is not finite", field,
+					(double)v);
+	if (!(v >= lo && v <= hi))
+		return drape_error_setf(err, DRAPE_EINVAL, "colliders.%s: %g is not in [%g, %g]", field,
+					(double)v, (double)lo, (double)hi);
+	return DRAPE_OK;
+}
+
+static drape_err check_keyframes(const drape_keyframe *keys, uint32_t count, drape_error *err)
+{
+	if (count > DRAPE_MAX_KEYFRAMES)
+		return drape_error_setf(err, DRAPE_ELIMIT,
+					"colliders.keyframes: %u keyframes, over the limit %u", count,
+					(unsigned)DRAPE_MAX_KEYFRAMES);
+	if (count > 0 && keys == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"colliders.keyframes: NULL with keyframe_count %u", count);
+	for (uint32_t i = 0; i < count; i++) {
+		const drape_keyframe *k = &keys[i];
+		if (!isfinite(k->frame))
+			return drape_error_setf(err, DRAPE_ENONFINITE,
+						"colliders.keyframes[%u].frame: %g is not finite", i,
+						(double)k->frame);
+		for (int j = 0; j < 3; j++) {
+			if (!isfinite(k->translate[j]))
+				return drape_error_setf(err, DRAPE_ENONFINITE,
+							"colliders.keyframes[%u].translate[%d]: %g is not finite",
+							i, j, (double)k->translate[j]);
+			if (!isfinite(k->rotate[j]))
+				return drape_error_setf(err, DRAPE_ENONFINITE,
+							"colliders.keyframes[%u].rotate[%d]: %g is not finite",
+							i, j, (double)k->rotate[j]);
+		}
+		if (i > 0 && !(k->frame > keys[i - 1].frame))
+			return drape_error_setf(err, DRAPE_EINVAL,
+						"colliders.keyframes[%u].frame: %g is not after keyframes[%u].frame = %g "
+						"(keys must be sorted by frame, without repeats)",
+						i, (double)k->frame, i - 1, (double)keys[i - 1].frame);
+	}
+	return DRAPE_OK;
+}
+
+static drape_err check_mesh_vertices(const float *v, uint32_t count, drape_error *err)
+{
+	if (v == NULL || count == 0)
+		return drape_error_setf(err, DRAPE_EINVAL, "colliders.mesh.vertices: empty (no vertices)");
+	for (uint64_t i = 0; i < (uint64_t)count * 3; i++)
+		if (!isfinite(v[i]))
+			return drape_error_setf(err, DRAPE_ENONFINITE,
+						"colliders.mesh.vertices[%llu][%d]: %g is not finite",
+						(unsigned long long)(i / 3), (int)(i % 3), (double)v[i]);
+	return DRAPE_OK;
+}
+
+static drape_err check_mesh(const drape_collider_desc *d, drape_error *err)
+{
+	drape_err rc = check_mesh_vertices(d->vertices, d->vertex_count, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	if (d->triangles == NULL || d->triangle_count == 0)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"colliders.mesh.triangles: empty (at least one triangle needed)");
+	for (uint64_t i = 0; i < (uint64_t)d->triangle_count * 3; i++)
+		if (d->triangles[i] >= d->vertex_count)
+			return drape_error_setf(err, DRAPE_ERANGE,
+						"colliders.mesh.triangles[%llu][%d]: vertex index %u >= vertex count %u",
+						(unsigned long long)(i / 3), (int)(i % 3), d->triangles[i],
+						d->vertex_count);
+	return DRAPE_OK;
+}
+
+static drape_err check_desc(const drape_collider_desc *d, drape_error *err)
+{
+	if (d == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "colliders: NULL description");
+	const char *s = shape_name(d->shape);
+	drape_err rc = DRAPE_OK;
+	switch (d->shape) {
+	case DRAPE_SHAPE_PLANE:
+		if ((rc = check_vec3(s, "point", d->point, err)) || (rc = check_vec3(s, "normal", d->normal, err)))
+			return rc;
+		if (!(sqrt((double)d->normal[0] * d->normal[0] + (double)d->normal[1] * d->normal[1] +
+			   (double)d->normal[2] * d->normal[2]) > 1e-12))
+			return drape_error_setf(err, DRAPE_EINVAL, "colliders.plane.normal: (%g, %g, %g) is zero",
+						(double)d->normal[0], (double)d->normal[1], (double)d->normal[2]);
+		break;
+	case DRAPE_SHAPE_SPHERE:
+		if ((rc = check_vec3(s, "center", d->center, err)) || (rc = check_positive(s, "radius", d->radius, err)))
+			return rc;
+		break;
+	case DRAPE_SHAPE_BOX:
+		if ((rc = check_vec3(s, "center", d->center, err)) ||
+		    (rc = check_vec3(s, "half_extents", d->half_extents, err)))
+			return rc;
+		for (int i = 0; i < 3; i++)
+			if (!(d->half_extents[i] > 0))
+				return drape_error_setf(err, DRAPE_EINVAL, "colliders.box.half_extents[%d]: %g is not > 0",
+							i, (double)d->half_extents[i]);
+		break;
+	case DRAPE_SHAPE_CAPSULE:
+		if ((rc = check_vec3(s, "a", d->a, err)) || (rc = check_vec3(s, "b", d->b, err)) ||
+		    (rc = check_positive(s, "radius", d->radius, err)))
+			return rc;
+		break;
+	case DRAPE_SHAPE_MESH:
+		if (d->sdf == NULL || d->vertices != NULL || d->triangles != NULL)
+			if ((rc = check_mesh(d, err)))
+				return rc;
+		if (!isfinite(d->voxel_size) || d->voxel_size < 0)
+			return drape_error_setf(err, isfinite(d->voxel_size) ? DRAPE_EINVAL : DRAPE_ENONFINITE,
+						"colliders.mesh.voxel_size: %g is not a finite number >= 0",
+						(double)d->voxel_size);
+		break;
+	default:
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"colliders.shape: %d is not a known shape (plane 1, sphere 2, box 3, "
+					"capsule 4, mesh 5)",
+					(int)d->shape);
+	}
+	if ((rc = check_range("friction", d->friction, 0, COLLIDER_MAX_FRICTION, err)) ||
+	    (rc = check_range("static_friction", d->static_friction, 0, COLLIDER_MAX_FRICTION, err)) ||
+	    (rc = check_range("restitution", d->restitution, 0, 1, err)) ||
+	    (rc = check_range("thickness", d->thickness, 0, COLLIDER_MAX_THICKNESS, err)))
+		return rc;
+	return check_keyframes(d->keyframes, d->keyframe_count, err);
+}
+
+/* ---- Set management -------------------------------------------------------- */
+
+static void collider_free(sim_collider *c)
+{
+	if (c == NULL)
+		return;
+	drape_sdf_release(c->sdf);
+	free(c->vertices);
+	free(c->triangles);
+	free(c->keys);
+	free(c);
+}
+
+/* Builds a field for a mesh collider, prefixing the builder's message with
+ * the collider field names the caller knows. */
+static drape_err collider_build(const float *vertices, uint32_t vertex_count,
+				const uint32_t *triangles, uint32_t triangle_count, float voxel_size,
+				float band, uint64_t max_voxels, drape_sdf **out, drape_error *err)
+{
+	drape_error e;
+	drape_error_clear(&e);
+	drape_err rc = drape_sdf_build(vertices, vertex_count, triangles, triangle_count, voxel_size,
+				       band, max_voxels, out, &e);
+	if (rc != DRAPE_OK)
+		return drape_error_setf(err, rc, "colliders.mesh.%s", e.message);
+	return DRAPE_OK;
+}
+
+void sim_colliders_init(sim_collider_set *set)
+{
+	set->items = NULL;
+	set->count = 0;
+	set->cap = 0;
+}
+
+void sim_colliders_free(sim_collider_set *set)
+{
+	for (uint32_t i = 0; i < set->count; i++)
+		collider_free(set->items[i]);
+	free(set->items);
+	sim_colliders_init(set);
+}
+
+drape_err sim_colliders_add(sim_collider_set *set, const drape_collider_desc *d, uint32_t *index,
+			    drape_error *err)
+{
+	drape_err rc = check_desc(d, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	if (set->count == set->cap) {
+		uint32_t cap = set->cap ? set->cap * 2 : 4;
+		sim_collider **items = realloc(set->items, cap * sizeof *items);
+		if (items == NULL)
+			return drape_error_setf(err, DRAPE_ENOMEM, "colliders: out of memory");
+		set->items = items;
+		set->cap = cap;
+	}
+	sim_collider *c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return drape_error_setf(err, DRAPE_ENOMEM, "colliders: out of memory");
+	c->shape = d->shape;
+	c->point = v3(d->point[0], d->point[1], d->point[2]);
+	c->center = v3(d->center[0], d->center[1], d->center[2]);
+	c->half_extents = v3(d->half_extents[0], d->half_extents[1], d->half_extents[2]);
+	c->a = v3(d->a[0], d->a[1], d->a[2]);
+	c->b = v3(d->b[0], d->b[1], d->b[2]);
+	c->radius = d->radius;
+	if (d->shape == DRAPE_SHAPE_PLANE) {
+		double nx = d->normal[0], ny = d->normal[1], nz = d->normal[2];
+		double l = sqrt(nx * nx + ny * ny + nz * nz);
+		c->normal = v3((float)(nx / l), (float)(ny / l), (float)(nz / l));
+	}
+	c->friction = d->friction;
+	c->static_friction = d->static_friction;
+	c->restitution = d->restitution;
+	c->thickness = d->thickness;
+	c->voxel_size = d->voxel_size;
+	c->max_voxels = d->max_voxels;
+	if (d->keyframe_count > 0) {
+		c->keys = malloc((size_t)d->keyframe_count * sizeof *c->keys);
+		if (c->keys == NULL)
+			goto nomem;
+		memcpy(c->keys, d->keyframes, (size_t)d->keyframe_count * sizeof *c->keys);
+		c->key_count = d->keyframe_count;
+	}
+	if (d->shape == DRAPE_SHAPE_MESH) {
+		if (d->vertices != NULL) {
+			size_t vb = (size_t)d->vertex_count * 3 * sizeof(float);
+			size_t tb = (size_t)d->triangle_count * 3 * sizeof(uint32_t);
+			c->vertices = malloc(vb);
+			c->triangles = malloc(tb);
+			if (c->vertices == NULL || c->triangles == NULL)
+				goto nomem;
+			memcpy(c->vertices, d->vertices, vb);
+			memcpy(c->triangles, d->triangles, tb);
+			c->vertex_count = d->vertex_count;
+			c->triangle_count = d->triangle_count;
+		}
+		if (d->sdf != NULL) {
+			drape_sdf_retain(d->sdf);
+			c->sdf = d->sdf;
+		} else {
+			rc = collider_build(d->vertices, d->vertex_count, d->triangles, d->triangle_count,
+					    d->voxel_size, d->thickness + COLLIDER_BAND, d->max_voxels,
+					    &c->sdf, err);
+			if (rc != DRAPE_OK) {
+				collider_free(c);
+				return rc;
+			}
+		}
+	}
+	collider_reset_motion(c);
+	set->items[set->count] = c;
+	if (index != NULL)
+		*index = set->count;
+	set->count++;
+	return DRAPE_OK;
+nomem:
+	collider_free(c);
+	return drape_error_setf(err, DRAPE_ENOMEM, "colliders: out of memory");
+}
+
+static drape_err check_index(const sim_collider_set *set, uint32_t index, drape_error *err)
+{
+	if (index >= set->count)
+		return drape_error_setf(err, DRAPE_ENOTFOUND, "collider: index %u >= collider count %u",
+					index, set->count);
+	return DRAPE_OK;
+}
+
+drape_err sim_colliders_remove(sim_collider_set *set, uint32_t index, drape_error *err)
+{
+	drape_err rc = check_index(set, index, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	collider_free(set->items[index]);
+	memmove(&set->items[index], &set->items[index + 1],
+		(size_t)(set->count - index - 1) * sizeof *set->items);
+	set->count--;
+	return DRAPE_OK;
+}
+
+drape_err sim_colliders_set_keyframes(sim_collider_set *set, uint32_t index,
+				      const drape_keyframe *keys, uint32_t count, drape_error *err)
+{
+	drape_err rc = check_index(set, index, err);
+	if (rc == DRAPE_OK)
+		rc = check_keyframes(keys, count, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	drape_keyframe *copy = NULL;
+	if (count > 0) {
+		copy = malloc((size_t)count * sizeof *copy);
+		if (copy == NULL)
+			return drape_error_setf(err, DRAPE_ENOMEM, "colliders.keyframes: out of memory");
+		memcpy(copy, keys, (size_t)count * sizeof *copy);
+	}
+	sim_collider *c = set->items[index];
+	free(c->keys);
+	c->keys = copy;
+	c->key_count = count;
+	collider_reset_motion(c);
+	return DRAPE_OK;
+}
+
+drape_err sim_colliders_update_mesh(sim_collider_set *set, uint32_t index, const float *vertices,
+				    uint32_t vertex_count, drape_error *err)
+{
+	drape_err rc = check_index(set, index, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	sim_collider *c = set->items[index];
+	if (c->shape != DRAPE_SHAPE_MESH || c->triangles == NULL)
+		return drape_error_setf(err, DRAPE_ESTATE,
+					"collider %u: not a mesh collider built from triangles", index);
+	if (vertex_count != c->vertex_count)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"colliders.mesh.vertices: %u vertices, the mesh has %u", vertex_count,
+					c->vertex_count);
+	if ((rc = check_mesh_vertices(vertices, vertex_count, err)))
+		return rc;
+	/* The new field keeps the old voxel size and band, so a deforming
+	 * collider does not change resolution from frame to frame. */
+	drape_sdf_info info;
+	drape_sdf_get_info(c->sdf, &info);
+	drape_sdf *sdf = NULL;
+	rc = collider_build(vertices, vertex_count, c->triangles, c->triangle_count, info.voxel_size,
+			    info.band, c->max_voxels, &sdf, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	drape_sdf_release(c->sdf);
+	c->sdf = sdf;
+	memcpy(c->vertices, vertices, (size_t)vertex_count * 3 * sizeof(float));
+	return DRAPE_OK;
+}
+
+drape_err sim_colliders_set_sdf(sim_collider_set *set, uint32_t index, drape_sdf *sdf,
+				drape_error *err)
+{
+	drape_err rc = check_index(set, index, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	sim_collider *c = set->items[index];
+	if (c->shape != DRAPE_SHAPE_MESH)
+		return drape_error_setf(err, DRAPE_ESTATE, "collider %u: a %s, not a mesh collider",
+					index, shape_name(c->shape));
+	if (sdf == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "colliders.mesh.sdf: NULL");
+	drape_sdf_retain(sdf);
+	drape_sdf_release(c->sdf);
+	c->sdf = sdf;
+	return DRAPE_OK;
+}
+
+/* ---- The step ------------------------------------------------------------- */
+
+void sim_colliders_begin_substep(sim_collider_set *set, float t0, float t1)
+{
+	for (uint32_t i = 0; i < set->count; i++) {
+		sim_collider *c = set->items[i];
+		collider_eval(c, t0, &c->x0);
+		collider_eval(c, t1, &c->x1);
+	}
+}
+
+/* Distance and (not necessarily unit) gradient of m local points. */
+static void collider_sample(const sim_collider *c, const float *q, uint32_t m, float *dist, float *grad)
+{
+	if (c->shape == DRAPE_SHAPE_MESH) {
+		drape_sdf_sample(c->sdf, q, m, dist, grad);
+		return;
+	}
+	for (uint32_t j = 0; j < m; j++) {
+		sim_v3 p = v3(q[j * 3], q[j * 3 + 1], q[j * 3 + 2]), g = v3(0, 0, 0);
+		float d;
+		switch (c->shape) {
+		case DRAPE_SHAPE_PLANE:
+			d = sim_shape_plane(p, c->point, c->normal, &g);
+			break;
+		case DRAPE_SHAPE_SPHERE:
+			d = sim_shape_sphere(p, c->center, c->radius, &g);
+			break;
+		case DRAPE_SHAPE_BOX:
+			d = sim_shape_box(p, c->center, c->half_extents, &g);
+			break;
+		default:
+			d = sim_shape_capsule(p, c->a, c->b, c->radius, &g);
+			break;
+		}
+		dist[j] = d;
+		grad[j * 3] = g.x;
+		grad[j * 3 + 1] = g.y;
+		grad[j * 3 + 2] = g.z;
+	}
+}
+
+uint32_t sim_colliders_project(const sim_collider_set *set, sim_vec4 *restrict p,
+			       const sim_vec4 *restrict x, uint32_t n, float thickness)
+{
+	uint32_t contacts = 0;
+	float q[COLLIDER_BLOCK * 3], dist[COLLIDER_BLOCK], grad[COLLIDER_BLOCK * 3];
+	for (uint32_t base = 0; base < n; base += COLLIDER_BLOCK) {
+		uint32_t m = n - base < COLLIDER_BLOCK ? n - base : COLLIDER_BLOCK;
+		for (uint32_t ci = 0; ci < set->count; ci++) {
+			const sim_collider *c = set->items[ci];
+			for (uint32_t j = 0; j < m; j++) {
+				sim_v3 l = xf_inverse(&c->x1, v3_of4(p[base + j]));
+				q[j * 3] = l.x;
+				q[j * 3 + 1] = l.y;
+				q[j * 3 + 2] = l.z;
+			}
+			collider_sample(c, q, m, dist, grad);
+			const float r = thickness + c->thickness;
+			for (uint32_t j = 0; j < m; j++) {
+				sim_vec4 *pi = &p[base + j];
+				if (!(pi->w > 0) || !(dist[j] < r))
+					continue;
+				sim_v3 g = v3(grad[j * 3], grad[j * 3 + 1], grad[j * 3 + 2]);
+				float gl = v3_len(g);
+				/* No direction is known (deep inside a field's band):
+				 * leave the point rather than push it anywhere. */
+				if (!(gl > 1e-12f))
+					continue;
+				sim_v3 nrm = xf_rotate(&c->x1, v3_scale(g, 1.0f / gl));
+				float depth = r - dist[j];
+				sim_v3 np = v3_add(v3_of4(*pi), v3_scale(nrm, depth));
+				/* Where the start position x would be had it moved
+				 * rigidly with the collider over the substep. */
+				sim_v3 xc = xf_apply(&c->x1, xf_inverse(&c->x0, v3_of4(x[base + j])));
+				sim_v3 rel = v3_sub(np, xc);
+				sim_v3 tan = v3_sub(rel, v3_scale(nrm, v3_dot(rel, nrm)));
+				float tl = v3_len(tan);
+				if (tl < c->static_friction * depth)
+					np = v3_sub(np, tan);
+				else if (tl > 0)
+					np = v3_sub(np, v3_scale(tan, fminf(c->friction * depth / tl, 1.0f)));
+				np = v3_add(np, v3_scale(nrm, c->restitution * depth));
+				pi->x = np.x;
+				pi->y = np.y;
+				pi->z = np.z;
+				contacts++;
+			}
+		}
+	}
+	return contacts;
+}
+
+void sim_colliders_attached_point(const sim_collider_set *set, uint32_t index, const float rest[3],
+				  float out[3])
+{
+	const sim_collider *c = set->items[index];
+	sim_v3 w = xf_apply(&c->x1, xf_inverse(&c->rest, v3(rest[0], rest[1], rest[2])));
+	out[0] = w.x;
+	out[1] = w.y;
+	out[2] = w.z;
+}

@@ -1,0 +1,414 @@
+/*
+ * Mesh collider fields: a narrow-band signed distance field built by OpenVDB
+ * (tools::meshToSignedDistanceField) behind the C interface drape_sdf_* of
+ * include/drape/sim.h. This is the solver's only C++ file; every C++
+ * exception stops here and becomes a drape_err with the exception's message.
+ *
+ * Sign. OpenVDB classifies inside and outside by flood-filling the exterior
+ * from the grid's boundary and by closest-point tests on the voxels the
+ * surface crosses; it never reads triangle normals. A field can therefore not
+ * come out inside-out, and inconsistent winding does not matter. What can go
+ * wrong is an open mesh: the exterior fill leaks through any hole wider than a
+ * voxel and the interior turns into "outside". Before voxelising we therefore
+ * close every hole: each boundary loop (edges used by one triangle only,
+ * joined at vertices with exactly two such edges) is capped by a fan around
+ * its centroid. A mesh collider is thus always a solid; a boundary that does
+ * not decompose into simple loops is left as it is, and whatever the fill
+ * reaches then reads as free space, never as inside.
+ *
+ * Sampling is trilinear in world space from the eight voxel values around the
+ * point, read through a ConstAccessor made for each call so that threads can
+ * sample one field at once. The gradient is the exact gradient of that
+ * trilinear interpolant (the same eight values, no extra lookups). Beyond the
+ * band the tree holds its background, +band outside and -band inside; such
+ * points read exactly +band (free space) or -band with a zero gradient, since
+ * no direction is known there.
+ */
+#include <openvdb/openvdb.h>
+#include <openvdb/tools/MeshToVolume.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <new>
+#include <utility>
+#include <vector>
+
+extern "C" {
+#include "drape/sim.h"
+}
+
+struct drape_sdf {
+	std::atomic<uint32_t> refs;
+	openvdb::FloatGrid::Ptr grid;
+	drape_sdf_info info;
+};
+
+namespace {
+
+/* Automatic voxel size: this fraction of the bounding-box diagonal. */
+constexpr double kAutoVoxelDivisions = 256.0;
+/* The narrow band is never thinner than this many voxels either side, so the
+ * trilinear stencil around a surface point is always inside it. */
+constexpr int kMinBandVoxels = 3;
+
+std::once_flag g_vdb_once;
+
+void vdb_init() { std::call_once(g_vdb_once, [] { openvdb::initialize(); }); }
+
+/* Dense voxel count of the bounding box grown by the band on every side: an
+ * upper bound on the narrow band's size that costs nothing to compute. */
+double implied_voxels(const double ext[3], double voxel, int band_voxels)
+{
+	double n = 1.0;
+	for (int k = 0; k < 3; k++)
+		n *= std::floor(ext[k] / voxel) + 2.0 * band_voxels + 2.0;
+	return n;
+}
+
+int band_voxels_for(double band, double voxel)
+{
+	double b = std::ceil(band / voxel - 1e-6);
+	if (!(b >= kMinBandVoxels))
+		return kMinBandVoxels;
+	/* A band wider than this is caught by the voxel cap anyway. */
+	return b > 1e6 ? 1000000 : static_cast<int>(b);
+}
+
+/*
+ * Closes the holes of an open mesh by a fan from each boundary loop to the
+ * loop's centroid (see the file comment). Appends to points and tris; returns
+ * the number of loops capped.
+ */
+uint32_t cap_holes(std::vector<openvdb::Vec3s> &points, std::vector<openvdb::Vec3I> &tris)
+{
+	const size_t ntri = tris.size();
+	/* Vertices at exactly the same position are one vertex here: exporters
+	 * split positions along UV seams and flat-shaded faces, and those seams
+	 * are not holes. Each vertex maps to the lowest index at its position. */
+	std::vector<uint32_t> order(points.size()), canon(points.size());
+	for (uint32_t i = 0; i < order.size(); i++)
+		order[i] = i;
+	auto less = [&points](uint32_t a, uint32_t b) {
+		const openvdb::Vec3s &p = points[a], &q = points[b];
+		if (p.x() != q.x())
+			return p.x() < q.x();
+		if (p.y() != q.y())
+			return p.y() < q.y();
+		if (p.z() != q.z())
+			return p.z() < q.z();
+		return a < b;
+	};
+	std::sort(order.begin(), order.end(), less);
+	for (size_t i = 0; i < order.size(); i++)
+		canon[order[i]] = (i > 0 && points[order[i]] == points[order[i - 1]]) ? canon[order[i - 1]]
+										       : order[i];
+	std::vector<uint64_t> edges;
+	edges.reserve(ntri * 3);
+	for (size_t t = 0; t < ntri; t++) {
+		for (int k = 0; k < 3; k++) {
+			uint64_t a = canon[tris[t][k]], b = canon[tris[t][(k + 1) % 3]];
+			if (a == b)
+				continue;
+			edges.push_back(std::min(a, b) << 32 | std::max(a, b));
+		}
+	}
+	std::sort(edges.begin(), edges.end());
+	/* Boundary edges as (vertex, neighbour) in both directions, sorted by vertex. */
+	std::vector<std::pair<uint32_t, uint32_t>> adj;
+	for (size_t i = 0; i < edges.size();) {
+		size_t j = i;
+		while (j < edges.size() && edges[j] == edges[i])
+			j++;
+		if (j - i == 1) {
+			uint32_t a = static_cast<uint32_t>(edges[i] >> 32), b = static_cast<uint32_t>(edges[i]);
+			adj.emplace_back(a, b);
+			adj.emplace_back(b, a);
+		}
+		i = j;
+	}
+	if (adj.empty())
+		return 0;
+	std::sort(adj.begin(), adj.end());
+	/* Index of each boundary vertex's first record and its degree. */
+	auto first_of = [&adj](uint32_t v) {
+		return std::lower_bound(adj.begin(), adj.end(), std::make_pair(v, uint32_t(0))) - adj.begin();
+	};
+	auto degree_of = [&adj](size_t at) {
+		size_t d = 0;
+		while (at + d < adj.size() && adj[at + d].first == adj[at].first)
+			d++;
+		return d;
+	};
+	std::vector<char> used(adj.size(), 0);
+	std::vector<uint32_t> loop;
+	uint32_t capped = 0;
+	for (size_t s = 0; s < adj.size(); s++) {
+		if (used[s] || degree_of(static_cast<size_t>(first_of(adj[s].first))) != 2)
+			continue;
+		const uint32_t start = adj[s].first;
+		uint32_t prev = start, cur = adj[s].second;
+		used[s] = 1;
+		loop.assign(1, start);
+		bool simple = true;
+		while (cur != start) {
+			size_t at = static_cast<size_t>(first_of(cur));
+			if (degree_of(at) != 2 || loop.size() > adj.size()) {
+				simple = false;
+				break;
+			}
+			loop.push_back(cur);
+			size_t next = adj[at].second == prev ? at + 1 : at;
+			used[at] = used[at + 1] = 1;
+			prev = cur;
+			cur = adj[next].second;
+		}
+		if (!simple || loop.size() < 3)
+			continue;
+		openvdb::Vec3d c(0.0);
+		for (uint32_t v : loop)
+			c += openvdb::Vec3d(points[v]);
+		c /= static_cast<double>(loop.size());
+		const uint32_t centre = static_cast<uint32_t>(points.size());
+		points.emplace_back(static_cast<float>(c.x()), static_cast<float>(c.y()),
+				    static_cast<float>(c.z()));
+		for (size_t i = 0; i < loop.size(); i++)
+			tris.emplace_back(loop[i], loop[(i + 1) % loop.size()], centre);
+		capped++;
+	}
+	return capped;
+}
+
+drape_err validate_mesh(const float *vertices, uint32_t vertex_count, const uint32_t *triangles,
+			uint32_t triangle_count, float voxel_size, float band, drape_error *err)
+{
+	if (vertices == nullptr || vertex_count == 0)
+		return drape_error_setf(err, DRAPE_EINVAL, "vertices: empty mesh (no vertices)");
+	if (triangles == nullptr || triangle_count == 0)
+		return drape_error_setf(err, DRAPE_EINVAL, "triangles: empty mesh (no triangles)");
+	for (uint64_t i = 0; i < uint64_t(vertex_count) * 3; i++)
+		if (!std::isfinite(vertices[i]))
+			return drape_error_setf(err, DRAPE_ENONFINITE, "vertices[%llu][%d]: not finite",
+						(unsigned long long)(i / 3), int(i % 3));
+	for (uint64_t i = 0; i < uint64_t(triangle_count) * 3; i++)
+		if (triangles[i] >= vertex_count)
+			return drape_error_setf(err, DRAPE_ERANGE,
+						"triangles[%llu][%d]: vertex index %u >= vertex count %u",
+						(unsigned long long)(i / 3), int(i % 3), triangles[i],
+						vertex_count);
+	if (!std::isfinite(voxel_size) || voxel_size < 0)
+		return drape_error_setf(err, DRAPE_EINVAL, "voxel_size: %g is not a finite number >= 0",
+					double(voxel_size));
+	if (!std::isfinite(band) || band < 0)
+		return drape_error_setf(err, DRAPE_EINVAL, "band: %g is not a finite number >= 0",
+					double(band));
+	return DRAPE_OK;
+}
+
+drape_err build(const float *vertices, uint32_t vertex_count, const uint32_t *triangles,
+		uint32_t triangle_count, float voxel_size, float band, uint64_t max_voxels,
+		drape_sdf **out, drape_error *err)
+{
+	auto t_start = std::chrono::steady_clock::now();
+	drape_err rc = validate_mesh(vertices, vertex_count, triangles, triangle_count, voxel_size,
+				     band, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	if (max_voxels == 0)
+		max_voxels = DRAPE_SDF_DEFAULT_MAX_VOXELS;
+
+	double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+	for (uint32_t i = 0; i < vertex_count; i++)
+		for (int k = 0; k < 3; k++) {
+			lo[k] = std::min(lo[k], double(vertices[i * 3 + k]));
+			hi[k] = std::max(hi[k], double(vertices[i * 3 + k]));
+		}
+	double ext[3] = {hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]};
+	double diag = std::sqrt(ext[0] * ext[0] + ext[1] * ext[1] + ext[2] * ext[2]);
+	if (!(diag > 0) || !std::isfinite(diag))
+		return drape_error_setf(err, DRAPE_EINVAL, "vertices: the mesh has zero extent");
+
+	/* The voxel cap is checked here, on the bounding box, before anything
+	 * is allocated: a client must not be able to make us voxelise 10^12
+	 * voxels. An automatic voxel size grows until the box fits the cap. */
+	double voxel = voxel_size;
+	int bw;
+	if (voxel == 0) {
+		voxel = diag / kAutoVoxelDivisions;
+		bw = band_voxels_for(band, voxel);
+		for (int guard = 0; guard < 200 && implied_voxels(ext, voxel, bw) > double(max_voxels);
+		     guard++) {
+			voxel *= 1.25;
+			bw = band_voxels_for(band, voxel);
+		}
+	}
+	bw = band_voxels_for(band, voxel);
+	double implied = implied_voxels(ext, voxel, bw);
+	if (implied > double(max_voxels))
+		return drape_error_setf(err, DRAPE_ELIMIT,
+					"max_voxels: a field of voxel size %g m and band %d voxels over "
+					"this mesh implies %.0f voxels, over the cap max_voxels = %llu",
+					voxel, bw, implied, (unsigned long long)max_voxels);
+
+	std::vector<openvdb::Vec3s> points(vertex_count);
+	for (uint32_t i = 0; i < vertex_count; i++)
+		points[i] = openvdb::Vec3s(vertices[i * 3], vertices[i * 3 + 1], vertices[i * 3 + 2]);
+	std::vector<openvdb::Vec3I> tris(triangle_count);
+	for (uint32_t t = 0; t < triangle_count; t++)
+		tris[t] = openvdb::Vec3I(triangles[t * 3], triangles[t * 3 + 1], triangles[t * 3 + 2]);
+	cap_holes(points, tris);
+	const std::vector<openvdb::Vec4I> quads;
+
+	vdb_init();
+	openvdb::math::Transform::Ptr xform = openvdb::math::Transform::createLinearTransform(voxel);
+	openvdb::FloatGrid::Ptr grid = openvdb::tools::meshToSignedDistanceField<openvdb::FloatGrid>(
+		*xform, points, tris, quads, float(bw), float(bw));
+	if (!grid || grid->activeVoxelCount() == 0)
+		return drape_error_setf(err, DRAPE_ESDF,
+					"triangles: the mesh gave an empty field (voxel size %g m)", voxel);
+
+	drape_sdf *sdf = new drape_sdf;
+	sdf->refs.store(1, std::memory_order_relaxed);
+	sdf->grid = grid;
+	drape_sdf_info &info = sdf->info;
+	info.voxel_size = float(voxel);
+	info.band = float(bw * voxel);
+	info.voxels = grid->activeVoxelCount();
+	openvdb::CoordBBox box = grid->evalActiveVoxelBoundingBox();
+	for (int k = 0; k < 3; k++) {
+		info.bbox_min[k] = float(box.min()[k] * voxel);
+		info.bbox_max[k] = float(box.max()[k] * voxel);
+	}
+	info.bytes = grid->memUsage();
+	info.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+								  t_start)
+				.count();
+	*out = sdf;
+	return DRAPE_OK;
+}
+
+} // namespace
+
+extern "C" drape_err drape_sdf_build(const float *vertices, uint32_t vertex_count,
+				     const uint32_t *triangles, uint32_t triangle_count,
+				     float voxel_size, float band, uint64_t max_voxels, drape_sdf **out,
+				     drape_error *err)
+{
+	if (out == nullptr)
+		return drape_error_setf(err, DRAPE_EINVAL, "out: NULL");
+	try {
+		return build(vertices, vertex_count, triangles, triangle_count, voxel_size, band,
+			     max_voxels, out, err);
+	} catch (const std::bad_alloc &) {
+		return drape_error_setf(err, DRAPE_ENOMEM, "sdf: out of memory building the field");
+	} catch (const std::exception &e) {
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: OpenVDB: %s", e.what());
+	} catch (...) {
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: OpenVDB threw an unknown exception");
+	}
+}
+
+extern "C" void drape_sdf_retain(drape_sdf *sdf)
+{
+	if (sdf != nullptr)
+		sdf->refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+extern "C" void drape_sdf_release(drape_sdf *sdf)
+{
+	/* The acquire-release pair makes every use by other holders happen
+	 * before the delete by the last one. */
+	if (sdf != nullptr && sdf->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+		delete sdf;
+}
+
+extern "C" void drape_sdf_get_info(const drape_sdf *sdf, drape_sdf_info *info)
+{
+	*info = sdf->info;
+}
+
+extern "C" void drape_sdf_sample(const drape_sdf *sdf, const float *points, uint32_t n, float *dist,
+				 float *grad)
+{
+	/* Nothing below allocates or throws: ConstAccessor construction and
+	 * getValue only read the tree. */
+	using Leaf = openvdb::FloatTree::LeafNodeType;
+	openvdb::FloatGrid::ConstAccessor acc = sdf->grid->getConstAccessor();
+	const float inv = 1.0f / sdf->info.voxel_size;
+	const float band = sdf->info.band;
+	/* Values within this of +-band are background: beyond the band. */
+	const float edge = band * (1.0f - 1e-5f);
+	for (uint32_t i = 0; i < n; i++) {
+		float u[3], f[3];
+		int c[3];
+		bool ok = true;
+		for (int k = 0; k < 3; k++) {
+			u[k] = points[i * 3 + k] * inv;
+			/* Non-finite or absurdly far points would overflow the
+			 * integer coordinates; they are free space. */
+			if (!(std::fabs(u[k]) < 1e9f)) {
+				ok = false;
+				break;
+			}
+			float fl = std::floor(u[k]);
+			c[k] = int(fl);
+			f[k] = u[k] - fl;
+		}
+		float g[3] = {0, 0, 0};
+		float d = band;
+		if (ok) {
+			float v[2][2][2];
+			const openvdb::Coord ijk(c[0], c[1], c[2]);
+			const Leaf *leaf = nullptr;
+			/* Most stencils lie inside one 8^3 leaf: read its buffer
+			 * directly instead of eight tree lookups. Inactive voxels of
+			 * a level-set leaf hold +-background, as the tree would give. */
+			if ((c[0] & 7) != 7 && (c[1] & 7) != 7 && (c[2] & 7) != 7)
+				leaf = acc.probeConstLeaf(ijk);
+			if (leaf != nullptr) {
+				const float *buf = leaf->buffer().data() + Leaf::coordToOffset(ijk);
+				for (int a = 0; a < 2; a++)
+					for (int b = 0; b < 2; b++)
+						for (int e = 0; e < 2; e++)
+							v[a][b][e] = buf[(a << 6) + (b << 3) + e];
+			} else {
+				for (int a = 0; a < 2; a++)
+					for (int b = 0; b < 2; b++)
+						for (int e = 0; e < 2; e++)
+							v[a][b][e] = acc.getValue(
+								openvdb::Coord(c[0] + a, c[1] + b, c[2] + e));
+			}
+			/* Trilinear value and its exact partial derivatives. */
+			float x00 = v[0][0][0] + (v[1][0][0] - v[0][0][0]) * f[0];
+			float x01 = v[0][0][1] + (v[1][0][1] - v[0][0][1]) * f[0];
+			float x10 = v[0][1][0] + (v[1][1][0] - v[0][1][0]) * f[0];
+			float x11 = v[0][1][1] + (v[1][1][1] - v[0][1][1]) * f[0];
+			float y0 = x00 + (x10 - x00) * f[1];
+			float y1 = x01 + (x11 - x01) * f[1];
+			d = y0 + (y1 - y0) * f[2];
+			if (d >= edge) {
+				d = band;
+			} else if (d <= -edge) {
+				d = -band;
+			} else {
+				float dx00 = v[1][0][0] - v[0][0][0], dx01 = v[1][0][1] - v[0][0][1];
+				float dx10 = v[1][1][0] - v[0][1][0], dx11 = v[1][1][1] - v[0][1][1];
+				float dxy0 = dx00 + (dx10 - dx00) * f[1];
+				float dxy1 = dx01 + (dx11 - dx01) * f[1];
+				g[0] = (dxy0 + (dxy1 - dxy0) * f[2]) * inv;
+				g[1] = ((x10 - x00) + ((x11 - x01) - (x10 - x00)) * f[2]) * inv;
+				g[2] = (y1 - y0) * inv;
+			}
+		}
+		dist[i] = d;
+		if (grad != nullptr) {
+			grad[i * 3] = g[0];
+			grad[i * 3 + 1] = g[1];
+			grad[i * 3 + 2] = g[2];
+		}
+	}
+}
