@@ -116,8 +116,10 @@ $(LIBDRAPE): $(CLIENT_O) $(PROTO_O) $(ERROR_O)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(LIBDRAPE_SO): $(CLIENT_O) $(PROTO_O) $(ERROR_O)
-	$(CC) -shared -Wl,-soname,libdrape.so.1 $(LDFLAGS) -o $@ $^ $(NET_LIBS) $(JSON_LIBS) $(SYS_LIBS)
+# The shared library also carries the solver: the scene loader fills solver
+# parameters with their defaults, and a plugin may want to solve in process.
+$(LIBDRAPE_SO): $(CLIENT_O) $(PROTO_O) $(SIM_O)
+	$(CC) -shared -Wl,-soname,libdrape.so.1 -Wl,--no-undefined $(LDFLAGS) -o $@ $^ $(NET_LIBS) $(JSON_LIBS) $(VDB_LIBS) $(SYS_LIBS)
 
 $(DRAPED): $(BUILD)/obj/server/main.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS)

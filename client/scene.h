@@ -1,0 +1,108 @@
+/*
+ * Scene files of libdrape (internal header; the drape CLI and the tests use
+ * it too, hence the drape_scene_ prefix). client/SCENE.md documents the
+ * format.
+ *
+ * A scene is one JSON object: solver parameters, the cloth (an OBJ mesh or a
+ * generated grid sheet) with its pins, and colliders. Loading is strict:
+ * every unknown key is an error naming it (a typo such as "strech" must not
+ * silently leave the default in place), and every wrong type or value is an
+ * error naming its JSON path, e.g.
+ * "scene.json: cloth.pins.indices[3]: 5000 is out of range (mesh has 4096
+ * vertices)".
+ *
+ * Every allocation is bounded by the input size and the drape_obj_limits
+ * given (grid resolution and meshes count against max_vertices and
+ * max_triangles), and mesh paths must name regular files, so any scene text
+ * is either loaded or refused with an error.
+ */
+#ifndef DRAPE_CLIENT_SCENE_H
+#define DRAPE_CLIENT_SCENE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client/obj.h"
+#include "drape/error.h"
+#include "drape/sim.h"
+
+/* Default of "frames" when the scene does not give it. */
+#define DRAPE_SCENE_DEFAULT_FRAMES 48u
+/* Largest "frames" accepted (about 11.5 hours at 24 fps). */
+#define DRAPE_SCENE_MAX_FRAMES 1000000u
+/* Most colliders one scene may list. */
+#define DRAPE_SCENE_MAX_COLLIDERS 1024u
+
+/* Value of pin_attach[] for a pin that stays where it is. */
+#define DRAPE_SCENE_NO_ATTACH (-1)
+
+typedef struct drape_scene {
+	/* drape_sim_params_default() with every key of the scene applied;
+	 * validated with drape_sim_params_validate(). */
+	drape_sim_params params;
+	uint32_t frames;
+
+	/* The cloth: positions after scale and translate, triangles, and the OBJ
+	 * groups (or, for a grid, the groups "top", "bottom", "left", "right"
+	 * and "corners"). cloth_path is the resolved mesh path, NULL for a grid. */
+	drape_obj_mesh cloth;
+	char *cloth_path;
+
+	/* Pinned vertices, sorted ascending without duplicates; pin_attach[i] is
+	 * the collider index pins[i] follows, or DRAPE_SCENE_NO_ATTACH. */
+	uint32_t *pins;
+	int32_t *pin_attach;
+	uint32_t pin_count;
+
+	/* Colliders in file order, ready for drape_sim_add_collider: mesh
+	 * colliders point at collider_meshes[i] (positions after their own scale
+	 * and translate), keyframes at storage owned by the scene. For a shape
+	 * collider collider_meshes[i] is empty. The pointers stay valid until
+	 * drape_scene_free. */
+	drape_collider_desc *colliders;
+	drape_obj_mesh *collider_meshes;
+	uint32_t collider_count;
+} drape_scene;
+
+/*
+ * Loads a scene file. Relative mesh paths are resolved against the folder of
+ * `path`. `limits` (NULL = defaults) bounds every mesh and the grid. On
+ * success *out (provided by the caller; old content ignored) owns everything
+ * and is freed with drape_scene_free. On failure *out is untouched, nothing
+ * is leaked and err names the file and the JSON path at fault. Safe to call
+ * from several threads at once, with one caveat from cJSON 1.7: its parser
+ * records the last syntax error in a global, which concurrent parses
+ * overwrite (harmless here: the loader never reads it, but ThreadSanitizer
+ * reports it).
+ */
+drape_err drape_scene_load(const char *path, const drape_obj_limits *limits, drape_scene *out,
+			   drape_error *err);
+
+/*
+ * Loads a scene from `len` bytes of JSON text. Relative mesh paths are
+ * resolved against `base_dir` (NULL = the current directory). `name` is used
+ * in messages in place of a file name (NULL gives "scene"). Ownership as for
+ * drape_scene_load.
+ */
+drape_err drape_scene_load_string(const char *json, size_t len, const char *base_dir, const char *name,
+				  const drape_obj_limits *limits, drape_scene *out, drape_error *err);
+
+/* Frees everything *s owns and zeroes it; NULL and a zeroed struct are fine. */
+void drape_scene_free(drape_scene *s);
+
+/*
+ * Fills *mesh with a flat sheet of nx * ny vertices spanning size_u x size_v
+ * metres around `center`, facing `normal` (unit length not needed, must not
+ * be zero), triangulated with alternating diagonals (2 (nx-1)(ny-1)
+ * triangles, counter-clockwise seen from the normal side). The sheet's u axis
+ * (size_u, nx) and v axis (size_v, ny) are chosen so that v points as close
+ * to world +Y as the plane allows (to -Z for a sheet facing +-Y), u = v x n.
+ * Vertex (i, j) has index j * nx + i, i along u, j along v. Groups: "bottom"
+ * (j = 0), "top" (j = ny - 1), "left" (i = 0), "right" (i = nx - 1),
+ * "corners". Ownership as for drape_obj_read_file.
+ */
+drape_err drape_scene_make_grid(float size_u, float size_v, uint32_t nx, uint32_t ny, const float center[3],
+				const float normal[3], const drape_obj_limits *limits, drape_obj_mesh *mesh,
+				drape_error *err);
+
+#endif
