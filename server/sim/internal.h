@@ -1,0 +1,156 @@
+/*
+ * The solver's private state and the internal functions shared by its files
+ * (sim.c, topology.c, stretch.c, bend.c, wind.c) and by the unit tests, which
+ * link libdrape_sim.a and may call any sim_ function declared here.
+ *
+ * Layout (ARCHITECTURE.md, "Data layout of the solver"): positions x,
+ * predicted positions p and velocities v are flat sim_vec4 arrays in the
+ * caller's vertex order, with the inverse mass in the w lane of x and p. Each
+ * constraint kind is a flat array of small records, first sorted by vertex
+ * index and then reordered into colour groups: within one colour no two
+ * records share a vertex, so a later threaded or SIMD version may project a
+ * whole colour at once. Colours are always visited in the same order, so the
+ * result does not depend on how a colour is split among workers.
+ */
+#ifndef DRAPE_SIM_INTERNAL_H
+#define DRAPE_SIM_INTERNAL_H
+
+#include <stdint.h>
+
+#include "drape/sim.h"
+#include "server/sim/vec.h"
+
+/*
+ * Colours are tracked with one 64-bit mask per vertex. A record whose
+ * vertices already use colours 0..62 goes to colour 63, the overflow colour,
+ * whose records may share vertices: it must be projected serially. Meshes of
+ * bounded valence (every cloth mesh in practice) never reach it.
+ */
+#define SIM_MAX_COLOURS 64u
+#define SIM_OVERFLOW_COLOUR (SIM_MAX_COLOURS - 1u)
+
+/* A distance constraint |p[a] - p[b]| = rest: stretch edges and shear wings. */
+typedef struct sim_dist {
+	uint32_t a, b;
+	float rest;
+} sim_dist;
+
+/*
+ * A dihedral bending constraint (Müller et al. 2006, section 4.2 and the
+ * appendix): v[0], v[1] the shared edge (p1, p2), v[2], v[3] the wing
+ * vertices (p3, p4), rest the rest dihedral angle in [0, pi].
+ */
+typedef struct sim_bend {
+	uint32_t v[4];
+	float rest;
+} sim_bend;
+
+/* Colour groups of one constraint kind: colour c spans records
+ * [start[c], start[c + 1]). start has colours + 1 entries. */
+typedef struct sim_colouring {
+	uint32_t *start;
+	uint32_t colours;
+	int overflow; /* nonzero when the last colour is the serial overflow colour */
+} sim_colouring;
+
+struct drape_sim {
+	drape_sim_params params;
+	uint32_t n;     /* vertices */
+	uint32_t ntri;  /* triangles */
+	uint32_t frame; /* frames solved so far */
+
+	/* Hot state, caller's vertex order. x.w and p.w hold the inverse mass;
+	 * v.w is unused (kept at 0). x keeps the start-of-substep positions
+	 * until the velocity update, so collision response can use it. */
+	sim_vec4 *x;
+	sim_vec4 *p;
+	sim_vec4 *v;
+	/* Start-of-frame copies, restored when a step produces NaN or Inf. */
+	sim_vec4 *x_save;
+	sim_vec4 *v_save;
+	/* Per-substep external force scratch (wind), newtons; allocated at
+	 * create so a step never allocates. */
+	sim_vec4 *force;
+
+	/* Triangles (copy of the input) and their rest areas; a rest area of 0
+	 * marks a zero-area triangle, kept out of bending and wind. */
+	uint32_t *tris;
+	float *tri_rest_area;
+
+	sim_dist *stretch;
+	uint32_t stretch_count;
+	sim_colouring stretch_col;
+	sim_dist *shear;
+	uint32_t shear_count;
+	sim_colouring shear_col;
+	sim_bend *bend;
+	uint32_t bend_count;
+	sim_colouring bend_col;
+	/* Long-range attachments (a = free vertex, b = its nearest pinned
+	 * vertex along the mesh, rest = that geodesic distance), sorted by a.
+	 * Each record writes only its own free vertex (pins have w = 0), so
+	 * the whole array is one colour. Built whenever there are pins and
+	 * projected when params.long_range asks for it. */
+	sim_dist *lra;
+	uint32_t lra_count;
+
+	/* Per-projection stiffness k' = 1 - (1 - k)^(1/(substeps*iterations))
+	 * and per-substep velocity factor damping^(1/substeps), derived from
+	 * params whenever they change. */
+	float k_stretch, k_shear, k_bend;
+	float damping_substep;
+
+	drape_sim_topology topo;
+};
+
+/* ---- sim.c ---------------------------------------------------------------- */
+
+/* k' such that n projections of an isolated constraint remove the fraction k
+ * of its error: 1 - (1 - k')^n = k. Computed in double. */
+float sim_stiffness(float k, uint32_t n);
+
+/* ---- stretch.c ------------------------------------------------------------ */
+
+/* Projects one distance constraint with stiffness k (already k'), splitting
+ * the correction by inverse masses (Müller 2006, section 3.3). */
+void sim_dist_project(sim_vec4 *restrict p, const sim_dist *c, float k);
+
+/* Projects every record colour by colour, in the fixed colour order. */
+void sim_dist_project_all(sim_vec4 *restrict p, const sim_dist *c, const sim_colouring *col,
+			  float k);
+
+/* Long-range attachment (Kim, Chentanez, Müller, "Long Range Attachments",
+ * SCA 2012): the unilateral |p[a] - p[b]| <= rest, moving only p[a]. */
+void sim_lra_project_all(sim_vec4 *restrict p, const sim_dist *c, uint32_t count);
+
+/* ---- bend.c --------------------------------------------------------------- */
+
+/*
+ * Gradient of the dihedral angle phi = acos(n1 . n2) with respect to p1..p4
+ * (Müller 2006, appendix: grad_i phi = q_i / sqrt(1 - d^2)). Writes grad[4]
+ * and *phi. Returns 0 and leaves grad untouched when the gradient is
+ * undefined: a zero-length normal (degenerate triangle) or a flat or fully
+ * folded pair, where both q_i and sqrt(1 - d^2) vanish.
+ */
+int sim_bend_gradient(const sim_v3 p[4], sim_v3 grad[4], float *phi);
+
+/* Projects one bending constraint with stiffness k (already k'). */
+void sim_bend_project(sim_vec4 *restrict p, const sim_bend *c, float k);
+
+void sim_bend_project_all(sim_vec4 *restrict p, const sim_bend *c, const sim_colouring *col,
+			  float k);
+
+/* Rest dihedral angle of four points, in [0, pi]; pi for a flat pair, and
+ * pi also when a triangle is degenerate (the angle is then undefined). */
+float sim_bend_rest_angle(sim_v3 p1, sim_v3 p2, sim_v3 p3, sim_v3 p4);
+
+/* ---- wind.c --------------------------------------------------------------- */
+
+/*
+ * Aerodynamic drag and lift of every non-degenerate triangle from the
+ * relative air velocity, accumulated into force[] (newtons, force[i].w
+ * unused), which is cleared first. dt bounds the impulse (see wind.c).
+ */
+void sim_wind_forces(const drape_sim *sim, float dt, sim_vec4 *restrict force);
+
+#endif

@@ -1,0 +1,543 @@
+/*
+ * The solver's public entry points: parameters, creation with full input
+ * validation, the step (ARCHITECTURE.md, "The solver, in one paragraph"),
+ * and state access.
+ */
+#include "server/sim/internal.h"
+#include "server/sim/topology.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Half-edge ids are triangle * 3 + j in a uint32. */
+#define SIM_MAX_TRIANGLES (UINT32_MAX / 3u)
+
+void drape_sim_params_default(drape_sim_params *p)
+{
+	memset(p, 0, sizeof *p);
+	p->fps = 24.0f;
+	p->substeps = 4;
+	p->iterations = 10;
+	p->gravity[1] = -9.81f;
+	p->damping = 0.99f;
+	p->drag = 1.0f;
+	p->lift = 0.3f;
+	p->air_density = 1.2f;
+	p->density = 0.2f;
+	p->stretch = 1.0f;
+	p->shear = 0.9f;
+	p->bend = 0.1f;
+	p->thickness = 0.005f;
+	p->long_range = -1;
+	p->self_collision = 0;
+	p->self_thickness = 0.0f;
+	p->self_friction = 0.0f;
+}
+
+/* The comparisons are written so that NaN fails them. */
+static drape_err check_range(const char *name, float v, float lo, float hi, drape_error *err)
+{
+	if (!(v >= lo && v <= hi))
+		return drape_error_setf(err, DRAPE_EINVAL, "params.%s: %g is outside [%g, %g]", name,
+					(double)v, (double)lo, (double)hi);
+	return DRAPE_OK;
+}
+
+static drape_err check_nonneg(const char *name, float v, drape_error *err)
+{
+	if (!(v >= 0.0f) || !isfinite(v))
+		return drape_error_setf(err, DRAPE_EINVAL, "params.%s: %g must be finite and >= 0",
+					name, (double)v);
+	return DRAPE_OK;
+}
+
+static drape_err check_vec(const char *name, const float v[3], drape_error *err)
+{
+	for (int i = 0; i < 3; i++)
+		if (!isfinite(v[i]))
+			return drape_error_setf(err, DRAPE_ENONFINITE, "params.%s[%d]: %g is not finite",
+						name, i, (double)v[i]);
+	return DRAPE_OK;
+}
+
+drape_err drape_sim_params_validate(const drape_sim_params *p, drape_error *err)
+{
+	drape_err rc;
+	if (p == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "params: NULL");
+	if (!(p->fps > 0.0f && p->fps <= DRAPE_SIM_MAX_FPS))
+		return drape_error_setf(err, DRAPE_EINVAL, "params.fps: %g is outside (0, %g]",
+					(double)p->fps, (double)DRAPE_SIM_MAX_FPS);
+	if (p->substeps < 1 || p->substeps > DRAPE_SIM_MAX_SUBSTEPS)
+		return drape_error_setf(err, DRAPE_EINVAL, "params.substeps: %d is outside [1, %d]",
+					(int)p->substeps, DRAPE_SIM_MAX_SUBSTEPS);
+	if (p->iterations < 1 || p->iterations > DRAPE_SIM_MAX_ITERATIONS)
+		return drape_error_setf(err, DRAPE_EINVAL, "params.iterations: %d is outside [1, %d]",
+					(int)p->iterations, DRAPE_SIM_MAX_ITERATIONS);
+	if ((rc = check_vec("gravity", p->gravity, err)) || (rc = check_vec("wind", p->wind, err)) ||
+	    (rc = check_range("damping", p->damping, 0.0f, 1.0f, err)) ||
+	    (rc = check_nonneg("drag", p->drag, err)) || (rc = check_nonneg("lift", p->lift, err)) ||
+	    (rc = check_nonneg("air_density", p->air_density, err)) ||
+	    (rc = check_range("stretch", p->stretch, 0.0f, 1.0f, err)) ||
+	    (rc = check_range("shear", p->shear, 0.0f, 1.0f, err)) ||
+	    (rc = check_range("bend", p->bend, 0.0f, 1.0f, err)) ||
+	    (rc = check_range("thickness", p->thickness, 0.0f, 1.0f, err)) ||
+	    (rc = check_range("self_thickness", p->self_thickness, 0.0f, 1.0f, err)) ||
+	    (rc = check_range("self_friction", p->self_friction, 0.0f, 1.0f, err)))
+		return rc;
+	if (!(p->density > 0.0f) || !isfinite(p->density))
+		return drape_error_setf(err, DRAPE_EINVAL, "params.density: %g must be finite and > 0",
+					(double)p->density);
+	if (p->long_range < -1 || p->long_range > 1)
+		return drape_error_setf(err, DRAPE_EINVAL, "params.long_range: %d is not -1, 0 or 1",
+					(int)p->long_range);
+	if (p->self_collision != 0 && p->self_collision != 1)
+		return drape_error_setf(err, DRAPE_EINVAL, "params.self_collision: %d is not 0 or 1",
+					(int)p->self_collision);
+	return DRAPE_OK;
+}
+
+void drape_sim_desc_default(drape_sim_desc *d)
+{
+	memset(d, 0, sizeof *d);
+	drape_sim_params_default(&d->params);
+}
+
+const char *drape_sim_build(void)
+{
+	return "scalar";
+}
+
+float sim_stiffness(float k, uint32_t n)
+{
+	if (k >= 1.0f)
+		return 1.0f;
+	if (k <= 0.0f || n == 0)
+		return 0.0f;
+	return (float)(1.0 - pow(1.0 - (double)k, 1.0 / (double)n));
+}
+
+/* Derives the per-projection stiffness and per-substep damping. */
+static void derive(drape_sim *sim)
+{
+	const drape_sim_params *P = &sim->params;
+	uint32_t n = (uint32_t)P->substeps * (uint32_t)P->iterations;
+	sim->k_stretch = sim_stiffness(P->stretch, n);
+	sim->k_shear = sim_stiffness(P->shear, n);
+	sim->k_bend = sim_stiffness(P->bend, n);
+	sim->damping_substep = (float)pow((double)P->damping, 1.0 / (double)P->substeps);
+}
+
+static drape_err validate_desc(const drape_sim_desc *d, drape_error *err)
+{
+	if (d == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "desc: NULL");
+	drape_err rc = drape_sim_params_validate(&d->params, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	if (d->vertex_count == 0)
+		return drape_error_setf(err, DRAPE_EINVAL, "vertex_count: 0; a mesh needs vertices");
+	if (d->positions == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "positions: NULL with vertex_count %u",
+					d->vertex_count);
+	if (d->triangle_count == 0)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"triangle_count: 0; need at least one triangle");
+	if (d->triangle_count > SIM_MAX_TRIANGLES)
+		return drape_error_setf(err, DRAPE_ELIMIT, "triangle_count: %u > maximum %u",
+					d->triangle_count, SIM_MAX_TRIANGLES);
+	if (d->triangles == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "triangles: NULL with triangle_count %u",
+					d->triangle_count);
+	if (d->pin_count > 0 && d->pins == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "pins: NULL with pin_count %u",
+					d->pin_count);
+	for (uint32_t i = 0; i < d->vertex_count; i++)
+		for (int j = 0; j < 3; j++)
+			if (!isfinite(d->positions[3 * (size_t)i + j]))
+				return drape_error_setf(err, DRAPE_ENONFINITE,
+							"positions[%u][%d]: %g is not finite", i, j,
+							(double)d->positions[3 * (size_t)i + j]);
+	for (uint32_t t = 0; t < d->triangle_count; t++) {
+		const uint32_t *v = &d->triangles[3 * (size_t)t];
+		for (int j = 0; j < 3; j++)
+			if (v[j] >= d->vertex_count)
+				return drape_error_setf(err, DRAPE_ERANGE,
+							"triangles[%u][%d]: vertex %u >= vertex_count %u",
+							t, j, v[j], d->vertex_count);
+		if (v[0] == v[1] || v[1] == v[2] || v[0] == v[2])
+			return drape_error_setf(err, DRAPE_EINVAL,
+						"triangles[%u]: vertex repeated in (%u, %u, %u)", t,
+						v[0], v[1], v[2]);
+	}
+	if (d->inv_mass != NULL)
+		for (uint32_t i = 0; i < d->vertex_count; i++)
+			if (!(d->inv_mass[i] >= 0.0f) || !isfinite(d->inv_mass[i]))
+				return drape_error_setf(err, DRAPE_EINVAL,
+							"inv_mass[%u]: %g must be finite and >= 0", i,
+							(double)d->inv_mass[i]);
+	for (uint32_t i = 0; i < d->pin_count; i++)
+		if (d->pins[i] >= d->vertex_count)
+			return drape_error_setf(err, DRAPE_ERANGE, "pins[%u]: vertex %u >= vertex_count %u",
+						i, d->pins[i], d->vertex_count);
+	return DRAPE_OK;
+}
+
+void drape_sim_destroy(drape_sim *sim)
+{
+	if (sim == NULL)
+		return;
+	free(sim->x);
+	free(sim->p);
+	free(sim->v);
+	free(sim->x_save);
+	free(sim->v_save);
+	free(sim->force);
+	free(sim->tris);
+	free(sim->tri_rest_area);
+	free(sim->stretch);
+	free(sim->shear);
+	free(sim->bend);
+	free(sim->lra);
+	free(sim->stretch_col.start);
+	free(sim->shear_col.start);
+	free(sim->bend_col.start);
+	free(sim);
+}
+
+/*
+ * Inverse masses when the caller gives none: a vertex carries a third of the
+ * area of each triangle around it (Müller 2006 leaves masses to the user;
+ * this lumped-area rule is the usual choice for cloth). A vertex with no area
+ * (unreferenced, or only in zero-area triangles) gets the mean mass of the
+ * others, so it falls like the cloth instead of being infinitely light.
+ */
+static void area_masses(drape_sim *sim)
+{
+	const uint32_t n = sim->n;
+	for (uint32_t i = 0; i < n; i++)
+		sim->x[i].w = 0.0f;
+	for (uint32_t t = 0; t < sim->ntri; t++) {
+		float m = sim->params.density * sim->tri_rest_area[t] / 3.0f;
+		for (int j = 0; j < 3; j++)
+			sim->x[sim->tris[3 * t + j]].w += m;
+	}
+	double total = 0.0;
+	uint32_t with_mass = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (sim->x[i].w > 0.0f) {
+			total += sim->x[i].w;
+			with_mass++;
+		}
+	/* With no area at all, fall back to one square centimetre of cloth. */
+	float fallback = with_mass ? (float)(total / with_mass) : sim->params.density * 1e-4f;
+	for (uint32_t i = 0; i < n; i++) {
+		float m = sim->x[i].w > 0.0f ? sim->x[i].w : fallback;
+		sim->x[i].w = 1.0f / m;
+	}
+}
+
+drape_err drape_sim_create(const drape_sim_desc *desc, drape_sim **out, drape_error *err)
+{
+	if (out == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "out: NULL");
+	drape_err rc = validate_desc(desc, err);
+	if (rc != DRAPE_OK)
+		return rc;
+
+	const uint32_t n = desc->vertex_count, nt = desc->triangle_count;
+	drape_sim *sim = calloc(1, sizeof *sim);
+	if (sim == NULL)
+		return drape_error_setf(err, DRAPE_ENOMEM, "sim: out of memory");
+	sim->params = desc->params;
+	sim->n = n;
+	sim->ntri = nt;
+	size_t vb = (size_t)n * sizeof(sim_vec4);
+	sim->x = malloc(vb);
+	sim->p = malloc(vb);
+	sim->v = calloc(n, sizeof(sim_vec4));
+	sim->x_save = malloc(vb);
+	sim->v_save = malloc(vb);
+	sim->force = calloc(n, sizeof(sim_vec4));
+	sim->tris = malloc((size_t)nt * 3 * sizeof *sim->tris);
+	sim->tri_rest_area = malloc((size_t)nt * sizeof *sim->tri_rest_area);
+	if (!sim->x || !sim->p || !sim->v || !sim->x_save || !sim->v_save || !sim->force ||
+	    !sim->tris || !sim->tri_rest_area) {
+		drape_sim_destroy(sim);
+		return drape_error_setf(err, DRAPE_ENOMEM, "sim: cannot allocate %u vertices", n);
+	}
+	for (uint32_t i = 0; i < n; i++)
+		sim->x[i] = (sim_vec4){desc->positions[3 * (size_t)i], desc->positions[3 * (size_t)i + 1],
+				       desc->positions[3 * (size_t)i + 2], 0.0f};
+	memcpy(sim->tris, desc->triangles, (size_t)nt * 3 * sizeof *sim->tris);
+
+	rc = sim_topology_build(sim, err);
+	if (rc != DRAPE_OK) {
+		drape_sim_destroy(sim);
+		return rc;
+	}
+	if (desc->inv_mass != NULL)
+		for (uint32_t i = 0; i < n; i++)
+			sim->x[i].w = desc->inv_mass[i];
+	else
+		area_masses(sim);
+	for (uint32_t i = 0; i < desc->pin_count; i++)
+		sim->x[desc->pins[i]].w = 0.0f;
+	for (uint32_t i = 0; i < n; i++) {
+		sim->topo.pinned_vertices += sim->x[i].w == 0.0f;
+		sim->p[i] = sim->x[i];
+	}
+	rc = sim_lra_build(sim, err);
+	if (rc != DRAPE_OK) {
+		drape_sim_destroy(sim);
+		return rc;
+	}
+	derive(sim);
+	*out = sim;
+	drape_error_clear(err);
+	return DRAPE_OK;
+}
+
+/*
+ * Masses were fixed at create (from params.density when no inv_mass was
+ * given); a later density change only moves the wind impulse cap, so that
+ * changing parameters between frames never teleports momentum.
+ */
+drape_err drape_sim_set_params(drape_sim *sim, const drape_sim_params *p, drape_error *err)
+{
+	drape_err rc = drape_sim_params_validate(p, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	sim->params = *p;
+	derive(sim);
+	return DRAPE_OK;
+}
+
+void drape_sim_get_params(const drape_sim *sim, drape_sim_params *p)
+{
+	*p = sim->params;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Prediction (Müller 2006, algorithm 1, lines 5-7): external acceleration
+ * is gravity for every free vertex plus w times the wind force. */
+static void predict(drape_sim *sim, float dt)
+{
+	const sim_vec4 *restrict x = sim->x, *restrict f = sim->force;
+	sim_vec4 *restrict v = sim->v, *restrict p = sim->p;
+	const float gx = sim->params.gravity[0], gy = sim->params.gravity[1],
+		    gz = sim->params.gravity[2];
+	const float damp = sim->damping_substep;
+	for (uint32_t i = 0; i < sim->n; i++) {
+		float w = x[i].w;
+		if (w == 0.0f) {
+			v[i] = (sim_vec4){0.0f, 0.0f, 0.0f, 0.0f};
+			p[i] = x[i];
+			continue;
+		}
+		float vx = (v[i].x + dt * (gx + w * f[i].x)) * damp;
+		float vy = (v[i].y + dt * (gy + w * f[i].y)) * damp;
+		float vz = (v[i].z + dt * (gz + w * f[i].z)) * damp;
+		v[i] = (sim_vec4){vx, vy, vz, 0.0f};
+		p[i] = (sim_vec4){x[i].x + dt * vx, x[i].y + dt * vy, x[i].z + dt * vz, w};
+	}
+}
+
+/* Velocity update and commit (algorithm 1, lines 12-15). Pinned vertices are
+ * left exactly as they are, so they stay bit-identical whatever rounding the
+ * projections did to their copies in p. */
+static void commit(drape_sim *sim, float dt)
+{
+	const float inv_dt = 1.0f / dt;
+	sim_vec4 *restrict x = sim->x, *restrict v = sim->v;
+	const sim_vec4 *restrict p = sim->p;
+	for (uint32_t i = 0; i < sim->n; i++) {
+		if (x[i].w == 0.0f)
+			continue;
+		v[i] = (sim_vec4){(p[i].x - x[i].x) * inv_dt, (p[i].y - x[i].y) * inv_dt,
+				  (p[i].z - x[i].z) * inv_dt, 0.0f};
+		x[i] = p[i];
+	}
+}
+
+static uint32_t count_nonfinite(const drape_sim *sim)
+{
+	uint32_t bad = 0;
+	for (uint32_t i = 0; i < sim->n; i++) {
+		const sim_vec4 *x = &sim->x[i], *v = &sim->v[i];
+		bad += !(isfinite(x->x) && isfinite(x->y) && isfinite(x->z) && isfinite(v->x) &&
+			 isfinite(v->y) && isfinite(v->z));
+	}
+	return bad;
+}
+
+static void strain(const drape_sim *sim, float *max_out, float *mean_out)
+{
+	float mx = 0.0f;
+	double sum = 0.0;
+	for (uint32_t i = 0; i < sim->stretch_count; i++) {
+		const sim_dist *c = &sim->stretch[i];
+		float l = v3_len(v3_sub(v3_of4(sim->x[c->a]), v3_of4(sim->x[c->b])));
+		float s = fabsf(l - c->rest) / c->rest;
+		mx = s > mx ? s : mx;
+		sum += s;
+	}
+	*max_out = mx;
+	*mean_out = sim->stretch_count ? (float)(sum / sim->stretch_count) : 0.0f;
+}
+
+drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *err)
+{
+	double t0 = now_ms();
+	const drape_sim_params *P = &sim->params;
+	const uint32_t n = sim->n;
+	const float dt = (float)(1.0 / ((double)P->fps * (double)P->substeps));
+	/* long_range -1 means on whenever there are pins; lra_count is 0
+	 * without pins. */
+	const int lra = P->long_range != 0 && sim->lra_count > 0;
+	memcpy(sim->x_save, sim->x, (size_t)n * sizeof *sim->x);
+	memcpy(sim->v_save, sim->v, (size_t)n * sizeof *sim->v);
+
+	for (int32_t s = 0; s < P->substeps; s++) {
+		sim_wind_forces(sim, dt, sim->force);
+		predict(sim, dt);
+		/*
+		 * COLLIDERS (begin): sim_colliders_begin_substep(set, t0, t1)
+		 * goes here, with t0 = frame + s / substeps and
+		 * t1 = frame + (s + 1) / substeps in fractional frames.
+		 */
+		for (int32_t it = 0; it < P->iterations; it++) {
+			/* Order of increasing strictness (ARCHITECTURE.md); the
+			 * long-range tethers follow stretch, whose error they
+			 * bound. A kind with stiffness 0 would only add zero
+			 * corrections, so its sweep is skipped. */
+			if (sim->k_stretch > 0.0f)
+				sim_dist_project_all(sim->p, sim->stretch, &sim->stretch_col,
+						     sim->k_stretch);
+			if (lra)
+				sim_lra_project_all(sim->p, sim->lra, sim->lra_count);
+			if (sim->k_bend > 0.0f)
+				sim_bend_project_all(sim->p, sim->bend, &sim->bend_col, sim->k_bend);
+			if (sim->k_shear > 0.0f)
+				sim_dist_project_all(sim->p, sim->shear, &sim->shear_col, sim->k_shear);
+			/*
+			 * COLLIDERS (project): obstacle collisions are projected
+			 * here, after shear in every iteration:
+			 *   contacts = sim_colliders_project(set, sim->p, sim->x,
+			 *                                    sim->n, P->thickness);
+			 * sim->x still holds the start-of-substep positions (it
+			 * is only overwritten by commit() below). Pins that
+			 * follow a collider must then also be written by
+			 * commit(), which now leaves every w = 0 vertex alone.
+			 */
+		}
+		commit(sim, dt);
+	}
+
+	uint32_t bad = count_nonfinite(sim);
+	if (bad) {
+		memcpy(sim->x, sim->x_save, (size_t)n * sizeof *sim->x);
+		memcpy(sim->v, sim->v_save, (size_t)n * sizeof *sim->v);
+		if (stats != NULL) {
+			memset(stats, 0, sizeof *stats);
+			stats->frame = sim->frame;
+			stats->nonfinite = bad;
+			stats->solve_ms = now_ms() - t0;
+		}
+		return drape_error_setf(err, DRAPE_ENONFINITE,
+					"step: %u vertices became NaN or Inf in frame %u; state kept",
+					bad, sim->frame + 1);
+	}
+	sim->frame++;
+	if (stats != NULL) {
+		memset(stats, 0, sizeof *stats);
+		stats->frame = sim->frame;
+		strain(sim, &stats->max_strain, &stats->mean_strain);
+		stats->projections =
+			(uint64_t)P->substeps * (uint64_t)P->iterations *
+			((sim->k_stretch > 0.0f ? (uint64_t)sim->stretch_count : 0) +
+			 (sim->k_shear > 0.0f ? (uint64_t)sim->shear_count : 0) +
+			 (sim->k_bend > 0.0f ? (uint64_t)sim->bend_count : 0) +
+			 (lra ? (uint64_t)sim->lra_count : 0));
+		stats->solve_ms = now_ms() - t0;
+	}
+	return DRAPE_OK;
+}
+
+uint32_t drape_sim_vertex_count(const drape_sim *sim)
+{
+	return sim->n;
+}
+
+uint32_t drape_sim_triangle_count(const drape_sim *sim)
+{
+	return sim->ntri;
+}
+
+uint32_t drape_sim_frame(const drape_sim *sim)
+{
+	return sim->frame;
+}
+
+void drape_sim_get_topology(const drape_sim *sim, drape_sim_topology *t)
+{
+	*t = sim->topo;
+}
+
+void drape_sim_get_positions(const drape_sim *sim, float *xyz)
+{
+	for (uint32_t i = 0; i < sim->n; i++) {
+		xyz[3 * (size_t)i] = sim->x[i].x;
+		xyz[3 * (size_t)i + 1] = sim->x[i].y;
+		xyz[3 * (size_t)i + 2] = sim->x[i].z;
+	}
+}
+
+void drape_sim_get_state(const drape_sim *sim, float *xyz, float *vel, uint32_t *frame)
+{
+	if (xyz != NULL)
+		drape_sim_get_positions(sim, xyz);
+	if (vel != NULL)
+		for (uint32_t i = 0; i < sim->n; i++) {
+			vel[3 * (size_t)i] = sim->v[i].x;
+			vel[3 * (size_t)i + 1] = sim->v[i].y;
+			vel[3 * (size_t)i + 2] = sim->v[i].z;
+		}
+	if (frame != NULL)
+		*frame = sim->frame;
+}
+
+drape_err drape_sim_set_state(drape_sim *sim, const float *xyz, const float *vel, uint32_t frame,
+			      drape_error *err)
+{
+	if (xyz == NULL || vel == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "%s: NULL", xyz == NULL ? "xyz" : "vel");
+	for (size_t i = 0; i < 3 * (size_t)sim->n; i++) {
+		if (!isfinite(xyz[i]))
+			return drape_error_setf(err, DRAPE_ENONFINITE, "xyz[%zu][%zu]: %g is not finite",
+						i / 3, i % 3, (double)xyz[i]);
+		if (!isfinite(vel[i]))
+			return drape_error_setf(err, DRAPE_ENONFINITE, "vel[%zu][%zu]: %g is not finite",
+						i / 3, i % 3, (double)vel[i]);
+	}
+	for (uint32_t i = 0; i < sim->n; i++) {
+		sim->x[i].x = xyz[3 * (size_t)i];
+		sim->x[i].y = xyz[3 * (size_t)i + 1];
+		sim->x[i].z = xyz[3 * (size_t)i + 2];
+		/* A pinned vertex has no velocity (predict() zeroes it anyway). */
+		float w = sim->x[i].w;
+		sim->v[i] = w == 0.0f ? (sim_vec4){0.0f, 0.0f, 0.0f, 0.0f}
+				      : (sim_vec4){vel[3 * (size_t)i], vel[3 * (size_t)i + 1],
+						   vel[3 * (size_t)i + 2], 0.0f};
+	}
+	sim->frame = frame;
+	return DRAPE_OK;
+}

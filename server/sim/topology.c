@@ -1,0 +1,374 @@
+/*
+ * Mesh topology in O(n log n), without hash maps: every triangle contributes
+ * its three half-edges as 64-bit keys (min << 32 | max) tagged with the
+ * half-edge's id; sorting the keys puts the half-edges of one undirected edge
+ * next to each other. A run of one key is a boundary edge, of two an interior
+ * edge (one bend and one shear record), of three or more a non-manifold edge
+ * (stretch only, counted).
+ */
+#include "server/sim/topology.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A half-edge: key (min << 32 | max) and id = triangle * 3 + local edge. The
+ * id breaks ties so the sort order, hence the records, are deterministic
+ * whatever qsort's algorithm. */
+typedef struct half_edge {
+	uint64_t key;
+	uint32_t id;
+} half_edge;
+
+static int half_edge_cmp(const void *a, const void *b)
+{
+	const half_edge *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static int dist_cmp(const void *a, const void *b)
+{
+	const sim_dist *x = a, *y = b;
+	if (x->a != y->a)
+		return x->a < y->a ? -1 : 1;
+	return (x->b > y->b) - (x->b < y->b);
+}
+
+/* Edges shorter than this at rest have no direction to correct along. */
+#define SIM_MIN_REST_LENGTH 1e-9f
+
+/*
+ * A triangle is "zero-area" when twice its area is below this fraction of its
+ * longest edge squared: a sliver whose normal is dominated by rounding, so
+ * bending and wind (which need that normal) leave it out.
+ */
+#define SIM_SLIVER_RATIO 1e-6f
+
+drape_err sim_colour_records(void *records, size_t size, uint32_t count, uint32_t arity,
+			     uint64_t *mask, uint32_t vertex_count, sim_colouring *col)
+{
+	col->start = NULL;
+	col->colours = 0;
+	col->overflow = 0;
+	uint8_t *colour = malloc(count ? count : 1);
+	unsigned char *tmp = malloc(count ? (size_t)count * size : 1);
+	col->start = calloc(SIM_MAX_COLOURS + 1, sizeof *col->start);
+	if (colour == NULL || tmp == NULL || col->start == NULL) {
+		free(colour);
+		free(tmp);
+		free(col->start);
+		col->start = NULL;
+		return DRAPE_ENOMEM;
+	}
+	memset(mask, 0, (size_t)vertex_count * sizeof *mask);
+	uint32_t used = 0;
+	unsigned char *rec = records;
+	for (uint32_t i = 0; i < count; i++) {
+		const uint32_t *v = (const uint32_t *)(const void *)(rec + (size_t)i * size);
+		uint64_t busy = 0;
+		for (uint32_t j = 0; j < arity; j++)
+			busy |= mask[v[j]];
+		uint32_t c = 0;
+		while (c < SIM_OVERFLOW_COLOUR && (busy >> c & 1u))
+			c++;
+		/* The overflow colour is never marked busy: it takes whatever
+		 * is left and is projected serially. */
+		if (c == SIM_OVERFLOW_COLOUR)
+			col->overflow = 1;
+		else
+			for (uint32_t j = 0; j < arity; j++)
+				mask[v[j]] |= UINT64_C(1) << c;
+		colour[i] = (uint8_t)c;
+		if (c + 1 > used)
+			used = c + 1;
+	}
+	/* Counting sort by colour, stable so each colour keeps vertex order. */
+	uint32_t *start = col->start;
+	for (uint32_t i = 0; i < count; i++)
+		start[colour[i] + 1]++;
+	for (uint32_t c = 0; c < SIM_MAX_COLOURS; c++)
+		start[c + 1] += start[c];
+	uint32_t fill[SIM_MAX_COLOURS];
+	memcpy(fill, start, sizeof fill);
+	for (uint32_t i = 0; i < count; i++)
+		memcpy(tmp + (size_t)fill[colour[i]]++ * size, rec + (size_t)i * size, size);
+	if (count)
+		memcpy(records, tmp, (size_t)count * size);
+	col->colours = used;
+	col->overflow = col->overflow && used == SIM_MAX_COLOURS;
+	free(colour);
+	free(tmp);
+	return DRAPE_OK;
+}
+
+static float dist3(sim_vec4 a, sim_vec4 b)
+{
+	return v3_len(v3_sub(v3_of4(a), v3_of4(b)));
+}
+
+drape_err sim_topology_build(drape_sim *sim, drape_error *err)
+{
+	const uint32_t n = sim->n, nt = sim->ntri;
+	const uint32_t *tri = sim->tris;
+	const sim_vec4 *x = sim->x;
+	drape_sim_topology *topo = &sim->topo;
+	memset(topo, 0, sizeof *topo);
+	topo->vertices = n;
+	topo->triangles = nt;
+
+	/* Rest areas; slivers count as zero-area. */
+	for (uint32_t t = 0; t < nt; t++) {
+		sim_v3 a = v3_of4(x[tri[3 * t]]), b = v3_of4(x[tri[3 * t + 1]]),
+		       c = v3_of4(x[tri[3 * t + 2]]);
+		sim_v3 ab = v3_sub(b, a), ac = v3_sub(c, a), bc = v3_sub(c, b);
+		float twice = v3_len(v3_cross(ab, ac));
+		float longest = fmaxf(v3_dot(ab, ab), fmaxf(v3_dot(ac, ac), v3_dot(bc, bc)));
+		if (!(twice > SIM_SLIVER_RATIO * longest) || !isfinite(twice)) {
+			sim->tri_rest_area[t] = 0.0f;
+			topo->zero_area_triangles++;
+		} else {
+			sim->tri_rest_area[t] = 0.5f * twice;
+		}
+	}
+
+	size_t nh = (size_t)nt * 3;
+	half_edge *he = malloc(nh * sizeof *he);
+	uint64_t *mask = malloc((size_t)n * sizeof *mask);
+	if (he == NULL || mask == NULL) {
+		free(he);
+		free(mask);
+		return drape_error_setf(err, DRAPE_ENOMEM, "topology: cannot allocate %zu half-edges", nh);
+	}
+	for (uint32_t t = 0; t < nt; t++)
+		for (uint32_t j = 0; j < 3; j++) {
+			uint32_t a = tri[3 * t + j], b = tri[3 * t + (j + 1) % 3];
+			uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
+			he[3 * (size_t)t + j] = (half_edge){((uint64_t)lo << 32) | hi, 3 * t + j};
+		}
+	qsort(he, nh, sizeof *he, half_edge_cmp);
+
+	/* First pass: count so each array is allocated once at its size. */
+	uint32_t edges = 0, pairs = 0;
+	for (size_t i = 0; i < nh;) {
+		size_t j = i + 1;
+		while (j < nh && he[j].key == he[i].key)
+			j++;
+		edges++;
+		if (j - i == 1)
+			topo->boundary_edges++;
+		else if (j - i == 2)
+			pairs++;
+		else
+			topo->nonmanifold_edges++;
+		i = j;
+	}
+	sim->stretch = malloc((edges ? edges : 1) * sizeof *sim->stretch);
+	sim->shear = malloc((pairs ? pairs : 1) * sizeof *sim->shear);
+	sim->bend = malloc((pairs ? pairs : 1) * sizeof *sim->bend);
+	if (sim->stretch == NULL || sim->shear == NULL || sim->bend == NULL) {
+		free(he);
+		free(mask);
+		return drape_error_setf(err, DRAPE_ENOMEM, "topology: cannot allocate constraints");
+	}
+
+	uint32_t ns = 0, nsh = 0, nb = 0;
+	for (size_t i = 0; i < nh;) {
+		size_t j = i + 1;
+		while (j < nh && he[j].key == he[i].key)
+			j++;
+		uint32_t a = (uint32_t)(he[i].key >> 32), b = (uint32_t)he[i].key;
+		float rest = dist3(x[a], x[b]);
+		if (rest > SIM_MIN_REST_LENGTH)
+			sim->stretch[ns++] = (sim_dist){a, b, rest};
+		else
+			topo->degenerate_edges++;
+		if (j - i == 2) {
+			uint32_t t0 = he[i].id / 3, t1 = he[i + 1].id / 3;
+			uint32_t c = tri[3 * t0 + (he[i].id % 3 + 2) % 3];
+			uint32_t d = tri[3 * t1 + (he[i + 1].id % 3 + 2) % 3];
+			/* Two copies of the same triangle have the same wing:
+			 * no dihedral and no wing distance exist. */
+			if (c != d) {
+				uint32_t lo = c < d ? c : d, hi = c < d ? d : c;
+				float wing = dist3(x[lo], x[hi]);
+				if (wing > SIM_MIN_REST_LENGTH)
+					sim->shear[nsh++] = (sim_dist){lo, hi, wing};
+				if (sim->tri_rest_area[t0] > 0.0f && sim->tri_rest_area[t1] > 0.0f) {
+					sim_bend *r = &sim->bend[nb++];
+					r->v[0] = a;
+					r->v[1] = b;
+					r->v[2] = lo;
+					r->v[3] = hi;
+					r->rest = sim_bend_rest_angle(v3_of4(x[a]), v3_of4(x[b]),
+								      v3_of4(x[lo]), v3_of4(x[hi]));
+				}
+			}
+		}
+		i = j;
+	}
+	free(he);
+	sim->stretch_count = ns;
+	sim->shear_count = nsh;
+	sim->bend_count = nb;
+	topo->edges = edges;
+	topo->bends = nb;
+
+	/* Stretch and bend records come out sorted by their shared edge; the
+	 * shear records are sorted by their wing pair here. */
+	qsort(sim->shear, nsh, sizeof *sim->shear, dist_cmp);
+
+	/* Unreferenced vertices, using the mask array as scratch flags. */
+	memset(mask, 0, (size_t)n * sizeof *mask);
+	for (size_t i = 0; i < nh; i++)
+		mask[tri[i]] = 1;
+	for (uint32_t i = 0; i < n; i++)
+		topo->unreferenced_vertices += mask[i] == 0;
+
+	drape_err rc = sim_colour_records(sim->stretch, sizeof *sim->stretch, ns, 2, mask, n,
+					  &sim->stretch_col);
+	if (rc == DRAPE_OK)
+		rc = sim_colour_records(sim->bend, sizeof *sim->bend, nb, 4, mask, n, &sim->bend_col);
+	if (rc == DRAPE_OK)
+		rc = sim_colour_records(sim->shear, sizeof *sim->shear, nsh, 2, mask, n,
+					&sim->shear_col);
+	free(mask);
+	if (rc != DRAPE_OK)
+		return drape_error_setf(err, rc, "topology: cannot allocate colour groups");
+	topo->colours = sim->stretch_col.colours + sim->bend_col.colours + sim->shear_col.colours;
+	return DRAPE_OK;
+}
+
+/* A binary min-heap entry of the Dijkstra search. */
+typedef struct heap_item {
+	double dist;
+	uint32_t vertex;
+} heap_item;
+
+/* Orders by distance, then by vertex, so the search is deterministic. */
+static int heap_less(heap_item a, heap_item b)
+{
+	return a.dist < b.dist || (a.dist == b.dist && a.vertex < b.vertex);
+}
+
+static void heap_push(heap_item *h, size_t *n, heap_item it)
+{
+	size_t i = (*n)++;
+	while (i > 0) {
+		size_t up = (i - 1) / 2;
+		if (!heap_less(it, h[up]))
+			break;
+		h[i] = h[up];
+		i = up;
+	}
+	h[i] = it;
+}
+
+static heap_item heap_pop(heap_item *h, size_t *n)
+{
+	heap_item top = h[0], last = h[--*n];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && heap_less(h[c + 1], h[c]))
+			c++;
+		if (!heap_less(h[c], last))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n > 0)
+		h[i] = last;
+	return top;
+}
+
+drape_err sim_lra_build(drape_sim *sim, drape_error *err)
+{
+	const uint32_t n = sim->n, ne = sim->stretch_count;
+	uint32_t pins = 0;
+	for (uint32_t i = 0; i < n; i++)
+		pins += sim->x[i].w == 0.0f;
+	sim->lra = NULL;
+	sim->lra_count = 0;
+	if (pins == 0 || pins == n)
+		return DRAPE_OK;
+
+	/* Adjacency in compressed rows: off[i]..off[i+1] index nbr. */
+	uint32_t *off = calloc((size_t)n + 1, sizeof *off);
+	uint32_t *nbr = malloc(2 * (size_t)(ne ? ne : 1) * sizeof *nbr);
+	float *len = malloc(2 * (size_t)(ne ? ne : 1) * sizeof *len);
+	double *dist = malloc((size_t)n * sizeof *dist);
+	uint32_t *src = malloc((size_t)n * sizeof *src);
+	/* Lazy deletion pushes at most once per pin plus once per relaxation. */
+	heap_item *heap = malloc(((size_t)pins + 2 * (size_t)ne) * sizeof *heap);
+	drape_err rc = DRAPE_OK;
+	if (!off || !nbr || !len || !dist || !src || !heap) {
+		rc = drape_error_setf(err, DRAPE_ENOMEM, "long-range attachments: out of memory");
+		goto done;
+	}
+	for (uint32_t e = 0; e < ne; e++) {
+		off[sim->stretch[e].a + 1]++;
+		off[sim->stretch[e].b + 1]++;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		off[i + 1] += off[i];
+	/* src doubles as the fill cursor before the search uses it. */
+	memcpy(src, off, (size_t)n * sizeof *src);
+	for (uint32_t e = 0; e < ne; e++) {
+		const sim_dist *c = &sim->stretch[e];
+		nbr[src[c->a]] = c->b;
+		len[src[c->a]++] = c->rest;
+		nbr[src[c->b]] = c->a;
+		len[src[c->b]++] = c->rest;
+	}
+	size_t hn = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		dist[i] = HUGE_VAL;
+		src[i] = UINT32_MAX;
+		if (sim->x[i].w == 0.0f) {
+			dist[i] = 0.0;
+			src[i] = i;
+			heap_push(heap, &hn, (heap_item){0.0, i});
+		}
+	}
+	while (hn > 0) {
+		heap_item it = heap_pop(heap, &hn);
+		if (it.dist > dist[it.vertex])
+			continue;
+		for (uint32_t k = off[it.vertex]; k < off[it.vertex + 1]; k++) {
+			double d = it.dist + len[k];
+			uint32_t j = nbr[k];
+			if (d < dist[j]) {
+				dist[j] = d;
+				src[j] = src[it.vertex];
+				heap_push(heap, &hn, (heap_item){d, j});
+			}
+		}
+	}
+	uint32_t count = 0;
+	for (uint32_t i = 0; i < n; i++)
+		count += sim->x[i].w != 0.0f && src[i] != UINT32_MAX;
+	sim->lra = malloc((count ? count : 1) * sizeof *sim->lra);
+	if (sim->lra == NULL) {
+		rc = drape_error_setf(err, DRAPE_ENOMEM, "long-range attachments: out of memory");
+		goto done;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (sim->x[i].w != 0.0f && src[i] != UINT32_MAX)
+			sim->lra[sim->lra_count++] = (sim_dist){i, src[i], (float)dist[i]};
+	sim->topo.long_range = sim->lra_count;
+	/* The attachments form one colour of their own (see internal.h). */
+	if (sim->lra_count > 0)
+		sim->topo.colours++;
+done:
+	free(off);
+	free(nbr);
+	free(len);
+	free(dist);
+	free(src);
+	free(heap);
+	return rc;
+}

@@ -1,0 +1,74 @@
+/*
+ * Aerodynamic forces on the cloth, per triangle, from the air velocity
+ * relative to the triangle's mean velocity. The model is the thin-plate one
+ * after Keckeisen, Kimmerle, Thomaszewski, Wacker, "Modelling Effects of Wind
+ * Fields in Cloth Animations" (Journal of WSCG 12, 2004): with
+ * u = wind - (v_a + v_b + v_c) / 3, unit normal n, area A, air density rho
+ * and u_n = u . n,
+ *
+ *   drag  F_D = 1/2 rho C_D A u_n |u_n| n
+ *   lift  F_L = 1/2 rho C_L A (u_n / |u|) (|u|^2 n - u_n u)
+ *
+ * Drag pushes along the normal with the normal component of the flow. Lift
+ * lies in the plane spanned by n and u, perpendicular to u (its direction is
+ * ((n x u) x u) flipped to the side the flow pushes, |F_L| = 1/2 rho C_L A
+ * |u|^2 |cos a| sin a for the angle a between u and n), so it vanishes both
+ * for flow along the normal and for flow in the cloth's plane; it is what
+ * makes a flag in a nearly in-plane wind flap instead of lying flat. Each
+ * vertex takes a third of its triangle's force.
+ *
+ * The forces are explicit (evaluated at the start of the substep), and
+ * quadratic drag on light cloth is stiff, so each triangle's impulse over the
+ * substep is capped at the one that would bring its mass (areal density times
+ * rest area) to the air's velocity: the cloth is never pushed faster than the
+ * wind, whatever the substep. With a per-vertex inverse mass from the caller
+ * the cap still uses params.density, as an estimate.
+ */
+#include "server/sim/internal.h"
+
+#include <float.h>
+#include <string.h>
+
+void sim_wind_forces(const drape_sim *sim, float dt, sim_vec4 *restrict force)
+{
+	const drape_sim_params *P = &sim->params;
+	memset(force, 0, (size_t)sim->n * sizeof *force);
+	const float half_rho = 0.5f * P->air_density;
+	if (!(half_rho > 0.0f) || !(P->drag > 0.0f || P->lift > 0.0f))
+		return;
+	const sim_v3 wind = v3(P->wind[0], P->wind[1], P->wind[2]);
+	const sim_vec4 *x = sim->x, *v = sim->v;
+	const uint32_t *tri = sim->tris;
+	for (uint32_t t = 0; t < sim->ntri; t++) {
+		if (!(sim->tri_rest_area[t] > 0.0f))
+			continue;
+		uint32_t a = tri[3 * t], b = tri[3 * t + 1], c = tri[3 * t + 2];
+		sim_v3 xa = v3_of4(x[a]);
+		sim_v3 cr = v3_cross(v3_sub(v3_of4(x[b]), xa), v3_sub(v3_of4(x[c]), xa));
+		float twice = v3_len(cr);
+		if (!(twice > FLT_MIN))
+			continue;
+		sim_v3 nrm = v3_scale(cr, 1.0f / twice);
+		float area = 0.5f * twice;
+		sim_v3 vt = v3_scale(v3_add(v3_add(v3_of4(v[a]), v3_of4(v[b])), v3_of4(v[c])),
+				     1.0f / 3.0f);
+		sim_v3 u = v3_sub(wind, vt);
+		float uu = v3_dot(u, u);
+		if (!(uu > 0.0f))
+			continue;
+		float ulen = sqrtf(uu);
+		float un = v3_dot(u, nrm);
+		sim_v3 f = v3_scale(nrm, half_rho * P->drag * area * un * fabsf(un));
+		sim_v3 lift_dir = v3_sub(v3_scale(nrm, uu), v3_scale(u, un));
+		f = v3_add(f, v3_scale(lift_dir, half_rho * P->lift * area * un / ulen));
+		/* Impulse cap: |f| dt <= m |u| with m = density * rest area. */
+		float fl = v3_len(f);
+		float cap = P->density * sim->tri_rest_area[t] * ulen / dt;
+		if (fl > cap)
+			f = v3_scale(f, cap / fl);
+		f = v3_scale(f, 1.0f / 3.0f);
+		force[a].x += f.x, force[a].y += f.y, force[a].z += f.z;
+		force[b].x += f.x, force[b].y += f.y, force[b].z += f.z;
+		force[c].x += f.x, force[c].y += f.y, force[c].z += f.z;
+	}
+}
