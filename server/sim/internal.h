@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "drape/sim.h"
+#include "server/sim/collider.h"
 #include "server/sim/vec.h"
 
 /*
@@ -44,6 +45,14 @@ typedef struct sim_bend {
 	uint32_t v[4];
 	float rest;
 } sim_bend;
+
+/* A pinned vertex that follows a collider's rigid motion: its position at
+ * t = 0 (rest) is carried by the collider's transform every substep. */
+typedef struct sim_attach {
+	uint32_t vertex;
+	uint32_t collider;
+	float rest[3];
+} sim_attach;
 
 /* Colour groups of one constraint kind: colour c spans records
  * [start[c], start[c + 1]). start has colours + 1 entries. */
@@ -101,6 +110,11 @@ struct drape_sim {
 	float damping_substep;
 
 	drape_sim_topology topo;
+
+	/* Obstacles, and the pins that follow them (sorted by vertex). */
+	sim_collider_set colliders;
+	sim_attach *attach;
+	uint32_t attach_count;
 };
 
 /* ---- sim.c ---------------------------------------------------------------- */

@@ -204,6 +204,8 @@ void drape_sim_destroy(drape_sim *sim)
 	free(sim->stretch_col.start);
 	free(sim->shear_col.start);
 	free(sim->bend_col.start);
+	sim_colliders_free(&sim->colliders);
+	free(sim->attach);
 	free(sim);
 }
 
@@ -251,6 +253,7 @@ drape_err drape_sim_create(const drape_sim_desc *desc, drape_sim **out, drape_er
 	drape_sim *sim = calloc(1, sizeof *sim);
 	if (sim == NULL)
 		return drape_error_setf(err, DRAPE_ENOMEM, "sim: out of memory");
+	sim_colliders_init(&sim->colliders);
 	sim->params = desc->params;
 	sim->n = n;
 	sim->ntri = nt;
@@ -394,6 +397,18 @@ static void strain(const drape_sim *sim, float *max_out, float *mean_out)
 	*mean_out = sim->stretch_count ? (float)(sum / sim->stretch_count) : 0.0f;
 }
 
+/* Places every attached pin where its collider carries it at the end of the
+ * substep, so the constraints of this substep pull the cloth along. */
+static void move_attached(drape_sim *sim)
+{
+	for (uint32_t a = 0; a < sim->attach_count; a++) {
+		const sim_attach *at = &sim->attach[a];
+		float q[3];
+		sim_colliders_attached_point(&sim->colliders, at->collider, at->rest, q);
+		sim->p[at->vertex] = (sim_vec4){q[0], q[1], q[2], 0.0f};
+	}
+}
+
 drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *err)
 {
 	double t0 = now_ms();
@@ -403,17 +418,22 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 	/* long_range -1 means on whenever there are pins; lra_count is 0
 	 * without pins. */
 	const int lra = P->long_range != 0 && sim->lra_count > 0;
+	double collide_ms = 0.0;
+	uint32_t contacts = 0;
 	memcpy(sim->x_save, sim->x, (size_t)n * sizeof *sim->x);
 	memcpy(sim->v_save, sim->v, (size_t)n * sizeof *sim->v);
 
 	for (int32_t s = 0; s < P->substeps; s++) {
 		sim_wind_forces(sim, dt, sim->force);
 		predict(sim, dt);
-		/*
-		 * COLLIDERS (begin): sim_colliders_begin_substep(set, t0, t1)
-		 * goes here, with t0 = frame + s / substeps and
-		 * t1 = frame + (s + 1) / substeps in fractional frames.
-		 */
+		if (sim->colliders.count > 0) {
+			double tc = now_ms();
+			float f0 = (float)sim->frame, S = (float)P->substeps;
+			sim_colliders_begin_substep(&sim->colliders, f0 + (float)s / S,
+						    f0 + (float)(s + 1) / S);
+			move_attached(sim);
+			collide_ms += now_ms() - tc;
+		}
 		for (int32_t it = 0; it < P->iterations; it++) {
 			/* Order of increasing strictness (ARCHITECTURE.md); the
 			 * long-range tethers follow stretch, whose error they
@@ -428,18 +448,17 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 				sim_bend_project_all(sim->p, sim->bend, &sim->bend_col, sim->k_bend);
 			if (sim->k_shear > 0.0f)
 				sim_dist_project_all(sim->p, sim->shear, &sim->shear_col, sim->k_shear);
-			/*
-			 * COLLIDERS (project): obstacle collisions are projected
-			 * here, after shear in every iteration:
-			 *   contacts = sim_colliders_project(set, sim->p, sim->x,
-			 *                                    sim->n, P->thickness);
-			 * sim->x still holds the start-of-substep positions (it
-			 * is only overwritten by commit() below). Pins that
-			 * follow a collider must then also be written by
-			 * commit(), which now leaves every w = 0 vertex alone.
-			 */
+			if (sim->colliders.count > 0) {
+				double tc = now_ms();
+				contacts = sim_colliders_project(&sim->colliders, sim->p, sim->x, n,
+								 P->thickness);
+				collide_ms += now_ms() - tc;
+			}
 		}
 		commit(sim, dt);
+		/* commit() leaves w = 0 vertices alone; attached pins moved. */
+		for (uint32_t a = 0; a < sim->attach_count; a++)
+			sim->x[sim->attach[a].vertex] = sim->p[sim->attach[a].vertex];
 	}
 
 	uint32_t bad = count_nonfinite(sim);
@@ -467,6 +486,8 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			 (sim->k_shear > 0.0f ? (uint64_t)sim->shear_count : 0) +
 			 (sim->k_bend > 0.0f ? (uint64_t)sim->bend_count : 0) +
 			 (lra ? (uint64_t)sim->lra_count : 0));
+		stats->collide_ms = collide_ms;
+		stats->contacts = contacts;
 		stats->solve_ms = now_ms() - t0;
 	}
 	return DRAPE_OK;
@@ -539,5 +560,131 @@ drape_err drape_sim_set_state(drape_sim *sim, const float *xyz, const float *vel
 						   vel[3 * (size_t)i + 2], 0.0f};
 	}
 	sim->frame = frame;
+	return DRAPE_OK;
+}
+
+/* ---- Colliders: thin wrappers over collider.h ------------------------------ */
+
+drape_err drape_sim_add_collider(drape_sim *sim, const drape_collider_desc *d, uint32_t *index,
+				 drape_error *err)
+{
+	return sim_colliders_add(&sim->colliders, d, index, err);
+}
+
+/*
+ * Pins attached to the removed collider stay pinned where they are; pins of
+ * later colliders follow the shifted indices.
+ */
+drape_err drape_sim_remove_collider(drape_sim *sim, uint32_t index, drape_error *err)
+{
+	drape_err rc = sim_colliders_remove(&sim->colliders, index, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	uint32_t kept = 0;
+	for (uint32_t a = 0; a < sim->attach_count; a++) {
+		sim_attach at = sim->attach[a];
+		if (at.collider == index)
+			continue;
+		if (at.collider > index)
+			at.collider--;
+		sim->attach[kept++] = at;
+	}
+	sim->attach_count = kept;
+	return DRAPE_OK;
+}
+
+drape_err drape_sim_set_keyframes(drape_sim *sim, uint32_t index, const drape_keyframe *keys,
+				  uint32_t count, drape_error *err)
+{
+	return sim_colliders_set_keyframes(&sim->colliders, index, keys, count, err);
+}
+
+drape_err drape_sim_update_collider_mesh(drape_sim *sim, uint32_t index, const float *vertices,
+					 uint32_t vertex_count, drape_error *err)
+{
+	return sim_colliders_update_mesh(&sim->colliders, index, vertices, vertex_count, err);
+}
+
+drape_err drape_sim_set_collider_sdf(drape_sim *sim, uint32_t index, drape_sdf *sdf,
+				     drape_error *err)
+{
+	return sim_colliders_set_sdf(&sim->colliders, index, sdf, err);
+}
+
+uint32_t drape_sim_collider_count(const drape_sim *sim)
+{
+	return sim->colliders.count;
+}
+
+/* Orders attachments by vertex, newest first among equal vertices (seq is
+ * the order they were given in, higher = newer), so a dedupe pass that keeps
+ * the first of each vertex keeps the newest attachment. */
+typedef struct attach_sort {
+	sim_attach at;
+	uint32_t seq;
+} attach_sort;
+
+static int attach_cmp(const void *pa, const void *pb)
+{
+	const attach_sort *a = pa, *b = pb;
+	if (a->at.vertex != b->at.vertex)
+		return (a->at.vertex > b->at.vertex) - (a->at.vertex < b->at.vertex);
+	return (a->seq < b->seq) - (a->seq > b->seq);
+}
+
+/*
+ * The rest position of an attached pin is its position at t = 0, which is
+ * where it is now only before the first frame; attaching later would need the
+ * inverse of the collider's current transform, and a pipeline attaches pins
+ * when it builds the scene, so later attachment is refused.
+ */
+drape_err drape_sim_attach_pins(drape_sim *sim, const uint32_t *vertices, uint32_t count,
+				uint32_t index, drape_error *err)
+{
+	if (index >= sim->colliders.count)
+		return drape_error_setf(err, DRAPE_ERANGE, "pins.attach.collider: %u >= collider count %u",
+					index, sim->colliders.count);
+	if (sim->frame != 0)
+		return drape_error_setf(err, DRAPE_ESTATE,
+					"pins.attach: pins can only be attached before the first frame "
+					"(the session is at frame %u)", sim->frame);
+	if (count == 0 || vertices == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "pins.attach.vertices: empty");
+	for (uint32_t i = 0; i < count; i++) {
+		if (vertices[i] >= sim->n)
+			return drape_error_setf(err, DRAPE_ERANGE,
+						"pins.attach.vertices[%u]: %u >= vertex count %u", i,
+						vertices[i], sim->n);
+		if (sim->x[vertices[i]].w != 0.0f)
+			return drape_error_setf(err, DRAPE_EINVAL,
+						"pins.attach.vertices[%u]: vertex %u is not pinned", i,
+						vertices[i]);
+	}
+	/* Earlier attachments of the same vertices are replaced: sort old and
+	 * new together in O(m log m) and keep the newest of each vertex. */
+	size_t total = (size_t)sim->attach_count + count;
+	attach_sort *tmp = malloc(total * sizeof *tmp);
+	sim_attach *all = malloc(total * sizeof *all);
+	if (tmp == NULL || all == NULL) {
+		free(tmp);
+		free(all);
+		return drape_error_setf(err, DRAPE_ENOMEM, "pins.attach: out of memory");
+	}
+	for (uint32_t a = 0; a < sim->attach_count; a++)
+		tmp[a] = (attach_sort){sim->attach[a], a};
+	for (uint32_t i = 0; i < count; i++) {
+		const sim_vec4 *x = &sim->x[vertices[i]];
+		tmp[sim->attach_count + i] =
+			(attach_sort){{vertices[i], index, {x->x, x->y, x->z}}, sim->attach_count + i};
+	}
+	qsort(tmp, total, sizeof *tmp, attach_cmp);
+	uint32_t m = 0;
+	for (size_t k = 0; k < total; k++)
+		if (m == 0 || all[m - 1].vertex != tmp[k].at.vertex)
+			all[m++] = tmp[k].at;
+	free(tmp);
+	free(sim->attach);
+	sim->attach = all;
+	sim->attach_count = m;
 	return DRAPE_OK;
 }
