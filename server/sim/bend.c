@@ -26,6 +26,8 @@
  * q_i and sqrt(1 - d^2) both vanish and the direction is 0/0.
  */
 #include "server/sim/internal.h"
+#include "server/sim/pool.h"
+#include "server/sim/simd.h"
 
 #include <float.h>
 
@@ -145,4 +147,120 @@ void sim_bend_project_all(sim_vec4 *restrict p, const sim_bend *c, const sim_col
 	for (uint32_t g = 0; g < col->colours; g++)
 		for (uint32_t i = col->start[g]; i < col->start[g + 1]; i++)
 			sim_bend_project(p, &c[i], k);
+}
+
+/* ---- The fast sweep ------------------------------------------------------- */
+
+/* angle_of, lane by lane: the three range-reduction branches become selects
+ * of the same numerator, denominator and base, so each lane performs the
+ * same division and polynomial as the scalar branch it would have taken. */
+static inline simd_f angle_of_w(simd_f y, simd_f x)
+{
+	const simd_f zero = simd_splat(0.0f);
+	simd_f ax = simd_abs(x);
+	simd_m big = simd_gt(y, simd_mul(simd_splat(2.414213562373095f), ax));
+	simd_m mid = simd_andnot(big, simd_gt(y, simd_mul(simd_splat(0.4142135623730950f), ax)));
+	simd_f base = simd_select(big, simd_splat((float)M_PI_2),
+				  simd_select(mid, simd_splat((float)M_PI_4), zero));
+	simd_f num = simd_select(big, simd_neg(ax), simd_select(mid, simd_sub(y, ax), y));
+	simd_f den = simd_select(big, y, simd_select(mid, simd_add(y, ax), ax));
+	simd_f t = simd_div(num, den);
+	simd_f z = simd_mul(t, t);
+	simd_f poly = simd_sub(simd_mul(simd_splat(8.05374449538e-2f), z), simd_splat(1.38776856032e-1f));
+	poly = simd_add(simd_mul(poly, z), simd_splat(1.99777106478e-1f));
+	poly = simd_sub(simd_mul(poly, z), simd_splat(3.33329491539e-1f));
+	simd_f a = simd_add(base, simd_add(simd_mul(simd_mul(poly, z), t), t));
+	simd_f r = simd_select(simd_lt(x, zero), simd_sub(simd_splat((float)M_PI), a), a);
+	/* y = 0 exactly: the angle is 0 or pi (never projected anyway). */
+	simd_f flat = simd_select(simd_lt(x, zero), simd_splat((float)M_PI), zero);
+	return simd_select(simd_gt(y, zero), r, flat);
+}
+
+typedef struct bend_job {
+	sim_vec4 *p;
+	const sim_bend *c;
+	float k;
+} bend_job;
+
+/* The expressions of bend_q and sim_bend_project, lane by lane and in the
+ * same order; lanes the scalar code would skip keep their positions. */
+static void bend_block(void *ctx, uint32_t begin, uint32_t end)
+{
+	const bend_job *J = ctx;
+	sim_vec4 *restrict p = J->p;
+	const simd_f k = simd_splat(J->k), zero = simd_splat(0.0f), one = simd_splat(1.0f);
+	const simd_f minus_one = simd_splat(-1.0f);
+	for (uint32_t i = begin; i < end; i += SIMD_W) {
+		uint32_t n = end - i < SIMD_W ? end - i : SIMD_W;
+		uint32_t idx[4][SIMD_W];
+		float rest_l[SIMD_W];
+		for (uint32_t l = 0; l < SIMD_W; l++) {
+			const sim_bend *r = &J->c[l < n ? i + l : end - 1];
+			for (int v = 0; v < 4; v++)
+				idx[v][l] = r->v[v];
+			rest_l[l] = r->rest;
+		}
+		simd_v3 x[4];
+		simd_f w[4];
+		for (int v = 0; v < 4; v++)
+			simd_gather(p, idx[v], &x[v].x, &x[v].y, &x[v].z, &w[v]);
+		simd_f rest;
+#if SIMD_W == 8
+		rest = _mm256_loadu_ps(rest_l);
+#elif SIMD_W == 4
+		rest = _mm_loadu_ps(rest_l);
+#else
+		rest = rest_l[0];
+#endif
+		simd_v3 e2 = simd_v3_sub(x[1], x[0]), e3 = simd_v3_sub(x[2], x[0]),
+			e4 = simd_v3_sub(x[3], x[0]);
+		simd_v3 c23 = simd_v3_cross(e2, e3), c24 = simd_v3_cross(e2, e4);
+		simd_f l23 = simd_sqrt(simd_v3_dot(c23, c23)), l24 = simd_sqrt(simd_v3_dot(c24, c24));
+		simd_m ok = simd_and(simd_gt(l23, simd_splat(FLT_MIN)), simd_gt(l24, simd_splat(FLT_MIN)));
+		simd_f i23 = simd_div(one, l23), i24 = simd_div(one, l24);
+		simd_v3 n1 = simd_v3_scale(c23, i23), n2 = simd_v3_scale(c24, i24);
+		simd_f d = simd_min(simd_max(simd_v3_dot(n1, n2), minus_one), one);
+		simd_v3 m1 = simd_v3_scale(simd_v3_sub(n2, simd_v3_scale(n1, d)), i23);
+		simd_v3 m2 = simd_v3_scale(simd_v3_sub(n1, simd_v3_scale(n2, d)), i24);
+		simd_v3 q[4];
+		q[2] = simd_v3_cross(e2, m1);
+		q[3] = simd_v3_cross(e2, m2);
+		q[1] = simd_v3_scale(simd_v3_add(simd_v3_cross(e3, m1), simd_v3_cross(e4, m2)), minus_one);
+		q[0] = simd_v3_scale(simd_v3_add(simd_v3_add(q[1], q[2]), q[3]), minus_one);
+		simd_v3 sn = simd_v3_cross(n1, n2);
+		simd_f s = simd_sqrt(simd_v3_dot(sn, sn));
+		ok = simd_and(ok, simd_gt(s, simd_splat(SIM_BEND_MIN_SINE)));
+		simd_f denom = zero;
+		for (int v = 0; v < 4; v++)
+			denom = simd_add(denom, simd_mul(w[v], simd_v3_dot(q[v], q[v])));
+		ok = simd_and(ok, simd_gt(denom, simd_splat(FLT_MIN)));
+		simd_f phi = angle_of_w(s, d);
+		simd_f lambda = simd_div(simd_mul(simd_mul(k, s), simd_sub(phi, rest)), denom);
+		for (int v = 0; v < 4; v++) {
+			simd_f f = simd_mul(lambda, w[v]);
+			simd_scatter(p, idx[v], n,
+				     simd_select(ok, simd_sub(x[v].x, simd_mul(f, q[v].x)), x[v].x),
+				     simd_select(ok, simd_sub(x[v].y, simd_mul(f, q[v].y)), x[v].y),
+				     simd_select(ok, simd_sub(x[v].z, simd_mul(f, q[v].z)), x[v].z), w[v]);
+		}
+	}
+}
+
+void sim_bend_solve(const drape_sim *sim)
+{
+	const sim_colouring *col = &sim->bend_col;
+	if (sim->flags & SIM_CREATE_REFERENCE) {
+		sim_bend_project_all(sim->p, sim->bend, col, sim->k_bend);
+		return;
+	}
+	for (uint32_t g = 0; g < col->colours; g++) {
+		uint32_t b = col->start[g], e = col->start[g + 1];
+		if (col->overflow && g + 1 == col->colours) {
+			for (uint32_t i = b; i < e; i++)
+				sim_bend_project(sim->p, &sim->bend[i], sim->k_bend);
+			continue;
+		}
+		bend_job job = {sim->p, sim->bend + b, sim->k_bend};
+		sim_pool_for(sim->pool, e - b, SIM_POOL_BLOCK, bend_block, &job);
+	}
 }

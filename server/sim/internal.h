@@ -15,10 +15,12 @@
 #ifndef DRAPE_SIM_INTERNAL_H
 #define DRAPE_SIM_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "drape/sim.h"
 #include "server/sim/collider.h"
+#include "server/sim/selfcollide.h"
 #include "server/sim/vec.h"
 
 /*
@@ -109,15 +111,52 @@ struct drape_sim {
 	float k_stretch, k_shear, k_bend;
 	float damping_substep;
 
+	/* Speed (pool.c, order.c, simd.h). The worker pool is the caller's
+	 * (drape_sim_desc.pool, may be NULL) and shared with other sims.
+	 * flags are the SIM_CREATE_* bits the sim was built with. Vertices
+	 * are stored in a locality order (order.c): internal vertex i is the
+	 * caller's vertex order[i], and the caller's vertex j is internal
+	 * vertex rank[j]. Every public function takes and returns the
+	 * caller's order; x, p, v, tris, the constraint records and
+	 * attach[].vertex are internal. Both are NULL when the order is the
+	 * caller's (SIM_CREATE_NATURAL). */
+	drape_pool *pool;
+	uint32_t flags;
+	uint32_t *order;
+	uint32_t *rank;
+
 	drape_sim_topology topo;
 
 	/* Obstacles, and the pins that follow them (sorted by vertex). */
 	sim_collider_set colliders;
 	sim_attach *attach;
 	uint32_t attach_count;
+
+	/* Self-collision state, made when params.self_collision is first
+	 * switched on (at create or set_params, never inside a step). */
+	sim_self *self;
 };
 
 /* ---- sim.c ---------------------------------------------------------------- */
+
+/*
+ * Internal creation switches, never part of the public API: the benchmark
+ * and the tests use them to run the plain solver beside the fast one.
+ * SIM_CREATE_REFERENCE projects with the scalar kernels serially (in the same
+ * colour order as the fast path, so results are bit-identical to it);
+ * SIM_CREATE_NATURAL keeps the caller's vertex order and leaves each
+ * constraint kind uncoloured, one serial sweep over the records sorted by
+ * vertex: with both bits, the plain Gauss-Seidel loop in natural order.
+ */
+#define SIM_CREATE_REFERENCE 1u
+#define SIM_CREATE_NATURAL 2u
+
+drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **out,
+			drape_error *err);
+
+/* Bytes the sim holds in its own arrays (vertex state, triangles, constraint
+ * records, colours, orders), excluding colliders and self-collision. */
+size_t sim_memory_bytes(const drape_sim *sim);
 
 /* k' such that n projections of an isolated constraint remove the fraction k
  * of its error: 1 - (1 - k')^n = k. Computed in double. */
@@ -132,6 +171,16 @@ void sim_dist_project(sim_vec4 *restrict p, const sim_dist *c, float k);
 /* Projects every record colour by colour, in the fixed colour order. */
 void sim_dist_project_all(sim_vec4 *restrict p, const sim_dist *c, const sim_colouring *col,
 			  float k);
+
+/*
+ * The fast sweeps the step calls: every colour in the fixed colour order,
+ * each split into blocks over sim->pool, each block projected SIMD_W records
+ * at a time (simd.h); the overflow colour serially. With SIM_CREATE_REFERENCE
+ * they fall back to the scalar *_project_all loops. Bit-identical either way.
+ */
+void sim_dist_solve(const drape_sim *sim, const sim_dist *c, const sim_colouring *col, float k);
+void sim_lra_solve(const drape_sim *sim);
+void sim_bend_solve(const drape_sim *sim);
 
 /* Long-range attachment (Kim, Chentanez, Müller, "Long Range Attachments",
  * SCA 2012): the unilateral |p[a] - p[b]| <= rest, moving only p[a]. */

@@ -4,6 +4,8 @@
  * and state access.
  */
 #include "server/sim/internal.h"
+#include "server/sim/order.h"
+#include "server/sim/simd.h"
 #include "server/sim/topology.h"
 
 #include <math.h>
@@ -107,7 +109,7 @@ void drape_sim_desc_default(drape_sim_desc *d)
 
 const char *drape_sim_build(void)
 {
-	return "scalar";
+	return SIMD_NAME;
 }
 
 float sim_stiffness(float k, uint32_t n)
@@ -205,7 +207,10 @@ void drape_sim_destroy(drape_sim *sim)
 	free(sim->shear_col.start);
 	free(sim->bend_col.start);
 	sim_colliders_free(&sim->colliders);
+	sim_self_destroy(sim->self);
 	free(sim->attach);
+	free(sim->order);
+	free(sim->rank);
 	free(sim);
 }
 
@@ -243,6 +248,24 @@ static void area_masses(drape_sim *sim)
 
 drape_err drape_sim_create(const drape_sim_desc *desc, drape_sim **out, drape_error *err)
 {
+	return sim_create_ex(desc, 0, out, err);
+}
+
+/* The caller's index of internal vertex i, and the internal index of the
+ * caller's vertex j (see internal.h, "Speed"). */
+static inline uint32_t caller_of(const drape_sim *sim, uint32_t i)
+{
+	return sim->order ? sim->order[i] : i;
+}
+
+static inline uint32_t internal_of(const drape_sim *sim, uint32_t j)
+{
+	return sim->rank ? sim->rank[j] : j;
+}
+
+drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **out,
+			drape_error *err)
+{
 	if (out == NULL)
 		return drape_error_setf(err, DRAPE_EINVAL, "out: NULL");
 	drape_err rc = validate_desc(desc, err);
@@ -257,6 +280,8 @@ drape_err drape_sim_create(const drape_sim_desc *desc, drape_sim **out, drape_er
 	sim->params = desc->params;
 	sim->n = n;
 	sim->ntri = nt;
+	sim->pool = desc->pool;
+	sim->flags = flags;
 	size_t vb = (size_t)n * sizeof(sim_vec4);
 	sim->x = malloc(vb);
 	sim->p = malloc(vb);
@@ -271,10 +296,24 @@ drape_err drape_sim_create(const drape_sim_desc *desc, drape_sim **out, drape_er
 		drape_sim_destroy(sim);
 		return drape_error_setf(err, DRAPE_ENOMEM, "sim: cannot allocate %u vertices", n);
 	}
-	for (uint32_t i = 0; i < n; i++)
-		sim->x[i] = (sim_vec4){desc->positions[3 * (size_t)i], desc->positions[3 * (size_t)i + 1],
-				       desc->positions[3 * (size_t)i + 2], 0.0f};
-	memcpy(sim->tris, desc->triangles, (size_t)nt * 3 * sizeof *sim->tris);
+	/* Renumber the vertices along a space-filling curve before any
+	 * record is built, so that every record and colour is in the new
+	 * numbering and sorted by it. */
+	if (!(flags & SIM_CREATE_NATURAL)) {
+		sim->order = malloc((size_t)n * sizeof *sim->order);
+		sim->rank = malloc((size_t)n * sizeof *sim->rank);
+		if (sim->order == NULL || sim->rank == NULL ||
+		    sim_order_build(desc->positions, n, sim->order, sim->rank) != DRAPE_OK) {
+			drape_sim_destroy(sim);
+			return drape_error_setf(err, DRAPE_ENOMEM, "sim: cannot order %u vertices", n);
+		}
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const float *q = &desc->positions[3 * (size_t)caller_of(sim, i)];
+		sim->x[i] = (sim_vec4){q[0], q[1], q[2], 0.0f};
+	}
+	for (size_t k = 0; k < (size_t)nt * 3; k++)
+		sim->tris[k] = internal_of(sim, desc->triangles[k]);
 
 	rc = sim_topology_build(sim, err);
 	if (rc != DRAPE_OK) {
@@ -283,11 +322,11 @@ drape_err drape_sim_create(const drape_sim_desc *desc, drape_sim **out, drape_er
 	}
 	if (desc->inv_mass != NULL)
 		for (uint32_t i = 0; i < n; i++)
-			sim->x[i].w = desc->inv_mass[i];
+			sim->x[i].w = desc->inv_mass[caller_of(sim, i)];
 	else
 		area_masses(sim);
 	for (uint32_t i = 0; i < desc->pin_count; i++)
-		sim->x[desc->pins[i]].w = 0.0f;
+		sim->x[internal_of(sim, desc->pins[i])].w = 0.0f;
 	for (uint32_t i = 0; i < n; i++) {
 		sim->topo.pinned_vertices += sim->x[i].w == 0.0f;
 		sim->p[i] = sim->x[i];
@@ -298,6 +337,11 @@ drape_err drape_sim_create(const drape_sim_desc *desc, drape_sim **out, drape_er
 		return rc;
 	}
 	derive(sim);
+	if (sim->params.self_collision &&
+	    (rc = sim_self_create(sim->tris, sim->ntri, sim->n, sim->x, &sim->self, err)) != DRAPE_OK) {
+		drape_sim_destroy(sim);
+		return rc;
+	}
 	*out = sim;
 	drape_error_clear(err);
 	return DRAPE_OK;
@@ -312,6 +356,12 @@ drape_err drape_sim_set_params(drape_sim *sim, const drape_sim_params *p, drape_
 {
 	drape_err rc = drape_sim_params_validate(p, err);
 	if (rc != DRAPE_OK)
+		return rc;
+	/* The self-collision buffers are sized for the mesh once, the first
+	 * time it is switched on; x's rest pose is no longer at hand, so the
+	 * hash cell size comes from the current positions. */
+	if (p->self_collision && sim->self == NULL &&
+	    (rc = sim_self_create(sim->tris, sim->ntri, sim->n, sim->x, &sim->self, err)) != DRAPE_OK)
 		return rc;
 	sim->params = *p;
 	derive(sim);
@@ -418,8 +468,11 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 	/* long_range -1 means on whenever there are pins; lra_count is 0
 	 * without pins. */
 	const int lra = P->long_range != 0 && sim->lra_count > 0;
-	double collide_ms = 0.0;
+	double collide_ms = 0.0, self_ms = 0.0;
 	uint32_t contacts = 0;
+	/* Self-collision keeps its own thickness, by default the cloth's. */
+	const int selfc = P->self_collision && sim->self != NULL;
+	const float sth = P->self_thickness > 0.0f ? P->self_thickness : P->thickness;
 	memcpy(sim->x_save, sim->x, (size_t)n * sizeof *sim->x);
 	memcpy(sim->v_save, sim->v, (size_t)n * sizeof *sim->v);
 
@@ -434,26 +487,41 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			move_attached(sim);
 			collide_ms += now_ms() - tc;
 		}
+		if (selfc) {
+			double tc = now_ms();
+			sim_self_begin_substep(sim->self, sim->x, sim->p, sth);
+			self_ms += now_ms() - tc;
+		}
 		for (int32_t it = 0; it < P->iterations; it++) {
 			/* Order of increasing strictness (ARCHITECTURE.md); the
 			 * long-range tethers follow stretch, whose error they
 			 * bound. A kind with stiffness 0 would only add zero
 			 * corrections, so its sweep is skipped. */
 			if (sim->k_stretch > 0.0f)
-				sim_dist_project_all(sim->p, sim->stretch, &sim->stretch_col,
-						     sim->k_stretch);
+				sim_dist_solve(sim, sim->stretch, &sim->stretch_col, sim->k_stretch);
 			if (lra)
-				sim_lra_project_all(sim->p, sim->lra, sim->lra_count);
+				sim_lra_solve(sim);
 			if (sim->k_bend > 0.0f)
-				sim_bend_project_all(sim->p, sim->bend, &sim->bend_col, sim->k_bend);
+				sim_bend_solve(sim);
 			if (sim->k_shear > 0.0f)
-				sim_dist_project_all(sim->p, sim->shear, &sim->shear_col, sim->k_shear);
+				sim_dist_solve(sim, sim->shear, &sim->shear_col, sim->k_shear);
 			if (sim->colliders.count > 0) {
 				double tc = now_ms();
 				contacts = sim_colliders_project(&sim->colliders, sim->p, sim->x, n,
 								 P->thickness);
 				collide_ms += now_ms() - tc;
 			}
+			if (selfc) {
+				double tc = now_ms();
+				sim_self_project(sim->self, sim->p, sim->x, sth, P->self_friction);
+				self_ms += now_ms() - tc;
+			}
+		}
+		if (selfc) {
+			/* The swept guard needs x at the start of the substep. */
+			double tc = now_ms();
+			sim_self_end_substep(sim->self, sim->p, sim->x, sth);
+			self_ms += now_ms() - tc;
 		}
 		commit(sim, dt);
 		/* commit() leaves w = 0 vertices alone; attached pins moved. */
@@ -488,6 +556,8 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			 (lra ? (uint64_t)sim->lra_count : 0));
 		stats->collide_ms = collide_ms;
 		stats->contacts = contacts;
+		stats->self_ms = self_ms;
+		stats->self_pairs = selfc ? sim_self_pair_count(sim->self) : 0;
 		stats->solve_ms = now_ms() - t0;
 	}
 	return DRAPE_OK;
@@ -516,9 +586,10 @@ void drape_sim_get_topology(const drape_sim *sim, drape_sim_topology *t)
 void drape_sim_get_positions(const drape_sim *sim, float *xyz)
 {
 	for (uint32_t i = 0; i < sim->n; i++) {
-		xyz[3 * (size_t)i] = sim->x[i].x;
-		xyz[3 * (size_t)i + 1] = sim->x[i].y;
-		xyz[3 * (size_t)i + 2] = sim->x[i].z;
+		float *q = &xyz[3 * (size_t)caller_of(sim, i)];
+		q[0] = sim->x[i].x;
+		q[1] = sim->x[i].y;
+		q[2] = sim->x[i].z;
 	}
 }
 
@@ -528,9 +599,10 @@ void drape_sim_get_state(const drape_sim *sim, float *xyz, float *vel, uint32_t 
 		drape_sim_get_positions(sim, xyz);
 	if (vel != NULL)
 		for (uint32_t i = 0; i < sim->n; i++) {
-			vel[3 * (size_t)i] = sim->v[i].x;
-			vel[3 * (size_t)i + 1] = sim->v[i].y;
-			vel[3 * (size_t)i + 2] = sim->v[i].z;
+			float *q = &vel[3 * (size_t)caller_of(sim, i)];
+			q[0] = sim->v[i].x;
+			q[1] = sim->v[i].y;
+			q[2] = sim->v[i].z;
 		}
 	if (frame != NULL)
 		*frame = sim->frame;
@@ -550,17 +622,30 @@ drape_err drape_sim_set_state(drape_sim *sim, const float *xyz, const float *vel
 						i / 3, i % 3, (double)vel[i]);
 	}
 	for (uint32_t i = 0; i < sim->n; i++) {
-		sim->x[i].x = xyz[3 * (size_t)i];
-		sim->x[i].y = xyz[3 * (size_t)i + 1];
-		sim->x[i].z = xyz[3 * (size_t)i + 2];
+		size_t j = 3 * (size_t)caller_of(sim, i);
+		sim->x[i].x = xyz[j];
+		sim->x[i].y = xyz[j + 1];
+		sim->x[i].z = xyz[j + 2];
 		/* A pinned vertex has no velocity (predict() zeroes it anyway). */
 		float w = sim->x[i].w;
 		sim->v[i] = w == 0.0f ? (sim_vec4){0.0f, 0.0f, 0.0f, 0.0f}
-				      : (sim_vec4){vel[3 * (size_t)i], vel[3 * (size_t)i + 1],
-						   vel[3 * (size_t)i + 2], 0.0f};
+				      : (sim_vec4){vel[j], vel[j + 1], vel[j + 2], 0.0f};
 	}
 	sim->frame = frame;
 	return DRAPE_OK;
+}
+
+size_t sim_memory_bytes(const drape_sim *sim)
+{
+	size_t b = sizeof *sim;
+	b += 6 * (size_t)sim->n * sizeof(sim_vec4); /* x, p, v, x_save, v_save, force */
+	b += (size_t)sim->ntri * (3 * sizeof *sim->tris + sizeof *sim->tri_rest_area);
+	b += ((size_t)sim->stretch_count + sim->shear_count + sim->lra_count) * sizeof(sim_dist);
+	b += (size_t)sim->bend_count * sizeof(sim_bend);
+	b += 3 * (SIM_MAX_COLOURS + 1) * sizeof(uint32_t);
+	b += (sim->order ? 2 * (size_t)sim->n * sizeof(uint32_t) : 0);
+	b += (size_t)sim->attach_count * sizeof(sim_attach);
+	return b;
 }
 
 /* ---- Colliders: thin wrappers over collider.h ------------------------------ */
@@ -655,7 +740,7 @@ drape_err drape_sim_attach_pins(drape_sim *sim, const uint32_t *vertices, uint32
 			return drape_error_setf(err, DRAPE_ERANGE,
 						"pins.attach.vertices[%u]: %u >= vertex count %u", i,
 						vertices[i], sim->n);
-		if (sim->x[vertices[i]].w != 0.0f)
+		if (sim->x[internal_of(sim, vertices[i])].w != 0.0f)
 			return drape_error_setf(err, DRAPE_EINVAL,
 						"pins.attach.vertices[%u]: vertex %u is not pinned", i,
 						vertices[i]);
@@ -672,10 +757,12 @@ drape_err drape_sim_attach_pins(drape_sim *sim, const uint32_t *vertices, uint32
 	}
 	for (uint32_t a = 0; a < sim->attach_count; a++)
 		tmp[a] = (attach_sort){sim->attach[a], a};
+	/* attach[].vertex is internal (the step indexes p with it). */
 	for (uint32_t i = 0; i < count; i++) {
-		const sim_vec4 *x = &sim->x[vertices[i]];
+		uint32_t vi = internal_of(sim, vertices[i]);
+		const sim_vec4 *x = &sim->x[vi];
 		tmp[sim->attach_count + i] =
-			(attach_sort){{vertices[i], index, {x->x, x->y, x->z}}, sim->attach_count + i};
+			(attach_sort){{vi, index, {x->x, x->y, x->z}}, sim->attach_count + i};
 	}
 	qsort(tmp, total, sizeof *tmp, attach_cmp);
 	uint32_t m = 0;

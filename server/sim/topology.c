@@ -108,6 +108,22 @@ static float dist3(sim_vec4 a, sim_vec4 b)
 	return v3_len(v3_sub(v3_of4(a), v3_of4(b)));
 }
 
+/*
+ * Without colouring (SIM_CREATE_NATURAL, the plain Gauss-Seidel reference):
+ * one group holding every record in its sorted order, marked as the serial
+ * overflow colour so that nothing ever projects it in parallel.
+ */
+static drape_err serial_group(uint32_t count, sim_colouring *col)
+{
+	col->start = calloc(SIM_MAX_COLOURS + 1, sizeof *col->start);
+	if (col->start == NULL)
+		return DRAPE_ENOMEM;
+	col->start[1] = count;
+	col->colours = count ? 1u : 0u;
+	col->overflow = count != 0;
+	return DRAPE_OK;
+}
+
 drape_err sim_topology_build(drape_sim *sim, drape_error *err)
 {
 	const uint32_t n = sim->n, nt = sim->ntri;
@@ -226,8 +242,24 @@ drape_err sim_topology_build(drape_sim *sim, drape_error *err)
 	for (uint32_t i = 0; i < n; i++)
 		topo->unreferenced_vertices += mask[i] == 0;
 
-	drape_err rc = sim_colour_records(sim->stretch, sizeof *sim->stretch, ns, 2, mask, n,
-					  &sim->stretch_col);
+	drape_err rc;
+	if (sim->flags & SIM_CREATE_NATURAL) {
+		rc = serial_group(ns, &sim->stretch_col);
+		if (rc == DRAPE_OK)
+			rc = serial_group(nb, &sim->bend_col);
+		if (rc == DRAPE_OK)
+			rc = serial_group(nsh, &sim->shear_col);
+		free(mask);
+		if (rc != DRAPE_OK)
+			return drape_error_setf(err, rc, "topology: cannot allocate colour groups");
+		topo->colours = 0;
+		return DRAPE_OK;
+	}
+	/* Box2D v3-style graph colouring (constraint_graph.c): greedy in
+	 * record order, so each colour keeps the records sorted by vertex
+	 * and a sweep of one colour walks the position array forwards. */
+	rc = sim_colour_records(sim->stretch, sizeof *sim->stretch, ns, 2, mask, n,
+				&sim->stretch_col);
 	if (rc == DRAPE_OK)
 		rc = sim_colour_records(sim->bend, sizeof *sim->bend, nb, 4, mask, n, &sim->bend_col);
 	if (rc == DRAPE_OK)

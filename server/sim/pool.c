@@ -1,0 +1,234 @@
+/*
+ * The shared worker pool (see pool.h for the contract).
+ *
+ * A job is posted by storing its descriptor and then one 64-bit word, the
+ * claim state, holding the job's block count in the high half and the next
+ * unclaimed block in the low half. Threads claim blocks by compare-and-swap
+ * on that word and read the descriptor only after a successful claim: a
+ * claim can succeed only while the job still has unclaimed blocks, and the
+ * poster does not replace the descriptor before every block is done, so the
+ * descriptor a thread reads is always the one its block belongs to. A thread
+ * that was descheduled across jobs therefore either claims a block of the
+ * current job or nothing.
+ *
+ * Idle workers spin for a short while (the solver posts one job per colour,
+ * a few hundred per frame, with little serial work between them) and then
+ * sleep on a condition variable, so an idle daemon burns no CPU.
+ */
+#include "server/sim/pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define sim_cpu_relax() _mm_pause()
+#else
+#define sim_cpu_relax() ((void)0)
+#endif
+
+/* Upper bound on threads per pool; more than any box this serves. */
+#define SIM_POOL_MAX_THREADS 256u
+
+/* How long an idle worker spins before it sleeps, in nanoseconds. Longer
+ * than the serial work between two colours, shorter than a frame. */
+#define SIM_POOL_SPIN_NS 200000
+
+typedef struct sim_pool_job {
+	sim_pool_fn *fn;
+	void *ctx;
+	uint32_t count, block;
+} sim_pool_job;
+
+struct drape_pool {
+	uint32_t threads; /* including the caller of sim_pool_for */
+	uint32_t started; /* worker threads actually running */
+	pthread_t *tid;
+
+	_Atomic uint64_t state; /* blocks << 32 | next block */
+	sim_pool_job *_Atomic job;
+	_Atomic uint32_t done; /* blocks finished of the current job */
+	_Atomic int stop;
+	_Atomic uint32_t sleepers;
+	_Atomic uint64_t inline_jobs;
+
+	pthread_mutex_t mu; /* guards the sleep/wake hand-off only */
+	pthread_cond_t cv;
+	pthread_mutex_t busy; /* held by the sim whose job is on the pool */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int has_work(uint64_t s)
+{
+	return (uint32_t)s < (uint32_t)(s >> 32);
+}
+
+/* Claims and runs blocks of the current job until none is left. Returns
+ * nonzero if it ran any. */
+static int run_blocks(drape_pool *pool)
+{
+	int ran = 0;
+	uint64_t s = atomic_load(&pool->state);
+	while (has_work(s)) {
+		if (!atomic_compare_exchange_weak(&pool->state, &s, s + 1))
+			continue;
+		const sim_pool_job *j = atomic_load(&pool->job);
+		uint32_t begin = (uint32_t)s * j->block;
+		uint32_t end = j->count - begin > j->block ? begin + j->block : j->count;
+		j->fn(j->ctx, begin, end);
+		atomic_fetch_add(&pool->done, 1);
+		ran = 1;
+		s = atomic_load(&pool->state);
+	}
+	return ran;
+}
+
+static void *worker_main(void *arg)
+{
+	drape_pool *pool = arg;
+	uint64_t idle_since = mono_ns();
+	unsigned spins = 0;
+	while (!atomic_load(&pool->stop)) {
+		if (run_blocks(pool)) {
+			idle_since = mono_ns();
+			spins = 0;
+			continue;
+		}
+		sim_cpu_relax();
+		if (++spins % 256 != 0 || mono_ns() - idle_since < SIM_POOL_SPIN_NS)
+			continue;
+		/* The sleeper count is raised before the last look at the
+		 * state, and the poster stores the state before it reads the
+		 * count, so one of the two always sees the other. */
+		pthread_mutex_lock(&pool->mu);
+		atomic_fetch_add(&pool->sleepers, 1);
+		while (!atomic_load(&pool->stop) && !has_work(atomic_load(&pool->state)))
+			pthread_cond_wait(&pool->cv, &pool->mu);
+		atomic_fetch_sub(&pool->sleepers, 1);
+		pthread_mutex_unlock(&pool->mu);
+		idle_since = mono_ns();
+		spins = 0;
+	}
+	return NULL;
+}
+
+static void wake_all(drape_pool *pool)
+{
+	pthread_mutex_lock(&pool->mu);
+	pthread_cond_broadcast(&pool->cv);
+	pthread_mutex_unlock(&pool->mu);
+}
+
+void drape_pool_destroy(drape_pool *pool)
+{
+	if (pool == NULL)
+		return;
+	atomic_store(&pool->stop, 1);
+	wake_all(pool);
+	for (uint32_t i = 0; i < pool->started; i++)
+		pthread_join(pool->tid[i], NULL);
+	pthread_mutex_destroy(&pool->mu);
+	pthread_cond_destroy(&pool->cv);
+	pthread_mutex_destroy(&pool->busy);
+	free(pool->tid);
+	free(pool);
+}
+
+drape_err drape_pool_create(uint32_t threads, drape_pool **out, drape_error *err)
+{
+	if (out == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "out: NULL");
+	if (threads == 0) {
+		long cores = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = cores < 1 ? 1u : (uint32_t)cores;
+		if (threads > SIM_POOL_MAX_THREADS)
+			threads = SIM_POOL_MAX_THREADS;
+	}
+	if (threads > SIM_POOL_MAX_THREADS)
+		return drape_error_setf(err, DRAPE_EINVAL, "threads: %u > maximum %u", threads,
+					SIM_POOL_MAX_THREADS);
+	drape_pool *pool = calloc(1, sizeof *pool);
+	if (pool == NULL)
+		return drape_error_setf(err, DRAPE_ENOMEM, "pool: out of memory");
+	pool->threads = threads;
+	pool->tid = calloc(threads, sizeof *pool->tid);
+	if (pool->tid == NULL) {
+		free(pool);
+		return drape_error_setf(err, DRAPE_ENOMEM, "pool: out of memory");
+	}
+	atomic_init(&pool->state, 0);
+	atomic_init(&pool->job, NULL);
+	atomic_init(&pool->done, 0);
+	atomic_init(&pool->stop, 0);
+	atomic_init(&pool->sleepers, 0);
+	atomic_init(&pool->inline_jobs, 0);
+	pthread_mutex_init(&pool->mu, NULL);
+	pthread_cond_init(&pool->cv, NULL);
+	pthread_mutex_init(&pool->busy, NULL);
+	for (uint32_t i = 0; i + 1 < threads; i++) {
+		if (pthread_create(&pool->tid[i], NULL, worker_main, pool) != 0) {
+			drape_pool_destroy(pool);
+			return drape_error_setf(err, DRAPE_ENOMEM, "pool: cannot start thread %u of %u",
+						i + 1, threads - 1);
+		}
+		pool->started++;
+	}
+	*out = pool;
+	drape_error_clear(err);
+	return DRAPE_OK;
+}
+
+uint32_t drape_pool_threads(const drape_pool *pool)
+{
+	return pool ? pool->threads : 1u;
+}
+
+uint64_t sim_pool_inline_jobs(const drape_pool *pool)
+{
+	return pool ? atomic_load(&((drape_pool *)pool)->inline_jobs) : 0u;
+}
+
+void sim_pool_for(drape_pool *pool, uint32_t count, uint32_t block, sim_pool_fn *fn, void *ctx)
+{
+	if (count == 0)
+		return;
+	if (block == 0)
+		block = count;
+	uint32_t blocks = count / block + (count % block != 0);
+	if (pool == NULL || pool->started == 0 || blocks < 2) {
+		fn(ctx, 0, count);
+		return;
+	}
+	if (pthread_mutex_trylock(&pool->busy) != 0) {
+		/* Another sim's job is on the pool: same blocks, this thread. */
+		atomic_fetch_add(&pool->inline_jobs, 1);
+		fn(ctx, 0, count);
+		return;
+	}
+	sim_pool_job job = {fn, ctx, count, block};
+	atomic_store(&pool->job, &job);
+	atomic_store(&pool->done, 0);
+	atomic_store(&pool->state, (uint64_t)blocks << 32);
+	if (atomic_load(&pool->sleepers) > 0)
+		wake_all(pool);
+	run_blocks(pool);
+	/* A block claimed by a worker that was then descheduled holds us
+	 * here; yield after a while so it can run on a busy box. */
+	for (unsigned spins = 0; atomic_load(&pool->done) < blocks; spins++) {
+		if (spins < 4096)
+			sim_cpu_relax();
+		else
+			sched_yield();
+	}
+	pthread_mutex_unlock(&pool->busy);
+}

@@ -1,0 +1,45 @@
+/*
+ * The worker pool behind drape_pool (include/drape/sim.h): a few threads
+ * shared by every sim of a process, and one primitive, a parallel-for over
+ * the blocks of a range, in which the calling thread takes part.
+ *
+ * The solver calls it once per colour group (Box2D v3's constraint-graph
+ * colouring: within a colour no two constraints share a vertex), and the
+ * return of sim_pool_for is the barrier between colours. Which thread runs
+ * which block never changes a result: the blocks of one call are
+ * independent and each constraint's arithmetic is the same wherever it runs.
+ *
+ * Sharing: one job runs on the pool at a time. A caller that finds the pool
+ * busy with another sim's job does not wait for it: it runs its own job
+ * inline on its own thread (same blocks, same result), so concurrent sessions
+ * never stall one another and never need the pool to be re-entrant.
+ */
+#ifndef DRAPE_SIM_POOL_H
+#define DRAPE_SIM_POOL_H
+
+#include <stdint.h>
+
+#include "drape/sim.h"
+
+/* Records per block when the solver splits a colour: a multiple of every
+ * SIMD width, large enough that claiming a block (one compare-and-swap) is
+ * noise beside projecting it, small enough that two threads stay balanced
+ * on the colours of a 100 x 100 sheet. Never changes a result. */
+#define SIM_POOL_BLOCK 512u
+
+/* Runs items [begin, end) of a job; ctx is the caller's. */
+typedef void sim_pool_fn(void *ctx, uint32_t begin, uint32_t end);
+
+/*
+ * Calls fn over [0, count) in blocks of `block` items (the last may be
+ * shorter), on the pool's workers and the calling thread, and returns when
+ * every block is done. pool may be NULL (everything runs inline). Jobs of
+ * one block or less never wake a worker.
+ */
+void sim_pool_for(drape_pool *pool, uint32_t count, uint32_t block, sim_pool_fn *fn, void *ctx);
+
+/* Jobs that found the pool busy and ran inline, since creation; for tests
+ * and logs. */
+uint64_t sim_pool_inline_jobs(const drape_pool *pool);
+
+#endif

@@ -1,0 +1,431 @@
+/*
+ * Preflight: how many pairs of triangles of a mesh intersect, before a long
+ * run starts from a tangled input.
+ *
+ * Broad phase through the same dense hash as self-collision (selfhash.h),
+ * over the triangles' own boxes; narrow phase the exact test of Möller, "A
+ * Fast Triangle-Triangle Intersection Test" (journal of graphics tools,
+ * 1997), evaluated in double precision on the float input.
+ *
+ * Semantics, which the tests pin down:
+ * - triangles are closed sets: touching (a vertex on the other's face, edges
+ *   meeting at a point) counts as intersecting;
+ * - coplanar triangles that overlap (or touch) count as intersecting;
+ * - pairs that share a vertex index are skipped, even if they also overlap
+ *   elsewhere (a mesh's neighbours always touch);
+ * - zero-area triangles (the sliver criterion of topology.c) are skipped:
+ *   they have no plane for the test and the solver keeps them out of its
+ *   area-based forces too;
+ * - each unordered pair is counted once; the reported pairs have a < b and
+ *   are the first max_pairs in (a, b) order.
+ */
+#include "drape/sim.h"
+
+#include "server/sim/selfhash.h"
+#include "server/sim/vec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PREFLIGHT_SLIVER_RATIO 1e-6
+
+typedef struct dvec {
+	double x, y, z;
+} dvec;
+
+static inline dvec dv(const float *p)
+{
+	return (dvec){p[0], p[1], p[2]};
+}
+static inline dvec dsub(dvec a, dvec b)
+{
+	return (dvec){a.x - b.x, a.y - b.y, a.z - b.z};
+}
+static inline double ddot(dvec a, dvec b)
+{
+	return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+static inline dvec dcross(dvec a, dvec b)
+{
+	return (dvec){a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
+}
+static inline double dcomp(dvec a, int k)
+{
+	return k == 0 ? a.x : (k == 1 ? a.y : a.z);
+}
+
+static int degenerate(dvec a, dvec b, dvec c)
+{
+	dvec ab = dsub(b, a), ac = dsub(c, a), bc = dsub(c, b);
+	double l2 = fmax(ddot(ab, ab), fmax(ddot(ac, ac), ddot(bc, bc)));
+	dvec n = dcross(ab, ac);
+	return !(sqrt(ddot(n, n)) > PREFLIGHT_SLIVER_RATIO * l2);
+}
+
+/* ---- coplanar case (Möller 1997, section 4, "coplanar triangles") ----------- */
+
+static inline double orient2(const double *a, const double *b, const double *c)
+{
+	return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]);
+}
+
+static inline int on_segment2(const double *a, const double *b, const double *c)
+{
+	/* c is collinear with ab: is it within the segment's box? */
+	return fmin(a[0], b[0]) <= c[0] && c[0] <= fmax(a[0], b[0]) && fmin(a[1], b[1]) <= c[1] &&
+	       c[1] <= fmax(a[1], b[1]);
+}
+
+/* Closed segments ab and cd in 2D: proper crossings, touching and collinear
+ * overlap all count. */
+static int segments_meet2(const double *a, const double *b, const double *c, const double *d)
+{
+	double o1 = orient2(a, b, c), o2 = orient2(a, b, d);
+	double o3 = orient2(c, d, a), o4 = orient2(c, d, b);
+	if (((o1 > 0 && o2 < 0) || (o1 < 0 && o2 > 0)) && ((o3 > 0 && o4 < 0) || (o3 < 0 && o4 > 0)))
+		return 1;
+	if (o1 == 0 && on_segment2(a, b, c))
+		return 1;
+	if (o2 == 0 && on_segment2(a, b, d))
+		return 1;
+	if (o3 == 0 && on_segment2(c, d, a))
+		return 1;
+	if (o4 == 0 && on_segment2(c, d, b))
+		return 1;
+	return 0;
+}
+
+/* Point in closed 2D triangle, either winding. */
+static int point_in_tri2(const double *p, const double *a, const double *b, const double *c)
+{
+	double d1 = orient2(a, b, p), d2 = orient2(b, c, p), d3 = orient2(c, a, p);
+	int neg = d1 < 0 || d2 < 0 || d3 < 0, pos = d1 > 0 || d2 > 0 || d3 > 0;
+	return !(neg && pos);
+}
+
+/* Projects both triangles onto the axis plane where the normal is largest and
+ * tests edges against edges, then containment of one vertex in the other. */
+static int coplanar_meet(dvec n, const dvec U[3], const dvec V[3])
+{
+	double ax = fabs(n.x), ay = fabs(n.y), az = fabs(n.z);
+	int i0, i1;
+	if (ax >= ay && ax >= az)
+		i0 = 1, i1 = 2;
+	else if (ay >= az)
+		i0 = 0, i1 = 2;
+	else
+		i0 = 0, i1 = 1;
+	double u[3][2], v[3][2];
+	for (int k = 0; k < 3; k++) {
+		u[k][0] = dcomp(U[k], i0), u[k][1] = dcomp(U[k], i1);
+		v[k][0] = dcomp(V[k], i0), v[k][1] = dcomp(V[k], i1);
+	}
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 3; j++)
+			if (segments_meet2(u[i], u[(i + 1) % 3], v[j], v[(j + 1) % 3]))
+				return 1;
+	return point_in_tri2(u[0], v[0], v[1], v[2]) || point_in_tri2(v[0], u[0], u[1], u[2]);
+}
+
+/* ---- general case (Möller 1997, sections 2-3) ------------------------------- */
+
+/*
+ * Interval where a triangle with projections p[] on the intersection line
+ * and signed distances d[] to the other plane crosses that plane. The lone
+ * vertex (the one on its own side) is found as in Möller's code, zeros
+ * included. Returns 0 when all distances are zero (coplanar).
+ */
+static int plane_interval(const double p[3], const double d[3], double *lo, double *hi)
+{
+	int lone, o1, o2;
+	if (d[0] * d[1] > 0.0)
+		lone = 2, o1 = 0, o2 = 1;
+	else if (d[0] * d[2] > 0.0)
+		lone = 1, o1 = 0, o2 = 2;
+	else if (d[1] * d[2] > 0.0 || d[0] != 0.0)
+		lone = 0, o1 = 1, o2 = 2;
+	else if (d[1] != 0.0)
+		lone = 1, o1 = 0, o2 = 2;
+	else if (d[2] != 0.0)
+		lone = 2, o1 = 0, o2 = 1;
+	else
+		return 0;
+	double t1 = p[lone] + (p[o1] - p[lone]) * d[lone] / (d[lone] - d[o1]);
+	double t2 = p[lone] + (p[o2] - p[lone]) * d[lone] / (d[lone] - d[o2]);
+	*lo = fmin(t1, t2);
+	*hi = fmax(t1, t2);
+	return 1;
+}
+
+/* Signed distances (times |n|) of three points to the plane n.x + d = 0,
+ * snapped to zero below a relative epsilon so that a vertex on the plane in
+ * exact arithmetic is not split by rounding. Returns the sign pattern: 1 if
+ * all strictly on one side (no intersection possible). */
+static int plane_dists(dvec n, double nd, const dvec P[3], double scale, double out[3])
+{
+	double eps = 1e-12 * sqrt(ddot(n, n)) * scale;
+	for (int k = 0; k < 3; k++) {
+		double d = ddot(n, P[k]) + nd;
+		out[k] = fabs(d) <= eps ? 0.0 : d;
+	}
+	return (out[0] > 0.0 && out[1] > 0.0 && out[2] > 0.0) ||
+	       (out[0] < 0.0 && out[1] < 0.0 && out[2] < 0.0);
+}
+
+static int tri_tri_intersect(const dvec U[3], const dvec V[3])
+{
+	double scale = 0.0;
+	for (int k = 0; k < 3; k++) {
+		scale = fmax(scale, fmax(fabs(U[k].x), fmax(fabs(U[k].y), fabs(U[k].z))));
+		scale = fmax(scale, fmax(fabs(V[k].x), fmax(fabs(V[k].y), fabs(V[k].z))));
+	}
+	scale = fmax(scale, 1e-30);
+
+	/* U's vertices against V's plane. */
+	dvec n2 = dcross(dsub(V[1], V[0]), dsub(V[2], V[0]));
+	double du[3];
+	if (plane_dists(n2, -ddot(n2, V[0]), U, scale, du))
+		return 0;
+	/* V's vertices against U's plane. */
+	dvec n1 = dcross(dsub(U[1], U[0]), dsub(U[2], U[0]));
+	double dvv[3];
+	if (plane_dists(n1, -ddot(n1, U[0]), V, scale, dvv))
+		return 0;
+	if (du[0] == 0.0 && du[1] == 0.0 && du[2] == 0.0)
+		return coplanar_meet(n1, U, V);
+	if (dvv[0] == 0.0 && dvv[1] == 0.0 && dvv[2] == 0.0)
+		return coplanar_meet(n1, U, V);
+
+	/* Project onto the largest axis of the intersection line's direction
+	 * (Möller's simplification; the intervals keep their order). */
+	dvec D = dcross(n1, n2);
+	double ax = fabs(D.x), ay = fabs(D.y), az = fabs(D.z);
+	int k = (ax >= ay && ax >= az) ? 0 : (ay >= az ? 1 : 2);
+	double pu[3] = {dcomp(U[0], k), dcomp(U[1], k), dcomp(U[2], k)};
+	double pv[3] = {dcomp(V[0], k), dcomp(V[1], k), dcomp(V[2], k)};
+	double a0, a1, b0, b1;
+	if (!plane_interval(pu, du, &a0, &a1) || !plane_interval(pv, dvv, &b0, &b1))
+		return coplanar_meet(n1, U, V);
+	return !(a1 < b0 || b1 < a0);
+}
+
+/* ---- the public call -------------------------------------------------------- */
+
+static drape_err validate(const float *positions, uint32_t vertex_count, const uint32_t *triangles,
+			  uint32_t triangle_count, const drape_tri_pair *pairs, uint32_t max_pairs,
+			  const uint64_t *count, drape_error *err)
+{
+	if (count == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "count: NULL");
+	if (vertex_count == 0)
+		return drape_error_setf(err, DRAPE_EINVAL, "vertex_count: 0; need at least 3 vertices");
+	if (positions == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "positions: NULL with vertex_count %u",
+					vertex_count);
+	if (triangle_count == 0)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"triangle_count: 0; need at least one triangle");
+	if (triangle_count > UINT32_MAX / 3u)
+		return drape_error_setf(err, DRAPE_ELIMIT, "triangle_count: %u > maximum %u",
+					triangle_count, UINT32_MAX / 3u);
+	if (triangles == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "triangles: NULL with triangle_count %u",
+					triangle_count);
+	if (pairs == NULL && max_pairs > 0)
+		return drape_error_setf(err, DRAPE_EINVAL, "pairs: NULL with max_pairs %u", max_pairs);
+	for (uint32_t i = 0; i < vertex_count; i++)
+		for (int j = 0; j < 3; j++)
+			if (!isfinite(positions[3 * (size_t)i + j]))
+				return drape_error_setf(err, DRAPE_ENONFINITE,
+							"positions[%u][%d]: %g is not finite", i, j,
+							(double)positions[3 * (size_t)i + j]);
+	for (uint32_t t = 0; t < triangle_count; t++) {
+		const uint32_t *v = &triangles[3 * (size_t)t];
+		for (int j = 0; j < 3; j++)
+			if (v[j] >= vertex_count)
+				return drape_error_setf(err, DRAPE_ERANGE,
+							"triangles[%u][%d]: vertex %u >= vertex_count %u",
+							t, j, v[j], vertex_count);
+		if (v[0] == v[1] || v[1] == v[2] || v[0] == v[2])
+			return drape_error_setf(err, DRAPE_EINVAL,
+						"triangles[%u]: vertex repeated in (%u, %u, %u)", t,
+						v[0], v[1], v[2]);
+	}
+	return DRAPE_OK;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+static inline int share_vertex(const uint32_t *a, const uint32_t *b)
+{
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 3; j++)
+			if (a[i] == b[j])
+				return 1;
+	return 0;
+}
+
+drape_err drape_preflight(const float *positions, uint32_t vertex_count, const uint32_t *triangles,
+			  uint32_t triangle_count, drape_tri_pair *pairs, uint32_t max_pairs,
+			  uint64_t *count, drape_error *err)
+{
+	drape_err rc = validate(positions, vertex_count, triangles, triangle_count, pairs,
+				max_pairs, count, err);
+	if (rc != DRAPE_OK)
+		return rc;
+
+	const size_t nt = triangle_count;
+	float *boxes = malloc(6 * nt * sizeof *boxes);
+	uint32_t *stamp = calloc(nt, sizeof *stamp);
+	/* Partners of the current triangle, sorted before reporting so the
+	 * pairs come out in (a, b) order; grows like a vector. */
+	size_t hits_cap = 64;
+	uint32_t *hits = malloc(hits_cap * sizeof *hits);
+	sim_hash h;
+	int hash_ok = sim_hash_init(&h, triangle_count) == DRAPE_OK;
+	if (boxes == NULL || stamp == NULL || hits == NULL || !hash_ok) {
+		free(boxes);
+		free(stamp);
+		free(hits);
+		if (hash_ok)
+			sim_hash_free(&h);
+		return drape_error_setf(err, DRAPE_ENOMEM, "preflight: out of memory for %u triangles",
+					triangle_count);
+	}
+
+	/* Triangle boxes (zero-area ones inverted so the hash leaves them out)
+	 * and the mean edge length for the cell size, as self-collision uses. */
+	double len_sum = 0.0;
+	for (size_t t = 0; t < nt; t++) {
+		const uint32_t *tv = &triangles[3 * t];
+		dvec a = dv(&positions[3 * (size_t)tv[0]]), b = dv(&positions[3 * (size_t)tv[1]]),
+		     c = dv(&positions[3 * (size_t)tv[2]]);
+		len_sum += sqrt(ddot(dsub(b, a), dsub(b, a))) + sqrt(ddot(dsub(c, b), dsub(c, b))) +
+			   sqrt(ddot(dsub(a, c), dsub(a, c)));
+		float *bx = &boxes[6 * t];
+		if (degenerate(a, b, c)) {
+			bx[0] = bx[1] = bx[2] = INFINITY;
+			bx[3] = bx[4] = bx[5] = -INFINITY;
+			continue;
+		}
+		for (int k = 0; k < 3; k++) {
+			float lo = positions[3 * (size_t)tv[0] + k], hi = lo;
+			for (int j = 1; j < 3; j++) {
+				float v = positions[3 * (size_t)tv[j] + k];
+				lo = fminf(lo, v);
+				hi = fmaxf(hi, v);
+			}
+			bx[k] = lo;
+			bx[k + 3] = hi;
+		}
+	}
+	float cell = (float)(len_sum / (3.0 * (double)nt));
+	if (!(cell > 0.0f) || !isfinite(cell))
+		cell = 1.0f;
+	if (sim_hash_build(&h, boxes, triangle_count, cell) != 0) {
+		free(boxes);
+		free(stamp);
+		free(hits);
+		sim_hash_free(&h);
+		return drape_error_setf(err, DRAPE_ENOMEM, "preflight: out of memory for the hash");
+	}
+
+	uint64_t found = 0;
+	uint32_t filled = 0;
+	for (uint32_t a = 0; a < triangle_count; a++) {
+		const float *ba = &boxes[6 * (size_t)a];
+		if (!sim_box_valid(ba))
+			continue;
+		const uint32_t *ta = &triangles[3 * (size_t)a];
+		dvec U[3] = {dv(&positions[3 * (size_t)ta[0]]), dv(&positions[3 * (size_t)ta[1]]),
+			     dv(&positions[3 * (size_t)ta[2]])};
+		size_t nh = 0;
+		sim_cellbox c = sim_hash_cells(&h, ba);
+		int brute = sim_cellbox_count(&c) > SIM_HASH_MAX_CELLS;
+		/* A big triangle sits in the big list, not in cells: every other
+		 * triangle must meet it, so it scans them all. The stamp (a + 1)
+		 * marks triangles already seen for this a. */
+		uint32_t total = brute ? triangle_count : 0;
+		uint32_t cell_iter = 0;
+		int32_t cx = c.lo[0], cy = c.lo[1], cz = c.lo[2];
+		uint32_t e = 0, e_end = 0, big_i = 0;
+		for (;;) {
+			uint32_t b;
+			if (brute) {
+				if (cell_iter >= total)
+					break;
+				b = cell_iter++;
+			} else if (e < e_end) {
+				b = h.entries[e++];
+			} else if (cz <= c.hi[2]) {
+				uint32_t slot = sim_hash_slot(&h, cx, cy, cz);
+				e = h.start[slot];
+				e_end = h.start[slot + 1];
+				if (++cx > c.hi[0]) {
+					cx = c.lo[0];
+					if (++cy > c.hi[1]) {
+						cy = c.lo[1];
+						cz++;
+					}
+				}
+				continue;
+			} else if (big_i < h.big_count) {
+				b = h.big[big_i++];
+			} else {
+				break;
+			}
+			if (b <= a || stamp[b] == a + 1)
+				continue;
+			stamp[b] = a + 1;
+			const float *bb = &boxes[6 * (size_t)b];
+			if (!sim_box_valid(bb) || !sim_box_overlap(ba, bb))
+				continue;
+			const uint32_t *tb = &triangles[3 * (size_t)b];
+			if (share_vertex(ta, tb))
+				continue;
+			dvec V[3] = {dv(&positions[3 * (size_t)tb[0]]),
+				     dv(&positions[3 * (size_t)tb[1]]),
+				     dv(&positions[3 * (size_t)tb[2]])};
+			if (!tri_tri_intersect(U, V))
+				continue;
+			found++;
+			if (filled < max_pairs) {
+				if (nh == hits_cap) {
+					uint32_t *n = realloc(hits, 2 * hits_cap * sizeof *n);
+					if (n == NULL) {
+						free(boxes);
+						free(stamp);
+						free(hits);
+						sim_hash_free(&h);
+						return drape_error_setf(err, DRAPE_ENOMEM,
+									"preflight: out of memory");
+					}
+					hits = n;
+					hits_cap *= 2;
+				}
+				hits[nh++] = b;
+			}
+		}
+		/* Every partner of a is collected while pairs still fit, so the
+		 * sorted prefix is exactly the next pairs in (a, b) order. */
+		if (nh > 0) {
+			qsort(hits, nh, sizeof *hits, u32_cmp);
+			for (size_t i = 0; i < nh && filled < max_pairs; i++) {
+				pairs[filled].a = a;
+				pairs[filled].b = hits[i];
+				filled++;
+			}
+		}
+	}
+	free(boxes);
+	free(stamp);
+	free(hits);
+	sim_hash_free(&h);
+	*count = found;
+	return DRAPE_OK;
+}

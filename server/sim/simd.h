@@ -1,0 +1,203 @@
+/*
+ * The solver's one thin wide-float layer (after Box2D v3's b2FloatW): a
+ * handful of lane-wise operations on SIMD_W floats, AVX2 (8 lanes), SSE2 (4)
+ * or plain C (1), chosen at build time by the Makefile's SIMD knob, plus the
+ * gather and scatter of sim_vec4 records by a transpose in registers.
+ *
+ * Every operation here is one correctly rounded IEEE operation per lane (add,
+ * subtract, multiply, divide, square root) or an exact one (compare, select,
+ * negate, absolute value, min/max of non-NaN values). No FMA and no
+ * reciprocal estimates: a kernel written on this layer computes, lane by
+ * lane, bit for bit what the same expression computes in scalar C with
+ * contraction off (the build uses -std=c17, whose default is
+ * -ffp-contract=off). So the avx2, sse2 and scalar builds, and the scalar
+ * reference kernels in stretch.c and bend.c, give identical results in the
+ * same colour order; test_sim_speed.c checks it.
+ */
+#ifndef DRAPE_SIM_SIMD_H
+#define DRAPE_SIM_SIMD_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "server/sim/vec.h"
+
+#if defined(DRAPE_SIMD_avx2) && defined(__AVX2__)
+#include <immintrin.h>
+#define SIMD_W 8
+#define SIMD_NAME "avx2"
+typedef __m256 simd_f;
+typedef __m256 simd_m;
+static inline simd_f simd_splat(float a) { return _mm256_set1_ps(a); }
+static inline simd_f simd_add(simd_f a, simd_f b) { return _mm256_add_ps(a, b); }
+static inline simd_f simd_sub(simd_f a, simd_f b) { return _mm256_sub_ps(a, b); }
+static inline simd_f simd_mul(simd_f a, simd_f b) { return _mm256_mul_ps(a, b); }
+static inline simd_f simd_div(simd_f a, simd_f b) { return _mm256_div_ps(a, b); }
+static inline simd_f simd_sqrt(simd_f a) { return _mm256_sqrt_ps(a); }
+static inline simd_f simd_min(simd_f a, simd_f b) { return _mm256_min_ps(a, b); }
+static inline simd_f simd_max(simd_f a, simd_f b) { return _mm256_max_ps(a, b); }
+static inline simd_f simd_neg(simd_f a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
+static inline simd_f simd_abs(simd_f a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+static inline simd_m simd_gt(simd_f a, simd_f b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
+static inline simd_m simd_lt(simd_f a, simd_f b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+static inline simd_m simd_ne(simd_f a, simd_f b) { return _mm256_cmp_ps(a, b, _CMP_NEQ_UQ); }
+static inline simd_m simd_and(simd_m a, simd_m b) { return _mm256_and_ps(a, b); }
+static inline simd_m simd_andnot(simd_m a, simd_m b) { return _mm256_andnot_ps(a, b); }
+/* m ? a : b, lane by lane. */
+static inline simd_f simd_select(simd_m m, simd_f a, simd_f b) { return _mm256_blendv_ps(b, a, m); }
+
+/* Lanes of the records p[idx[0..7]] as four vectors x, y, z, w. */
+static inline void simd_gather(const sim_vec4 *p, const uint32_t *idx, simd_f *x, simd_f *y,
+			       simd_f *z, simd_f *w)
+{
+	__m256 t0 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(&p[idx[0]].x)),
+					 _mm_loadu_ps(&p[idx[4]].x), 1);
+	__m256 t1 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(&p[idx[1]].x)),
+					 _mm_loadu_ps(&p[idx[5]].x), 1);
+	__m256 t2 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(&p[idx[2]].x)),
+					 _mm_loadu_ps(&p[idx[6]].x), 1);
+	__m256 t3 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(&p[idx[3]].x)),
+					 _mm_loadu_ps(&p[idx[7]].x), 1);
+	__m256 u0 = _mm256_unpacklo_ps(t0, t1), u1 = _mm256_unpackhi_ps(t0, t1);
+	__m256 u2 = _mm256_unpacklo_ps(t2, t3), u3 = _mm256_unpackhi_ps(t2, t3);
+	*x = _mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(1, 0, 1, 0));
+	*y = _mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(3, 2, 3, 2));
+	*z = _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(1, 0, 1, 0));
+	*w = _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(3, 2, 3, 2));
+}
+
+/* Writes lanes 0..n-1 back to p[idx[lane]]; the records of one colour share
+ * no vertex, so the order of the stores does not matter. */
+static inline void simd_scatter(sim_vec4 *p, const uint32_t *idx, uint32_t n, simd_f x, simd_f y,
+				simd_f z, simd_f w)
+{
+	__m256 u0 = _mm256_unpacklo_ps(x, y), u1 = _mm256_unpackhi_ps(x, y);
+	__m256 u2 = _mm256_unpacklo_ps(z, w), u3 = _mm256_unpackhi_ps(z, w);
+	__m256 r[4] = {_mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(1, 0, 1, 0)),
+		       _mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(3, 2, 3, 2)),
+		       _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(1, 0, 1, 0)),
+		       _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(3, 2, 3, 2))};
+	if (n == SIMD_W) {
+		for (int l = 0; l < 4; l++) {
+			_mm_storeu_ps(&p[idx[l]].x, _mm256_castps256_ps128(r[l]));
+			_mm_storeu_ps(&p[idx[l + 4]].x, _mm256_extractf128_ps(r[l], 1));
+		}
+		return;
+	}
+	for (uint32_t l = 0; l < n; l++)
+		_mm_storeu_ps(&p[idx[l]].x,
+			      l < 4 ? _mm256_castps256_ps128(r[l]) : _mm256_extractf128_ps(r[l - 4], 1));
+}
+
+#elif (defined(DRAPE_SIMD_avx2) || defined(DRAPE_SIMD_sse2)) && defined(__SSE2__)
+#include <emmintrin.h>
+#define SIMD_W 4
+#define SIMD_NAME "sse2"
+typedef __m128 simd_f;
+typedef __m128 simd_m;
+static inline simd_f simd_splat(float a) { return _mm_set1_ps(a); }
+static inline simd_f simd_add(simd_f a, simd_f b) { return _mm_add_ps(a, b); }
+static inline simd_f simd_sub(simd_f a, simd_f b) { return _mm_sub_ps(a, b); }
+static inline simd_f simd_mul(simd_f a, simd_f b) { return _mm_mul_ps(a, b); }
+static inline simd_f simd_div(simd_f a, simd_f b) { return _mm_div_ps(a, b); }
+static inline simd_f simd_sqrt(simd_f a) { return _mm_sqrt_ps(a); }
+static inline simd_f simd_min(simd_f a, simd_f b) { return _mm_min_ps(a, b); }
+static inline simd_f simd_max(simd_f a, simd_f b) { return _mm_max_ps(a, b); }
+static inline simd_f simd_neg(simd_f a) { return _mm_xor_ps(a, _mm_set1_ps(-0.0f)); }
+static inline simd_f simd_abs(simd_f a) { return _mm_andnot_ps(_mm_set1_ps(-0.0f), a); }
+static inline simd_m simd_gt(simd_f a, simd_f b) { return _mm_cmpgt_ps(a, b); }
+static inline simd_m simd_lt(simd_f a, simd_f b) { return _mm_cmplt_ps(a, b); }
+static inline simd_m simd_ne(simd_f a, simd_f b) { return _mm_cmpneq_ps(a, b); }
+static inline simd_m simd_and(simd_m a, simd_m b) { return _mm_and_ps(a, b); }
+static inline simd_m simd_andnot(simd_m a, simd_m b) { return _mm_andnot_ps(a, b); }
+static inline simd_f simd_select(simd_m m, simd_f a, simd_f b)
+{
+	return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b));
+}
+
+static inline void simd_gather(const sim_vec4 *p, const uint32_t *idx, simd_f *x, simd_f *y,
+			       simd_f *z, simd_f *w)
+{
+	__m128 r0 = _mm_loadu_ps(&p[idx[0]].x), r1 = _mm_loadu_ps(&p[idx[1]].x);
+	__m128 r2 = _mm_loadu_ps(&p[idx[2]].x), r3 = _mm_loadu_ps(&p[idx[3]].x);
+	_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+	*x = r0, *y = r1, *z = r2, *w = r3;
+}
+
+static inline void simd_scatter(sim_vec4 *p, const uint32_t *idx, uint32_t n, simd_f x, simd_f y,
+				simd_f z, simd_f w)
+{
+	_MM_TRANSPOSE4_PS(x, y, z, w);
+	__m128 r[4] = {x, y, z, w};
+	for (uint32_t l = 0; l < n; l++)
+		_mm_storeu_ps(&p[idx[l]].x, r[l]);
+}
+
+#else
+#define SIMD_W 1
+#define SIMD_NAME "scalar"
+typedef float simd_f;
+typedef int simd_m;
+static inline simd_f simd_splat(float a) { return a; }
+static inline simd_f simd_add(simd_f a, simd_f b) { return a + b; }
+static inline simd_f simd_sub(simd_f a, simd_f b) { return a - b; }
+static inline simd_f simd_mul(simd_f a, simd_f b) { return a * b; }
+static inline simd_f simd_div(simd_f a, simd_f b) { return a / b; }
+static inline simd_f simd_sqrt(simd_f a) { return sqrtf(a); }
+static inline simd_f simd_min(simd_f a, simd_f b) { return b < a ? b : a; }
+static inline simd_f simd_max(simd_f a, simd_f b) { return b > a ? b : a; }
+static inline simd_f simd_neg(simd_f a) { return -a; }
+static inline simd_f simd_abs(simd_f a) { return fabsf(a); }
+static inline simd_m simd_gt(simd_f a, simd_f b) { return a > b; }
+static inline simd_m simd_lt(simd_f a, simd_f b) { return a < b; }
+static inline simd_m simd_ne(simd_f a, simd_f b) { return a != b; }
+static inline simd_m simd_and(simd_m a, simd_m b) { return a && b; }
+static inline simd_m simd_andnot(simd_m a, simd_m b) { return !a && b; }
+static inline simd_f simd_select(simd_m m, simd_f a, simd_f b) { return m ? a : b; }
+
+static inline void simd_gather(const sim_vec4 *p, const uint32_t *idx, simd_f *x, simd_f *y,
+			       simd_f *z, simd_f *w)
+{
+	sim_vec4 r = p[idx[0]];
+	*x = r.x, *y = r.y, *z = r.z, *w = r.w;
+}
+
+static inline void simd_scatter(sim_vec4 *p, const uint32_t *idx, uint32_t n, simd_f x, simd_f y,
+				simd_f z, simd_f w)
+{
+	if (n)
+		p[idx[0]] = (sim_vec4){x, y, z, w};
+}
+#endif
+
+/* Three-lane vectors of wide floats, for the kernels' geometry. */
+typedef struct simd_v3 {
+	simd_f x, y, z;
+} simd_v3;
+
+static inline simd_v3 simd_v3_sub(simd_v3 a, simd_v3 b)
+{
+	return (simd_v3){simd_sub(a.x, b.x), simd_sub(a.y, b.y), simd_sub(a.z, b.z)};
+}
+static inline simd_v3 simd_v3_add(simd_v3 a, simd_v3 b)
+{
+	return (simd_v3){simd_add(a.x, b.x), simd_add(a.y, b.y), simd_add(a.z, b.z)};
+}
+static inline simd_v3 simd_v3_scale(simd_v3 a, simd_f s)
+{
+	return (simd_v3){simd_mul(a.x, s), simd_mul(a.y, s), simd_mul(a.z, s)};
+}
+/* Same association as v3_dot: (x x + y y) + z z. */
+static inline simd_f simd_v3_dot(simd_v3 a, simd_v3 b)
+{
+	return simd_add(simd_add(simd_mul(a.x, b.x), simd_mul(a.y, b.y)), simd_mul(a.z, b.z));
+}
+/* Same expressions as v3_cross. */
+static inline simd_v3 simd_v3_cross(simd_v3 a, simd_v3 b)
+{
+	return (simd_v3){simd_sub(simd_mul(a.y, b.z), simd_mul(a.z, b.y)),
+			 simd_sub(simd_mul(a.z, b.x), simd_mul(a.x, b.z)),
+			 simd_sub(simd_mul(a.x, b.y), simd_mul(a.y, b.x))};
+}
+
+#endif
