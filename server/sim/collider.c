@@ -23,13 +23,17 @@
  *      entirely when |t| < static_friction d, otherwise reduced by
  *      min(friction d / |t|, 1) (Macklin et al. 2014, "Unified Particle
  *      Physics", eq. 24). So cloth resting on a moving platform is carried;
- *   3. restitution: the part d of the normal motion that went past the
- *      surface is reflected by e, p += e d n, so the point leaves with e
- *      times its approach speed relative to the surface (a point hit by a
- *      moving wall gets the wall's speed times 1 + e).
+ *   3. restitution: the normal displacement relative to the surface,
+ *      (p - xc) . n, is raised to at least e times the approach (xc - p) . n
+ *      of the predicted position, so the velocity (p - x) / dt leaves with e
+ *      times the approach speed wherever in the substep the impact fell (a
+ *      point hit by a moving wall gets the wall's speed times 1 + e).
+ *      Reflecting only the penetration, p += e d n, would make the rebound
+ *      depend on the gap at the start of the substep.
  * The response depends only on p, x and the transforms, so repeating it in
  * every solver iteration converges instead of compounding: after step 3 the
- * point is outside by e d and a second pass finds no contact.
+ * point is outside and a second pass finds no contact; if the cloth pulls it
+ * back, the same target relative to xc is set again, not added to.
  */
 #include "server/sim/collider.h"
 
@@ -636,7 +640,16 @@ uint32_t sim_colliders_project(const sim_collider_set *set, sim_vec4 *restrict p
 					np = v3_sub(np, tan);
 				else if (tl > 0)
 					np = v3_sub(np, v3_scale(tan, fminf(c->friction * depth / tl, 1.0f)));
-				np = v3_add(np, v3_scale(nrm, c->restitution * depth));
+				if (c->restitution > 0.0f) {
+					/* Restitution acts on velocity, and a PBD velocity is
+					 * (p - x) / dt: the normal displacement relative to the
+					 * surface must be at least e times the approach. */
+					float approach = -v3_dot(v3_sub(v3_of4(*pi), xc), nrm);
+					float out_n = v3_dot(v3_sub(np, xc), nrm);
+					float want = c->restitution * approach;
+					if (approach > 0.0f && out_n < want)
+						np = v3_add(np, v3_scale(nrm, want - out_n));
+				}
 				pi->x = np.x;
 				pi->y = np.y;
 				pi->z = np.z;
