@@ -51,9 +51,16 @@ if [ "$ONLY" != unit ]; then
 	for t in tests/integration/*.sh; do
 		[ -f "$t" ] && run "integration $(basename "$t")" sh "$t" "$B"
 	done
-	if [ -x "$B/fuzz_replay" ]; then
-		run "fuzz corpus replay" "$B/fuzz_replay" tests/fuzz
-	fi
+	# Fuzz corpora (tests/fuzz/<target>/, crash reproducers included) go
+	# through each target in-process; a crash prints the file's name.
+	for t in proto obj scene; do
+		if [ -x "$B/fuzz_replay_$t" ]; then
+			run "fuzz corpus replay $t" "$B/fuzz_replay_$t" "tests/fuzz/$t"
+		else
+			echo "FAIL fuzz corpus replay $t: $B/fuzz_replay_$t was not built"
+			failed=$((failed + 1))
+		fi
+	done
 	if [ "${DRAPE_SKIP_SANITIZE:-0}" != 1 ]; then
 		S=build/san-address-undefined
 		echo "== building the sanitizer pass in $S"

@@ -1,0 +1,345 @@
+/*
+ * drape CLI: the commands that inspect and manage sessions (status,
+ * sessions, cancel, delete) and the scene preflight (check).
+ */
+#include "client/cli/cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "client/scene.h"
+
+static const char *url_of(const cli_opts *o)
+{
+	return o->server ? o->server : DRAPE_DEFAULT_URL;
+}
+
+/* Parses the options and the optional/required ID of a session command. */
+static int parse_id_cmd(int argc, char **argv, const char *cmd, bool id_required, cli_opts *o,
+			uint32_t *id, bool *has_id)
+{
+	static const char *const allowed[] = {"--server", "--token-file", "--owner-token",
+					      "--json", "--timeout", NULL};
+	if (!cli_parse(argc, argv, 2, allowed, 1, cmd, o))
+		return CLI_USAGE;
+	if (o->help) {
+		cli_usage(cmd, false);
+		return -1;
+	}
+	*has_id = o->nargs == 1;
+	if ((id_required && !*has_id) || (*has_id && !cli_parse_id(o->args[0], id))) {
+		fprintf(stderr, "drape %s: expected a session ID\n", cmd);
+		cli_usage(cmd, true);
+		return CLI_USAGE;
+	}
+	return 0;
+}
+
+int cli_cmd_status(int argc, char **argv)
+{
+	cli_opts o;
+	uint32_t id = 0;
+	bool has_id;
+	int x = parse_id_cmd(argc, argv, "status", false, &o, &id, &has_id);
+	if (x != 0)
+		return x < 0 ? CLI_OK : x;
+	drape_client *c;
+	drape_error err;
+	drape_err rc = cli_connect(url_of(&o), &o, &c, &err);
+	if (rc != DRAPE_OK)
+		return cli_fail("connect", rc, &err);
+	if (!has_id) {
+		drape_server_info info;
+		drape_server_stats st;
+		drape_server_info_get(c, &info);
+		rc = drape_server_stats_get(c, &st, &err);
+		drape_close(c);
+		if (rc != DRAPE_OK)
+			return cli_fail("server.stats", rc, &err);
+		if (o.json) {
+			printf("{\"server\":");
+			cli_json_str(stdout, info.server);
+			printf(",\"protocol\":%u,\"stream\":", (unsigned)info.version);
+			cli_json_str(stdout, info.stream_url);
+			printf(",\"sessions\":%llu,"
+			       "\"queued\":%llu,\"running\":%llu,\"memory\":%llu,\"frames_solved\":%llu,"
+			       "\"frames_served\":%llu,\"requests\":%llu,\"clients\":%llu,\"threads\":%u,"
+			       "\"uptime_s\":%.1f}\n",
+			       (unsigned long long)st.sessions, (unsigned long long)st.queued,
+			       (unsigned long long)st.running, (unsigned long long)st.memory,
+			       (unsigned long long)st.frames_solved, (unsigned long long)st.frames_served,
+			       (unsigned long long)st.requests, (unsigned long long)st.clients,
+			       (unsigned)st.threads, st.uptime_s);
+			return CLI_OK;
+		}
+		printf("server:        %s (protocol %u)\n", info.server, (unsigned)info.version);
+		printf("stream:        %s\n", info.stream_url[0] ? info.stream_url : "(none)");
+		printf("uptime:        %.1f s\n", st.uptime_s);
+		printf("threads:       %u\n", (unsigned)st.threads);
+		printf("sessions:      %llu (%llu running, %llu queued)\n",
+		       (unsigned long long)st.sessions, (unsigned long long)st.running,
+		       (unsigned long long)st.queued);
+		printf("memory:        %.1f MiB\n", (double)st.memory / (1024.0 * 1024.0));
+		printf("frames:        %llu solved, %llu served\n", (unsigned long long)st.frames_solved,
+		       (unsigned long long)st.frames_served);
+		printf("requests:      %llu from %llu clients\n", (unsigned long long)st.requests,
+		       (unsigned long long)st.clients);
+		return CLI_OK;
+	}
+	drape_session s = {.id = id};
+	drape_status st;
+	rc = drape_session_status(c, s, &st, &err);
+	drape_close(c);
+	if (rc != DRAPE_OK)
+		return cli_fail("session.status", rc, &err);
+	if (o.json) {
+		printf("{\"session\":%u,\"name\":", (unsigned)id);
+		cli_json_str(stdout, st.name);
+		printf(",\"state\":\"%s\",\"frames_done\":%u,"
+		       "\"frames_target\":%u,\"frames_first\":%u,\"queue_position\":%u,\"vertices\":%u,"
+		       "\"triangles\":%u,\"colliders\":%u",
+		       drape_state_name(st.state), (unsigned)st.frames_done,
+		       (unsigned)st.frames_target, (unsigned)st.frames_first,
+		       (unsigned)st.queue_position, (unsigned)st.vertices, (unsigned)st.triangles,
+		       (unsigned)st.colliders);
+		if (st.has_stats)
+			printf(",\"last_sim_ms\":%.3f,\"max_strain\":%.6g", st.stats.solve_ms,
+			       (double)st.stats.max_strain);
+		if (st.has_error)
+			printf(",\"error\":{\"code\":\"%s\",\"frame\":%u}", drape_err_name(st.error.code),
+			       (unsigned)st.error_frame);
+		printf("}\n");
+		return CLI_OK;
+	}
+	printf("session:       %u%s%s\n", (unsigned)id, st.name[0] ? "  " : "", st.name);
+	printf("state:         %s", drape_state_name(st.state));
+	if (st.state == DRAPE_STATE_QUEUED)
+		printf(" (position %u)", (unsigned)st.queue_position);
+	printf("\n");
+	if (st.frames_target)
+		printf("frames:        %u of %u (%.0f%%)\n", (unsigned)st.frames_done,
+		       (unsigned)st.frames_target, 100.0 * st.frames_done / st.frames_target);
+	else
+		printf("frames:        %u\n", (unsigned)st.frames_done);
+	if (st.frames_first > 1)
+		printf("retained from: frame %u\n", (unsigned)st.frames_first);
+	printf("mesh:          %u vertices, %u triangles, %u colliders\n", (unsigned)st.vertices,
+	       (unsigned)st.triangles, (unsigned)st.colliders);
+	if (st.has_stats)
+		printf("last frame:    %.2f ms, max strain %.4g\n", st.stats.solve_ms,
+		       (double)st.stats.max_strain);
+	if (st.has_error)
+		printf("error:         %s at frame %u: %s\n", drape_err_name(st.error.code),
+		       (unsigned)st.error_frame, st.error.message);
+	return CLI_OK;
+}
+
+int cli_cmd_sessions(int argc, char **argv)
+{
+	static const char *const allowed[] = {"--server", "--token-file", "--json", "--timeout",
+					      NULL};
+	cli_opts o;
+	if (!cli_parse(argc, argv, 2, allowed, 0, "sessions", &o))
+		return CLI_USAGE;
+	if (o.help) {
+		cli_usage("sessions", false);
+		return CLI_OK;
+	}
+	drape_client *c;
+	drape_error err;
+	drape_err rc = cli_connect(url_of(&o), &o, &c, &err);
+	if (rc != DRAPE_OK)
+		return cli_fail("connect", rc, &err);
+	drape_session_entry *e = NULL;
+	uint32_t n = 0;
+	rc = drape_session_list(c, &e, &n, &err);
+	drape_close(c);
+	if (rc != DRAPE_OK)
+		return cli_fail("session.list", rc, &err);
+	if (!o.json)
+		printf("%-8s %-10s %8s %9s  %s\n", "ID", "STATE", "FRAMES", "VERTICES", "NAME");
+	for (uint32_t i = 0; i < n; i++) {
+		if (o.json) {
+			printf("{\"session\":%u,\"name\":", (unsigned)e[i].id);
+			cli_json_str(stdout, e[i].name);
+			printf(",\"state\":\"%s\",\"frames_done\":%u,\"vertices\":%u}\n",
+			       drape_state_name(e[i].state), (unsigned)e[i].frames_done,
+			       (unsigned)e[i].vertices);
+		} else
+			printf("%-8u %-10s %8u %9u  %s\n", (unsigned)e[i].id, drape_state_name(e[i].state),
+			       (unsigned)e[i].frames_done, (unsigned)e[i].vertices, e[i].name);
+	}
+	free(e);
+	return CLI_OK;
+}
+
+/* cancel and delete: the same shape, differing in the request. */
+static int owner_cmd(int argc, char **argv, const char *cmd, bool is_delete)
+{
+	cli_opts o;
+	uint32_t id = 0;
+	bool has_id;
+	int x = parse_id_cmd(argc, argv, cmd, true, &o, &id, &has_id);
+	if (x != 0)
+		return x < 0 ? CLI_OK : x;
+	const char *url = url_of(&o);
+	bool have_token;
+	drape_session s = cli_session_handle(url, id, &o, &have_token);
+	drape_client *c;
+	drape_error err;
+	drape_err rc = cli_connect(url, &o, &c, &err);
+	if (rc != DRAPE_OK)
+		return cli_fail("connect", rc, &err);
+	drape_state state = DRAPE_STATE_IDLE;
+	uint32_t done = 0;
+	/* Without a token the request still goes out: the server is the
+	 * authority on ownership, and its refusal names the session. */
+	if (is_delete)
+		rc = drape_session_delete(c, s, &err);
+	else
+		rc = drape_session_cancel(c, s, &state, &done, &err);
+	drape_close(c);
+	if (rc != DRAPE_OK) {
+		x = cli_fail(is_delete ? "session.delete" : "session.cancel", rc, &err);
+		if (rc == DRAPE_EPERM && !have_token)
+			fprintf(stderr,
+				"drape: no owner token for session %u on %s: pass --owner-token HEX "
+				"(drape run prints it and saves it under ~/.cache/drape/tokens)\n",
+				(unsigned)id, url);
+		return x;
+	}
+	if (is_delete) {
+		cli_token_remove(url, id);
+		printf("session %u deleted\n", (unsigned)id);
+	} else {
+		printf("session %u %s at frame %u\n", (unsigned)id, drape_state_name(state),
+		       (unsigned)done);
+	}
+	return CLI_OK;
+}
+
+int cli_cmd_cancel(int argc, char **argv)
+{
+	return owner_cmd(argc, argv, "cancel", false);
+}
+
+int cli_cmd_delete(int argc, char **argv)
+{
+	return owner_cmd(argc, argv, "delete", true);
+}
+
+int cli_cmd_check(int argc, char **argv)
+{
+	static const char *const allowed[] = {"--server", "--token-file", "--max-pairs", "--json",
+					      "--timeout", NULL};
+	cli_opts o;
+	if (!cli_parse(argc, argv, 2, allowed, 1, "check", &o))
+		return CLI_USAGE;
+	if (o.help) {
+		cli_usage("check", false);
+		return CLI_OK;
+	}
+	if (o.nargs != 1) {
+		fprintf(stderr, "drape check: expected one SCENE.json\n");
+		cli_usage("check", true);
+		return CLI_USAGE;
+	}
+	struct stat sb;
+	if (stat(o.args[0], &sb) != 0) {
+		perror(o.args[0]);
+		return CLI_NOINPUT;
+	}
+	drape_scene sc;
+	drape_error err;
+	drape_err rc = drape_scene_load(o.args[0], NULL, &sc, &err);
+	if (rc != DRAPE_OK) {
+		fprintf(stderr, "drape: %s\n", err.message);
+		return rc == DRAPE_ENOMEM ? CLI_SOFTWARE : CLI_DATAERR;
+	}
+	/* The topology comes from building the solver in process: it is cheap
+	 * next to a run, and needs no server. */
+	drape_sim_desc d;
+	drape_sim_desc_default(&d);
+	d.positions = sc.cloth.positions;
+	d.vertex_count = sc.cloth.vertex_count;
+	d.triangles = sc.cloth.triangles;
+	d.triangle_count = sc.cloth.triangle_count;
+	d.pins = sc.pins;
+	d.pin_count = sc.pin_count;
+	d.params = sc.params;
+	drape_sim *sim;
+	int x = CLI_OK;
+	rc = drape_sim_create(&d, &sim, &err);
+	if (rc != DRAPE_OK) {
+		x = cli_fail("cloth", rc, &err);
+		drape_scene_free(&sc);
+		return x;
+	}
+	drape_sim_topology t;
+	drape_sim_get_topology(sim, &t);
+	drape_sim_destroy(sim);
+
+	drape_tri_pair *pairs = calloc(o.max_pairs ? o.max_pairs : 1, sizeof *pairs);
+	uint64_t count = 0;
+	uint32_t shown = 0;
+	if (pairs == NULL) {
+		drape_scene_free(&sc);
+		return CLI_SOFTWARE;
+	}
+	if (o.server != NULL) {
+		drape_client *c;
+		rc = cli_connect(o.server, &o, &c, &err);
+		if (rc == DRAPE_OK) {
+			rc = drape_server_preflight(c, sc.cloth.positions, sc.cloth.vertex_count,
+						    sc.cloth.triangles, sc.cloth.triangle_count, pairs,
+						    o.max_pairs, &shown, &count, &err);
+			drape_close(c);
+		}
+	} else {
+		rc = drape_preflight(sc.cloth.positions, sc.cloth.vertex_count, sc.cloth.triangles,
+				     sc.cloth.triangle_count, pairs, o.max_pairs, &count, &err);
+		shown = count < o.max_pairs ? (uint32_t)count : o.max_pairs;
+	}
+	if (rc != DRAPE_OK) {
+		x = cli_fail("preflight", rc, &err);
+		free(pairs);
+		drape_scene_free(&sc);
+		return x;
+	}
+	if (o.json) {
+		printf("{\"vertices\":%u,\"triangles\":%u,\"edges\":%u,\"bends\":%u,"
+		       "\"boundary_edges\":%u,\"nonmanifold_edges\":%u,\"zero_area_triangles\":%u,"
+		       "\"degenerate_edges\":%u,\"unreferenced_vertices\":%u,\"pinned_vertices\":%u,"
+		       "\"colliders\":%u,\"intersecting_pairs\":%llu,\"pairs\":[",
+		       t.vertices, t.triangles, t.edges, t.bends, t.boundary_edges, t.nonmanifold_edges,
+		       t.zero_area_triangles, t.degenerate_edges, t.unreferenced_vertices,
+		       t.pinned_vertices, (unsigned)sc.collider_count, (unsigned long long)count);
+		for (uint32_t i = 0; i < shown; i++)
+			printf("%s[%u,%u]", i ? "," : "", pairs[i].a, pairs[i].b);
+		printf("]}\n");
+	} else {
+		printf("vertices:              %u\n", t.vertices);
+		printf("triangles:             %u\n", t.triangles);
+		printf("edges:                 %u (%u boundary, %u non-manifold, %u degenerate)\n",
+		       t.edges, t.boundary_edges, t.nonmanifold_edges, t.degenerate_edges);
+		printf("bending pairs:         %u\n", t.bends);
+		printf("zero-area triangles:   %u\n", t.zero_area_triangles);
+		printf("unreferenced vertices: %u\n", t.unreferenced_vertices);
+		printf("pinned vertices:       %u\n", t.pinned_vertices);
+		printf("colliders:             %u\n", (unsigned)sc.collider_count);
+		printf("intersecting pairs:    %llu\n", (unsigned long long)count);
+		for (uint32_t i = 0; i < shown; i++)
+			printf("  triangles %u and %u\n", pairs[i].a, pairs[i].b);
+		if (count > shown)
+			printf("  ... and %llu more\n", (unsigned long long)(count - shown));
+	}
+	/* A cloth that starts tangled cannot be untangled by the solver, so a
+	 * script running check before a long run wants a failing status. */
+	if (count > 0)
+		x = CLI_DATAERR;
+	free(pairs);
+	drape_scene_free(&sc);
+	return x;
+}

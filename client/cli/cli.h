@@ -1,0 +1,117 @@
+/*
+ * The drape command-line tool: shared declarations of its commands
+ * (main.c dispatches, run.c runs and attaches, admin.c holds status,
+ * sessions, cancel, delete and check, embed.c the embedded server, common.c
+ * option parsing, exit codes and the owner-token cache).
+ */
+#ifndef DRAPE_CLI_H
+#define DRAPE_CLI_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "drape/drape.h"
+
+/* Exit codes, from sysexits.h (named here so the table in the usage text
+ * and the code agree). */
+enum {
+	CLI_OK = 0,
+	CLI_FAILED = 1,       /* the run itself ended badly (canceled by someone else) */
+	CLI_USAGE = 64,       /* EX_USAGE */
+	CLI_DATAERR = 65,     /* EX_DATAERR: bad scene, bad request, failed run */
+	CLI_NOINPUT = 66,     /* EX_NOINPUT: the scene file does not exist */
+	CLI_UNAVAILABLE = 69, /* EX_UNAVAILABLE: no server, or it stopped answering */
+	CLI_SOFTWARE = 70,    /* EX_SOFTWARE: internal error */
+	CLI_IOERR = 74,       /* EX_IOERR: cannot write frames */
+	CLI_TEMPFAIL = 75,    /* EX_TEMPFAIL: the session is busy; try again */
+	CLI_PROTOCOL = 76,    /* EX_PROTOCOL: the server spoke nonsense */
+	CLI_NOPERM = 77,      /* EX_NOPERM: no owner token, or the wrong one */
+	CLI_INTERRUPTED = 130 /* stopped by SIGINT / SIGTERM, as shells report it */
+};
+
+/* Options every command understands; each command reads what it needs. */
+typedef struct cli_opts {
+	const char *server;      /* --server URL; NULL = embedded (run) or default URL */
+	const char *token_file;  /* --token-file F: the server's auth token */
+	const char *owner_token; /* --owner-token HEX: a session's owner token */
+	const char *out_dir;     /* --out DIR */
+	const char *scene;       /* --scene SCENE.json (attach: the mesh's triangles) */
+	uint32_t frames;         /* --frames N (0 = the scene's) */
+	uint32_t from;           /* --from N (attach: first frame wanted) */
+	uint32_t max_pairs;      /* --max-pairs N (check) */
+	int32_t timeout_ms;      /* --timeout MS: request timeout */
+	bool json;               /* --json */
+	bool local;              /* --local: run the solver in this process */
+	bool quiet;              /* --quiet: no progress bar or summary line */
+	bool help;               /* --help */
+	const char *args[4];     /* positional arguments after the command */
+	int nargs;
+} cli_opts;
+
+/* Set by the SIGINT/SIGTERM handler; long loops poll it. */
+extern volatile sig_atomic_t cli_interrupted;
+
+/* Installs the SIGINT/SIGTERM handler (no SA_RESTART, so a sleep returns). */
+void cli_signals_install(void);
+
+/* Parses argv[first..] into *o. Prints the problem and returns false on a
+ * bad option. `allowed` is the list of option names the command takes. */
+bool cli_parse(int argc, char **argv, int first, const char *const *allowed, int max_args,
+	       const char *cmd, cli_opts *o);
+
+/* Writes s as a JSON string literal (quoted and escaped). */
+void cli_json_str(FILE *f, const char *s);
+
+/* The exit code for a library error. */
+int cli_exit_code(drape_err code);
+
+/* Prints "drape: <what>: <message>" to stderr and returns the exit code. */
+int cli_fail(const char *what, drape_err code, const drape_error *e);
+
+/* Connects to url with the auth token of --token-file or $DRAPE_TOKEN. */
+drape_err cli_connect(const char *url, const cli_opts *o, drape_client **out, drape_error *err);
+
+/* Parses a session id argument ("12"). */
+bool cli_parse_id(const char *s, uint32_t *id);
+
+/* Owner-token cache: $XDG_CACHE_HOME/drape/tokens/<hash of URL>-<id> (or
+ * ~/.cache/...), one line of 32 hex digits, mode 0600. */
+void cli_token_save(const char *url, drape_session s);
+bool cli_token_load(const char *url, uint32_t id, uint8_t token[DRAPE_TOKEN_SIZE]);
+void cli_token_remove(const char *url, uint32_t id);
+/* The handle for id with --owner-token or the cached token (zero if none). */
+drape_session cli_session_handle(const char *url, uint32_t id, const cli_opts *o, bool *have_token);
+
+/* Milliseconds of a monotonic clock. */
+double cli_now_ms(void);
+
+/* The embedded server: a private draped in a temporary directory. */
+typedef struct cli_embed {
+	pid_t pid;
+	char dir[512];
+	char url[600];
+} cli_embed;
+
+/* Starts draped and waits (bounded) until it answers hello. On failure
+ * prints why and returns the exit code; on success returns 0. */
+int cli_embed_start(cli_embed *e, const cli_opts *o);
+/* Stops it with SIGTERM (SIGKILL after a grace period) and removes the
+ * directory. Safe to call twice. */
+void cli_embed_stop(cli_embed *e);
+
+/* Commands; each returns the process exit code. */
+int cli_cmd_run(int argc, char **argv);
+int cli_cmd_attach(int argc, char **argv);
+int cli_cmd_status(int argc, char **argv);
+int cli_cmd_sessions(int argc, char **argv);
+int cli_cmd_cancel(int argc, char **argv);
+int cli_cmd_delete(int argc, char **argv);
+int cli_cmd_check(int argc, char **argv);
+
+/* Usage text of a command (NULL = the overview) to stdout or stderr. */
+void cli_usage(const char *cmd, bool to_stderr);
+
+#endif

@@ -1,0 +1,538 @@
+/*
+ * drape CLI: `drape run` (submit a scene, receive every frame) and
+ * `drape attach` (receive the frames of an existing session). Both feed the
+ * same frame sink, which writes OBJ files, JSON lines and the progress bar;
+ * `drape run --local` feeds it from the solver in this process instead, so
+ * the server's overhead can be measured against the same scene.
+ */
+#include "client/cli/cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "client/obj.h"
+#include "client/scene.h"
+
+/* ---- The frame sink ----------------------------------------------------------- */
+
+typedef struct sink {
+	const cli_opts *o;
+	const uint32_t *triangles; /* NULL: vertex-only OBJ files (attach without --scene) */
+	uint32_t triangle_count;
+	uint32_t vertex_count;
+	uint32_t total;     /* frames expected, for the progress bar; 0 = unknown */
+	uint32_t written;
+	uint32_t last_index;
+	double start_ms;    /* when frames started to arrive (after setup) */
+	double sim_ms;      /* sum of the solver's per-frame times */
+	float max_strain;
+	bool progress;
+} sink;
+
+static void sink_init(sink *k, const cli_opts *o, const drape_obj_mesh *mesh, uint32_t total)
+{
+	memset(k, 0, sizeof *k);
+	k->o = o;
+	if (mesh != NULL) {
+		k->triangles = mesh->triangles;
+		k->triangle_count = mesh->triangle_count;
+		k->vertex_count = mesh->vertex_count;
+	}
+	k->total = total;
+	k->progress = !o->quiet && isatty(STDERR_FILENO);
+	k->start_ms = cli_now_ms();
+}
+
+static void sink_progress(const sink *k)
+{
+	const int width = 30;
+	double el = cli_now_ms() - k->start_ms;
+	double per = k->written ? el / k->written : 0.0;
+	if (k->total > 0) {
+		int fill = (int)((double)width * k->written / k->total);
+		if (fill > width)
+			fill = width;
+		fprintf(stderr, "\r[%.*s%.*s] %u/%u frames  %.1f ms/frame ", fill,
+			"##############################", width - fill,
+			"..............................", (unsigned)k->written, (unsigned)k->total, per);
+	} else {
+		fprintf(stderr, "\r%u frames  %.1f ms/frame ", (unsigned)k->written, per);
+	}
+}
+
+/* Writes one frame; returns 0 or an exit code. */
+static int sink_frame(sink *k, uint32_t index, const float *positions, uint32_t vertex_count,
+		      const drape_sim_stats *st)
+{
+	if (k->vertex_count != 0 && vertex_count != k->vertex_count) {
+		fprintf(stderr, "drape: frame %u has %u vertices, the mesh has %u\n", (unsigned)index,
+			(unsigned)vertex_count, (unsigned)k->vertex_count);
+		return CLI_PROTOCOL;
+	}
+	if (k->o->out_dir != NULL) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/frame_%04u.obj", k->o->out_dir, (unsigned)index);
+		drape_error err;
+		drape_err rc = drape_obj_write_file(path, positions, vertex_count, k->triangles,
+						    k->triangles ? k->triangle_count : 0, &err);
+		if (rc != DRAPE_OK) {
+			if (k->progress)
+				fputc('\n', stderr);
+			fprintf(stderr, "drape: cannot write %s: %s\n", path, err.message);
+			return rc == DRAPE_ENONFINITE || rc == DRAPE_ERANGE ? CLI_DATAERR : CLI_IOERR;
+		}
+	}
+	k->written++;
+	k->last_index = index;
+	k->sim_ms += st->solve_ms;
+	if (st->max_strain > k->max_strain)
+		k->max_strain = st->max_strain;
+	if (k->o->json) {
+		printf("{\"frame\":%u,\"sim_ms\":%.3f,\"max_strain\":%.6g,\"mean_strain\":%.6g,"
+		       "\"contacts\":%u}\n",
+		       (unsigned)index, st->solve_ms, (double)st->max_strain, (double)st->mean_strain,
+		       (unsigned)st->contacts);
+		if (fflush(stdout) != 0)
+			return CLI_IOERR;
+	}
+	if (k->progress)
+		sink_progress(k);
+	return 0;
+}
+
+/* Prints the summary: a JSON object with --json, else one line on stderr. */
+static void sink_summary(const sink *k, uint32_t session, double total_ms, const char *how)
+{
+	if (k->progress)
+		fputc('\n', stderr);
+	double loop = cli_now_ms() - k->start_ms;
+	double per = k->written ? loop / k->written : 0.0;
+	double sim = k->written ? k->sim_ms / k->written : 0.0;
+	if (k->o->json) {
+		printf("{\"summary\":{\"session\":%u,\"mode\":\"%s\",\"frames\":%u,\"last_frame\":%u,"
+		       "\"vertices\":%u,\"triangles\":%u,\"wall_ms\":%.1f,\"frames_ms\":%.1f,"
+		       "\"ms_per_frame\":%.3f,\"sim_ms_per_frame\":%.3f,\"max_strain\":%.6g}}\n",
+		       (unsigned)session, how, (unsigned)k->written, (unsigned)k->last_index,
+		       (unsigned)k->vertex_count, (unsigned)k->triangle_count, total_ms, loop, per, sim,
+		       (double)k->max_strain);
+		fflush(stdout);
+	} else if (!k->o->quiet) {
+		fprintf(stderr,
+			"drape: %u frames of %u vertices (%s) in %.2f s wall, %.2f ms/frame "
+			"(solver %.2f ms/frame), max strain %.4g%s%s\n",
+			(unsigned)k->written, (unsigned)k->vertex_count, how, total_ms / 1000.0, per, sim,
+			(double)k->max_strain, k->o->out_dir ? ", written to " : "",
+			k->o->out_dir ? k->o->out_dir : "");
+	}
+}
+
+/* mkdir -p for --out. */
+static int make_out_dir(const char *dir)
+{
+	char buf[4096];
+	if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) {
+		fprintf(stderr, "drape: --out: path too long\n");
+		return CLI_USAGE;
+	}
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+			goto fail;
+		*p = '/';
+	}
+	if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+		goto fail;
+	struct stat sb;
+	if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+		errno = ENOTDIR;
+		goto fail;
+	}
+	return 0;
+fail:
+	fprintf(stderr, "drape: cannot create --out folder %s: %s\n", buf, strerror(errno));
+	return CLI_IOERR;
+}
+
+/* Loads the scene named by path; returns 0 or an exit code. */
+static int load_scene(const char *path, drape_scene *scene)
+{
+	struct stat sb;
+	if (stat(path, &sb) != 0) {
+		fprintf(stderr, "drape: %s: %s\n", path, strerror(errno));
+		return CLI_NOINPUT;
+	}
+	drape_error err;
+	drape_err rc = drape_scene_load(path, NULL, scene, &err);
+	if (rc != DRAPE_OK) {
+		fprintf(stderr, "drape: %s\n", err.message[0] ? err.message : drape_strerror(rc));
+		if (rc == DRAPE_ENOMEM)
+			return CLI_SOFTWARE;
+		/* A mesh the scene names but that is missing is still bad input
+		 * data of the scene, so 65 and not 66. */
+		return CLI_DATAERR;
+	}
+	return 0;
+}
+
+/* ---- Receiving from a server ---------------------------------------------------- */
+
+/*
+ * Receives frames of s until the run ends. Returns 0 when it ended normally
+ * (done, or canceled when accept_cancel), else an exit code; *end is the
+ * code that ended it. embed_pid (> 0) is checked while waiting so a crashed
+ * embedded server is reported at once.
+ */
+static int receive(drape_client *c, drape_session s, sink *k, pid_t embed_pid, bool accept_cancel)
+{
+	double last = cli_now_ms();
+	for (;;) {
+		if (cli_interrupted)
+			return CLI_INTERRUPTED;
+		drape_frame f;
+		drape_error err;
+		drape_err rc = drape_next_frame(c, s, &f, 250, &err);
+		if (rc == DRAPE_OK) {
+			int x = sink_frame(k, f.index, f.positions, f.vertex_count, &f.stats);
+			drape_frame_free(&f);
+			if (x != 0)
+				return x;
+			last = cli_now_ms();
+			continue;
+		}
+		if (rc == DRAPE_ECLOSED)
+			return 0;
+		if (rc == DRAPE_ECANCELED) {
+			if (k->progress)
+				fputc('\n', stderr);
+			fprintf(stderr, "drape: %s\n", err.message);
+			return accept_cancel ? 0 : CLI_FAILED;
+		}
+		if (rc == DRAPE_ERANGE) {
+			if (k->progress)
+				fputc('\n', stderr);
+			fprintf(stderr, "drape: warning: %s\n", err.message);
+			continue;
+		}
+		if (rc == DRAPE_ETIMEDOUT) {
+			int status;
+			if (embed_pid > 0 && waitpid(embed_pid, &status, WNOHANG) == embed_pid) {
+				if (k->progress)
+					fputc('\n', stderr);
+				fprintf(stderr, "drape: the embedded server exited during the run\n");
+				return CLI_UNAVAILABLE;
+			}
+			/* A frame wait timing out is normal for slow frames; a
+			 * server that stopped answering is not. */
+			if (cli_now_ms() - last > 2000) {
+				drape_status st;
+				drape_err r2 = drape_session_status(c, s, &st, &err);
+				if (r2 != DRAPE_OK) {
+					if (k->progress)
+						fputc('\n', stderr);
+					return cli_fail("waiting for frames", r2, &err);
+				}
+				last = cli_now_ms();
+			}
+			continue;
+		}
+		if (k->progress)
+			fputc('\n', stderr);
+		return cli_fail("receiving frames", rc, &err);
+	}
+}
+
+/* Adds the scene's colliders and attaches its pins. Returns 0 or an exit code. */
+static int add_colliders(drape_client *c, drape_session s, const drape_scene *sc)
+{
+	drape_error err;
+	for (uint32_t i = 0; i < sc->collider_count; i++) {
+		uint32_t index;
+		drape_err rc = drape_collider_add(c, s, &sc->colliders[i], &index, &err);
+		if (rc != DRAPE_OK) {
+			char what[64];
+			snprintf(what, sizeof what, "colliders[%u]", (unsigned)i);
+			return cli_fail(what, rc, &err);
+		}
+	}
+	if (sc->pin_count == 0 || sc->pin_attach == NULL)
+		return 0;
+	uint32_t *v = malloc(sc->pin_count * sizeof *v);
+	if (v == NULL) {
+		fprintf(stderr, "drape: out of memory\n");
+		return CLI_SOFTWARE;
+	}
+	int x = 0;
+	/* One pins.attach per collider, with every pin that follows it. */
+	for (uint32_t ci = 0; ci < sc->collider_count && x == 0; ci++) {
+		uint32_t n = 0;
+		for (uint32_t i = 0; i < sc->pin_count; i++)
+			if (sc->pin_attach[i] == (int32_t)ci)
+				v[n++] = sc->pins[i];
+		if (n == 0)
+			continue;
+		drape_err rc = drape_pins_attach(c, s, v, n, ci, &err);
+		if (rc != DRAPE_OK)
+			x = cli_fail("pins.attach", rc, &err);
+	}
+	free(v);
+	return x;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+/* `drape run --local`: the same scene through the solver in this process. */
+static int run_local(const drape_scene *sc, uint32_t frames, const cli_opts *o, double t0)
+{
+	drape_sim_desc d;
+	drape_sim_desc_default(&d);
+	d.positions = sc->cloth.positions;
+	d.vertex_count = sc->cloth.vertex_count;
+	d.triangles = sc->cloth.triangles;
+	d.triangle_count = sc->cloth.triangle_count;
+	d.pins = sc->pins;
+	d.pin_count = sc->pin_count;
+	d.params = sc->params;
+	drape_sim *sim;
+	drape_error err;
+	/* No worker pool: draped steps each session on one worker thread, so
+	 * the comparison with the server measures the server, not threading. */
+	drape_err rc = drape_sim_create(&d, &sim, &err);
+	if (rc != DRAPE_OK)
+		return cli_fail("creating the solver", rc, &err);
+	int x = 0;
+	for (uint32_t i = 0; i < sc->collider_count && x == 0; i++) {
+		rc = drape_sim_add_collider(sim, &sc->colliders[i], NULL, &err);
+		if (rc != DRAPE_OK)
+			x = cli_fail("adding a collider", rc, &err);
+	}
+	for (uint32_t ci = 0; ci < sc->collider_count && x == 0 && sc->pin_attach; ci++) {
+		for (uint32_t i = 0; i < sc->pin_count && x == 0; i++) {
+			if (sc->pin_attach[i] != (int32_t)ci)
+				continue;
+			rc = drape_sim_attach_pins(sim, &sc->pins[i], 1, ci, &err);
+			if (rc != DRAPE_OK)
+				x = cli_fail("attaching pins", rc, &err);
+		}
+	}
+	float *pos = malloc((size_t)sc->cloth.vertex_count * 3 * sizeof *pos);
+	if (pos == NULL && x == 0) {
+		fprintf(stderr, "drape: out of memory\n");
+		x = CLI_SOFTWARE;
+	}
+	sink k;
+	sink_init(&k, o, &sc->cloth, frames);
+	for (uint32_t f = 1; f <= frames && x == 0; f++) {
+		if (cli_interrupted) {
+			x = CLI_INTERRUPTED;
+			break;
+		}
+		drape_sim_stats st;
+		rc = drape_sim_step(sim, &st, &err);
+		if (rc != DRAPE_OK) {
+			x = cli_fail("solving", rc, &err);
+			break;
+		}
+		drape_sim_get_positions(sim, pos);
+		x = sink_frame(&k, st.frame, pos, sc->cloth.vertex_count, &st);
+	}
+	if (x == 0)
+		sink_summary(&k, 0, cli_now_ms() - t0, "in process");
+	free(pos);
+	drape_sim_destroy(sim);
+	return x;
+}
+
+int cli_cmd_run(int argc, char **argv)
+{
+	static const char *const allowed[] = {"--server", "--out",   "--frames",   "--json",
+					      "--token-file", "--local", "--quiet", "--timeout",
+					      NULL};
+	cli_opts o;
+	if (!cli_parse(argc, argv, 2, allowed, 1, "run", &o))
+		return CLI_USAGE;
+	if (o.help) {
+		cli_usage("run", false);
+		return CLI_OK;
+	}
+	if (o.nargs != 1) {
+		fprintf(stderr, "drape run: expected one SCENE.json\n");
+		cli_usage("run", true);
+		return CLI_USAGE;
+	}
+	if (o.local && o.server) {
+		fprintf(stderr, "drape run: --local and --server exclude each other\n");
+		return CLI_USAGE;
+	}
+	const double t0 = cli_now_ms();
+	drape_scene sc;
+	int x = load_scene(o.args[0], &sc);
+	if (x != 0)
+		return x;
+	uint32_t frames = o.frames ? o.frames : sc.frames;
+	if (o.out_dir != NULL && (x = make_out_dir(o.out_dir)) != 0) {
+		drape_scene_free(&sc);
+		return x;
+	}
+	cli_signals_install();
+	if (o.local) {
+		x = run_local(&sc, frames, &o, t0);
+		drape_scene_free(&sc);
+		return x;
+	}
+
+	cli_embed emb = {.pid = -1};
+	const char *url = o.server;
+	if (url == NULL) {
+		x = cli_embed_start(&emb, &o);
+		if (x != 0) {
+			drape_scene_free(&sc);
+			return x;
+		}
+		url = emb.url;
+	}
+	drape_client *c = NULL;
+	drape_error err;
+	drape_err rc = cli_connect(url, &o, &c, &err);
+	if (rc != DRAPE_OK) {
+		x = cli_fail("connect", rc, &err);
+		goto out;
+	}
+
+	drape_session_desc d;
+	drape_session_desc_default(&d);
+	d.positions = sc.cloth.positions;
+	d.vertex_count = sc.cloth.vertex_count;
+	d.triangles = sc.cloth.triangles;
+	d.triangle_count = sc.cloth.triangle_count;
+	d.pins = sc.pins;
+	d.pin_count = sc.pin_count;
+	d.params = sc.params;
+	char name[DRAPE_NAME_MAX + 1];
+	snprintf(name, sizeof name, "%s", base_name(o.args[0]));
+	d.name = name;
+	drape_session s;
+	drape_create_info info;
+	rc = drape_session_create(c, &d, &s, &info, &err);
+	if (rc != DRAPE_OK) {
+		x = cli_fail("session.create", rc, &err);
+		goto out;
+	}
+	char hex[DRAPE_TOKEN_HEX_SIZE];
+	drape_token_format(s.token, hex);
+	/* Session and token go to stderr so that stdout stays pure JSON lines
+	 * with --json. The token is saved only for a shared server: an embedded
+	 * one dies with this command. */
+	if (o.server != NULL) {
+		fprintf(stderr, "drape: session %u on %s, owner token %s\n", (unsigned)s.id, url, hex);
+		cli_token_save(url, s);
+	}
+	if (info.intersections > 0)
+		fprintf(stderr, "drape: warning: the cloth starts with %llu intersecting triangle pairs\n",
+			(unsigned long long)info.intersections);
+	if ((x = add_colliders(c, s, &sc)) != 0)
+		goto out;
+	rc = drape_session_run(c, s, frames, NULL, &err);
+	if (rc != DRAPE_OK) {
+		x = cli_fail("session.run", rc, &err);
+		goto out;
+	}
+	sink k;
+	sink_init(&k, &o, &sc.cloth, frames);
+	x = receive(c, s, &k, emb.pid, false);
+	if (x == CLI_INTERRUPTED) {
+		fprintf(stderr, "\ndrape: interrupted; canceling session %u\n", (unsigned)s.id);
+		drape_session_cancel(c, s, NULL, NULL, NULL);
+	} else if (x == 0) {
+		if (k.written != frames)
+			fprintf(stderr, "drape: warning: received %u of %u frames\n", (unsigned)k.written,
+				(unsigned)frames);
+		sink_summary(&k, s.id, cli_now_ms() - t0,
+			     o.server ? "server" : "embedded server");
+	}
+out:
+	drape_close(c);
+	cli_embed_stop(&emb);
+	drape_scene_free(&sc);
+	return x;
+}
+
+int cli_cmd_attach(int argc, char **argv)
+{
+	static const char *const allowed[] = {"--server", "--out",   "--json",    "--token-file",
+					      "--from",   "--quiet", "--timeout", "--scene",
+					      NULL};
+	cli_opts o;
+	if (!cli_parse(argc, argv, 2, allowed, 1, "attach", &o))
+		return CLI_USAGE;
+	if (o.help) {
+		cli_usage("attach", false);
+		return CLI_OK;
+	}
+	const char *scene_path = o.scene;
+	uint32_t id;
+	if (o.nargs != 1 || !cli_parse_id(o.args[0], &id)) {
+		fprintf(stderr, "drape attach: expected a session ID\n");
+		cli_usage("attach", true);
+		return CLI_USAGE;
+	}
+	const double t0 = cli_now_ms();
+	drape_scene sc;
+	memset(&sc, 0, sizeof sc);
+	int x;
+	if (scene_path != NULL && (x = load_scene(scene_path, &sc)) != 0)
+		return x;
+	if (o.out_dir != NULL && (x = make_out_dir(o.out_dir)) != 0) {
+		drape_scene_free(&sc);
+		return x;
+	}
+	cli_signals_install();
+	const char *url = o.server ? o.server : DRAPE_DEFAULT_URL;
+	drape_client *c = NULL;
+	drape_error err;
+	drape_err rc = cli_connect(url, &o, &c, &err);
+	if (rc != DRAPE_OK) {
+		x = cli_fail("connect", rc, &err);
+		goto out;
+	}
+	drape_session s = {.id = id};
+	drape_status st;
+	rc = drape_session_status(c, s, &st, &err);
+	if (rc != DRAPE_OK) {
+		x = cli_fail("session.status", rc, &err);
+		goto out;
+	}
+	if (scene_path != NULL && sc.cloth.vertex_count != st.vertices) {
+		fprintf(stderr, "drape attach: --scene %s has %u vertices, session %u has %u\n",
+			scene_path, (unsigned)sc.cloth.vertex_count, (unsigned)id, (unsigned)st.vertices);
+		x = CLI_DATAERR;
+		goto out;
+	}
+	if (scene_path == NULL && o.out_dir != NULL)
+		fprintf(stderr, "drape attach: note: without --scene the OBJ files hold vertices only "
+				"(the protocol does not return the session's triangles)\n");
+	if (o.from > 0 && (rc = drape_frames_seek(c, s, o.from, &err)) != DRAPE_OK) {
+		x = cli_fail("seek", rc, &err);
+		goto out;
+	}
+	sink k;
+	sink_init(&k, &o, scene_path ? &sc.cloth : NULL, st.frames_target ? st.frames_target : st.frames_done);
+	k.vertex_count = st.vertices;
+	x = receive(c, s, &k, -1, true);
+	if (x == 0)
+		sink_summary(&k, id, cli_now_ms() - t0, "attached");
+out:
+	drape_close(c);
+	drape_scene_free(&sc);
+	return x;
+}

@@ -1,0 +1,894 @@
+/*
+ * libdrape: the connection, the request/reply path and the session,
+ * collider and server operations. Each public operation builds one
+ * proto_request, sends it on the REQ socket and converts the reply into the
+ * public structs of drape.h; the codec (proto/) does all encoding and
+ * validation of what comes back.
+ */
+#include "client/internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <nng/protocol/reqrep0/req.h>
+
+/* Default largest reply: frames.get replies carry many frames, so replies
+ * may be far larger than the requests the server accepts. */
+#define CLIENT_DEFAULT_MAX_MESSAGE (256ull * 1024 * 1024)
+
+int64_t client_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void drape_client_opts_default(drape_client_opts *opts)
+{
+	memset(opts, 0, sizeof *opts);
+	opts->request_timeout_ms = 10000;
+	opts->poll_interval_ms = 200;
+	opts->max_message = CLIENT_DEFAULT_MAX_MESSAGE;
+	opts->use_stream = true;
+}
+
+drape_err client_nng_error(int rv, const char *what, drape_error *err)
+{
+	drape_err code;
+	switch (rv) {
+	case NNG_ETIMEDOUT:
+		code = DRAPE_ETIMEDOUT;
+		break;
+	case NNG_ECONNREFUSED:
+	case NNG_ENOENT:
+	case NNG_EUNREACHABLE:
+	case NNG_ECONNRESET:
+	case NNG_ECONNSHUT:
+	case NNG_ECONNABORTED:
+	case NNG_EPEERAUTH:
+		code = DRAPE_EUNAVAILABLE;
+		break;
+	case NNG_EPERM:
+		code = DRAPE_EPERM;
+		break;
+	case NNG_ENOMEM:
+		code = DRAPE_ENOMEM;
+		break;
+	case NNG_ECLOSED:
+		code = DRAPE_ECLOSED;
+		break;
+	case NNG_EADDRINVAL:
+	case NNG_ENOTSUP:
+	case NNG_EINVAL:
+		code = DRAPE_EINVAL;
+		break;
+	case NNG_EMSGSIZE:
+		code = DRAPE_ETOOLARGE;
+		break;
+	default:
+		code = DRAPE_EIO;
+		break;
+	}
+	return drape_error_setf(err, code, "%s: %s", what, nng_strerror(rv));
+}
+
+static char *dup_str(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+	if (d != NULL)
+		memcpy(d, s, n);
+	return d;
+}
+
+static uint64_t random_u64(void)
+{
+	uint64_t v = 0;
+	/* getrandom on a small buffer does not fail short once the pool is
+	 * initialised; the clock is a fallback so ids still differ. */
+	if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+		v = (uint64_t)client_now_ms() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&v;
+	return v;
+}
+
+/* ---- Request path ---------------------------------------------------------- */
+
+drape_err client_call(drape_client *c, proto_request *req, proto_reply *rep, drape_error *err)
+{
+	req->id = c->next_id++;
+	req->has_client = true;
+	req->client = c->client_id;
+	if (c->auth != NULL) {
+		req->auth = (const uint8_t *)c->auth;
+		req->auth_len = c->auth_len;
+	}
+	const char *op = proto_op_name(req->op);
+	proto_buf buf = {0};
+	drape_err rc = proto_request_encode(req, &buf, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	int rv = nng_send(c->req, buf.data, buf.len, 0);
+	proto_buf_free(&buf);
+	if (rv != 0)
+		return client_nng_error(rv, op, err);
+
+	void *data = NULL;
+	size_t len = 0;
+	rv = nng_recv(c->req, &data, &len, NNG_FLAG_ALLOC);
+	if (rv != 0) {
+		if (rv == NNG_ETIMEDOUT)
+			return drape_error_setf(err, DRAPE_ETIMEDOUT,
+						"%s: no reply from %s within %d ms", op, c->url,
+						(int)c->opts.request_timeout_ms);
+		return client_nng_error(rv, op, err);
+	}
+	proto_reply r;
+	rc = proto_reply_decode(data, len, (size_t)c->opts.max_message, req->op, &r, err);
+	nng_free(data, len);
+	if (rc != DRAPE_OK)
+		return rc;
+	if (r.has_id && r.id != req->id) {
+		proto_reply_free(&r);
+		return drape_error_setf(err, DRAPE_EPROTO, "%s: reply id %llu does not match request %llu",
+					op, (unsigned long long)r.id, (unsigned long long)req->id);
+	}
+	if (!r.ok) {
+		drape_err code = r.error.code != DRAPE_OK ? r.error.code : DRAPE_EINTERNAL;
+		/* The server's message already names the field; it is passed on as
+		 * it is so callers can show it to the user. */
+		if (err != NULL) {
+			err->code = code;
+			snprintf(err->message, sizeof err->message, "%s", r.error.message);
+		}
+		proto_reply_free(&r);
+		return code;
+	}
+	*rep = r;
+	return DRAPE_OK;
+}
+
+/* Fills the session and token fields of a request for session s. */
+static void set_session(proto_request *req, drape_session s)
+{
+	static const uint8_t zero[DRAPE_TOKEN_SIZE];
+	req->has_session = true;
+	req->session = s.id;
+	if (memcmp(s.token, zero, sizeof zero) != 0) {
+		req->has_token = true;
+		memcpy(req->token, s.token, PROTO_TOKEN_SIZE);
+	}
+}
+
+/* ---- Connecting ------------------------------------------------------------- */
+
+/* Length of the "scheme://" prefix of url, 0 if it has none. */
+static size_t scheme_len(const char *url)
+{
+	const char *p = strstr(url, "://");
+	return p == NULL ? 0 : (size_t)(p - url) + 3;
+}
+
+/* The host part of a tcp-like URL: start and length (brackets kept). */
+static void url_host(const char *url, const char **host, size_t *len)
+{
+	const char *h = url + scheme_len(url);
+	const char *end;
+	if (*h == '[') {
+		end = strchr(h, ']');
+		end = end != NULL ? end + 1 : h + strlen(h);
+	} else {
+		end = strrchr(h, ':');
+		if (end == NULL)
+			end = h + strlen(h);
+	}
+	*host = h;
+	*len = (size_t)(end - h);
+}
+
+static bool is_wildcard(const char *h, size_t n)
+{
+	return n == 0 || (n == 1 && h[0] == '*') || (n == 7 && memcmp(h, "0.0.0.0", 7) == 0) ||
+	       (n == 4 && memcmp(h, "[::]", 4) == 0);
+}
+
+/*
+ * Picks the stream URL to dial from the ones hello announced (one per
+ * listener, and the client does not know which listener it reached): the
+ * same scheme and host as the control URL first, then the same scheme. A
+ * wildcard listen address is replaced by the control URL's host, since the
+ * client reached the server there.
+ */
+static void choose_stream_url(drape_client *c)
+{
+	const size_t sl = scheme_len(c->url);
+	int best = -1, best_score = -1;
+	for (uint32_t i = 0; i < c->stream_url_count; i++) {
+		const char *u = c->stream_urls[i];
+		int score = 0;
+		if (sl > 0 && strncmp(u, c->url, sl) == 0) {
+			score = 1;
+			const char *h1, *h2;
+			size_t n1, n2;
+			url_host(u, &h1, &n1);
+			url_host(c->url, &h2, &n2);
+			if (n1 == n2 && memcmp(h1, h2, n1) == 0)
+				score = 2;
+		}
+		if (score > best_score) {
+			best = (int)i;
+			best_score = score;
+		}
+	}
+	c->info.stream_url[0] = '\0';
+	if (best < 0)
+		return;
+	const char *u = c->stream_urls[best];
+	const char *h;
+	size_t n;
+	url_host(u, &h, &n);
+	bool tcp_like = strncmp(u, "tcp", 3) == 0 || strncmp(u, "ws", 2) == 0 ||
+			strncmp(u, "tls+tcp", 7) == 0;
+	if (tcp_like && is_wildcard(h, n) && best_score >= 1) {
+		const char *ch;
+		size_t cn;
+		url_host(c->url, &ch, &cn);
+		snprintf(c->info.stream_url, sizeof c->info.stream_url, "%.*s%.*s%s", (int)(h - u), u,
+			 (int)cn, ch, h + n);
+	} else {
+		snprintf(c->info.stream_url, sizeof c->info.stream_url, "%s", u);
+	}
+}
+
+static void free_stream_urls(drape_client *c)
+{
+	for (uint32_t i = 0; i < c->stream_url_count; i++)
+		free(c->stream_urls[i]);
+	c->stream_url_count = 0;
+}
+
+static drape_err do_hello(drape_client *c, drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_HELLO);
+	req.u.hello.client = c->client_name;
+	drape_err rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	const proto_hello_rep *h = &rep.u.hello;
+	if (h->version != PROTO_VERSION) {
+		proto_reply_free(&rep);
+		return drape_error_setf(err, DRAPE_EVERSION,
+					"hello: server speaks protocol %u, libdrape speaks %d",
+					(unsigned)h->version, PROTO_VERSION);
+	}
+	free_stream_urls(c);
+	for (uint32_t i = 0; i < h->stream_url_count && i < PROTO_MAX_STREAM_URLS; i++) {
+		c->stream_urls[i] = dup_str(h->stream_urls[i]);
+		if (c->stream_urls[i] == NULL) {
+			free_stream_urls(c);
+			proto_reply_free(&rep);
+			return drape_error_setf(err, DRAPE_ENOMEM, "hello: out of memory");
+		}
+		c->stream_url_count = i + 1;
+	}
+	c->info.version = h->version;
+	snprintf(c->info.server, sizeof c->info.server, "%s", h->server ? h->server : "");
+	c->info.auth_required = h->auth_required;
+	const proto_limits *l = &h->limits;
+	c->info.limits = (drape_server_limits){
+		.max_message = l->max_message,
+		.max_vertices = l->max_vertices,
+		.max_triangles = l->max_triangles,
+		.max_colliders = l->max_colliders,
+		.max_voxels = l->max_voxels,
+		.max_keyframes = l->max_keyframes,
+		.max_sessions = l->max_sessions,
+		.max_sessions_per_client = l->max_sessions_per_client,
+		.max_frames_retained = l->max_frames_retained,
+		.max_frames_per_get = l->max_frames_per_get,
+		.max_session_memory = l->max_session_memory,
+		.idle_timeout_s = l->idle_timeout_s,
+	};
+	proto_reply_free(&rep);
+	choose_stream_url(c);
+	return DRAPE_OK;
+}
+
+static void client_free(drape_client *c)
+{
+	client_tracks_free(c);
+	free_stream_urls(c);
+	free(c->url);
+	free(c->auth);
+	free(c->client_name);
+	free(c);
+}
+
+drape_err drape_connect(const char *url, const drape_client_opts *opts, drape_client **out,
+			drape_error *err)
+{
+	drape_client_opts o;
+	if (opts != NULL)
+		o = *opts;
+	else
+		drape_client_opts_default(&o);
+	if (url == NULL)
+		url = DRAPE_DEFAULT_URL;
+	if (o.request_timeout_ms <= 0)
+		o.request_timeout_ms = 10000;
+	if (o.poll_interval_ms <= 0)
+		o.poll_interval_ms = 200;
+	if (o.max_message == 0)
+		o.max_message = CLIENT_DEFAULT_MAX_MESSAGE;
+	if (o.auth_token != NULL && strlen(o.auth_token) > PROTO_MAX_AUTH)
+		return drape_error_setf(err, DRAPE_EINVAL, "auth_token: longer than %d bytes",
+					PROTO_MAX_AUTH);
+	if (scheme_len(url) == 0)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"url: \"%s\" has no scheme (ipc://PATH or tcp://HOST:PORT)", url);
+
+	drape_client *c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return drape_error_setf(err, DRAPE_ENOMEM, "connect: out of memory");
+	c->opts = o;
+	c->url = dup_str(url);
+	char name[64];
+	snprintf(name, sizeof name, "libdrape %s", DRAPE_CLIENT_VERSION);
+	c->client_name = dup_str(o.client_name != NULL ? o.client_name : name);
+	if (o.auth_token != NULL) {
+		c->auth = dup_str(o.auth_token);
+		c->auth_len = strlen(o.auth_token);
+	}
+	if (c->url == NULL || c->client_name == NULL || (o.auth_token != NULL && c->auth == NULL)) {
+		client_free(c);
+		return drape_error_setf(err, DRAPE_ENOMEM, "connect: out of memory");
+	}
+	c->opts.auth_token = NULL;
+	c->opts.client_name = NULL;
+	c->client_id = random_u64();
+	c->next_id = random_u64() >> 16;
+
+	int rv = nng_req0_open(&c->req);
+	if (rv != 0) {
+		client_free(c);
+		return client_nng_error(rv, "connect: opening the request socket", err);
+	}
+	nng_socket_set_size(c->req, NNG_OPT_RECVMAXSZ, (size_t)o.max_message);
+	nng_socket_set_ms(c->req, NNG_OPT_SENDTIMEO, o.request_timeout_ms);
+	nng_socket_set_ms(c->req, NNG_OPT_RECVTIMEO, o.request_timeout_ms);
+	/* Reconnect quickly after a daemon restart, but without hammering it. */
+	nng_socket_set_ms(c->req, NNG_OPT_RECONNMINT, 50);
+	nng_socket_set_ms(c->req, NNG_OPT_RECONNMAXT, 1000);
+	/* A synchronous dial reports a refused connection now, which is what a
+	 * user running `drape status` against a stopped server wants to hear;
+	 * once connected, nng redials by itself. */
+	rv = nng_dial(c->req, url, NULL, 0);
+	if (rv != 0) {
+		drape_err code = client_nng_error(rv, "connect", err);
+		if (err != NULL)
+			snprintf(err->message, sizeof err->message, "cannot connect to %s: %s", url,
+				 nng_strerror(rv));
+		nng_close(c->req);
+		client_free(c);
+		return code;
+	}
+	drape_err rc = do_hello(c, err);
+	if (rc != DRAPE_OK) {
+		nng_close(c->req);
+		client_free(c);
+		return rc;
+	}
+	*out = c;
+	return DRAPE_OK;
+}
+
+void drape_close(drape_client *c)
+{
+	if (c == NULL)
+		return;
+	if (c->sub_open)
+		nng_close(c->sub);
+	nng_close(c->req);
+	client_free(c);
+}
+
+void drape_server_info_get(const drape_client *c, drape_server_info *out)
+{
+	*out = c->info;
+}
+
+drape_err drape_ping(drape_client *c, drape_error *err)
+{
+	return do_hello(c, err);
+}
+
+/* ---- Small helpers ---------------------------------------------------------- */
+
+void drape_token_format(const uint8_t token[DRAPE_TOKEN_SIZE], char out[DRAPE_TOKEN_HEX_SIZE])
+{
+	static const char hex[] = "0123456789abcdef";
+	for (int i = 0; i < DRAPE_TOKEN_SIZE; i++) {
+		out[2 * i] = hex[token[i] >> 4];
+		out[2 * i + 1] = hex[token[i] & 15];
+	}
+	out[2 * DRAPE_TOKEN_SIZE] = '\0';
+}
+
+static int hex_digit(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+drape_err drape_token_parse(const char *hex, uint8_t token[DRAPE_TOKEN_SIZE])
+{
+	uint8_t t[DRAPE_TOKEN_SIZE];
+	if (hex == NULL || strlen(hex) != 2 * DRAPE_TOKEN_SIZE)
+		return DRAPE_EINVAL;
+	for (int i = 0; i < DRAPE_TOKEN_SIZE; i++) {
+		int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return DRAPE_EINVAL;
+		t[i] = (uint8_t)(hi << 4 | lo);
+	}
+	memcpy(token, t, sizeof t);
+	return DRAPE_OK;
+}
+
+const char *drape_state_name(drape_state s)
+{
+	const char *n = proto_state_name((proto_state)s);
+	return n != NULL ? n : "unknown";
+}
+
+/* ---- Parameters --------------------------------------------------------------- */
+
+enum { PF_FLOAT, PF_INT, PF_VEC };
+
+/* Every parameter with its wire bit, so set fields can be found generically. */
+static const struct {
+	uint32_t bit;
+	size_t off;
+	int kind;
+	const char *name;
+} param_fields[] = {
+	{PROTO_PARAM_FPS, offsetof(drape_sim_params, fps), PF_FLOAT, "fps"},
+	{PROTO_PARAM_SUBSTEPS, offsetof(drape_sim_params, substeps), PF_INT, "substeps"},
+	{PROTO_PARAM_ITERATIONS, offsetof(drape_sim_params, iterations), PF_INT, "iterations"},
+	{PROTO_PARAM_GRAVITY, offsetof(drape_sim_params, gravity), PF_VEC, "gravity"},
+	{PROTO_PARAM_DAMPING, offsetof(drape_sim_params, damping), PF_FLOAT, "damping"},
+	{PROTO_PARAM_WIND, offsetof(drape_sim_params, wind), PF_VEC, "wind"},
+	{PROTO_PARAM_DRAG, offsetof(drape_sim_params, drag), PF_FLOAT, "drag"},
+	{PROTO_PARAM_LIFT, offsetof(drape_sim_params, lift), PF_FLOAT, "lift"},
+	{PROTO_PARAM_AIR_DENSITY, offsetof(drape_sim_params, air_density), PF_FLOAT, "air_density"},
+	{PROTO_PARAM_DENSITY, offsetof(drape_sim_params, density), PF_FLOAT, "density"},
+	{PROTO_PARAM_STRETCH, offsetof(drape_sim_params, stretch), PF_FLOAT, "stretch"},
+	{PROTO_PARAM_SHEAR, offsetof(drape_sim_params, shear), PF_FLOAT, "shear"},
+	{PROTO_PARAM_BEND, offsetof(drape_sim_params, bend), PF_FLOAT, "bend"},
+	{PROTO_PARAM_THICKNESS, offsetof(drape_sim_params, thickness), PF_FLOAT, "thickness"},
+	{PROTO_PARAM_LONG_RANGE, offsetof(drape_sim_params, long_range), PF_INT, "long_range"},
+	{PROTO_PARAM_SELF_COLLISION, offsetof(drape_sim_params, self_collision), PF_INT,
+	 "self_collision"},
+	{PROTO_PARAM_SELF_THICKNESS, offsetof(drape_sim_params, self_thickness), PF_FLOAT,
+	 "self_thickness"},
+	{PROTO_PARAM_SELF_FRICTION, offsetof(drape_sim_params, self_friction), PF_FLOAT,
+	 "self_friction"},
+};
+#define PARAM_FIELD_COUNT (sizeof param_fields / sizeof param_fields[0])
+
+void drape_params_unset(drape_sim_params *p)
+{
+	memset(p, 0, sizeof *p);
+	for (size_t i = 0; i < PARAM_FIELD_COUNT; i++) {
+		char *f = (char *)p + param_fields[i].off;
+		if (param_fields[i].kind == PF_INT) {
+			int32_t v = INT32_MIN;
+			memcpy(f, &v, sizeof v);
+		} else {
+			float v = NAN;
+			for (int k = 0; k < (param_fields[i].kind == PF_VEC ? 3 : 1); k++)
+				memcpy(f + k * sizeof v, &v, sizeof v);
+		}
+	}
+}
+
+/* Converts a params struct with unset markers into values plus mask. A
+ * vector with some but not all components set is refused, since the wire
+ * carries vectors whole. */
+static drape_err params_to_wire(const drape_sim_params *p, proto_params *out, const char *what,
+				drape_error *err)
+{
+	out->values = *p;
+	out->mask = 0;
+	for (size_t i = 0; i < PARAM_FIELD_COUNT; i++) {
+		const char *f = (const char *)p + param_fields[i].off;
+		if (param_fields[i].kind == PF_INT) {
+			int32_t v;
+			memcpy(&v, f, sizeof v);
+			if (v != INT32_MIN)
+				out->mask |= param_fields[i].bit;
+		} else {
+			int n = param_fields[i].kind == PF_VEC ? 3 : 1, set = 0;
+			for (int k = 0; k < n; k++) {
+				float v;
+				memcpy(&v, f + k * sizeof v, sizeof v);
+				set += !isnan(v);
+			}
+			if (set == n)
+				out->mask |= param_fields[i].bit;
+			else if (set != 0)
+				return drape_error_setf(err, DRAPE_EINVAL,
+							"%s: params.%s: %d of 3 components set", what,
+							param_fields[i].name, set);
+		}
+	}
+	return DRAPE_OK;
+}
+
+/* ---- Sessions ------------------------------------------------------------------ */
+
+void drape_session_desc_default(drape_session_desc *d)
+{
+	memset(d, 0, sizeof *d);
+	drape_params_unset(&d->params);
+}
+
+drape_err drape_session_create(drape_client *c, const drape_session_desc *d, drape_session *out,
+			       drape_create_info *info, drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_SESSION_CREATE);
+	proto_create_req *cr = &req.u.create;
+	cr->mesh.positions = d->positions;
+	cr->mesh.vertex_count = d->vertex_count;
+	cr->mesh.triangles = d->triangles;
+	cr->mesh.triangle_count = d->triangle_count;
+	cr->inv_mass = d->inv_mass;
+	cr->pins = d->pin_count > 0 ? d->pins : NULL;
+	cr->pin_count = d->pin_count;
+	cr->name = d->name;
+	drape_err rc = params_to_wire(&d->params, &cr->params, "session.create", err);
+	if (rc == DRAPE_OK)
+		rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	out->id = rep.u.create.session;
+	memcpy(out->token, rep.u.create.token, DRAPE_TOKEN_SIZE);
+	if (info != NULL) {
+		info->topology = rep.u.create.topology;
+		info->intersections = rep.u.create.intersections;
+	}
+	proto_reply_free(&rep);
+	/* A session id may be reused by the server after a delete; frames this
+	 * client kept under the old session must not leak into the new one. */
+	client_track_forget(c, out->id);
+	return DRAPE_OK;
+}
+
+static void run_info(const proto_run_rep *r, drape_run_info *info)
+{
+	if (info == NULL)
+		return;
+	info->state = (drape_state)r->state;
+	info->frames_done = r->frames_done;
+	info->frames_target = r->frames_target;
+	info->queue_position = r->queue_position;
+}
+
+drape_err drape_session_run(drape_client *c, drape_session s, uint32_t frames, drape_run_info *info,
+			    drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_SESSION_RUN);
+	set_session(&req, s);
+	req.u.run.frames = frames;
+	drape_err rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	run_info(&rep.u.run, info);
+	proto_reply_free(&rep);
+	return DRAPE_OK;
+}
+
+drape_err drape_session_resume(drape_client *c, drape_session s, drape_run_info *info,
+			       drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_SESSION_RESUME);
+	set_session(&req, s);
+	drape_err rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	run_info(&rep.u.run, info);
+	proto_reply_free(&rep);
+	return DRAPE_OK;
+}
+
+drape_err drape_session_cancel(drape_client *c, drape_session s, drape_state *state,
+			       uint32_t *frames_done, drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_SESSION_CANCEL);
+	set_session(&req, s);
+	drape_err rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	if (state != NULL)
+		*state = (drape_state)rep.u.cancel.state;
+	if (frames_done != NULL)
+		*frames_done = rep.u.cancel.frames_done;
+	proto_reply_free(&rep);
+	return DRAPE_OK;
+}
+
+drape_err drape_session_update(drape_client *c, drape_session s, const drape_sim_params *p,
+			       drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_SESSION_UPDATE);
+	set_session(&req, s);
+	drape_err rc = params_to_wire(p, &req.u.update.params, "session.update", err);
+	if (rc == DRAPE_OK)
+		rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	proto_reply_free(&rep);
+	return DRAPE_OK;
+}
+
+drape_err drape_session_delete(drape_client *c, drape_session s, drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_SESSION_DELETE);
+	set_session(&req, s);
+	drape_err rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	proto_reply_free(&rep);
+	client_track_forget(c, s.id);
+	return DRAPE_OK;
+}
+
+drape_err drape_session_status(drape_client *c, drape_session s, drape_status *out, drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_SESSION_STATUS);
+	req.has_session = true;
+	req.session = s.id;
+	drape_err rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	const proto_status_rep *st = &rep.u.status;
+	memset(out, 0, sizeof *out);
+	out->state = (drape_state)st->state;
+	snprintf(out->name, sizeof out->name, "%s", st->name ? st->name : "");
+	out->queue_position = st->queue_position;
+	out->frames_done = st->frames_done;
+	out->frames_target = st->frames_target;
+	out->frames_first = st->frames_first;
+	out->vertices = st->vertices;
+	out->triangles = st->triangles;
+	out->colliders = st->colliders;
+	out->has_error = st->has_error;
+	out->error = st->error;
+	out->error_frame = st->error_frame;
+	out->has_stats = st->has_stats;
+	out->stats = st->stats;
+	proto_reply_free(&rep);
+	return DRAPE_OK;
+}
+
+drape_err drape_session_list(drape_client *c, drape_session_entry **out, uint32_t *count,
+			     drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_SESSION_LIST);
+	drape_err rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	const proto_list_rep *l = &rep.u.list;
+	drape_session_entry *e = NULL;
+	if (l->count > 0) {
+		e = calloc(l->count, sizeof *e);
+		if (e == NULL) {
+			proto_reply_free(&rep);
+			return drape_error_setf(err, DRAPE_ENOMEM, "session.list: out of memory");
+		}
+	}
+	for (uint32_t i = 0; i < l->count; i++) {
+		e[i].id = l->sessions[i].id;
+		snprintf(e[i].name, sizeof e[i].name, "%s",
+			 l->sessions[i].name ? l->sessions[i].name : "");
+		e[i].state = (drape_state)l->sessions[i].state;
+		e[i].frames_done = l->sessions[i].frames_done;
+		e[i].vertices = l->sessions[i].vertices;
+	}
+	*out = e;
+	*count = l->count;
+	proto_reply_free(&rep);
+	return DRAPE_OK;
+}
+
+drape_err drape_server_stats_get(drape_client *c, drape_server_stats *out, drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_SERVER_STATS);
+	drape_err rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	const proto_server_stats_rep *s = &rep.u.server_stats;
+	*out = (drape_server_stats){
+		.sessions = s->sessions,
+		.queued = s->queued,
+		.running = s->running,
+		.memory = s->memory,
+		.frames_solved = s->frames_solved,
+		.frames_served = s->frames_served,
+		.requests = s->requests,
+		.clients = s->clients,
+		.threads = s->threads,
+		.uptime_s = s->uptime_s,
+	};
+	proto_reply_free(&rep);
+	return DRAPE_OK;
+}
+
+/* ---- Colliders and pins ------------------------------------------------------------ */
+
+void drape_collider_desc_unset(drape_collider_desc *d)
+{
+	memset(d, 0, sizeof *d);
+	d->friction = NAN;
+	d->static_friction = NAN;
+	d->restitution = NAN;
+	d->thickness = NAN;
+	d->voxel_size = NAN;
+}
+
+drape_err drape_collider_add(drape_client *c, drape_session s, const drape_collider_desc *d,
+			     uint32_t *index, drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_COLLIDER_ADD);
+	set_session(&req, s);
+	proto_collider_add_req *a = &req.u.collider_add;
+	a->desc = *d;
+	a->desc.sdf = NULL;
+	a->desc.max_voxels = 0;
+	a->mask = 0;
+	if (!isnan(d->friction))
+		a->mask |= PROTO_COLLIDER_FRICTION;
+	if (!isnan(d->static_friction))
+		a->mask |= PROTO_COLLIDER_STATIC_FRICTION;
+	if (!isnan(d->restitution))
+		a->mask |= PROTO_COLLIDER_RESTITUTION;
+	if (!isnan(d->thickness))
+		a->mask |= PROTO_COLLIDER_THICKNESS;
+	if (!isnan(d->voxel_size))
+		a->mask |= PROTO_COLLIDER_VOXEL_SIZE;
+	if (d->shape == DRAPE_SHAPE_MESH && d->sdf != NULL && d->vertices == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"collider.add: a prebuilt sdf cannot be sent; give the mesh");
+	drape_err rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	if (index != NULL)
+		*index = rep.u.collider_add.index;
+	proto_reply_free(&rep);
+	return DRAPE_OK;
+}
+
+drape_err drape_collider_transform(drape_client *c, drape_session s, uint32_t index,
+				   const drape_keyframe *keys, uint32_t count, drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_COLLIDER_TRANSFORM);
+	set_session(&req, s);
+	req.u.collider_transform.index = index;
+	req.u.collider_transform.keyframes = count > 0 ? keys : NULL;
+	req.u.collider_transform.keyframe_count = count;
+	drape_err rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	proto_reply_free(&rep);
+	return DRAPE_OK;
+}
+
+drape_err drape_collider_update(drape_client *c, drape_session s, uint32_t index,
+				const float *vertices, uint32_t vertex_count, drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_COLLIDER_UPDATE);
+	set_session(&req, s);
+	req.u.collider_update.index = index;
+	req.u.collider_update.vertices = vertices;
+	req.u.collider_update.vertex_count = vertex_count;
+	drape_err rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	proto_reply_free(&rep);
+	return DRAPE_OK;
+}
+
+drape_err drape_collider_remove(drape_client *c, drape_session s, uint32_t index, drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_COLLIDER_REMOVE);
+	set_session(&req, s);
+	req.u.collider_remove.index = index;
+	drape_err rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	proto_reply_free(&rep);
+	return DRAPE_OK;
+}
+
+drape_err drape_pins_attach(drape_client *c, drape_session s, const uint32_t *vertices,
+			    uint32_t count, uint32_t collider, drape_error *err)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_PINS_ATTACH);
+	set_session(&req, s);
+	req.u.pins_attach.vertices = vertices;
+	req.u.pins_attach.count = count;
+	req.u.pins_attach.collider = collider;
+	drape_err rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	proto_reply_free(&rep);
+	return DRAPE_OK;
+}
+
+drape_err drape_server_preflight(drape_client *c, const float *positions, uint32_t vertex_count,
+				 const uint32_t *triangles, uint32_t triangle_count,
+				 drape_tri_pair *pairs, uint32_t max_pairs, uint32_t *pair_count,
+				 uint64_t *count, drape_error *err)
+{
+	if (max_pairs > PROTO_MAX_PREFLIGHT_PAIRS)
+		max_pairs = PROTO_MAX_PREFLIGHT_PAIRS;
+	if (max_pairs > 0 && pairs == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "preflight: pairs is NULL");
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_PREFLIGHT);
+	req.u.preflight.mesh.positions = positions;
+	req.u.preflight.mesh.vertex_count = vertex_count;
+	req.u.preflight.mesh.triangles = triangles;
+	req.u.preflight.mesh.triangle_count = triangle_count;
+	req.u.preflight.max_pairs = max_pairs;
+	drape_err rc = client_call(c, &req, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	uint32_t n = rep.u.preflight.pair_count < max_pairs ? rep.u.preflight.pair_count : max_pairs;
+	if (n > 0)
+		memcpy(pairs, rep.u.preflight.pairs, n * sizeof *pairs);
+	if (pair_count != NULL)
+		*pair_count = n;
+	*count = rep.u.preflight.count;
+	proto_reply_free(&rep);
+	return DRAPE_OK;
+}

@@ -1,0 +1,508 @@
+/*
+ * libdrape: receiving frames. drape_next_frame merges two sources so that a
+ * caller sees every frame of a session in order exactly once:
+ *
+ *  - the daemon's PUB stream, which is fast but lossy by design (a SUB socket
+ *    drops messages when its queue is full, misses what was published before
+ *    the subscription took effect, and misses everything while reconnecting);
+ *  - frames.get, which fetches retained frames by index and never loses one.
+ *
+ * A per-session "track" keeps the cursor (the next index to return) and a
+ * short queue of frames with consecutive indices from the cursor. Stream
+ * frames extend the queue when they are the next index; a later one only
+ * tells us how far the session has got (known_done), and the gap is fetched.
+ * When nothing arrives for poll_interval_ms, a status request says whether
+ * frames were solved that the stream did not deliver, or whether the run has
+ * ended.
+ */
+#include "client/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nng/protocol/pubsub0/sub.h>
+
+/* Frames buffered per track, and their total size; beyond either, stream
+ * frames are dropped (and fetched again later), so a slow reader holds
+ * bounded memory. */
+#define TRACK_QUEUE_CAP 64u
+#define TRACK_QUEUE_BYTES (64u * 1024u * 1024u)
+
+/* Longest wait for the stream's end message after a status says
+ * "canceled" (see drape_next_frame). */
+#define END_WAIT_MS 2000
+
+void drape_frame_free(drape_frame *f)
+{
+	if (f == NULL)
+		return;
+	free(f->positions);
+	memset(f, 0, sizeof *f);
+}
+
+void drape_frames_free(drape_frame *frames, uint32_t n)
+{
+	if (frames == NULL)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		free(frames[i].positions);
+	free(frames);
+}
+
+/* Copies a decoded frame into caller-owned memory. */
+static drape_err frame_copy(const proto_frame *src, drape_frame *dst, drape_error *err)
+{
+	size_t bytes = (size_t)src->vertex_count * 3 * sizeof(float);
+	float *p = malloc(bytes ? bytes : 1);
+	if (p == NULL)
+		return drape_error_setf(err, DRAPE_ENOMEM, "frame %u: out of memory",
+					(unsigned)src->index);
+	if (bytes)
+		memcpy(p, src->positions, bytes);
+	dst->index = src->index;
+	dst->vertex_count = src->vertex_count;
+	dst->positions = p;
+	dst->stats = src->stats;
+	return DRAPE_OK;
+}
+
+/* ---- Tracks ------------------------------------------------------------------ */
+
+static client_track *track_find(drape_client *c, uint32_t id)
+{
+	for (uint32_t i = 0; i < c->track_count; i++)
+		if (c->tracks[i].id == id)
+			return &c->tracks[i];
+	return NULL;
+}
+
+static void track_clear_queue(client_track *t)
+{
+	for (uint32_t i = 0; i < t->queue_len; i++)
+		drape_frame_free(&t->queue[(t->queue_head + i) % t->queue_cap]);
+	t->queue_head = 0;
+	t->queue_len = 0;
+}
+
+static void subscribe(drape_client *c, client_track *t, bool on)
+{
+	if (!c->sub_open || t->subscribed == on)
+		return;
+	char topic[PROTO_TOPIC_LEN + 1];
+	proto_stream_topic(t->id, topic);
+	nng_socket_set(c->sub, on ? NNG_OPT_SUB_SUBSCRIBE : NNG_OPT_SUB_UNSUBSCRIBE, topic,
+		       PROTO_TOPIC_LEN);
+	t->subscribed = on;
+}
+
+void client_track_forget(drape_client *c, uint32_t id)
+{
+	client_track *t = track_find(c, id);
+	if (t == NULL)
+		return;
+	track_clear_queue(t);
+	subscribe(c, t, false);
+	free(t->queue);
+	*t = c->tracks[--c->track_count];
+}
+
+void client_tracks_free(drape_client *c)
+{
+	for (uint32_t i = 0; i < c->track_count; i++) {
+		track_clear_queue(&c->tracks[i]);
+		free(c->tracks[i].queue);
+	}
+	free(c->tracks);
+	c->tracks = NULL;
+	c->track_count = c->track_cap = 0;
+}
+
+/* Opens the SUB socket on first use. The dial is non-blocking, so a stream
+ * URL that cannot be reached only means frames come by polling. */
+static void stream_open(drape_client *c)
+{
+	if (c->sub_open || !c->opts.use_stream || c->info.stream_url[0] == '\0')
+		return;
+	if (nng_sub0_open(&c->sub) != 0)
+		return;
+	nng_socket_set_size(c->sub, NNG_OPT_RECVMAXSZ, (size_t)c->opts.max_message);
+	/* A deeper queue than nng's default lets a briefly busy reader catch
+	 * up from the stream rather than through frames.get. */
+	nng_socket_set_int(c->sub, NNG_OPT_RECVBUF, 256);
+	nng_socket_set_ms(c->sub, NNG_OPT_RECONNMINT, 50);
+	nng_socket_set_ms(c->sub, NNG_OPT_RECONNMAXT, 1000);
+	if (nng_dial(c->sub, c->info.stream_url, NULL, NNG_FLAG_NONBLOCK) != 0) {
+		nng_close(c->sub);
+		return;
+	}
+	c->sub_open = true;
+}
+
+static drape_err track_get(drape_client *c, uint32_t id, client_track **out, drape_error *err)
+{
+	client_track *t = track_find(c, id);
+	if (t == NULL) {
+		if (c->track_count == c->track_cap) {
+			uint32_t cap = c->track_cap ? 2 * c->track_cap : 4;
+			client_track *n = realloc(c->tracks, cap * sizeof *n);
+			if (n == NULL)
+				return drape_error_setf(err, DRAPE_ENOMEM, "frames: out of memory");
+			c->tracks = n;
+			c->track_cap = cap;
+		}
+		drape_frame *q = calloc(TRACK_QUEUE_CAP, sizeof *q);
+		if (q == NULL)
+			return drape_error_setf(err, DRAPE_ENOMEM, "frames: out of memory");
+		t = &c->tracks[c->track_count++];
+		memset(t, 0, sizeof *t);
+		t->id = id;
+		t->cursor = 1;
+		t->need_status = true;
+		t->queue = q;
+		t->queue_cap = TRACK_QUEUE_CAP;
+	}
+	stream_open(c);
+	subscribe(c, t, true);
+	*out = t;
+	return DRAPE_OK;
+}
+
+static size_t track_bytes(const client_track *t)
+{
+	return (size_t)t->queue_len * t->vertex_bytes;
+}
+
+/* Appends a frame (ownership passes to the track) if it is the next index
+ * and there is room; otherwise frees it. */
+static void track_push(client_track *t, drape_frame *f)
+{
+	size_t fb = (size_t)f->vertex_count * 3 * sizeof(float);
+	if (f->index == t->cursor + t->queue_len && t->queue_len < t->queue_cap &&
+	    (t->queue_len == 0 || track_bytes(t) + fb <= TRACK_QUEUE_BYTES)) {
+		t->queue[(t->queue_head + t->queue_len) % t->queue_cap] = *f;
+		t->queue_len++;
+		t->vertex_bytes = fb;
+		memset(f, 0, sizeof *f);
+		return;
+	}
+	drape_frame_free(f);
+}
+
+drape_err drape_frames_seek(drape_client *c, drape_session s, uint32_t next, drape_error *err)
+{
+	if (next == 0)
+		return drape_error_setf(err, DRAPE_EINVAL, "frames.seek: frame indices start at 1");
+	client_track *t;
+	drape_err rc = track_get(c, s.id, &t, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	track_clear_queue(t);
+	t->cursor = next;
+	return DRAPE_OK;
+}
+
+/* ---- frames.get ----------------------------------------------------------------- */
+
+/* Sends one frames.get and hands the decoded reply to the caller (who frees it). */
+static drape_err frames_get_raw(drape_client *c, uint32_t id, uint32_t first, uint32_t count,
+				proto_reply *rep, drape_error *err)
+{
+	if (first == 0 || count == 0)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"frames.get: first (%u) and count (%u) must be >= 1",
+					(unsigned)first, (unsigned)count);
+	proto_request req;
+	proto_request_init(&req, PROTO_OP_FRAMES_GET);
+	req.has_session = true;
+	req.session = id;
+	req.u.frames_get.first = first;
+	req.u.frames_get.count = count;
+	drape_err rc = client_call(c, &req, rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	const proto_frames_get_rep *g = &rep->u.frames_get;
+	if (g->count > 0 && g->frames[0].index != first) {
+		uint32_t got = g->frames[0].index;
+		proto_reply_free(rep);
+		return drape_error_setf(err, DRAPE_EPROTO,
+					"frames.get: asked from frame %u, the reply starts at %u",
+					(unsigned)first, (unsigned)got);
+	}
+	if (g->count > count) {
+		proto_reply_free(rep);
+		return drape_error_setf(err, DRAPE_EPROTO, "frames.get: asked for %u frames, got %u",
+					(unsigned)count, (unsigned)g->count);
+	}
+	return DRAPE_OK;
+}
+
+drape_err drape_frames_get(drape_client *c, drape_session s, uint32_t first, uint32_t count,
+			   drape_frame **frames, uint32_t *n, uint32_t *frames_done, drape_error *err)
+{
+	proto_reply rep;
+	drape_err rc = frames_get_raw(c, s.id, first, count, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	const proto_frames_get_rep *g = &rep.u.frames_get;
+	drape_frame *f = NULL;
+	if (g->count > 0) {
+		f = calloc(g->count, sizeof *f);
+		if (f == NULL) {
+			proto_reply_free(&rep);
+			return drape_error_setf(err, DRAPE_ENOMEM, "frames.get: out of memory");
+		}
+		for (uint32_t i = 0; i < g->count; i++) {
+			rc = frame_copy(&g->frames[i], &f[i], err);
+			if (rc != DRAPE_OK) {
+				drape_frames_free(f, i);
+				proto_reply_free(&rep);
+				return rc;
+			}
+		}
+	}
+	*frames = f;
+	*n = g->count;
+	if (frames_done != NULL)
+		*frames_done = g->frames_done;
+	proto_reply_free(&rep);
+	return DRAPE_OK;
+}
+
+/* Fetches frames from the track's cursor up to known_done into its queue;
+ * *got is how many arrived. */
+static drape_err track_fetch(drape_client *c, client_track *t, uint32_t *got, drape_error *err)
+{
+	uint32_t first = t->cursor + t->queue_len;
+	uint32_t want = t->known_done - first + 1;
+	uint32_t room = t->queue_cap - t->queue_len;
+	if (want > room)
+		want = room;
+	if (t->vertex_bytes > 0 && want > TRACK_QUEUE_BYTES / t->vertex_bytes)
+		want = (uint32_t)(TRACK_QUEUE_BYTES / t->vertex_bytes);
+	uint64_t lim = c->info.limits.max_frames_per_get;
+	if (lim > 0 && want > lim)
+		want = (uint32_t)lim;
+	if (want == 0)
+		want = 1;
+	proto_reply rep;
+	drape_err rc = frames_get_raw(c, t->id, first, want, &rep, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	const proto_frames_get_rep *g = &rep.u.frames_get;
+	if (g->frames_done > t->known_done)
+		t->known_done = g->frames_done;
+	*got = 0;
+	for (uint32_t i = 0; i < g->count; i++) {
+		drape_frame f;
+		rc = frame_copy(&g->frames[i], &f, err);
+		if (rc != DRAPE_OK)
+			break;
+		uint32_t before = t->queue_len;
+		track_push(t, &f);
+		if (t->queue_len == before)
+			break;
+		(*got)++;
+	}
+	proto_reply_free(&rep);
+	return rc;
+}
+
+/* ---- The stream ------------------------------------------------------------------- */
+
+/* Waits up to wait_ms for one stream message and files it under its track.
+ * Returns true if it told us something new about track `t`. */
+static bool stream_receive(drape_client *c, client_track *t, int32_t wait_ms)
+{
+	nng_socket_set_ms(c->sub, NNG_OPT_RECVTIMEO, wait_ms);
+	void *data = NULL;
+	size_t len = 0;
+	if (nng_recv(c->sub, &data, &len, NNG_FLAG_ALLOC) != 0)
+		return false;
+	proto_stream_msg m;
+	drape_err rc = proto_stream_decode(data, len, (size_t)c->opts.max_message, &m, NULL);
+	nng_free(data, len);
+	/* The stream is an optimisation: a message that does not decode is
+	 * dropped, and the frame it carried is fetched like any other gap. */
+	if (rc != DRAPE_OK)
+		return false;
+	client_track *owner = track_find(c, m.session);
+	bool news = false;
+	if (owner != NULL) {
+		if (m.kind == PROTO_STREAM_FRAME) {
+			uint32_t idx = m.frame.index;
+			owner->saw_active = true;
+			if (idx > owner->known_done)
+				owner->known_done = idx;
+			if (idx == owner->cursor + owner->queue_len) {
+				drape_frame f;
+				if (frame_copy(&m.frame, &f, NULL) == DRAPE_OK)
+					track_push(owner, &f);
+			}
+			news = idx >= owner->cursor;
+		} else {
+			if (m.frames_done > owner->known_done)
+				owner->known_done = m.frames_done;
+			owner->end_seen = true;
+			owner->need_status = true;
+			news = true;
+		}
+	}
+	proto_stream_free(&m);
+	return owner == t && news;
+}
+
+/* ---- drape_next_frame --------------------------------------------------------------- */
+
+static bool state_active(drape_state s)
+{
+	return s == DRAPE_STATE_QUEUED || s == DRAPE_STATE_RUNNING;
+}
+
+/* The code drape_next_frame returns when a run is over and every frame of it
+ * was delivered. */
+static drape_err end_code(uint32_t id, const drape_status *st, drape_error *err)
+{
+	switch (st->state) {
+	case DRAPE_STATE_CANCELED:
+		return drape_error_setf(err, DRAPE_ECANCELED, "session %u: run canceled after frame %u",
+					(unsigned)id, (unsigned)st->frames_done);
+	case DRAPE_STATE_FAILED: {
+		drape_err code = st->has_error && st->error.code != DRAPE_OK ? st->error.code
+									      : DRAPE_EINTERNAL;
+		return drape_error_setf(err, code, "session %u: run failed at frame %u: %s",
+					(unsigned)id, (unsigned)st->error_frame,
+					st->has_error ? st->error.message : "no reason given");
+	}
+	default:
+		return drape_error_setf(err, DRAPE_ECLOSED, "session %u: run finished at frame %u",
+					(unsigned)id, (unsigned)st->frames_done);
+	}
+}
+
+drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, int32_t timeout_ms,
+			   drape_error *err)
+{
+	client_track *t;
+	drape_err rc = track_get(c, s.id, &t, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	const int64_t start = client_now_ms();
+	const int64_t deadline = timeout_ms < 0 ? INT64_MAX : start + timeout_ms;
+	int64_t poll_at = start + c->opts.poll_interval_ms;
+	/* Whether the run has ended is only believed from a status taken during
+	 * this call: a status from an earlier call may predate a new run. */
+	bool have_status = false;
+	int64_t end_wait_until = 0;
+	drape_status st;
+	/* After an end was reported, a new run may have started since: ask at
+	 * once rather than after a silent poll interval. While a run goes on,
+	 * the stream is waited on first, so a reader that keeps up costs no
+	 * requests at all. */
+	if (t->ended) {
+		t->need_status = true;
+		t->ended = false;
+	}
+
+	for (;;) {
+		if (t->queue_len > 0) {
+			*out = t->queue[t->queue_head];
+			memset(&t->queue[t->queue_head], 0, sizeof t->queue[0]);
+			t->queue_head = (t->queue_head + 1) % t->queue_cap;
+			t->queue_len--;
+			t->cursor++;
+			return DRAPE_OK;
+		}
+		if (t->need_status) {
+			rc = drape_session_status(c, s, &st, err);
+			if (rc != DRAPE_OK)
+				return rc;
+			t->need_status = false;
+			have_status = true;
+			poll_at = client_now_ms() + c->opts.poll_interval_ms;
+			if (st.frames_done > t->known_done)
+				t->known_done = st.frames_done;
+			if (state_active(st.state))
+				t->saw_active = true;
+			if (st.frames_done >= t->cursor && st.frames_first > t->cursor) {
+				uint32_t from = t->cursor;
+				t->cursor = st.frames_first;
+				return drape_error_setf(
+					err, DRAPE_ERANGE,
+					"session %u: frames %u..%u are no longer retained by the server; "
+					"continuing from frame %u",
+					(unsigned)s.id, (unsigned)from, (unsigned)(t->cursor - 1),
+					(unsigned)t->cursor);
+			}
+		}
+		if (t->known_done >= t->cursor) {
+			uint32_t got = 0;
+			rc = track_fetch(c, t, &got, err);
+			if (rc != DRAPE_OK)
+				return rc;
+			if (got > 0)
+				continue;
+			/* The server has fewer frames than it said (retention moved
+			 * on, or a new run restarted the count): ask it again after
+			 * waiting, instead of spinning. */
+			t->known_done = t->cursor - 1;
+			t->need_status = true;
+		} else if (have_status && !state_active(st.state) && st.frames_done < t->cursor &&
+			   !t->need_status) {
+			/* A session may report "canceled" while the frame that was in
+			 * flight at the cancel is still being solved; the server
+			 * publishes the end of the run only after that frame. So with
+			 * the stream, a cancel is final once its end message came, or
+			 * after a bounded wait in case the stream dropped it. */
+			if (st.state == DRAPE_STATE_CANCELED && c->sub_open && !t->end_seen &&
+			    t->saw_active) {
+				int64_t now = client_now_ms();
+				if (end_wait_until == 0)
+					end_wait_until = now + END_WAIT_MS;
+				if (now < end_wait_until)
+					goto wait;
+			}
+			t->ended = true;
+			t->end_seen = false;
+			t->saw_active = false;
+			return end_code(s.id, &st, err);
+		}
+
+	wait:;
+		int64_t now = client_now_ms();
+		if (now >= deadline)
+			return drape_error_setf(err, DRAPE_ETIMEDOUT,
+						"session %u: no frame %u within %d ms", (unsigned)s.id,
+						(unsigned)t->cursor, (int)timeout_ms);
+		if (now >= poll_at) {
+			t->need_status = true;
+			continue;
+		}
+		int64_t wait = poll_at - now;
+		if (deadline - now < wait)
+			wait = deadline - now;
+		if (c->sub_open) {
+			if (stream_receive(c, t, (int32_t)wait))
+				poll_at = client_now_ms() + c->opts.poll_interval_ms;
+		} else {
+			struct timespec ts = {(time_t)(wait / 1000), (long)(wait % 1000) * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+drape_err drape_frames_each(drape_client *c, drape_session s, drape_frame_fn fn, void *user,
+			    int32_t timeout_ms, drape_error *err)
+{
+	for (;;) {
+		drape_frame f;
+		drape_err rc = drape_next_frame(c, s, &f, timeout_ms, err);
+		if (rc != DRAPE_OK)
+			return rc;
+		int stop = fn(&f, user);
+		drape_frame_free(&f);
+		if (stop)
+			return DRAPE_OK;
+	}
+}

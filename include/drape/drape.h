@@ -1,0 +1,420 @@
+/*
+ * libdrape — the client library of the drape cloth-simulation server.
+ *
+ * A program connects to a draped control URL (ipc://, tcp://), creates
+ * simulation sessions from a mesh and parameters, runs them, and receives
+ * the solved frames. Every call is a thin wrapper over one protocol request
+ * (proto/PROTOCOL.md) except the frame receivers, which combine the daemon's
+ * PUB stream with frames.get so that a caller sees every frame in order
+ * exactly once.
+ *
+ * Shape (after nng): the connection is an opaque `drape_client *`; sessions
+ * are small value handles (`drape_session`: the id and the owner token) that
+ * the caller may copy, store and reuse in a later run of the program.
+ * Definition structs are filled by a `..._default()` function first, so
+ * fields added later keep old callers working.
+ *
+ * Errors (after libuv and nng): every function returns a drape_err (zero on
+ * success, negative codes from drape/error.h) and, when given a non-NULL
+ * `drape_error *`, fills it with the code and a sentence naming what failed.
+ * An error the server reports is passed through with the server's code and
+ * message. Output arguments are written only on success.
+ *
+ * Transport failures map to: connection refused or no such socket ->
+ * DRAPE_EUNAVAILABLE; no reply within the request timeout ->
+ * DRAPE_ETIMEDOUT; a reply that cannot be decoded -> DRAPE_EPROTO (or the
+ * codec's ETRUNCATED / ETOOLARGE / ETOODEEP / EVERSION).
+ *
+ * Thread-safety: a drape_client may be used by one thread at a time (calls
+ * on one client must not overlap); distinct clients are independent, so a
+ * program that talks to the server from several threads opens one client
+ * per thread. Functions that take no client are thread-safe.
+ *
+ * The library links nng and msgpack-c; this header includes neither.
+ */
+#ifndef DRAPE_DRAPE_H
+#define DRAPE_DRAPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drape/error.h"
+#include "drape/sim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of libdrape, for logs and the hello request's client name. */
+#define DRAPE_CLIENT_VERSION "0.1.0"
+
+/* Default control URL of draped. */
+#define DRAPE_DEFAULT_URL "tcp://127.0.0.1:7450"
+
+/* Size of a session owner token in bytes (128-bit random) and of its hex
+ * form including the NUL. */
+#define DRAPE_TOKEN_SIZE 16
+#define DRAPE_TOKEN_HEX_SIZE (2 * DRAPE_TOKEN_SIZE + 1)
+
+/* Longest session name, bytes, excluding the NUL. */
+#define DRAPE_NAME_MAX 128
+
+/* timeout_ms value meaning "wait as long as it takes". */
+#define DRAPE_WAIT_FOREVER (-1)
+
+typedef struct drape_client drape_client;
+
+/* ---- Connecting ----------------------------------------------------------- */
+
+typedef struct drape_client_opts {
+	/* Longest wait for one reply, milliseconds; default 10000. A request
+	 * that gets no reply in time fails with DRAPE_ETIMEDOUT. */
+	int32_t request_timeout_ms;
+	/* How long drape_next_frame waits for the stream before it asks the
+	 * server (status and frames.get) whether frames were missed; default
+	 * 200. Lower is more responsive to a silent stream, higher sends fewer
+	 * requests. */
+	int32_t poll_interval_ms;
+	/* The server's auth token (draped --auth-token-file), sent with every
+	 * request; NULL when the server needs none. Copied by drape_connect. */
+	const char *auth_token;
+	/* Free text identifying the program in the server's logs; NULL gives
+	 * "libdrape 0.1.0". Copied by drape_connect. */
+	const char *client_name;
+	/* Largest reply or stream message accepted, bytes; default 256 MiB. */
+	uint64_t max_message;
+	/* Subscribe to the server's frame stream (default true). When false,
+	 * drape_next_frame gets every frame by polling with frames.get, which
+	 * suits clients that cannot reach the stream URL (behind a port
+	 * forward, for example). */
+	bool use_stream;
+} drape_client_opts;
+
+/* Fills *opts with the defaults above. Thread-safe. */
+void drape_client_opts_default(drape_client_opts *opts);
+
+/*
+ * Connects to the control URL `url` (NULL = DRAPE_DEFAULT_URL) and says
+ * hello, so a server that is down or speaks another protocol version is
+ * reported here and not at the first real request. opts may be NULL for the
+ * defaults. On success the caller owns *out and closes it with drape_close;
+ * on failure *out is untouched and nothing stays allocated. A connection
+ * refused (or an ipc path with no server) gives DRAPE_EUNAVAILABLE.
+ * If the server restarts later, the client reconnects by itself.
+ */
+drape_err drape_connect(const char *url, const drape_client_opts *opts, drape_client **out,
+			drape_error *err);
+
+/* Closes the sockets and frees the client and every frame it still buffers.
+ * Sessions stay on the server. NULL is fine. */
+void drape_close(drape_client *c);
+
+/* Server limits as announced by hello; 0 means "no limit" except for
+ * max_message. */
+typedef struct drape_server_limits {
+	uint64_t max_message;
+	uint64_t max_vertices;
+	uint64_t max_triangles;
+	uint64_t max_colliders;
+	uint64_t max_voxels;
+	uint64_t max_keyframes;
+	uint64_t max_sessions;
+	uint64_t max_sessions_per_client;
+	uint64_t max_frames_retained;
+	uint64_t max_frames_per_get;
+	uint64_t max_session_memory;
+	uint64_t idle_timeout_s;
+} drape_server_limits;
+
+/* What the server said at hello. */
+typedef struct drape_server_info {
+	uint32_t version;              /* the server's protocol version */
+	char server[256];              /* build string, e.g. "draped 0.1.0 (avx2)" */
+	char stream_url[1024];         /* the stream URL this client uses ("" if none) */
+	bool auth_required;
+	drape_server_limits limits;
+} drape_server_info;
+
+/* Copies the hello reply received by drape_connect into *out. No request is
+ * sent. Same thread rule as every client call. */
+void drape_server_info_get(const drape_client *c, drape_server_info *out);
+
+/* Sends hello again (a liveness check) and refreshes what
+ * drape_server_info_get returns. */
+drape_err drape_ping(drape_client *c, drape_error *err);
+
+/* ---- Sessions --------------------------------------------------------------- */
+
+/*
+ * A session handle: its id and the owner token session.create returned.
+ * Read-only requests (status, frames) need only the id; requests that change
+ * the session need the token, which the server checks (DRAPE_EPERM). A
+ * token of all zero bytes means "not known" and is not sent. A handle is
+ * plain data: save it (drape_token_format) and a later run of the program
+ * can reattach to the session.
+ */
+typedef struct drape_session {
+	uint32_t id;
+	uint8_t token[DRAPE_TOKEN_SIZE];
+} drape_session;
+
+/* Writes the token as 32 lowercase hex digits and a NUL. Thread-safe. */
+void drape_token_format(const uint8_t token[DRAPE_TOKEN_SIZE], char out[DRAPE_TOKEN_HEX_SIZE]);
+/* Parses 32 hex digits (either case; nothing else) into token. Returns
+ * DRAPE_EINVAL and leaves token untouched otherwise. Thread-safe. */
+drape_err drape_token_parse(const char *hex, uint8_t token[DRAPE_TOKEN_SIZE]);
+
+/*
+ * Parameters travel field by field: a field holding the "unset" marker
+ * (NaN for floats, INT32_MIN for integers, all three NaN for vectors) is not
+ * sent, and the server uses its default (for session.create) or keeps the
+ * session's value (for session.update). drape_params_unset marks every field
+ * unset; drape_sim_params_default (sim.h, in the solver library) sets every
+ * field, and such a struct is sent whole. Thread-safe.
+ */
+void drape_params_unset(drape_sim_params *p);
+
+/* What session.create reads. The arrays are read during the call only. */
+typedef struct drape_session_desc {
+	const float *positions;    /* vertex_count * 3 floats */
+	uint32_t vertex_count;
+	const uint32_t *triangles; /* triangle_count * 3 indices */
+	uint32_t triangle_count;
+	const float *inv_mass;     /* optional, vertex_count floats >= 0; NULL = from density */
+	const uint32_t *pins;      /* optional pinned vertex indices */
+	uint32_t pin_count;
+	drape_sim_params params;   /* unset fields take the server's defaults */
+	const char *name;          /* optional, <= DRAPE_NAME_MAX bytes */
+} drape_session_desc;
+
+/* Zeroes *d and marks every parameter unset (drape_params_unset). */
+void drape_session_desc_default(drape_session_desc *d);
+
+/* What session.create reports besides the handle. */
+typedef struct drape_create_info {
+	drape_sim_topology topology;
+	uint64_t intersections; /* intersecting triangle pairs found at creation */
+} drape_create_info;
+
+/*
+ * Creates a session. On success *out is the new handle (with its owner
+ * token) and *info, when not NULL, the server's topology report. The server
+ * validates everything; its message names the field at fault.
+ */
+drape_err drape_session_create(drape_client *c, const drape_session_desc *d, drape_session *out,
+			       drape_create_info *info, drape_error *err);
+
+/* Session states, as the server reports them. */
+typedef enum drape_state {
+	DRAPE_STATE_IDLE = 0, /* created or updated, not running */
+	DRAPE_STATE_QUEUED,   /* runnable, waiting for a worker */
+	DRAPE_STATE_RUNNING,
+	DRAPE_STATE_DONE,     /* the requested frames are solved */
+	DRAPE_STATE_CANCELED,
+	DRAPE_STATE_FAILED    /* see drape_status.error */
+} drape_state;
+
+/* "idle", "queued", ...; "unknown" out of range. Thread-safe. */
+const char *drape_state_name(drape_state s);
+
+/* What session.run and session.resume started. */
+typedef struct drape_run_info {
+	drape_state state;       /* queued or running */
+	uint32_t frames_done;    /* frames solved before this run */
+	uint32_t frames_target;  /* frame index the run stops at; 0 = until cancelled */
+	uint32_t queue_position; /* 0 when running */
+} drape_run_info;
+
+/* Solves `frames` more frames (0 = until cancelled). info may be NULL. The
+ * frames arrive through drape_next_frame. Needs the owner token. */
+drape_err drape_session_run(drape_client *c, drape_session s, uint32_t frames, drape_run_info *info,
+			    drape_error *err);
+
+/* Continues a run the daemon interrupted (a restart on the same state
+ * directory). info may be NULL. Needs the owner token. */
+drape_err drape_session_resume(drape_client *c, drape_session s, drape_run_info *info,
+			       drape_error *err);
+
+/* Stops a run; the server finishes the frame in flight. *state and
+ * *frames_done (each may be NULL) receive what the reply says: the state
+ * after the cancel took effect or was requested, and the frames solved.
+ * Needs the owner token. */
+drape_err drape_session_cancel(drape_client *c, drape_session s, drape_state *state,
+			       uint32_t *frames_done, drape_error *err);
+
+/* Changes parameters between runs: only the fields of *p that are set are
+ * sent (start from drape_params_unset). Needs the owner token. */
+drape_err drape_session_update(drape_client *c, drape_session s, const drape_sim_params *p,
+			       drape_error *err);
+
+/* Deletes the session and its frames; this client's buffered frames of it
+ * are dropped too. Needs the owner token. */
+drape_err drape_session_delete(drape_client *c, drape_session s, drape_error *err);
+
+typedef struct drape_status {
+	drape_state state;
+	char name[DRAPE_NAME_MAX + 1]; /* "" if none */
+	uint32_t queue_position;       /* 1-based when queued, else 0 */
+	uint32_t frames_done;          /* highest frame index solved, 0 = none */
+	uint32_t frames_target;        /* 0 = until cancelled, or not running */
+	uint32_t frames_first;         /* oldest frame still retrievable, 0 = none */
+	uint32_t vertices, triangles, colliders;
+	bool has_error;                /* the run failed: error and error_frame say why */
+	drape_error error;
+	uint32_t error_frame;
+	bool has_stats;                /* stats of the last solved frame */
+	drape_sim_stats stats;
+} drape_status;
+
+/* Fills *out with the session's status. Needs only the id. */
+drape_err drape_session_status(drape_client *c, drape_session s, drape_status *out, drape_error *err);
+
+typedef struct drape_session_entry {
+	uint32_t id;
+	char name[DRAPE_NAME_MAX + 1];
+	drape_state state;
+	uint32_t frames_done;
+	uint32_t vertices;
+} drape_session_entry;
+
+/* Lists the server's sessions. On success the caller owns *out (count
+ * entries; NULL when count is 0) and frees it with free(). */
+drape_err drape_session_list(drape_client *c, drape_session_entry **out, uint32_t *count,
+			     drape_error *err);
+
+typedef struct drape_server_stats {
+	uint64_t sessions, queued, running;
+	uint64_t memory;        /* bytes held by sessions */
+	uint64_t frames_solved;
+	uint64_t frames_served; /* published plus fetched */
+	uint64_t requests;
+	uint64_t clients;
+	uint32_t threads;
+	double uptime_s;
+} drape_server_stats;
+
+drape_err drape_server_stats_get(drape_client *c, drape_server_stats *out, drape_error *err);
+
+/* ---- Colliders and pins (need the owner token) ---------------------------- */
+
+/*
+ * Marks the optional response fields of a collider (friction,
+ * static_friction, restitution, thickness, voxel_size) unset (NaN) so the
+ * server uses its defaults, and zeroes the rest. A desc filled by
+ * drape_collider_desc_default (sim.h) is sent whole instead. desc.sdf is not
+ * sent (a field cannot cross the wire; send the mesh). Thread-safe.
+ */
+void drape_collider_desc_unset(drape_collider_desc *d);
+
+/* Adds a collider; *index (may be NULL) is its index in the session. */
+drape_err drape_collider_add(drape_client *c, drape_session s, const drape_collider_desc *d,
+			     uint32_t *index, drape_error *err);
+/* Replaces a collider's keyframes (count 0 = identity transform). */
+drape_err drape_collider_transform(drape_client *c, drape_session s, uint32_t index,
+				   const drape_keyframe *keys, uint32_t count, drape_error *err);
+/* Replaces a mesh collider's vertex positions (same count). */
+drape_err drape_collider_update(drape_client *c, drape_session s, uint32_t index,
+				const float *vertices, uint32_t vertex_count, drape_error *err);
+/* Removes a collider; later indices shift down by one. */
+drape_err drape_collider_remove(drape_client *c, drape_session s, uint32_t index, drape_error *err);
+/* Makes pinned vertices follow collider `collider`'s transform. */
+drape_err drape_pins_attach(drape_client *c, drape_session s, const uint32_t *vertices,
+			    uint32_t count, uint32_t collider, drape_error *err);
+
+/*
+ * Asks the server for the intersecting triangle pairs of a mesh (the
+ * preflight op; drape_preflight in sim.h does the same in process). Fills
+ * up to max_pairs pairs into `pairs` (may be NULL when max_pairs is 0) and
+ * the total into *count; *pair_count (may be NULL) receives how many were
+ * written.
+ */
+drape_err drape_server_preflight(drape_client *c, const float *positions, uint32_t vertex_count,
+				 const uint32_t *triangles, uint32_t triangle_count,
+				 drape_tri_pair *pairs, uint32_t max_pairs, uint32_t *pair_count,
+				 uint64_t *count, drape_error *err);
+
+/* ---- Frames --------------------------------------------------------------- */
+
+/* One solved frame. positions (vertex_count * 3 floats, the order of the
+ * session's mesh) is heap memory owned by whoever holds the struct, freed by
+ * drape_frame_free. index is 1-based: frame i is the state after i steps. */
+typedef struct drape_frame {
+	uint32_t index;
+	uint32_t vertex_count;
+	float *positions;
+	drape_sim_stats stats;
+} drape_frame;
+
+/* Frees f->positions and zeroes *f. NULL and a zeroed frame are fine. */
+void drape_frame_free(drape_frame *f);
+
+/*
+ * Fetches retained frames first .. first+count-1 with frames.get. The server
+ * may return fewer than asked (reply size, retention, not yet solved): the
+ * frames returned are consecutive from `first`; ask again for the rest.
+ * On success the caller owns *frames (*n of them, NULL when *n is 0) and
+ * frees them with drape_frames_free; *frames_done (may be NULL) is the
+ * highest frame solved at the time of the reply. Does not move the cursor of
+ * drape_next_frame.
+ */
+drape_err drape_frames_get(drape_client *c, drape_session s, uint32_t first, uint32_t count,
+			   drape_frame **frames, uint32_t *n, uint32_t *frames_done, drape_error *err);
+
+/* Frees an array from drape_frames_get (each frame and the array). */
+void drape_frames_free(drape_frame *frames, uint32_t n);
+
+/*
+ * Sets the index of the next frame drape_next_frame returns for session s
+ * (>= 1). By default a client starts at frame 1, the session's first; a
+ * program that reattaches after receiving frames 1..k seeks to k + 1. Frames
+ * this client buffered for s are dropped. Needs no request.
+ */
+drape_err drape_frames_seek(drape_client *c, drape_session s, uint32_t next, drape_error *err);
+
+/*
+ * Returns the next frame of session s in order, each exactly once, waiting
+ * up to timeout_ms (DRAPE_WAIT_FOREVER = no limit). Frames come from the
+ * stream as the server publishes them; a frame the stream skipped (a slow
+ * reader, a reconnect, a subscription made after the run started) is
+ * fetched with frames.get, and when the stream stays silent for
+ * poll_interval_ms the server is asked directly, so nothing is lost even if
+ * the stream drops messages. Stream messages for frames already returned
+ * are dropped.
+ *
+ * On success the caller owns *out (drape_frame_free). When every solved
+ * frame has been returned and no run is in progress it returns:
+ *   DRAPE_ECLOSED   the run finished (state done, or idle: nothing to run);
+ *   DRAPE_ECANCELED the run was cancelled;
+ *   another code    the run failed: the server's code, and err's message
+ *                   names the frame and the server's reason.
+ * A run this client saw going that is then cancelled ends only after the
+ * stream's end-of-run message (the frame in flight at the cancel may land
+ * after the status already says "canceled"), or 2 s after the status said
+ * so if the stream lost that message.
+ * DRAPE_ETIMEDOUT when timeout_ms passed without a frame (call again);
+ * DRAPE_ERANGE when frames from the cursor on are no longer retained by the
+ * server (the message says which): the cursor then moves to the oldest
+ * retained frame, so the next call continues from there.
+ * On any failure *out is untouched.
+ */
+drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, int32_t timeout_ms,
+			   drape_error *err);
+
+/*
+ * Callback variant of drape_next_frame: calls fn for every frame in order
+ * until the run ends, fn returns non-zero, or a call fails. The frame passed
+ * to fn belongs to the library and is valid only during the call (copy what
+ * you keep). timeout_ms bounds the wait for each frame. Returns what ended
+ * the loop: the end code of drape_next_frame (DRAPE_ECLOSED for a finished
+ * run), DRAPE_OK if fn stopped it, or the failure. fn is called on the
+ * calling thread and must not use the same client.
+ */
+typedef int (*drape_frame_fn)(const drape_frame *frame, void *user);
+drape_err drape_frames_each(drape_client *c, drape_session s, drape_frame_fn fn, void *user,
+			    int32_t timeout_ms, drape_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,579 @@
+/*
+ * Crash recovery files (see checkpoint.h).
+ */
+#include "server/checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/checksum.h"
+#include "server/log.h"
+#include "server/server.h"
+
+#define SRV_FILE_MAGIC "drapeSF1"
+#define SRV_KIND_SERVER 1u
+#define SRV_KIND_SESSION 2u
+#define SRV_KIND_STATE 3u
+/* Files larger than this are refused before they are read. */
+#define SRV_FILE_MAX ((uint64_t)1 << 34)
+
+typedef struct srv_file_head {
+	char magic[8];
+	uint32_t kind;
+	uint32_t reserved;
+	uint64_t payload_len;
+} srv_file_head;
+
+typedef struct srv_part {
+	const void *data;
+	size_t len;
+} srv_part;
+
+typedef struct srv_state_head {
+	uint32_t id;
+	uint32_t frame;
+	uint32_t last_target;
+	uint32_t target;
+	uint32_t state;
+	uint32_t vertices;
+	uint32_t params_size;
+	uint32_t reserved;
+	drape_sim_params params;
+} srv_state_head;
+
+typedef struct srv_session_head {
+	uint32_t id;
+	uint32_t reserved;
+	uint64_t client;
+	uint8_t token[PROTO_TOKEN_SIZE];
+} srv_session_head;
+
+static bool srv_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		p += w;
+		len -= (size_t)w;
+	}
+	return true;
+}
+
+static bool srv_fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool ok = fsync(fd) == 0;
+	close(fd);
+	return ok;
+}
+
+/* Writes dir/name atomically: temporary file, fsync, rename, fsync dir. */
+static bool srv_file_write(const char *dir, const char *name, uint32_t kind, const srv_part *parts, size_t n)
+{
+	char path[4300], tmp[4310];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	srv_file_head h;
+	memset(&h, 0, sizeof h);
+	memcpy(h.magic, SRV_FILE_MAGIC, 8);
+	h.kind = kind;
+	for (size_t i = 0; i < n; i++)
+		h.payload_len += parts[i].len;
+	uint64_t sum = srv_fnv1a64(SRV_FNV_INIT, &h, sizeof h);
+	for (size_t i = 0; i < n; i++)
+		sum = srv_fnv1a64(sum, parts[i].data, parts[i].len);
+
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		srv_warn("checkpoint %s: %s", tmp, strerror(errno));
+		return false;
+	}
+	bool ok = srv_write_all(fd, &h, sizeof h);
+	for (size_t i = 0; ok && i < n; i++)
+		ok = srv_write_all(fd, parts[i].data, parts[i].len);
+	ok = ok && srv_write_all(fd, &sum, sizeof sum);
+	ok = ok && fsync(fd) == 0;
+	const int saved = errno;
+	close(fd);
+	if (ok && rename(tmp, path) != 0)
+		ok = false;
+	if (!ok) {
+		srv_warn("checkpoint %s: %s", path, strerror(saved ? saved : errno));
+		unlink(tmp);
+		return false;
+	}
+	if (!srv_fsync_dir(dir))
+		srv_warn("checkpoint %s: cannot fsync the directory: %s", dir, strerror(errno));
+	return true;
+}
+
+/* Reads and checks a file written by srv_file_write; returns its payload
+ * (caller frees) or NULL with the reason in why. */
+static uint8_t *srv_file_read(const char *path, uint32_t kind, size_t *len, char *why, size_t why_len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, why_len, "%s", strerror(errno));
+		return NULL;
+	}
+	struct stat st;
+	srv_file_head h;
+	uint8_t *buf = NULL;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < sizeof h + 8 || (uint64_t)st.st_size > SRV_FILE_MAX) {
+		snprintf(why, why_len, "size %lld is impossible", (long long)st.st_size);
+		goto fail;
+	}
+	buf = malloc((size_t)st.st_size);
+	if (buf == NULL) {
+		snprintf(why, why_len, "out of memory");
+		goto fail;
+	}
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	if (got != (size_t)st.st_size) {
+		snprintf(why, why_len, "short read");
+		goto fail;
+	}
+	memcpy(&h, buf, sizeof h);
+	if (memcmp(h.magic, SRV_FILE_MAGIC, 8) != 0 || h.kind != kind) {
+		snprintf(why, why_len, "not a drape state file of the expected kind");
+		goto fail;
+	}
+	if (h.payload_len != (uint64_t)st.st_size - sizeof h - 8) {
+		snprintf(why, why_len, "truncated (header says %llu payload bytes, file holds %llu)",
+			 (unsigned long long)h.payload_len, (unsigned long long)((uint64_t)st.st_size - sizeof h - 8));
+		goto fail;
+	}
+	uint64_t want;
+	memcpy(&want, buf + sizeof h + h.payload_len, 8);
+	if (srv_fnv1a64(SRV_FNV_INIT, buf, sizeof h + h.payload_len) != want) {
+		snprintf(why, why_len, "checksum mismatch");
+		goto fail;
+	}
+	close(fd);
+	memmove(buf, buf + sizeof h, h.payload_len);
+	*len = h.payload_len;
+	return buf;
+fail:
+	free(buf);
+	close(fd);
+	return NULL;
+}
+
+static int srv_mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[4096];
+	if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
+		return ENAMETOOLONG;
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+			return errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+		return errno;
+	struct stat st;
+	if (stat(tmp, &st) != 0)
+		return errno;
+	if (!S_ISDIR(st.st_mode))
+		return ENOTDIR;
+	if (access(tmp, W_OK | X_OK) != 0)
+		return errno;
+	return 0;
+}
+
+int srv_ckpt_prepare(srv_server *srv)
+{
+	int e = srv_mkdir_p(srv->cfg->state_dir, 0700);
+	if (e != 0)
+		return e;
+	snprintf(srv->sessions_dir, sizeof srv->sessions_dir, "%s/sessions", srv->cfg->state_dir);
+	e = srv_mkdir_p(srv->sessions_dir, 0700);
+	if (e != 0)
+		srv->sessions_dir[0] = '\0';
+	return e;
+}
+
+static void srv_ckpt_save_next_id(srv_server *srv)
+{
+	const uint32_t next = srv->sessions.next_id;
+	const srv_part part = { &next, sizeof next };
+	srv_file_write(srv->cfg->state_dir, "server.bin", SRV_KIND_SERVER, &part, 1);
+}
+
+/* Writes state.bin from the sim and the given run fields. Reads only what
+ * the caller owns at that moment (the sim, and immutable session fields),
+ * so a worker holding the session may call it. */
+static void srv_ckpt_write_state(srv_session *s, uint32_t state, uint32_t target, uint32_t last_target,
+				 const drape_sim_params *params)
+{
+	srv_state_head h;
+	memset(&h, 0, sizeof h);
+	h.id = s->id;
+	h.last_target = last_target;
+	h.target = target;
+	h.state = state;
+	h.vertices = s->vertices;
+	h.params_size = (uint32_t)sizeof h.params;
+	h.params = *params;
+	const size_t n = (size_t)s->vertices * 3u;
+	float *buf = malloc(n * 2u * sizeof(float));
+	if (buf == NULL) {
+		srv_warn("session %u: out of memory for its checkpoint", (unsigned)s->id);
+		return;
+	}
+	drape_sim_get_state(s->sim, buf, buf + n, &h.frame);
+	const srv_part parts[2] = { { &h, sizeof h }, { buf, n * 2u * sizeof(float) } };
+	srv_file_write(s->dir, "state.bin", SRV_KIND_STATE, parts, 2);
+	free(buf);
+}
+
+void srv_ckpt_save_state(srv_server *srv, srv_session *s)
+{
+	(void)srv;
+	if (s->dir == NULL || s->busy || s->deleted)
+		return;
+	srv_ckpt_write_state(s, (uint32_t)s->state, s->target, s->last_target, &s->params);
+}
+
+void srv_ckpt_save_state_worker(srv_session *s)
+{
+	if (s->dir == NULL)
+		return;
+	srv_ckpt_write_state(s, PROTO_STATE_RUNNING, s->work_target, s->work_last_target, &s->work_params);
+}
+
+void srv_ckpt_save_params(srv_server *srv, srv_session *s)
+{
+	srv_ckpt_save_state(srv, s);
+}
+
+void srv_ckpt_save_run(srv_server *srv, srv_session *s)
+{
+	srv_ckpt_save_state(srv, s);
+}
+
+void srv_ckpt_save_session(srv_server *srv, srv_session *s, const void *create, size_t len)
+{
+	if (s->dir == NULL)
+		return;
+	srv_session_head h;
+	memset(&h, 0, sizeof h);
+	h.id = s->id;
+	h.client = s->client;
+	memcpy(h.token, s->token, PROTO_TOKEN_SIZE);
+	const srv_part parts[2] = { { &h, sizeof h }, { create, len } };
+	if (!srv_file_write(s->dir, "session.bin", SRV_KIND_SESSION, parts, 2))
+		srv_warn("session %u will not survive a restart", (unsigned)s->id);
+	srv_ckpt_save_next_id(srv);
+	srv_ckpt_save_state(srv, s);
+}
+
+void srv_ckpt_remove_session(srv_server *srv, srv_session *s)
+{
+	if (s->dir == NULL)
+		return;
+	static const char *const names[] = { "session.bin", "state.bin", "ops.bin", "frames.bin",
+					     "session.bin.tmp", "state.bin.tmp" };
+	char path[4300];
+	/* session.bin goes first: without it a half-removed directory is not
+	 * loaded again. */
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s", s->dir, names[i]);
+		if (unlink(path) != 0 && errno != ENOENT)
+			srv_warn("session %u: cannot remove %s: %s", (unsigned)s->id, path, strerror(errno));
+	}
+	if (rmdir(s->dir) != 0)
+		srv_warn("session %u: cannot remove %s: %s", (unsigned)s->id, s->dir, strerror(errno));
+}
+
+void srv_ckpt_append_op(srv_server *srv, srv_session *s, const void *raw, size_t len)
+{
+	if (s->dir == NULL)
+		return;
+	char path[4300];
+	snprintf(path, sizeof path, "%s/ops.bin", s->dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	const uint32_t n = (uint32_t)len;
+	uint64_t sum = srv_fnv1a64(SRV_FNV_INIT, &n, sizeof n);
+	sum = srv_fnv1a64(sum, raw, len);
+	bool ok = fd >= 0 && srv_write_all(fd, &n, sizeof n) && srv_write_all(fd, raw, len) &&
+		  srv_write_all(fd, &sum, sizeof sum) && fsync(fd) == 0;
+	if (!ok)
+		srv_warn("session %u: cannot record a collider op in %s: %s; a restart will lose it",
+			 (unsigned)s->id, path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	srv_ckpt_save_state(srv, s);
+}
+
+/* Applies the recorded collider ops of a reloaded session, in order; stops
+ * at the first torn or failing record. Returns false if one failed. */
+static bool srv_ckpt_replay_ops(srv_server *srv, srv_session *s, const char *dir)
+{
+	char path[4400];
+	snprintf(path, sizeof path, "%s/ops.bin", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	struct stat st;
+	uint8_t *buf = NULL;
+	size_t size = 0;
+	if (fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < SRV_FILE_MAX &&
+	    (buf = malloc((size_t)st.st_size)) != NULL) {
+		while (size < (size_t)st.st_size) {
+			ssize_t r = read(fd, buf + size, (size_t)st.st_size - size);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;
+			size += (size_t)r;
+		}
+	}
+	close(fd);
+	bool ok = true;
+	size_t off = 0;
+	uint32_t applied = 0;
+	while (off < size) {
+		uint32_t n;
+		uint64_t want;
+		if (size - off < sizeof n + sizeof want) {
+			srv_warn("session %u: %s ends in a torn record; later ops are skipped", (unsigned)s->id, path);
+			break;
+		}
+		memcpy(&n, buf + off, sizeof n);
+		if (n > size - off - sizeof n - sizeof want) {
+			srv_warn("session %u: %s ends in a torn record; later ops are skipped", (unsigned)s->id, path);
+			break;
+		}
+		memcpy(&want, buf + off + sizeof n + n, sizeof want);
+		if (srv_fnv1a64(SRV_FNV_INIT, buf + off, sizeof n + n) != want) {
+			srv_warn("session %u: %s: record %u fails its checksum; it and later ops are skipped",
+				 (unsigned)s->id, path, (unsigned)applied + 1);
+			ok = false;
+			break;
+		}
+		proto_request req;
+		proto_reply rep;
+		drape_error err;
+		drape_err rc = proto_request_decode(buf + off + sizeof n, n, 0, &req, NULL, &err);
+		if (rc == DRAPE_OK) {
+			proto_reply_init(&rep, req.op, req.id);
+			rc = srv_collider_apply(srv->cfg, s, &req, &rep, &err);
+			proto_request_free(&req);
+		}
+		if (rc != DRAPE_OK) {
+			srv_warn("session %u: recorded collider op %u cannot be applied: %s", (unsigned)s->id,
+				 (unsigned)applied + 1, err.message);
+			ok = false;
+			break;
+		}
+		applied++;
+		off += sizeof n + n + sizeof want;
+	}
+	s->colliders = s->work_colliders;
+	free(buf);
+	return ok;
+}
+
+/* Re-solves frames the cache holds beyond the checkpoint, at most this many
+ * (beyond it the extra frames are dropped instead of delaying the start). */
+#define SRV_MAX_REPLAY 1000
+
+static srv_session *srv_ckpt_load_one(srv_server *srv, uint32_t id, const char *dir)
+{
+	char path[4400], why[256];
+	size_t len = 0;
+	snprintf(path, sizeof path, "%s/session.bin", dir);
+	uint8_t *sess = srv_file_read(path, SRV_KIND_SESSION, &len, why, sizeof why);
+	if (sess == NULL) {
+		srv_warn("state: skipping %s: %s", path, why);
+		return NULL;
+	}
+	srv_session_head sh;
+	proto_request req;
+	drape_error err;
+	if (len < sizeof sh) {
+		srv_warn("state: skipping %s: too short", path);
+		free(sess);
+		return NULL;
+	}
+	memcpy(&sh, sess, sizeof sh);
+	if (sh.id != id ||
+	    proto_request_decode(sess + sizeof sh, len - sizeof sh, 0, &req, NULL, &err) != DRAPE_OK ||
+	    req.op != PROTO_OP_SESSION_CREATE) {
+		srv_warn("state: skipping %s: its id or create request is invalid", path);
+		free(sess);
+		return NULL;
+	}
+	free(sess);
+
+	/* The checkpoint, if any is usable. */
+	snprintf(path, sizeof path, "%s/state.bin", dir);
+	uint8_t *st = srv_file_read(path, SRV_KIND_STATE, &len, why, sizeof why);
+	srv_state_head h;
+	const size_t n = (size_t)req.u.create.mesh.vertex_count * 3u;
+	if (st != NULL) {
+		memcpy(&h, st, len < sizeof h ? len : sizeof h);
+		if (len != sizeof h + n * 2u * sizeof(float) || h.id != id ||
+		    h.vertices != req.u.create.mesh.vertex_count || h.params_size != sizeof h.params ||
+		    h.state >= PROTO_STATE_COUNT_ || drape_sim_params_validate(&h.params, NULL) != DRAPE_OK) {
+			snprintf(why, sizeof why, "its contents do not match the session");
+			free(st);
+			st = NULL;
+		}
+	}
+	if (st == NULL) {
+		srv_warn("session %u: checkpoint %.4000s unusable (%.200s); the session restarts from frame 0",
+			 (unsigned)id, path, why);
+		memset(&h, 0, sizeof h);
+		drape_sim_params_default(&h.params);
+		proto_params_apply(&h.params, &req.u.create.params);
+		h.state = PROTO_STATE_IDLE;
+	}
+
+	srv_session *s = srv_session_build(srv, id, &req.u.create, &h.params, true, &err);
+	proto_request_free(&req);
+	if (s == NULL) {
+		srv_warn("state: skipping session %u: %s", (unsigned)id, err.message);
+		free(st);
+		return NULL;
+	}
+	s->client = sh.client;
+	memcpy(s->token, sh.token, PROTO_TOKEN_SIZE);
+	if (!srv_ckpt_replay_ops(srv, s, dir))
+		srv_warn("session %u: loaded without some of its collider ops; its frames may differ from "
+			 "before the restart",
+			 (unsigned)id);
+	if (st != NULL) {
+		const float *pos = (const float *)(void *)(st + sizeof h);
+		if (drape_sim_set_state(s->sim, pos, pos + n, h.frame, &err) != DRAPE_OK) {
+			srv_warn("state: skipping session %u: its checkpoint is refused: %s", (unsigned)id,
+				 err.message);
+			free(st);
+			srv_session_free(s);
+			return NULL;
+		}
+		free(st);
+	}
+	s->frames_done = h.frame;
+	s->last_target = h.last_target;
+	s->target = h.target;
+	s->state = (proto_state)h.state;
+	if (s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED) {
+		s->state = PROTO_STATE_CANCELED;
+		srv_info("session %u was interrupted at frame %u; session.resume continues it", (unsigned)id,
+			 (unsigned)h.frame);
+	}
+
+	/* The frame cache: trust only checksummed records, then bring the
+	 * solver up to the newest one by re-solving (deterministically). */
+	struct stat fst;
+	uint32_t records = 0;
+	if (s->frames.fd >= 0 && fstat(s->frames.fd, &fst) == 0)
+		records = (uint32_t)((uint64_t)fst.st_size / s->frames.record > UINT32_MAX
+					     ? UINT32_MAX
+					     : (uint64_t)fst.st_size / s->frames.record);
+	uint32_t good = srv_frames_verify(&s->frames, records, s->work_record);
+	if (good > h.frame + SRV_MAX_REPLAY)
+		good = h.frame + SRV_MAX_REPLAY;
+	uint32_t frame = h.frame;
+	while (frame < good) {
+		drape_sim_stats stats;
+		if (drape_sim_step(s->sim, &stats, &err) != DRAPE_OK)
+			break;
+		frame = stats.frame;
+	}
+	if (frame <= good) {
+		/* Consistent (or re-solving stopped early): the cache is cut
+		 * back to the solver's frame. */
+		srv_frames_truncate(&s->frames, frame);
+	} else {
+		/* The cache ends before the checkpoint (its tail was lost): the
+		 * frames between are gone, newer ones follow the checkpoint. */
+		srv_frames_truncate(&s->frames, good);
+		s->frames.newest = frame;
+		s->frames.disk_first = frame + 1;
+		s->frames.ring_first = frame + 1;
+	}
+	s->frames_done = frame;
+	if (s->frames_done > 0) {
+		float *tmp = malloc((size_t)s->vertices * 12u);
+		if (tmp != NULL &&
+		    srv_frames_read(&s->frames, s->frames_done, tmp, &s->stats, s->work_record, NULL) == DRAPE_OK)
+			s->has_stats = true;
+		free(tmp);
+	}
+	return s;
+}
+
+size_t srv_ckpt_load_all(srv_server *srv)
+{
+	char why[256];
+	char path[4300];
+	size_t len = 0;
+	uint32_t next = 1;
+	snprintf(path, sizeof path, "%s/server.bin", srv->cfg->state_dir);
+	uint8_t *sb = srv_file_read(path, SRV_KIND_SERVER, &len, why, sizeof why);
+	if (sb != NULL && len == sizeof next)
+		memcpy(&next, sb, sizeof next);
+	else if (access(path, F_OK) == 0)
+		srv_warn("state: %s unusable (%s); session ids restart after the highest loaded", path, why);
+	free(sb);
+
+	if (srv->sessions_dir[0] == '\0')
+		return 0;
+	DIR *d = opendir(srv->sessions_dir);
+	if (d == NULL)
+		return 0;
+	size_t loaded = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		char *end = NULL;
+		unsigned long id = strtoul(e->d_name, &end, 10);
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' || *end != '\0' || id >= UINT32_MAX)
+			continue;
+		char dir[4300];
+		snprintf(dir, sizeof dir, "%.4000s/%.255s", srv->sessions_dir, e->d_name);
+		if (id >= next)
+			next = (uint32_t)id + 1;
+		srv_session *s = srv_ckpt_load_one(srv, (uint32_t)id, dir);
+		if (s == NULL)
+			continue;
+		if (!srv_sessions_add(&srv->sessions, s)) {
+			srv_session_free(s);
+			continue;
+		}
+		/* Idle time counts from the restart, not from the loop clock's
+		 * arbitrary origin. */
+		s->last_active_ms = srv_now_ms(srv);
+		loaded++;
+		srv_info("session %u reloaded: %u vertices, frame %u, %s", (unsigned)s->id, (unsigned)s->vertices,
+			 (unsigned)s->frames_done, proto_state_name(s->state));
+	}
+	closedir(d);
+	srv->sessions.next_id = next;
+	return loaded;
+}

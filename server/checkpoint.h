@@ -1,0 +1,61 @@
+/*
+ * Crash recovery: each session's inputs and solver state in the state
+ * directory, and their reload on start.
+ *
+ *   <state-dir>/server.bin               next session id (ids are never reused)
+ *   <state-dir>/sessions/<id>/session.bin  id, owner token, client id and the
+ *                                        original session.create request bytes
+ *   <state-dir>/sessions/<id>/state.bin    parameters, run target, state, frame,
+ *                                        positions and velocities
+ *   <state-dir>/sessions/<id>/ops.bin      collider ops in order, appended as
+ *                                        records {len, request bytes, FNV-1a 64}
+ *   <state-dir>/sessions/<id>/frames.bin   frame cache (frames.h)
+ *
+ * Every file is written to a temporary name, fsync'ed, renamed over the old
+ * one, and the directory fsync'ed, so a crash leaves the old or the new file
+ * and never a mix; each ends with an FNV-1a 64 checksum of the rest, so a
+ * torn or corrupted file is reported and skipped instead of loaded.
+ *
+ * state.bin is written every --checkpoint-every frames, when a run ends, on
+ * parameter updates, run and cancel (when no frame is in flight), and on
+ * shutdown. A reloaded session restores the checkpoint, then re-solves the
+ * frames its cache holds beyond it (the solver is deterministic, so it ends
+ * bit-identical to where the daemon stopped), and an interrupted run is
+ * continued with session.resume.
+ *
+ * Loop thread only. Files are host-endian: the state dir belongs to one host.
+ */
+#ifndef DRAPE_SRV_CHECKPOINT_H
+#define DRAPE_SRV_CHECKPOINT_H
+
+#include <stddef.h>
+
+#include "server/session.h"
+
+struct srv_server;
+
+/* Creates <state-dir> and <state-dir>/sessions (0700); 0 or errno. */
+int srv_ckpt_prepare(struct srv_server *srv);
+/* Writes session.bin from the create request bytes, server.bin, and a first
+ * state.bin. Failures are logged: the session then lives in memory only. */
+void srv_ckpt_save_session(struct srv_server *srv, srv_session *s, const void *create, size_t len);
+/* Writes state.bin (skipped while a frame is in flight; the frame's landing
+ * checkpoints again). */
+void srv_ckpt_save_state(struct srv_server *srv, srv_session *s);
+/* Worker: the periodic checkpoint of a running session, written by the
+ * worker that solved the frame (so fsync never stalls the loop), from the
+ * run fields snapshotted when its frame was queued. */
+void srv_ckpt_save_state_worker(srv_session *s);
+void srv_ckpt_save_params(struct srv_server *srv, srv_session *s);
+void srv_ckpt_save_run(struct srv_server *srv, srv_session *s);
+/* Appends a successful collider op's request bytes to ops.bin (one
+ * checksummed record each, fsync'ed) and checkpoints the state right after,
+ * so on reload every op is applied, in order, before the checkpoint. */
+void srv_ckpt_append_op(struct srv_server *srv, srv_session *s, const void *raw, size_t len);
+/* Removes the session's directory. */
+void srv_ckpt_remove_session(struct srv_server *srv, srv_session *s);
+/* Loads every session of the state dir; bad ones are logged and skipped.
+ * Returns the number loaded. */
+size_t srv_ckpt_load_all(struct srv_server *srv);
+
+#endif

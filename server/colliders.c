@@ -1,0 +1,115 @@
+/*
+ * Collider ops (collider.add/transform/update/remove, pins.attach) and
+ * preflight. The checks that need only the request and the session's sizes
+ * run on the loop (srv_*_admit); the solver calls run on a worker as jobs
+ * (jobs.c), because building a mesh collider's distance field or checking a
+ * big mesh for intersections can take seconds and must not stall other
+ * clients.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/log.h"
+#include "server/server.h"
+
+drape_err srv_collider_admit(srv_server *srv, const srv_session *s, const proto_request *req, drape_error *err)
+{
+	if (req->op == PROTO_OP_COLLIDER_ADD) {
+		const uint64_t max = srv->cfg->max_colliders;
+		if (max != 0 && (uint64_t)s->colliders + 1 > max)
+			return drape_error_setf(err, DRAPE_ELIMIT,
+						"collider.add: session %u has %u colliders; the limit "
+						"max_colliders is %llu",
+						(unsigned)s->id, (unsigned)s->colliders, (unsigned long long)max);
+	}
+	if (req->op == PROTO_OP_PINS_ATTACH) {
+		const proto_pins_attach_req *p = &req->u.pins_attach;
+		for (uint32_t i = 0; i < p->count; i++)
+			if (p->vertices[i] >= s->vertices)
+				return drape_error_setf(err, DRAPE_ERANGE,
+							"pins.attach: vertices[%u]: index %u >= vertex count %u",
+							(unsigned)i, (unsigned)p->vertices[i], (unsigned)s->vertices);
+	}
+	return DRAPE_OK;
+}
+
+drape_err srv_collider_apply(const srv_config *cfg, srv_session *s, const proto_request *req, proto_reply *rep,
+			     drape_error *err)
+{
+	drape_err rc;
+	switch (req->op) {
+	case PROTO_OP_COLLIDER_ADD: {
+		drape_collider_desc d;
+		drape_collider_desc_default(&d);
+		proto_collider_apply(&d, &req->u.collider_add);
+		d.sdf = NULL;
+		d.max_voxels = cfg->max_voxels;
+		uint32_t index = 0;
+		rc = drape_sim_add_collider(s->sim, &d, &index, err);
+		if (rc == DRAPE_OK)
+			rep->u.collider_add.index = index;
+		break;
+	}
+	case PROTO_OP_COLLIDER_TRANSFORM: {
+		const proto_collider_transform_req *t = &req->u.collider_transform;
+		rc = drape_sim_set_keyframes(s->sim, t->index, t->keyframes, t->keyframe_count, err);
+		break;
+	}
+	case PROTO_OP_COLLIDER_UPDATE: {
+		const proto_collider_update_req *u = &req->u.collider_update;
+		rc = drape_sim_update_collider_mesh(s->sim, u->index, u->vertices, u->vertex_count, err);
+		break;
+	}
+	case PROTO_OP_COLLIDER_REMOVE:
+		rc = drape_sim_remove_collider(s->sim, req->u.collider_remove.index, err);
+		break;
+	case PROTO_OP_PINS_ATTACH: {
+		const proto_pins_attach_req *p = &req->u.pins_attach;
+		rc = drape_sim_attach_pins(s->sim, p->vertices, p->count, p->collider, err);
+		break;
+	}
+	default:
+		rc = drape_error_setf(err, DRAPE_EINTERNAL, "%s is not a collider op",
+				      proto_op_name(req->op) ? proto_op_name(req->op) : "?");
+		break;
+	}
+	/* Read here, on the worker that owns the sim; the loop copies it into
+	 * s->colliders when the job lands. */
+	s->work_colliders = drape_sim_collider_count(s->sim);
+	return rc;
+}
+
+drape_err srv_preflight_admit(const srv_config *c, const proto_request *req, drape_error *err)
+{
+	const proto_preflight_req *p = &req->u.preflight;
+	if (c->max_vertices != 0 && p->mesh.vertex_count > c->max_vertices)
+		return drape_error_setf(err, DRAPE_ELIMIT,
+					"preflight: mesh vertices %u is over the limit max_vertices = %llu",
+					(unsigned)p->mesh.vertex_count, (unsigned long long)c->max_vertices);
+	if (c->max_triangles != 0 && p->mesh.triangle_count > c->max_triangles)
+		return drape_error_setf(err, DRAPE_ELIMIT,
+					"preflight: mesh triangles %u is over the limit max_triangles = %llu",
+					(unsigned)p->mesh.triangle_count, (unsigned long long)c->max_triangles);
+	return DRAPE_OK;
+}
+
+drape_err srv_preflight_run(const proto_request *req, proto_reply *rep, drape_tri_pair **pairs_out,
+			    drape_error *err)
+{
+	const proto_preflight_req *p = &req->u.preflight;
+	drape_tri_pair *pairs = NULL;
+	if (p->max_pairs > 0 && (pairs = calloc(p->max_pairs, sizeof *pairs)) == NULL)
+		return drape_error_setf(err, DRAPE_ENOMEM, "preflight: out of memory");
+	uint64_t count = 0;
+	drape_err rc = drape_preflight(p->mesh.positions, p->mesh.vertex_count, p->mesh.triangles,
+				       p->mesh.triangle_count, pairs, p->max_pairs, &count, err);
+	if (rc != DRAPE_OK) {
+		free(pairs);
+		return rc;
+	}
+	rep->u.preflight.count = count;
+	rep->u.preflight.pairs = pairs;
+	rep->u.preflight.pair_count = (uint32_t)(count < p->max_pairs ? count : p->max_pairs);
+	*pairs_out = pairs;
+	return DRAPE_OK;
+}

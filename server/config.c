@@ -1,0 +1,508 @@
+/*
+ * Configuration of draped (see config.h). One table describes every option,
+ * so the command line, the JSON config file and --help can never disagree.
+ */
+#include "server/config.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef enum srv_opt_kind {
+	SRV_OPT_URLS,   /* repeatable string, appended to a char*[SRV_MAX_URLS] */
+	SRV_OPT_STRING, /* char * */
+	SRV_OPT_U32,
+	SRV_OPT_U64,
+	SRV_OPT_OCTAL,  /* uint32_t written in octal */
+	SRV_OPT_FLAG,   /* bool, no argument */
+	SRV_OPT_CONFIG  /* --config itself: handled before the others */
+} srv_opt_kind;
+
+typedef struct srv_opt {
+	const char *name;
+	srv_opt_kind kind;
+	size_t offset;     /* into srv_config */
+	size_t count_off;  /* for SRV_OPT_URLS: offset of the count */
+	uint64_t max;      /* largest accepted number (0 = no bound beyond the type) */
+	const char *arg;
+	const char *help;
+} srv_opt;
+
+#define OFF(f) offsetof(srv_config, f)
+
+static const srv_opt srv_opts[] = {
+	{ "listen", SRV_OPT_URLS, OFF(listen), OFF(listen_count), 0, "URL",
+	  "control socket (REQ/REP); repeatable; ipc://PATH or tcp://HOST:PORT. "
+	  "Default " SRV_DEFAULT_LISTEN " (loopback only)" },
+	{ "stream", SRV_OPT_URLS, OFF(stream), OFF(stream_count), 0, "URL",
+	  "frame stream socket (PUB); repeatable. Default: one per --listen, "
+	  "ipc://PATH -> ipc://PATH.stream, tcp://HOST:PORT -> tcp://HOST:PORT+1" },
+	{ "state-dir", SRV_OPT_STRING, OFF(state_dir), 0, 0, "DIR",
+	  "session state and frame caches (created 0700). Default $XDG_STATE_HOME/drape, "
+	  "else ~/.local/state/drape, or /var/lib/drape for root" },
+	{ "threads", SRV_OPT_U32, OFF(threads), 0, 1024, "N",
+	  "solver worker threads, one frame per work item. Default: number of cores" },
+	{ "config", SRV_OPT_CONFIG, 0, 0, 0, "FILE",
+	  "JSON object whose keys are these long option names; the command line wins" },
+	{ "idle-timeout", SRV_OPT_U64, OFF(idle_timeout_s), 0, 0, "SECONDS",
+	  "delete sessions not running and not asked about for this long; 0 = never. Default 3600" },
+	{ "max-message", SRV_OPT_U64, OFF(max_message), 0, (uint64_t)INT32_MAX, "BYTES",
+	  "largest request accepted, refused by nng before it is read. Default 268435456 (256 MiB)" },
+	{ "max-vertices", SRV_OPT_U64, OFF(max_vertices), 0, UINT32_MAX, "N",
+	  "vertices per session; 0 = no limit. Default 4000000" },
+	{ "max-triangles", SRV_OPT_U64, OFF(max_triangles), 0, UINT32_MAX, "N",
+	  "triangles per session; 0 = no limit. Default 8000000" },
+	{ "max-colliders", SRV_OPT_U64, OFF(max_colliders), 0, UINT32_MAX, "N",
+	  "colliders per session; 0 = no limit. Default 64" },
+	{ "max-voxels", SRV_OPT_U64, OFF(max_voxels), 0, 0, "N",
+	  "voxels per mesh collider field. Default 64000000" },
+	{ "max-sessions", SRV_OPT_U64, OFF(max_sessions), 0, UINT32_MAX, "N",
+	  "sessions in all; 0 = no limit. Default 256" },
+	{ "max-sessions-per-client", SRV_OPT_U64, OFF(max_sessions_per_client), 0, UINT32_MAX, "N",
+	  "sessions per client id; 0 = no limit. Default 32" },
+	{ "max-frames-retained", SRV_OPT_U64, OFF(max_frames_retained), 0, UINT32_MAX, "N",
+	  "newest frames per session that frames.get can return (memory, then disk); "
+	  "0 = all. Default 100000" },
+	{ "max-frames-per-get", SRV_OPT_U64, OFF(max_frames_per_get), 0, UINT32_MAX, "N",
+	  "frames in one frames.get reply (also bounded by 64 MiB per reply). Default 1024" },
+	{ "max-session-memory", SRV_OPT_U64, OFF(max_session_memory), 0, 0, "BYTES",
+	  "estimated memory per session, checked at create; 0 = no limit. Default 4294967296" },
+	{ "frames-in-memory", SRV_OPT_U64, OFF(frames_in_memory), 0, 1u << 20, "N",
+	  "newest frames per session kept in memory (older ones are read from disk). Default 32" },
+	{ "checkpoint-every", SRV_OPT_U64, OFF(checkpoint_every), 0, UINT32_MAX, "N",
+	  "frames between solver-state checkpoints; 0 = only on shutdown. Default 10" },
+	{ "auth-token-file", SRV_OPT_STRING, OFF(auth_token_file), 0, 0, "FILE",
+	  "require this token (file contents, trailing newline dropped) in every request "
+	  "but hello. Default: none" },
+	{ "ipc-mode", SRV_OPT_OCTAL, OFF(ipc_mode), 0, 0777, "OCTAL",
+	  "permissions of ipc:// socket files. Default 0660" },
+	{ "allow-remote", SRV_OPT_FLAG, OFF(allow_remote), 0, 0, NULL,
+	  "allow tcp:// on a non-loopback address (otherwise refused, like redis' protected mode)" },
+	{ "verbose", SRV_OPT_FLAG, OFF(verbose), 0, 0, NULL, "log every request (debug lines)" },
+	{ "version", SRV_OPT_FLAG, OFF(show_version), 0, 0, NULL, "print the version and exit" },
+	{ "help", SRV_OPT_FLAG, OFF(show_help), 0, 0, NULL, "print this help and exit" },
+};
+
+#define SRV_NOPTS (sizeof srv_opts / sizeof srv_opts[0])
+
+void srv_config_default(srv_config *c)
+{
+	memset(c, 0, sizeof *c);
+	c->threads = 0;
+	c->ipc_mode = 0660;
+	c->idle_timeout_s = 3600;
+	c->max_message = 256u * 1024u * 1024u;
+	c->max_vertices = 4000000;
+	c->max_triangles = 8000000;
+	c->max_colliders = 64;
+	c->max_voxels = 64000000;
+	c->max_sessions = 256;
+	c->max_sessions_per_client = 32;
+	c->max_frames_retained = 100000;
+	c->max_frames_per_get = 1024;
+	c->max_session_memory = 4096ull * 1024u * 1024u;
+	c->frames_in_memory = 32;
+	c->checkpoint_every = 10;
+}
+
+static srv_config_rc srv_config_fail(char *msg, size_t msg_len, srv_config_rc rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (msg != NULL && msg_len > 0)
+		vsnprintf(msg, msg_len, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static const srv_opt *srv_opt_find(const char *name)
+{
+	for (size_t i = 0; i < SRV_NOPTS; i++)
+		if (strcmp(srv_opts[i].name, name) == 0)
+			return &srv_opts[i];
+	return NULL;
+}
+
+/* Parses an unsigned decimal (or octal when base is 8) number with no sign,
+ * no trailing text and no overflow. */
+static bool srv_parse_u64(const char *s, int base, uint64_t *out)
+{
+	if (s == NULL || !isdigit((unsigned char)s[0]))
+		return false;
+	errno = 0;
+	char *end = NULL;
+	unsigned long long v = strtoull(s, &end, base);
+	if (errno != 0 || end == s || *end != '\0')
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Sets one option from its textual value (command line or a JSON string or
+ * number rendered as text). */
+static srv_config_rc srv_opt_set(srv_config *c, const srv_opt *o, const char *value, const char *origin,
+				 char *msg, size_t msg_len)
+{
+	char *base = (char *)c;
+	switch (o->kind) {
+	case SRV_OPT_URLS: {
+		char **arr = (char **)(base + o->offset);
+		size_t *n = (size_t *)(base + o->count_off);
+		if (*n >= SRV_MAX_URLS)
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "%s --%s: at most %d URLs", origin, o->name, SRV_MAX_URLS);
+		if (value[0] == '\0' || strstr(value, "://") == NULL)
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "%s --%s: \"%s\" is not a URL (ipc://PATH or tcp://HOST:PORT)",
+					       origin, o->name, value);
+		arr[*n] = strdup(value);
+		if (arr[*n] == NULL)
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE, "out of memory");
+		(*n)++;
+		return SRV_CONFIG_OK;
+	}
+	case SRV_OPT_STRING: {
+		char **p = (char **)(base + o->offset);
+		if (value[0] == '\0')
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE, "%s --%s: empty value",
+					       origin, o->name);
+		free(*p);
+		*p = strdup(value);
+		return SRV_CONFIG_OK;
+	}
+	case SRV_OPT_U32:
+	case SRV_OPT_U64:
+	case SRV_OPT_OCTAL: {
+		uint64_t v;
+		uint64_t max = o->max ? o->max : (o->kind == SRV_OPT_U64 ? UINT64_MAX : UINT32_MAX);
+		if (!srv_parse_u64(value, o->kind == SRV_OPT_OCTAL ? 8 : 10, &v) || v > max)
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "%s --%s: \"%s\" is not a%s number in [0, %llu]", origin,
+					       o->name, value, o->kind == SRV_OPT_OCTAL ? "n octal" : "",
+					       (unsigned long long)max);
+		if (o->kind == SRV_OPT_U64)
+			*(uint64_t *)(base + o->offset) = v;
+		else
+			*(uint32_t *)(base + o->offset) = (uint32_t)v;
+		return SRV_CONFIG_OK;
+	}
+	case SRV_OPT_FLAG:
+		*(bool *)(base + o->offset) = strcmp(value, "false") != 0 && strcmp(value, "0") != 0;
+		return SRV_CONFIG_OK;
+	case SRV_OPT_CONFIG:
+		return SRV_CONFIG_OK;
+	}
+	return SRV_CONFIG_OK;
+}
+
+static void srv_urls_clear(char **arr, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++) {
+		free(arr[i]);
+		arr[i] = NULL;
+	}
+	*n = 0;
+}
+
+srv_config_rc srv_config_apply_json(srv_config *c, const char *text, char *msg, size_t msg_len)
+{
+	cJSON *root = cJSON_Parse(text);
+	if (root == NULL || !cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+				       "config: not a JSON object (near \"%.20s\")",
+				       cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+	}
+	srv_config_rc rc = SRV_CONFIG_OK;
+	for (cJSON *it = root->child; it != NULL && rc == SRV_CONFIG_OK; it = it->next) {
+		const srv_opt *o = srv_opt_find(it->string);
+		if (o == NULL || o->kind == SRV_OPT_CONFIG || strcmp(o->name, "help") == 0 ||
+		    strcmp(o->name, "version") == 0) {
+			rc = srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE, "config: unknown key \"%s\"",
+					     it->string);
+			break;
+		}
+		char num[64];
+		if (o->kind == SRV_OPT_URLS) {
+			srv_urls_clear((char **)((char *)c + o->offset), (size_t *)((char *)c + o->count_off));
+			if (cJSON_IsString(it)) {
+				rc = srv_opt_set(c, o, it->valuestring, "config", msg, msg_len);
+			} else if (cJSON_IsArray(it)) {
+				for (cJSON *u = it->child; u != NULL && rc == SRV_CONFIG_OK; u = u->next) {
+					if (!cJSON_IsString(u))
+						rc = srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+								     "config: \"%s\" must hold strings", o->name);
+					else
+						rc = srv_opt_set(c, o, u->valuestring, "config", msg, msg_len);
+				}
+			} else {
+				rc = srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+						     "config: \"%s\" must be a string or an array of strings",
+						     o->name);
+			}
+		} else if (o->kind == SRV_OPT_FLAG) {
+			if (!cJSON_IsBool(it))
+				rc = srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+						     "config: \"%s\" must be true or false", o->name);
+			else
+				*(bool *)((char *)c + o->offset) = cJSON_IsTrue(it);
+		} else if (o->kind == SRV_OPT_STRING || o->kind == SRV_OPT_OCTAL) {
+			if (cJSON_IsString(it))
+				rc = srv_opt_set(c, o, it->valuestring, "config", msg, msg_len);
+			else if (o->kind == SRV_OPT_OCTAL && cJSON_IsNumber(it) && it->valuedouble >= 0 &&
+				 it->valuedouble <= 0777 && it->valuedouble == (double)(int)it->valuedouble)
+				*(uint32_t *)((char *)c + o->offset) = (uint32_t)it->valuedouble;
+			else
+				rc = srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+						     "config: \"%s\" must be a string", o->name);
+		} else {
+			/* Integers arrive as doubles; accept only exact non-negative
+			 * integers that a double represents exactly. */
+			if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 9007199254740992.0 ||
+			    it->valuedouble != (double)(uint64_t)it->valuedouble) {
+				rc = srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+						     "config: \"%s\" must be a non-negative integer", o->name);
+			} else {
+				snprintf(num, sizeof num, "%llu", (unsigned long long)it->valuedouble);
+				rc = srv_opt_set(c, o, num, "config", msg, msg_len);
+			}
+		}
+	}
+	cJSON_Delete(root);
+	return rc;
+}
+
+static char *srv_read_file(const char *path, size_t max, size_t *len_out)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		return NULL;
+	char *buf = malloc(max + 1);
+	size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
+	fclose(f);
+	if (buf == NULL || n > max) {
+		free(buf);
+		errno = EFBIG;
+		return NULL;
+	}
+	buf[n] = '\0';
+	if (len_out)
+		*len_out = n;
+	return buf;
+}
+
+srv_config_rc srv_config_parse(srv_config *c, int argc, char **argv, char *msg, size_t msg_len)
+{
+	struct option longopts[SRV_NOPTS + 1];
+	for (size_t i = 0; i < SRV_NOPTS; i++) {
+		longopts[i].name = srv_opts[i].name;
+		longopts[i].has_arg = srv_opts[i].kind == SRV_OPT_FLAG ? no_argument : required_argument;
+		longopts[i].flag = NULL;
+		longopts[i].val = 256 + (int)i;
+	}
+	memset(&longopts[SRV_NOPTS], 0, sizeof longopts[SRV_NOPTS]);
+
+	/* Pass 1: only --config, so the file is applied before the command
+	 * line and the command line wins. */
+	const char *config_path = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			config_path = argv[++i];
+		else if (strncmp(argv[i], "--config=", 9) == 0)
+			config_path = argv[i] + 9;
+	}
+	if (config_path != NULL) {
+		char *text = srv_read_file(config_path, 1u << 20, NULL);
+		if (text == NULL)
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_NOINPUT, "--config %s: %s",
+					       config_path, strerror(errno));
+		srv_config_rc rc = srv_config_apply_json(c, text, msg, msg_len);
+		free(text);
+		if (rc != SRV_CONFIG_OK)
+			return rc;
+	}
+
+	/* Pass 2: the command line. Repeatable URL options given here replace
+	 * the file's list rather than adding to it. */
+	bool cli_listen = false, cli_stream = false;
+	optind = 1;
+	opterr = 0;
+	int ch;
+	while ((ch = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+		if (ch == '?' || ch == ':') {
+			const char *bad = argv[optind - 1] ? argv[optind - 1] : "?";
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       ch == ':' ? "option %s needs a value" : "unknown option %s",
+					       bad);
+		}
+		const srv_opt *o = &srv_opts[ch - 256];
+		if (o->kind == SRV_OPT_URLS) {
+			bool *seen = o->offset == OFF(listen) ? &cli_listen : &cli_stream;
+			if (!*seen)
+				srv_urls_clear((char **)((char *)c + o->offset),
+					       (size_t *)((char *)c + o->count_off));
+			*seen = true;
+		}
+		srv_config_rc rc = srv_opt_set(c, o, o->kind == SRV_OPT_FLAG ? "true" : optarg,
+					       "option", msg, msg_len);
+		if (rc != SRV_CONFIG_OK)
+			return rc;
+	}
+	if (optind < argc)
+		return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE, "unexpected argument \"%s\"",
+				       argv[optind]);
+	return SRV_CONFIG_OK;
+}
+
+bool srv_config_stream_url(const char *listen, char *out, size_t out_len)
+{
+	if (strncmp(listen, "ipc://", 6) == 0) {
+		int n = snprintf(out, out_len, "%s.stream", listen);
+		return n > 0 && (size_t)n < out_len;
+	}
+	if (strncmp(listen, "tcp://", 6) == 0 || strncmp(listen, "tcp4://", 7) == 0 ||
+	    strncmp(listen, "tcp6://", 7) == 0) {
+		const char *colon = strrchr(listen, ':');
+		uint64_t port;
+		if (colon == NULL || !srv_parse_u64(colon + 1, 10, &port) || port == 0 || port >= 65535)
+			return false;
+		int n = snprintf(out, out_len, "%.*s:%llu", (int)(colon - listen), listen,
+				 (unsigned long long)port + 1);
+		return n > 0 && (size_t)n < out_len;
+	}
+	return false;
+}
+
+bool srv_config_url_is_local(const char *url)
+{
+	if (strncmp(url, "ipc://", 6) == 0 || strncmp(url, "inproc://", 9) == 0)
+		return true;
+	const char *host = strstr(url, "://");
+	if (host == NULL)
+		return false;
+	host += 3;
+	if (strncmp(url, "tcp", 3) != 0)
+		return false;
+	static const char *const loopback[] = { "127.", "localhost:", "[::1]:" };
+	for (size_t i = 0; i < sizeof loopback / sizeof loopback[0]; i++)
+		if (strncmp(host, loopback[i], strlen(loopback[i])) == 0)
+			return true;
+	return false;
+}
+
+static srv_config_rc srv_default_state_dir(srv_config *c, char *msg, size_t msg_len)
+{
+	char path[PATH_MAX];
+	const char *xdg = getenv("XDG_STATE_HOME");
+	const char *home = getenv("HOME");
+	if (geteuid() == 0)
+		snprintf(path, sizeof path, "/var/lib/drape");
+	else if (xdg != NULL && xdg[0] == '/')
+		snprintf(path, sizeof path, "%s/drape", xdg);
+	else if (home != NULL && home[0] != '\0')
+		snprintf(path, sizeof path, "%s/.local/state/drape", home);
+	else
+		return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+				       "no --state-dir, and neither XDG_STATE_HOME nor HOME is set");
+	c->state_dir = strdup(path);
+	return SRV_CONFIG_OK;
+}
+
+srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
+{
+	if (c->listen_count == 0) {
+		c->listen[0] = strdup(SRV_DEFAULT_LISTEN);
+		c->listen_count = 1;
+	}
+	if (c->stream_count == 0) {
+		for (size_t i = 0; i < c->listen_count; i++) {
+			char url[4096];
+			if (!srv_config_stream_url(c->listen[i], url, sizeof url))
+				return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+						       "--listen %s: cannot derive a stream URL; give --stream",
+						       c->listen[i]);
+			c->stream[c->stream_count++] = strdup(url);
+		}
+	}
+	if (!c->allow_remote) {
+		for (size_t i = 0; i < c->listen_count + c->stream_count; i++) {
+			const char *u = i < c->listen_count ? c->listen[i] : c->stream[i - c->listen_count];
+			if (!srv_config_url_is_local(u))
+				return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+						       "%s is not a loopback or ipc address; a shared box "
+						       "must not be reachable without TLS and an auth token "
+						       "(pass --allow-remote if this is intended)",
+						       u);
+		}
+	}
+	if (c->state_dir == NULL) {
+		srv_config_rc rc = srv_default_state_dir(c, msg, msg_len);
+		if (rc != SRV_CONFIG_OK)
+			return rc;
+	}
+	if (c->threads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		c->threads = n > 0 ? (uint32_t)(n > 1024 ? 1024 : n) : 1;
+	}
+	if (c->frames_in_memory == 0)
+		c->frames_in_memory = 1;
+	if (c->max_message < 1024)
+		return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+				       "--max-message %llu is too small (at least 1024)",
+				       (unsigned long long)c->max_message);
+	if (c->auth_token_file != NULL) {
+		size_t n = 0;
+		char *tok = srv_read_file(c->auth_token_file, 4096, &n);
+		if (tok == NULL)
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_NOINPUT, "--auth-token-file %s: %s",
+					       c->auth_token_file, strerror(errno));
+		while (n > 0 && (tok[n - 1] == '\n' || tok[n - 1] == '\r'))
+			tok[--n] = '\0';
+		if (n == 0 || n > 256) {
+			free(tok);
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "--auth-token-file %s: the token must hold 1 to 256 bytes",
+					       c->auth_token_file);
+		}
+		c->auth_token = tok;
+		c->auth_token_len = n;
+	}
+	return SRV_CONFIG_OK;
+}
+
+void srv_config_usage(const char *argv0)
+{
+	printf("usage: %s [options]\n\n"
+	       "draped " SRV_VERSION " - the drape cloth-simulation server.\n"
+	       "Serves simulation sessions over nng (REQ/REP control, PUB frame stream).\n\n"
+	       "options:\n",
+	       argv0);
+	for (size_t i = 0; i < SRV_NOPTS; i++) {
+		char head[64];
+		snprintf(head, sizeof head, "--%s%s%s", srv_opts[i].name, srv_opts[i].arg ? " " : "",
+			 srv_opts[i].arg ? srv_opts[i].arg : "");
+		printf("  %-32s %s\n", head, srv_opts[i].help);
+	}
+	printf("\nexit status: 0 after SIGTERM/SIGINT, 64 usage error, 66 unreadable config,\n"
+	       "69 cannot listen, 70 internal error, 73 cannot create the state directory.\n");
+}
+
+void srv_config_free(srv_config *c)
+{
+	srv_urls_clear(c->listen, &c->listen_count);
+	srv_urls_clear(c->stream, &c->stream_count);
+	free(c->state_dir);
+	free(c->auth_token);
+	free(c->auth_token_file);
+	memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,87 @@
+/*
+ * draped's configuration: defaults, the --config JSON file and the command
+ * line (which wins over the file). Parsing never exits; it returns an error
+ * with a message naming the option, so it can be unit tested.
+ */
+#ifndef DRAPE_SRV_CONFIG_H
+#define DRAPE_SRV_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SRV_VERSION "0.1.0"
+#define SRV_DEFAULT_LISTEN "tcp://127.0.0.1:7450"
+#define SRV_MAX_URLS 16
+
+typedef struct srv_config {
+	char *listen[SRV_MAX_URLS];
+	size_t listen_count;
+	char *stream[SRV_MAX_URLS]; /* explicit --stream URLs; derived when none */
+	size_t stream_count;
+	char *state_dir;            /* absolute or relative path; never NULL after finish */
+	char *auth_token;           /* contents of --auth-token-file; NULL = no auth */
+	size_t auth_token_len;
+	char *auth_token_file;
+	uint32_t threads;           /* solver workers (0 before finish = cores) */
+	uint32_t ipc_mode;          /* permissions of ipc socket files */
+	uint64_t idle_timeout_s;    /* 0 = never */
+	uint64_t max_message;
+	uint64_t max_vertices;
+	uint64_t max_triangles;
+	uint64_t max_colliders;
+	uint64_t max_voxels;
+	uint64_t max_sessions;
+	uint64_t max_sessions_per_client;
+	uint64_t max_frames_retained;
+	uint64_t max_frames_per_get;
+	uint64_t max_session_memory;
+	uint64_t frames_in_memory;  /* newest frames kept in memory per session */
+	uint64_t checkpoint_every;  /* frames between solver checkpoints; 0 = only on shutdown */
+	bool allow_remote;          /* listen on non-loopback tcp without TLS + auth */
+	bool verbose;
+	bool show_help;
+	bool show_version;
+} srv_config;
+
+/* Outcome of parsing. */
+typedef enum srv_config_rc {
+	SRV_CONFIG_OK = 0,
+	SRV_CONFIG_USAGE = 64,  /* EX_USAGE: bad option or value */
+	SRV_CONFIG_NOINPUT = 66 /* EX_NOINPUT: config or token file unreadable */
+} srv_config_rc;
+
+/* Fills *c with the defaults (listen and state_dir are filled by finish). */
+void srv_config_default(srv_config *c);
+
+/*
+ * Reads --config (if any) and then every option of argv into *c. On failure
+ * writes a one-line message naming the option into msg. Strings in *c are
+ * heap copies owned by *c (srv_config_free).
+ */
+srv_config_rc srv_config_parse(srv_config *c, int argc, char **argv, char *msg, size_t msg_len);
+
+/* Applies the JSON document text (keys = long option names) to *c. */
+srv_config_rc srv_config_apply_json(srv_config *c, const char *text, char *msg, size_t msg_len);
+
+/*
+ * Fills what depends on the environment: the default listen URL, the default
+ * state directory ($XDG_STATE_HOME/drape, ~/.local/state/drape, or
+ * /var/lib/drape for root), the thread count (cores), and derived stream URLs
+ * (ipc://P -> ipc://P.stream, tcp://H:P -> tcp://H:P+1). Also applies the
+ * protected-mode rule (non-loopback tcp needs --allow-remote).
+ */
+srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len);
+
+/* Derives the stream URL of one control URL into out; false if it cannot. */
+bool srv_config_stream_url(const char *listen, char *out, size_t out_len);
+
+/* True for ipc:// and inproc:// URLs and for tcp:// on a loopback host. */
+bool srv_config_url_is_local(const char *url);
+
+/* Writes --help text to stdout. */
+void srv_config_usage(const char *argv0);
+
+void srv_config_free(srv_config *c);
+
+#endif

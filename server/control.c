@@ -1,0 +1,225 @@
+/*
+ * REP contexts feeding the loop (see control.h).
+ */
+#include "server/control.h"
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "server/log.h"
+#include "server/server.h"
+
+typedef struct srv_ctx {
+	struct srv_control *ctl;
+	nng_ctx ctx;
+	nng_aio *aio;
+	bool sending;
+	nng_msg *msg; /* received, waiting for the loop */
+	struct srv_ctx *next;
+} srv_ctx;
+
+struct srv_control {
+	struct srv_server *srv;
+	nng_socket rep;
+	srv_ctx ctxs[SRV_CONTEXTS];
+	size_t nctx;
+	pthread_mutex_t mu;
+	srv_ctx *head, *tail; /* ready list, guarded by mu */
+	bool closing;         /* guarded by mu */
+	uv_async_t async;
+};
+
+/* nng thread: a receive or a send finished on this context. */
+static void srv_ctx_cb(void *arg)
+{
+	srv_ctx *c = arg;
+	srv_control *ctl = c->ctl;
+	const int rv = nng_aio_result(c->aio);
+	if (c->sending) {
+		c->sending = false;
+		if (rv != 0) {
+			/* A failed send leaves the message with us (usually the
+			 * client went away; REQ resends to a live pipe). */
+			nng_msg_free(nng_aio_get_msg(c->aio));
+			if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
+				return;
+		}
+		nng_ctx_recv(c->ctx, c->aio);
+		return;
+	}
+	if (rv != 0) {
+		if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
+			return;
+		nng_ctx_recv(c->ctx, c->aio);
+		return;
+	}
+	nng_msg *m = nng_aio_get_msg(c->aio);
+	pthread_mutex_lock(&ctl->mu);
+	if (ctl->closing) {
+		pthread_mutex_unlock(&ctl->mu);
+		nng_msg_free(m);
+		return;
+	}
+	c->msg = m;
+	c->next = NULL;
+	if (ctl->tail != NULL)
+		ctl->tail->next = c;
+	else
+		ctl->head = c;
+	ctl->tail = c;
+	pthread_mutex_unlock(&ctl->mu);
+	uv_async_send(&ctl->async);
+}
+
+/* Loop: sends reply bytes on the context the request came on, or drops the
+ * request when there are none (out of memory): the client resends. */
+static void srv_ctx_send(srv_ctx *c, proto_buf *out)
+{
+	nng_msg *m = c->msg;
+	c->msg = NULL;
+	nng_msg_clear(m);
+	if (out->data == NULL || nng_msg_append(m, out->data, out->len) != 0) {
+		srv_error("control: cannot build a reply; the request is dropped");
+		nng_msg_free(m);
+		proto_buf_free(out);
+		nng_ctx_recv(c->ctx, c->aio);
+		return;
+	}
+	proto_buf_free(out);
+	nng_aio_set_msg(c->aio, m);
+	c->sending = true;
+	nng_ctx_send(c->ctx, c->aio);
+}
+
+void srv_control_reply(void *reply_to, proto_buf *out)
+{
+	srv_ctx_send(reply_to, out);
+}
+
+/* Loop: answers every ready request. */
+static void srv_control_drain(uv_async_t *h)
+{
+	srv_control *ctl = h->data;
+	pthread_mutex_lock(&ctl->mu);
+	srv_ctx *c = ctl->head;
+	ctl->head = ctl->tail = NULL;
+	pthread_mutex_unlock(&ctl->mu);
+	while (c != NULL) {
+		srv_ctx *next = c->next;
+		nng_msg *m = c->msg;
+		proto_buf out = { NULL, 0 };
+		/* The message stays in c->msg while a job works on it: its body
+		 * is the raw request a create persists. */
+		srv_reply_mode mode = srv_request_handle(ctl->srv, nng_msg_body(m), nng_msg_len(m),
+							 (uint32_t)nng_pipe_id(nng_msg_get_pipe(m)), c, &out);
+		if (mode == SRV_REPLY_NOW) {
+			srv_ctx_send(c, &out);
+		} else if (mode == SRV_REPLY_NONE) {
+			c->msg = NULL;
+			nng_msg_free(m);
+			nng_ctx_recv(c->ctx, c->aio);
+		}
+		c = next;
+	}
+}
+
+int srv_control_open(struct srv_server *srv, uv_loop_t *loop, const srv_config *cfg, srv_control **out,
+		     const char **bad_url)
+{
+	srv_control *ctl = calloc(1, sizeof *ctl);
+	if (ctl == NULL)
+		return NNG_ENOMEM;
+	ctl->srv = srv;
+	pthread_mutex_init(&ctl->mu, NULL);
+	*bad_url = "(rep socket)";
+	int rv = nng_rep0_open(&ctl->rep);
+	if (rv != 0) {
+		pthread_mutex_destroy(&ctl->mu);
+		free(ctl);
+		return rv;
+	}
+	/* Refuse oversized messages in the transport, before they are read
+	 * into memory (the socket option is inherited by its listeners). */
+	nng_socket_set_size(ctl->rep, NNG_OPT_RECVMAXSZ, (size_t)cfg->max_message);
+	if (uv_async_init(loop, &ctl->async, srv_control_drain) != 0) {
+		nng_close(ctl->rep);
+		pthread_mutex_destroy(&ctl->mu);
+		free(ctl);
+		return NNG_ENOMEM;
+	}
+	ctl->async.data = ctl;
+	for (size_t i = 0; i < cfg->listen_count; i++) {
+		nng_listener l;
+		const char *url = cfg->listen[i];
+		rv = nng_listener_create(&l, ctl->rep, url);
+		if (rv == 0)
+			rv = nng_listener_set_size(l, NNG_OPT_RECVMAXSZ, (size_t)cfg->max_message);
+		if (rv == 0 && url[0] == 'i')
+			rv = nng_listener_set_int(l, NNG_OPT_IPC_PERMISSIONS, (int)cfg->ipc_mode);
+		if (rv == 0)
+			rv = nng_listener_start(l, 0);
+		if (rv != 0) {
+			*bad_url = url;
+			srv_control_close(ctl);
+			return rv;
+		}
+		srv_info("listening on %s", url);
+	}
+	for (size_t i = 0; i < SRV_CONTEXTS; i++) {
+		srv_ctx *c = &ctl->ctxs[i];
+		c->ctl = ctl;
+		rv = nng_aio_alloc(&c->aio, srv_ctx_cb, c);
+		if (rv == 0) {
+			rv = nng_ctx_open(&c->ctx, ctl->rep);
+			if (rv != 0) {
+				nng_aio_free(c->aio);
+				c->aio = NULL;
+			}
+		}
+		if (rv != 0) {
+			*bad_url = "(rep context)";
+			srv_control_close(ctl);
+			return rv;
+		}
+		ctl->nctx++;
+	}
+	for (size_t i = 0; i < ctl->nctx; i++)
+		nng_ctx_recv(ctl->ctxs[i].ctx, ctl->ctxs[i].aio);
+	*out = ctl;
+	return 0;
+}
+
+static void srv_control_free_cb(uv_handle_t *h)
+{
+	srv_control *ctl = h->data;
+	pthread_mutex_destroy(&ctl->mu);
+	free(ctl);
+}
+
+void srv_control_close(srv_control *ctl)
+{
+	if (ctl == NULL)
+		return;
+	pthread_mutex_lock(&ctl->mu);
+	ctl->closing = true;
+	pthread_mutex_unlock(&ctl->mu);
+	nng_close(ctl->rep);
+	/* nng_aio_stop waits for a running callback, so after this loop no
+	 * nng thread can touch ctl or the async handle. */
+	for (size_t i = 0; i < ctl->nctx; i++) {
+		nng_aio_stop(ctl->ctxs[i].aio);
+		nng_aio_free(ctl->ctxs[i].aio);
+		ctl->ctxs[i].aio = NULL;
+	}
+	for (srv_ctx *c = ctl->head; c != NULL; c = c->next) {
+		nng_msg_free(c->msg);
+		c->msg = NULL;
+	}
+	ctl->head = ctl->tail = NULL;
+	/* The async handle is opened before anything can fail in
+	 * srv_control_open, so it is always there to close. */
+	uv_close((uv_handle_t *)&ctl->async, srv_control_free_cb);
+}

@@ -1,0 +1,39 @@
+/*
+ * The control socket: one nng REP socket listening on every --listen URL,
+ * served through SRV_CONTEXTS nng contexts so that many clients' requests
+ * are in progress at once.
+ *
+ * Threads: a context's aio callback runs on an nng thread. It only moves the
+ * received message into a mutex-protected ready list and wakes the loop with
+ * uv_async_send; the loop decodes, handles and encodes, then sends the reply
+ * on the same context (nng_ctx_send) and that context receives again. No
+ * session state is touched off the loop.
+ */
+#ifndef DRAPE_SRV_CONTROL_H
+#define DRAPE_SRV_CONTROL_H
+
+#include <uv.h>
+
+#include "proto/proto.h"
+#include "server/config.h"
+
+#define SRV_CONTEXTS 32
+
+struct srv_server;
+typedef struct srv_control srv_control;
+
+/* Opens the REP socket and its listeners (receive maximum = max_message,
+ * ipc permissions = ipc_mode) and starts every context receiving. Returns 0
+ * or an nng error code with the failing URL in *bad_url. */
+int srv_control_open(struct srv_server *srv, uv_loop_t *loop, const srv_config *cfg, srv_control **out,
+		     const char **bad_url);
+
+/* Loop: sends the reply to a request answered later (SRV_REPLY_LATER);
+ * reply_to is what srv_request_handle was given. Takes out->data. */
+void srv_control_reply(void *reply_to, proto_buf *out);
+
+/* Closes the socket (in-flight replies are dropped; clients retry), waits
+ * for every callback to finish, and closes the async handle. Loop thread. */
+void srv_control_close(srv_control *ctl);
+
+#endif

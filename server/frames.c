@@ -1,0 +1,260 @@
+/*
+ * Retained frames: memory ring plus on-disk cache (see frames.h).
+ */
+#include "server/frames.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/checksum.h"
+#include "server/log.h"
+
+#define SRV_FRAME_MAGIC 0x31465244u /* "DRF1" */
+/* magic, index, vertex_count, reserved, then the stats block. */
+#define SRV_FRAME_HEAD 16u
+#define SRV_FRAME_STATS 56u
+
+size_t srv_frames_record_size(uint32_t vertex_count)
+{
+	return SRV_FRAME_HEAD + SRV_FRAME_STATS + (size_t)vertex_count * 12u + 8u;
+}
+
+drape_err srv_frames_init(srv_frames *f, uint32_t vertex_count, uint32_t ring, uint32_t retain,
+			  const char *path, bool keep, drape_error *err)
+{
+	memset(f, 0, sizeof *f);
+	f->fd = -1;
+	f->vertex_count = vertex_count;
+	f->retain = retain;
+	f->record = srv_frames_record_size(vertex_count);
+	/* The ring never needs to hold more than the retained window. */
+	if (retain != 0 && ring > retain)
+		ring = retain;
+	f->cap = ring ? ring : 1;
+	f->ring = calloc(f->cap, sizeof *f->ring);
+	if (f->ring == NULL)
+		return drape_error_setf(err, DRAPE_ENOMEM, "frames: out of memory for %u ring slots", f->cap);
+	f->disk_first = 1;
+	f->ring_first = 1;
+	if (path != NULL) {
+		f->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (keep ? 0 : O_TRUNC), 0600);
+		if (f->fd < 0)
+			srv_warn("frame cache %s: %s; frames older than the newest %u will not be kept", path,
+				 strerror(errno), f->cap);
+	}
+	return DRAPE_OK;
+}
+
+void srv_frames_free(srv_frames *f)
+{
+	if (f->ring != NULL)
+		for (uint32_t i = 0; i < f->cap; i++)
+			free(f->ring[i].positions);
+	free(f->ring);
+	if (f->fd >= 0)
+		close(f->fd);
+	memset(f, 0, sizeof *f);
+	f->fd = -1;
+}
+
+static void srv_put_stats(unsigned char *p, const drape_sim_stats *s)
+{
+	memcpy(p + 0, &s->frame, 4);
+	memcpy(p + 4, &s->nonfinite, 4);
+	memcpy(p + 8, &s->contacts, 4);
+	memcpy(p + 12, &s->self_pairs, 4);
+	memcpy(p + 16, &s->solve_ms, 8);
+	memcpy(p + 24, &s->collide_ms, 8);
+	memcpy(p + 32, &s->self_ms, 8);
+	memcpy(p + 40, &s->max_strain, 4);
+	memcpy(p + 44, &s->mean_strain, 4);
+	memcpy(p + 48, &s->projections, 8);
+}
+
+static void srv_get_stats(const unsigned char *p, drape_sim_stats *s)
+{
+	memset(s, 0, sizeof *s);
+	memcpy(&s->frame, p + 0, 4);
+	memcpy(&s->nonfinite, p + 4, 4);
+	memcpy(&s->contacts, p + 8, 4);
+	memcpy(&s->self_pairs, p + 12, 4);
+	memcpy(&s->solve_ms, p + 16, 8);
+	memcpy(&s->collide_ms, p + 24, 8);
+	memcpy(&s->self_ms, p + 32, 8);
+	memcpy(&s->max_strain, p + 40, 4);
+	memcpy(&s->mean_strain, p + 44, 4);
+	memcpy(&s->projections, p + 48, 8);
+}
+
+static off_t srv_frame_offset(const srv_frames *f, uint32_t index)
+{
+	return (off_t)(index - 1u) * (off_t)f->record;
+}
+
+bool srv_frames_write(const srv_frames *f, uint32_t index, const drape_sim_stats *stats,
+		      const float *positions, void *scratch)
+{
+	if (f->fd < 0)
+		return false;
+	unsigned char *p = scratch;
+	const uint32_t head[4] = { SRV_FRAME_MAGIC, index, f->vertex_count, 0 };
+	memcpy(p, head, sizeof head);
+	srv_put_stats(p + SRV_FRAME_HEAD, stats);
+	const size_t body = (size_t)f->vertex_count * 12u;
+	memcpy(p + SRV_FRAME_HEAD + SRV_FRAME_STATS, positions, body);
+	const size_t n = SRV_FRAME_HEAD + SRV_FRAME_STATS + body;
+	const uint64_t h = srv_fnv1a64(SRV_FNV_INIT, p, n);
+	memcpy(p + n, &h, 8);
+	size_t done = 0;
+	while (done < f->record) {
+		ssize_t w = pwrite(f->fd, p + done, f->record - done, srv_frame_offset(f, index) + (off_t)done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		done += (size_t)w;
+	}
+	return true;
+}
+
+void srv_frames_store(srv_frames *f, uint32_t index, const drape_sim_stats *stats, float **positions,
+		      bool disk_ok)
+{
+	srv_frame_slot *s = &f->ring[index % f->cap];
+	float *old = s->positions;
+	s->positions = *positions;
+	*positions = old;
+	s->index = index;
+	s->stats = *stats;
+	/* The ring holds consecutive frames ending at the newest. */
+	if (f->ring_first > f->newest)
+		f->ring_first = index;
+	else if (index - f->ring_first >= f->cap)
+		f->ring_first = index - f->cap + 1;
+	f->newest = index;
+	/* A failed write leaves a hole: older frames are then served only from
+	 * memory, so the disk's trusted range restarts after this frame. */
+	if (!disk_ok)
+		f->disk_first = index + 1;
+	/* Return the disk space of the frame that just left the retained
+	 * window; the file keeps its size so offsets stay fixed. */
+	if (f->retain != 0 && index > f->retain && f->fd >= 0) {
+		const uint32_t gone = index - f->retain;
+		if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, srv_frame_offset(f, gone),
+			      (off_t)f->record) != 0 &&
+		    errno != EOPNOTSUPP)
+			srv_debug("frame cache: cannot release frame %u: %s", gone, strerror(errno));
+	}
+}
+
+uint32_t srv_frames_first(const srv_frames *f)
+{
+	if (f->newest == 0)
+		return 0;
+	uint32_t first = 1;
+	if (f->retain != 0 && f->newest > f->retain)
+		first = f->newest - f->retain + 1;
+	/* Without a usable disk cache only the ring is left. */
+	uint32_t disk = f->fd >= 0 ? f->disk_first : f->newest + 1;
+	uint32_t avail = disk < f->ring_first ? disk : f->ring_first;
+	return first > avail ? first : avail;
+}
+
+static bool srv_record_ok(const srv_frames *f, const unsigned char *p, uint32_t index)
+{
+	uint32_t head[4];
+	memcpy(head, p, sizeof head);
+	if (head[0] != SRV_FRAME_MAGIC || head[1] != index || head[2] != f->vertex_count)
+		return false;
+	const size_t n = f->record - 8u;
+	uint64_t want;
+	memcpy(&want, p + n, 8);
+	return srv_fnv1a64(SRV_FNV_INIT, p, n) == want;
+}
+
+static bool srv_record_read(const srv_frames *f, uint32_t index, unsigned char *p)
+{
+	size_t done = 0;
+	while (done < f->record) {
+		ssize_t r = pread(f->fd, p + done, f->record - done, srv_frame_offset(f, index) + (off_t)done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		done += (size_t)r;
+	}
+	return srv_record_ok(f, p, index);
+}
+
+drape_err srv_frames_read(const srv_frames *f, uint32_t index, float *positions, drape_sim_stats *stats,
+			  void *scratch, drape_error *err)
+{
+	const uint32_t first = srv_frames_first(f);
+	if (index == 0 || first == 0 || index < first || index > f->newest)
+		return drape_error_setf(err, DRAPE_ERANGE, "frame %u is not retained (frames %u to %u are)",
+					(unsigned)index, (unsigned)first, (unsigned)f->newest);
+	const srv_frame_slot *s = &f->ring[index % f->cap];
+	if (s->index == index && s->positions != NULL) {
+		memcpy(positions, s->positions, (size_t)f->vertex_count * 12u);
+		*stats = s->stats;
+		return DRAPE_OK;
+	}
+	unsigned char *p = scratch;
+	if (f->fd < 0 || !srv_record_read(f, index, p))
+		return drape_error_setf(err, DRAPE_EIO, "frame %u: the on-disk cache record is unreadable",
+					(unsigned)index);
+	srv_get_stats(p + SRV_FRAME_HEAD, stats);
+	memcpy(positions, p + SRV_FRAME_HEAD + SRV_FRAME_STATS, (size_t)f->vertex_count * 12u);
+	return DRAPE_OK;
+}
+
+void srv_frames_truncate(srv_frames *f, uint32_t index)
+{
+	for (uint32_t i = 0; i < f->cap; i++)
+		if (f->ring[i].index > index)
+			f->ring[i].index = 0;
+	if (f->newest > index)
+		f->newest = index;
+	if (f->ring_first > index + 1)
+		f->ring_first = index + 1;
+	if (f->disk_first > index + 1)
+		f->disk_first = index + 1;
+	if (f->fd >= 0 && ftruncate(f->fd, (off_t)index * (off_t)f->record) != 0)
+		srv_warn("frame cache: cannot truncate to %u frames: %s", (unsigned)index, strerror(errno));
+}
+
+uint32_t srv_frames_verify(srv_frames *f, uint32_t limit, void *scratch)
+{
+	f->newest = 0;
+	f->disk_first = 1;
+	f->ring_first = 1;
+	if (f->fd < 0 || limit == 0)
+		return 0;
+	/* Only the retained window needs checking; frames before it were
+	 * released and are never served. */
+	uint32_t start = 1;
+	if (f->retain != 0 && limit > f->retain)
+		start = limit - f->retain + 1;
+	uint32_t good = start - 1;
+	for (uint32_t i = start; i <= limit; i++) {
+		if (!srv_record_read(f, i, scratch))
+			break;
+		good = i;
+	}
+	f->newest = good;
+	f->disk_first = start;
+	f->ring_first = good + 1;
+	return good;
+}
+
+size_t srv_frames_memory(const srv_frames *f)
+{
+	size_t n = (size_t)f->cap * sizeof *f->ring;
+	for (uint32_t i = 0; i < f->cap; i++)
+		if (f->ring[i].positions != NULL)
+			n += (size_t)f->vertex_count * 12u;
+	return n;
+}

@@ -1,0 +1,97 @@
+/*
+ * A session's retained frames: the newest few in a memory ring, every one in
+ * an on-disk cache of fixed-size records (sessions/<id>/frames.bin; frame i
+ * at offset (i - 1) * record size, since a session's vertex count never
+ * changes), so frames.get serves any retained frame by index.
+ *
+ * Threads: srv_frames_write runs on the worker that solved the frame (it
+ * writes only that frame's record, which no one reads until the loop has
+ * stored the frame); everything else runs on the loop.
+ *
+ * Records are in host byte order: the cache is private to this daemon and
+ * its host. Each ends with an FNV-1a 64 of the rest, so a record torn by a
+ * crash is detected and never served.
+ */
+#ifndef DRAPE_SRV_FRAMES_H
+#define DRAPE_SRV_FRAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drape/error.h"
+#include "drape/sim.h"
+
+typedef struct srv_frame_slot {
+	uint32_t index; /* 0 = empty */
+	drape_sim_stats stats;
+	float *positions; /* vertex_count * 3 */
+} srv_frame_slot;
+
+typedef struct srv_frames {
+	uint32_t vertex_count;
+	uint32_t cap;         /* ring slots */
+	srv_frame_slot *ring; /* slot of frame i is ring[i % cap] */
+	uint32_t newest;      /* highest frame stored, 0 = none */
+	uint32_t ring_first;  /* oldest frame held in the ring (newest + 1 = none) */
+	uint32_t retain;      /* frames retrievable, newest first; 0 = all */
+	int fd;               /* frames.bin, -1 when the disk cache is unusable */
+	uint32_t disk_first;  /* every frame from disk_first to newest is on disk */
+	size_t record;        /* bytes per record */
+} srv_frames;
+
+/* Bytes of one record for vertex_count vertices. */
+size_t srv_frames_record_size(uint32_t vertex_count);
+
+/*
+ * Prepares the store. path may be NULL (memory only). When keep is true an
+ * existing cache file is kept (a reloaded session); its frames up to
+ * `newest` are trusted only after srv_frames_verify. Returns ENOMEM when the
+ * ring cannot be allocated; a cache file that cannot be opened is logged and
+ * the store keeps working from memory.
+ */
+drape_err srv_frames_init(srv_frames *f, uint32_t vertex_count, uint32_t ring, uint32_t retain,
+			  const char *path, bool keep, drape_error *err);
+void srv_frames_free(srv_frames *f);
+
+/* Worker side: writes frame `index`'s record from positions and stats,
+ * using scratch (srv_frames_record_size bytes). Returns false on an I/O
+ * error (the loop then stops trusting the disk for older frames). */
+bool srv_frames_write(const srv_frames *f, uint32_t index, const drape_sim_stats *stats,
+		      const float *positions, void *scratch);
+
+/*
+ * Loop side: records frame `index` (must be newest + 1) as solved. The
+ * positions buffer is swapped with the ring slot's old one, so *positions
+ * comes back holding a buffer to reuse (or NULL) and nothing is copied.
+ * disk_ok says whether srv_frames_write succeeded.
+ */
+void srv_frames_store(srv_frames *f, uint32_t index, const drape_sim_stats *stats, float **positions,
+		      bool disk_ok);
+
+/* Oldest frame index frames.get can still return (0 when none). */
+uint32_t srv_frames_first(const srv_frames *f);
+
+/*
+ * Copies frame `index` (srv_frames_first <= index <= newest) into positions
+ * (vertex_count * 3 floats) and *stats, from memory or from disk (record
+ * scratch of srv_frames_record_size bytes). Returns ERANGE when the frame is
+ * not retained, EIO when its record is unreadable or fails its checksum.
+ */
+drape_err srv_frames_read(const srv_frames *f, uint32_t index, float *positions, drape_sim_stats *stats,
+			  void *scratch, drape_error *err);
+
+/* Forgets every frame after `index` (used when a reloaded session restarts
+ * from an older checkpoint than its cache). */
+void srv_frames_truncate(srv_frames *f, uint32_t index);
+
+/*
+ * For a reloaded cache: finds the highest n <= limit such that records
+ * 1..n are present with valid checksums, sets newest to n and returns it.
+ */
+uint32_t srv_frames_verify(srv_frames *f, uint32_t limit, void *scratch);
+
+/* Bytes of memory held by the ring. */
+size_t srv_frames_memory(const srv_frames *f);
+
+#endif

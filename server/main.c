@@ -1,0 +1,53 @@
+/*
+ * draped: the drape simulation daemon. See `draped --help` and
+ * ../shared/ARCHITECTURE.md; the work is in the other server/ files.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "server/config.h"
+#include "server/log.h"
+#include "server/server.h"
+
+int main(int argc, char **argv)
+{
+	srv_config cfg;
+	char msg[1024];
+	srv_config_default(&cfg);
+	srv_config_rc rc = srv_config_parse(&cfg, argc, argv, msg, sizeof msg);
+	if (rc != SRV_CONFIG_OK) {
+		fprintf(stderr, "draped: %s\n(see draped --help)\n", msg);
+		srv_config_free(&cfg);
+		return (int)rc;
+	}
+	if (cfg.show_help) {
+		srv_config_usage(argv[0]);
+		srv_config_free(&cfg);
+		return 0;
+	}
+	if (cfg.show_version) {
+		printf("draped " SRV_VERSION " (%s)\n", drape_sim_build());
+		srv_config_free(&cfg);
+		return 0;
+	}
+	rc = srv_config_finish(&cfg, msg, sizeof msg);
+	if (rc != SRV_CONFIG_OK) {
+		fprintf(stderr, "draped: %s\n", msg);
+		srv_config_free(&cfg);
+		return (int)rc;
+	}
+	srv_log_set_verbose(cfg.verbose);
+	/* libuv sizes its threadpool from this variable at the first
+	 * uv_queue_work, so it must be set before the loop starts. */
+	char threads[16];
+	snprintf(threads, sizeof threads, "%u", (unsigned)cfg.threads);
+	setenv("UV_THREADPOOL_SIZE", threads, 1);
+
+	srv_server srv;
+	int code = srv_server_init(&srv, &cfg);
+	if (code == SRV_EXIT_OK)
+		code = srv_server_run(&srv);
+	srv_server_free(&srv);
+	srv_config_free(&cfg);
+	return code;
+}

@@ -1,0 +1,185 @@
+/*
+ * The daemon's life: set-up, the housekeeping cron, signals and the orderly
+ * shutdown (stop taking work, let frames in flight land, checkpoint, close
+ * sockets, let the loop run dry).
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <nng/nng.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/checkpoint.h"
+#include "server/control.h"
+#include "server/log.h"
+#include "server/stream.h"
+
+/* Housekeeping period. Idle expiry is checked this often, so a session
+ * lives at most this much beyond its timeout. */
+#define SRV_CRON_MS 250
+/* Replay entries outlive idle sessions by at least this much, longer than
+ * nng's default resend time (60 s). */
+#define SRV_REPLAY_MIN_AGE_MS (10u * 60u * 1000u)
+
+uint64_t srv_now_ms(srv_server *s)
+{
+	return uv_now(&s->loop);
+}
+
+static void srv_cron(uv_timer_t *t)
+{
+	srv_server *srv = t->data;
+	const uint64_t now = srv_now_ms(srv);
+	const uint64_t idle = srv->cfg->idle_timeout_s;
+	if (idle != 0) {
+		/* Backwards, because destroying swaps the last item into place. */
+		for (size_t i = srv->sessions.count; i-- > 0;) {
+			srv_session *s = srv->sessions.items[i];
+			if (s->deleted || s->busy || s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED)
+				continue;
+			if (now - s->last_active_ms >= idle * 1000u) {
+				char why[64];
+				snprintf(why, sizeof why, "idle for %llu s", (unsigned long long)idle);
+				srv->counters.sessions_expired++;
+				srv_session_destroy(srv, s, why);
+			}
+		}
+	}
+	uint64_t age = idle * 1000u;
+	if (age < SRV_REPLAY_MIN_AGE_MS)
+		age = SRV_REPLAY_MIN_AGE_MS;
+	size_t n = srv_replay_expire(&srv->replay, now, age);
+	if (n > 0)
+		srv_debug("replay cache: forgot %zu idle clients", n);
+}
+
+static void srv_close_cb(uv_handle_t *h)
+{
+	(void)h;
+}
+
+void srv_server_maybe_finish(srv_server *srv)
+{
+	if (!srv->stopping || srv->in_flight != 0 || srv->jobs != 0 || srv->closed)
+		return;
+	srv->closed = true;
+	size_t saved = 0;
+	for (size_t i = 0; i < srv->sessions.count; i++) {
+		srv_session *s = srv->sessions.items[i];
+		if (s->deleted || s->dir == NULL)
+			continue;
+		srv_ckpt_save_state(srv, s);
+		saved++;
+	}
+	srv_info("shutdown: %zu sessions checkpointed", saved);
+	srv_control_close(srv->control);
+	srv->control = NULL;
+	srv_stream_close(srv->stream);
+	srv->stream = NULL;
+	uv_timer_stop(&srv->cron);
+	uv_close((uv_handle_t *)&srv->cron, srv_close_cb);
+	uv_close((uv_handle_t *)&srv->sigterm, srv_close_cb);
+	uv_close((uv_handle_t *)&srv->sigint, srv_close_cb);
+}
+
+static void srv_on_signal(uv_signal_t *h, int signum)
+{
+	srv_server *srv = h->data;
+	if (srv->stopping) {
+		srv_info("%s again: still waiting for %u frames in flight", strsignal(signum),
+			 (unsigned)srv->in_flight);
+		return;
+	}
+	srv->stopping = true;
+	srv_info("%s: shutting down after %u frames in flight", strsignal(signum), (unsigned)srv->in_flight);
+	srv_server_maybe_finish(srv);
+}
+
+int srv_server_init(srv_server *s, srv_config *cfg)
+{
+	memset(s, 0, sizeof *s);
+	s->cfg = cfg;
+	snprintf(s->build, sizeof s->build, "draped " SRV_VERSION " (%s)", drape_sim_build());
+	srv_sessions_init(&s->sessions);
+	if (!srv_replay_init(&s->replay, 4096)) {
+		srv_error("out of memory");
+		return SRV_EXIT_SOFTWARE;
+	}
+	int rv = uv_loop_init(&s->loop);
+	if (rv != 0) {
+		srv_error("cannot start the event loop: %s", uv_strerror(rv));
+		return SRV_EXIT_SOFTWARE;
+	}
+	s->loop_ready = true;
+	s->started_ms = uv_now(&s->loop);
+
+	int e = srv_ckpt_prepare(s);
+	if (e != 0) {
+		srv_error("cannot create the state directory %s (or its sessions/): %s", cfg->state_dir, strerror(e));
+		return SRV_EXIT_CANTCREAT;
+	}
+	size_t loaded = srv_ckpt_load_all(s);
+	srv_info("state directory %s: %zu sessions reloaded, next id %u", cfg->state_dir, loaded,
+		 (unsigned)s->sessions.next_id);
+
+	const char *bad = NULL;
+	rv = srv_stream_open(cfg, &s->stream, &bad);
+	if (rv != 0) {
+		srv_error("cannot listen on %s: %s", bad, nng_strerror(rv));
+		return SRV_EXIT_UNAVAILABLE;
+	}
+	rv = srv_control_open(s, &s->loop, cfg, &s->control, &bad);
+	if (rv != 0) {
+		srv_error("cannot listen on %s: %s", bad, nng_strerror(rv));
+		s->control = NULL;
+		return SRV_EXIT_UNAVAILABLE;
+	}
+	uv_timer_init(&s->loop, &s->cron);
+	s->cron.data = s;
+	uv_timer_start(&s->cron, srv_cron, SRV_CRON_MS, SRV_CRON_MS);
+	uv_signal_init(&s->loop, &s->sigterm);
+	uv_signal_init(&s->loop, &s->sigint);
+	s->sigterm.data = s->sigint.data = s;
+	uv_signal_start(&s->sigterm, srv_on_signal, SIGTERM);
+	uv_signal_start(&s->sigint, srv_on_signal, SIGINT);
+	/* A client that vanishes mid-reply must not kill the daemon. */
+	signal(SIGPIPE, SIG_IGN);
+	srv_info("%s ready: %u solver threads, idle timeout %llu s, max message %llu bytes", s->build,
+		 (unsigned)cfg->threads, (unsigned long long)cfg->idle_timeout_s,
+		 (unsigned long long)cfg->max_message);
+	return SRV_EXIT_OK;
+}
+
+int srv_server_run(srv_server *s)
+{
+	uv_run(&s->loop, UV_RUN_DEFAULT);
+	srv_info("stopped");
+	return SRV_EXIT_OK;
+}
+
+static void srv_walk_close(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, srv_close_cb);
+}
+
+void srv_server_free(srv_server *s)
+{
+	/* Set-up may have failed half way: close what is open and let the
+	 * loop finish the closes before it is freed. */
+	srv_control_close(s->control);
+	s->control = NULL;
+	srv_stream_close(s->stream);
+	s->stream = NULL;
+	if (s->loop_ready) {
+		uv_walk(&s->loop, srv_walk_close, NULL);
+		uv_run(&s->loop, UV_RUN_DEFAULT);
+		uv_loop_close(&s->loop);
+	}
+	srv_sessions_free(&s->sessions);
+	srv_replay_free(&s->replay);
+}

@@ -1,0 +1,455 @@
+/*
+ * Sessions: the table, and the ops that create, inspect, change and delete
+ * them. Running is scheduler.c's; colliders are colliders.c's.
+ */
+#include "server/session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "server/checkpoint.h"
+#include "server/jobs.h"
+#include "server/log.h"
+#include "server/server.h"
+#include "server/stream.h"
+
+void srv_sessions_init(srv_sessions *t)
+{
+	memset(t, 0, sizeof *t);
+	t->next_id = 1;
+}
+
+void srv_sessions_free(srv_sessions *t)
+{
+	for (size_t i = 0; i < t->count; i++)
+		srv_session_free(t->items[i]);
+	free(t->items);
+	memset(t, 0, sizeof *t);
+}
+
+bool srv_sessions_add(srv_sessions *t, srv_session *s)
+{
+	if (t->count == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		srv_session **items = realloc(t->items, cap * sizeof *items);
+		if (items == NULL)
+			return false;
+		t->items = items;
+		t->cap = cap;
+	}
+	t->items[t->count++] = s;
+	return true;
+}
+
+srv_session *srv_sessions_find(const srv_sessions *t, uint32_t id)
+{
+	for (size_t i = 0; i < t->count; i++)
+		if (t->items[i]->id == id && !t->items[i]->deleted)
+			return t->items[i];
+	return NULL;
+}
+
+void srv_sessions_remove(srv_sessions *t, srv_session *s)
+{
+	for (size_t i = 0; i < t->count; i++) {
+		if (t->items[i] == s) {
+			t->items[i] = t->items[--t->count];
+			return;
+		}
+	}
+}
+
+size_t srv_sessions_count_client(const srv_sessions *t, uint64_t client)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < t->count; i++)
+		if (t->items[i]->client == client && !t->items[i]->deleted)
+			n++;
+	return n;
+}
+
+void srv_session_free(srv_session *s)
+{
+	if (s == NULL)
+		return;
+	drape_sim_destroy(s->sim);
+	srv_frames_free(&s->frames);
+	free(s->work_positions);
+	free(s->work_record);
+	free(s->work_msg);
+	free(s->name);
+	free(s->dir);
+	free(s);
+}
+
+bool srv_session_token_ok(const srv_session *s, const uint8_t token[PROTO_TOKEN_SIZE])
+{
+	/* Constant time: the time taken must not tell an attacker how many
+	 * leading bytes of a guess were right. */
+	volatile uint8_t diff = 0;
+	for (size_t i = 0; i < PROTO_TOKEN_SIZE; i++)
+		diff |= (uint8_t)(s->token[i] ^ token[i]);
+	return diff == 0;
+}
+
+size_t srv_session_estimate(uint32_t vertices, uint32_t triangles, uint64_t frames_in_memory)
+{
+	/* Per vertex the solver keeps positions, predictions, velocities and
+	 * masses (about 64 bytes) and roughly three edges of constraint
+	 * records (about 48 bytes each with bending and shear); per triangle
+	 * its indices and wind/collision scratch (about 48 bytes). The frame
+	 * ring adds 12 bytes per vertex per frame kept in memory. */
+	return (size_t)vertices * (64u + 3u * 48u + 24u) + (size_t)triangles * 48u +
+	       (size_t)vertices * 12u * (size_t)(frames_in_memory + 1);
+}
+
+static drape_err srv_check_limit(uint64_t value, uint64_t limit, const char *what, const char *name,
+				 drape_error *err)
+{
+	if (limit != 0 && value > limit)
+		return drape_error_setf(err, DRAPE_ELIMIT, "%s %llu is over the limit %s = %llu", what,
+					(unsigned long long)value, name, (unsigned long long)limit);
+	return DRAPE_OK;
+}
+
+/* Gives s its frame store and work buffers; the directory when there is a
+ * state dir. */
+static drape_err srv_session_buffers(srv_server *srv, srv_session *s, bool keep_cache, drape_error *err)
+{
+	const srv_config *c = srv->cfg;
+	char path[4200];
+	const char *cache = NULL;
+	if (s->dir != NULL) {
+		snprintf(path, sizeof path, "%s/frames.bin", s->dir);
+		cache = path;
+	}
+	drape_err rc = srv_frames_init(&s->frames, s->vertices, (uint32_t)c->frames_in_memory,
+				       (uint32_t)c->max_frames_retained, cache, keep_cache, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	s->work_positions = malloc((size_t)s->vertices * 12u);
+	s->work_record = malloc(srv_frames_record_size(s->vertices));
+	if (s->work_positions == NULL || s->work_record == NULL)
+		return drape_error_setf(err, DRAPE_ENOMEM, "session %u: out of memory for frame buffers",
+					(unsigned)s->id);
+	return DRAPE_OK;
+}
+
+srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_req *c, const drape_sim_params *p,
+			       bool keep_cache, drape_error *err)
+{
+	drape_sim_desc desc;
+	drape_sim_desc_default(&desc);
+	desc.positions = c->mesh.positions;
+	desc.vertex_count = c->mesh.vertex_count;
+	desc.triangles = c->mesh.triangles;
+	desc.triangle_count = c->mesh.triangle_count;
+	desc.inv_mass = c->inv_mass;
+	desc.pins = c->pins;
+	desc.pin_count = c->pin_count;
+	desc.params = *p;
+	/* Each session steps on the one worker that holds its frame: the
+	 * daemon gets its parallelism from many sessions, and a session's
+	 * result never depends on how busy the box is. */
+	desc.pool = NULL;
+
+	srv_session *s = calloc(1, sizeof *s);
+	if (s == NULL) {
+		drape_error_setf(err, DRAPE_ENOMEM, "session.create: out of memory");
+		return NULL;
+	}
+	s->id = id;
+	s->server = srv;
+	s->params = *p;
+	s->vertices = c->mesh.vertex_count;
+	s->triangles = c->mesh.triangle_count;
+	s->state = PROTO_STATE_IDLE;
+	if (c->name != NULL && (s->name = strdup(c->name)) == NULL)
+		goto nomem;
+	drape_err rc = drape_sim_create(&desc, &s->sim, err);
+	if (rc != DRAPE_OK) {
+		srv_session_free(s);
+		return NULL;
+	}
+	drape_sim_get_topology(s->sim, &s->topology);
+	s->memory = srv_session_estimate(s->vertices, s->triangles, srv->cfg->frames_in_memory);
+	if (srv->sessions_dir[0] != '\0') {
+		char dir[4200];
+		snprintf(dir, sizeof dir, "%s/%u", srv->sessions_dir, (unsigned)id);
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+			srv_warn("session %u: cannot create %s: %s; it will not survive a restart",
+				 (unsigned)id, dir, strerror(errno));
+		else if ((s->dir = strdup(dir)) == NULL)
+			goto nomem;
+	}
+	if (srv_session_buffers(srv, s, keep_cache, err) != DRAPE_OK) {
+		srv_session_free(s);
+		return NULL;
+	}
+	return s;
+nomem:
+	srv_session_free(s);
+	drape_error_setf(err, DRAPE_ENOMEM, "session.create: out of memory");
+	return NULL;
+}
+
+drape_err srv_create_admit(srv_server *srv, const proto_request *req, drape_sim_params *p, uint32_t *id,
+			   drape_error *err)
+{
+	const srv_config *cfg = srv->cfg;
+	const proto_create_req *c = &req->u.create;
+	const uint64_t client = req->has_client ? req->client : 0;
+	drape_err rc;
+	/* Creates still being built count against the session limits, so a
+	 * burst of them cannot overshoot. */
+	if ((rc = srv_check_limit(c->mesh.vertex_count, cfg->max_vertices, "session.create: mesh vertices",
+				  "max_vertices", err)) != DRAPE_OK ||
+	    (rc = srv_check_limit(c->mesh.triangle_count, cfg->max_triangles, "session.create: mesh triangles",
+				  "max_triangles", err)) != DRAPE_OK ||
+	    (rc = srv_check_limit(srv->sessions.count + srv->creating + 1, cfg->max_sessions,
+				  "session.create: sessions", "max_sessions", err)) != DRAPE_OK ||
+	    (rc = srv_check_limit(srv_sessions_count_client(&srv->sessions, client) + 1,
+				  cfg->max_sessions_per_client, "session.create: sessions of this client",
+				  "max_sessions_per_client", err)) != DRAPE_OK ||
+	    (rc = srv_check_limit(srv_session_estimate(c->mesh.vertex_count, c->mesh.triangle_count,
+						       cfg->frames_in_memory),
+				  cfg->max_session_memory, "session.create: estimated memory (bytes)",
+				  "max_session_memory", err)) != DRAPE_OK)
+		return rc;
+
+	drape_sim_params_default(p);
+	proto_params_apply(p, &c->params);
+	if ((rc = drape_sim_params_validate(p, err)) != DRAPE_OK)
+		return rc;
+	if (srv->sessions.next_id == UINT32_MAX)
+		return drape_error_setf(err, DRAPE_ELIMIT, "session.create: session ids are exhausted");
+	/* The id is taken now, on the loop, so ids stay monotonic; a create
+	 * that fails later leaves a gap, never a reuse. */
+	*id = srv->sessions.next_id++;
+	return DRAPE_OK;
+}
+
+srv_session *srv_create_build(srv_server *srv, uint32_t id, const proto_request *req, const drape_sim_params *p,
+			      drape_error *err)
+{
+	srv_session *s = srv_session_build(srv, id, &req->u.create, p, false, err);
+	if (s == NULL)
+		return NULL;
+	if (getrandom(s->token, sizeof s->token, 0) != (ssize_t)sizeof s->token) {
+		drape_error_setf(err, DRAPE_EINTERNAL, "session.create: getrandom failed: %s", strerror(errno));
+		srv_session_free(s);
+		return NULL;
+	}
+	s->client = req->has_client ? req->client : 0;
+	/* Intersections already in the input are reported, never refused: a
+	 * tangled mesh is the user's to judge. */
+	const proto_mesh *m = &req->u.create.mesh;
+	if (drape_preflight(m->positions, m->vertex_count, m->triangles, m->triangle_count, NULL, 0,
+			    &s->intersections, NULL) != DRAPE_OK)
+		s->intersections = 0;
+	return s;
+}
+
+drape_err srv_create_finish(srv_server *srv, srv_session *s, const void *raw, size_t raw_len, proto_reply *rep,
+			    drape_error *err)
+{
+	if (!srv_sessions_add(&srv->sessions, s)) {
+		srv_ckpt_remove_session(srv, s);
+		srv_session_free(s);
+		return drape_error_setf(err, DRAPE_ENOMEM, "session.create: out of memory");
+	}
+	s->last_active_ms = srv_now_ms(srv);
+	srv->counters.sessions_created++;
+	/* The inputs go to disk before the reply, so a session a client was
+	 * told about survives a crash. */
+	srv_ckpt_save_session(srv, s, raw, raw_len);
+	rep->u.create.session = s->id;
+	memcpy(rep->u.create.token, s->token, PROTO_TOKEN_SIZE);
+	rep->u.create.topology = s->topology;
+	rep->u.create.intersections = s->intersections;
+	srv_info("session %u created: %u vertices, %u triangles, %u pins, %llu intersecting pairs%s%s",
+		 (unsigned)s->id, (unsigned)s->vertices, (unsigned)s->triangles,
+		 (unsigned)s->topology.pinned_vertices, (unsigned long long)s->intersections,
+		 s->name ? ", name " : "", s->name ? s->name : "");
+	return DRAPE_OK;
+}
+
+drape_err srv_op_update(srv_server *srv, srv_session *s, const proto_request *req, proto_reply *rep,
+			drape_error *err)
+{
+	if (s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED)
+		return drape_error_setf(err, DRAPE_ESTATE,
+					"session %u is %s; cancel it or wait for it to finish before "
+					"session.update",
+					(unsigned)s->id, proto_state_name(s->state));
+	if (s->busy)
+		return drape_error_setf(err, DRAPE_EBUSY,
+					"session %u: its last frame is still being solved; retry in a moment",
+					(unsigned)s->id);
+	drape_sim_params p = s->params;
+	proto_params_apply(&p, &req->u.update.params);
+	drape_err rc = drape_sim_set_params(s->sim, &p, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	s->params = p;
+	srv_ckpt_save_params(srv, s);
+	return DRAPE_OK;
+}
+
+drape_err srv_op_status(srv_server *srv, srv_session *s, proto_reply *rep, drape_error *err)
+{
+	proto_status_rep *r = &rep->u.status;
+	r->state = s->state;
+	r->name = s->name;
+	r->queue_position = srv_sched_position(srv, s);
+	r->frames_done = s->frames_done;
+	r->frames_target = s->target;
+	r->frames_first = srv_frames_first(&s->frames);
+	r->vertices = s->vertices;
+	r->triangles = s->triangles;
+	r->colliders = s->colliders;
+	r->has_error = s->has_error;
+	r->error = s->error;
+	r->error_frame = s->error_frame;
+	r->has_stats = s->has_stats;
+	r->stats = s->stats;
+	return DRAPE_OK;
+}
+
+drape_err srv_op_list(srv_server *srv, proto_reply *rep, proto_session_info **scratch, drape_error *err)
+{
+	const size_t n = srv->sessions.count;
+	proto_session_info *info = calloc(n ? n : 1, sizeof *info);
+	if (info == NULL)
+		return drape_error_setf(err, DRAPE_ENOMEM, "session.list: out of memory");
+	uint32_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		const srv_session *s = srv->sessions.items[i];
+		if (s->deleted)
+			continue;
+		info[k].id = s->id;
+		info[k].name = s->name;
+		info[k].state = s->state;
+		info[k].frames_done = s->frames_done;
+		info[k].vertices = s->vertices;
+		k++;
+	}
+	/* Ascending ids read better and let a client diff two lists. */
+	for (uint32_t i = 1; i < k; i++)
+		for (uint32_t j = i; j > 0 && info[j - 1].id > info[j].id; j--) {
+			proto_session_info t = info[j];
+			info[j] = info[j - 1];
+			info[j - 1] = t;
+		}
+	rep->u.list.sessions = info;
+	rep->u.list.count = k;
+	*scratch = info;
+	return DRAPE_OK;
+}
+
+void srv_session_destroy(srv_server *srv, srv_session *s, const char *why)
+{
+	srv_job_drop_parked(srv, s, "deleted");
+	srv_sched_dequeue(srv, s);
+	const bool was_running = s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED;
+	if (was_running) {
+		s->state = PROTO_STATE_CANCELED;
+		if (s->busy)
+			s->end_pending = true;
+		else
+			srv_sched_publish_end(srv, s);
+	}
+	srv_ckpt_remove_session(srv, s);
+	srv_info("session %u deleted (%s)", (unsigned)s->id, why);
+	if (s->busy) {
+		/* The worker still holds the sim; scheduler.c frees the session
+		 * when the frame lands. */
+		s->deleted = true;
+		return;
+	}
+	srv_sessions_remove(&srv->sessions, s);
+	srv_session_free(s);
+}
+
+drape_err srv_op_delete(srv_server *srv, srv_session *s, proto_reply *rep, drape_error *err)
+{
+	srv_session_destroy(srv, s, "by request");
+	return DRAPE_OK;
+}
+
+drape_err srv_op_frames_get(srv_server *srv, srv_session *s, const proto_request *req, proto_reply *rep,
+			    proto_frame **frames_out, float **buf_out, drape_error *err)
+{
+	const proto_frames_get_req *g = &req->u.frames_get;
+	proto_frames_get_rep *r = &rep->u.frames_get;
+	r->session = s->id;
+	r->frames_done = s->frames_done;
+	r->count = 0;
+	if (g->first == 0)
+		return drape_error_setf(err, DRAPE_EINVAL, "frames.get: first: frame indices start at 1");
+	if (g->first > s->frames_done)
+		return DRAPE_OK; /* not solved yet: an empty, successful reply */
+	const uint32_t oldest = srv_frames_first(&s->frames);
+	if (g->first < oldest)
+		return drape_error_setf(err, DRAPE_ENOTFOUND,
+					"frames.get: first: frame %u of session %u is no longer retained; "
+					"the oldest is %u (limit max_frames_retained = %llu)",
+					(unsigned)g->first, (unsigned)s->id, (unsigned)oldest,
+					(unsigned long long)srv->cfg->max_frames_retained);
+
+	/* The reply must fit the receiver's message limit: the smaller of ours
+	 * and the codec's default, which is what libdrape accepts unless told
+	 * otherwise. At least one frame is always sent. */
+	uint64_t budget = srv->cfg->max_message;
+	if (budget > PROTO_DEFAULT_MAX_MESSAGE)
+		budget = PROTO_DEFAULT_MAX_MESSAGE;
+	const size_t per = proto_frame_encoded_size(s->vertices);
+	uint64_t n = (uint64_t)s->frames_done - g->first + 1;
+	if (n > g->count)
+		n = g->count;
+	if (srv->cfg->max_frames_per_get != 0 && n > srv->cfg->max_frames_per_get)
+		n = srv->cfg->max_frames_per_get;
+	const uint64_t fit = budget > 1024 ? (budget - 1024) / per : 0;
+	if (n > fit)
+		n = fit ? fit : 1;
+
+	proto_frame *frames = calloc((size_t)n, sizeof *frames);
+	float *buf = malloc((size_t)n * s->vertices * 12u);
+	/* Its own record scratch: the session's work buffers may belong to a
+	 * worker right now. */
+	void *scratch = malloc(srv_frames_record_size(s->vertices));
+	if (frames == NULL || buf == NULL || scratch == NULL) {
+		free(frames);
+		free(buf);
+		free(scratch);
+		return drape_error_setf(err, DRAPE_ENOMEM, "frames.get: out of memory for %llu frames",
+					(unsigned long long)n);
+	}
+	uint32_t k = 0;
+	for (; k < n; k++) {
+		float *pos = buf + (size_t)k * s->vertices * 3u;
+		drape_err rc = srv_frames_read(&s->frames, g->first + k, pos, &frames[k].stats, scratch, err);
+		if (rc != DRAPE_OK) {
+			if (k > 0)
+				break; /* serve what was readable; the client asks again */
+			free(frames);
+			free(buf);
+			free(scratch);
+			return rc;
+		}
+		frames[k].index = g->first + k;
+		frames[k].vertex_count = s->vertices;
+		frames[k].positions = pos;
+	}
+	free(scratch);
+	r->frames = frames;
+	r->count = k;
+	*frames_out = frames;
+	*buf_out = buf;
+	srv->counters.frames_served += k;
+	return DRAPE_OK;
+}

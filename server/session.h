@@ -1,0 +1,104 @@
+/*
+ * A simulation session and the session table. Loop thread only, except the
+ * fields marked "worker" which the solving work item owns while busy.
+ */
+#ifndef DRAPE_SRV_SESSION_H
+#define DRAPE_SRV_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "drape/sim.h"
+#include "proto/proto.h"
+#include "server/frames.h"
+
+struct srv_server;
+
+typedef struct srv_session {
+	uint32_t id;
+	char *name; /* NULL if none */
+	uint8_t token[PROTO_TOKEN_SIZE];
+	uint64_t client; /* client id that created it (0 when it sent none) */
+	drape_sim *sim;
+	drape_sim_params params;
+	drape_sim_topology topology;
+	uint32_t vertices, triangles, colliders;
+	size_t memory; /* estimate, bytes */
+
+	proto_state state;
+	uint32_t frames_done;
+	uint32_t target;       /* frame index the run stops at; 0 = until cancelled */
+	uint32_t last_target;  /* target of the last run, kept for session.resume */
+	bool started;          /* has solved a frame in the current run */
+	bool in_queue;         /* in the server's run queue */
+	struct srv_session *qnext;
+	bool busy;             /* a work item holds sim; the loop must not touch it */
+	struct srv_job *parked; /* a collider op waiting for the frame in flight */
+	uint64_t intersections; /* preflight count of the input mesh */
+	bool deleted;          /* deleted while busy; freed when the frame lands */
+	bool end_pending;      /* canceled while busy: the end message goes out
+				* once the frame or job in flight lands */
+	uint64_t last_active_ms;
+
+	bool has_error;
+	drape_error error;
+	uint32_t error_frame;
+	bool has_stats;
+	drape_sim_stats stats;
+
+	srv_frames frames;
+	char *dir;             /* sessions/<id> in the state dir; NULL = none */
+
+	/* Worker: the frame being solved. */
+	uv_work_t work;
+	struct srv_server *server;
+	float *work_positions;  /* vertex_count * 3, swapped into the ring */
+	void *work_record;      /* srv_frames_record_size bytes */
+	drape_sim_stats work_stats;
+	drape_err work_rc;
+	drape_error work_err;
+	bool work_disk_ok;
+	uint32_t work_target, work_last_target; /* run fields for the worker's checkpoint */
+	drape_sim_params work_params;
+	uint32_t work_colliders; /* collider count after a collider job */
+	uint8_t *work_msg;      /* encoded stream message, published by the loop */
+	size_t work_msg_len;
+} srv_session;
+
+typedef struct srv_sessions {
+	srv_session **items; /* not sorted; the table is small (max-sessions) */
+	size_t count, cap;
+	uint32_t next_id;    /* ids are never reused while the state dir lives */
+} srv_sessions;
+
+void srv_sessions_init(srv_sessions *t);
+/* Frees every session (their sims must not be busy). */
+void srv_sessions_free(srv_sessions *t);
+bool srv_sessions_add(srv_sessions *t, srv_session *s);
+/* Finds a live (not deleted) session. */
+srv_session *srv_sessions_find(const srv_sessions *t, uint32_t id);
+/* Removes s from the table (does not free it). */
+void srv_sessions_remove(srv_sessions *t, srv_session *s);
+size_t srv_sessions_count_client(const srv_sessions *t, uint64_t client);
+
+/*
+ * Builds a session from create-request inputs and merged parameters: the
+ * solver, its directory under the state dir (when there is one) and its
+ * frame store (keep_cache keeps an existing frames.bin, for a reload). On
+ * failure returns NULL with err filled.
+ */
+srv_session *srv_session_build(struct srv_server *srv, uint32_t id, const proto_create_req *c,
+			       const drape_sim_params *p, bool keep_cache, drape_error *err);
+
+/* Frees a session's memory (sim, frames, buffers); the caller has removed
+ * it from the table and it is not busy. Does not touch the state dir. */
+void srv_session_free(srv_session *s);
+
+/* Constant-time comparison of a request's token with the session's. */
+bool srv_session_token_ok(const srv_session *s, const uint8_t token[PROTO_TOKEN_SIZE]);
+
+/* Rough memory a session of this size will hold, checked at admission. */
+size_t srv_session_estimate(uint32_t vertices, uint32_t triangles, uint64_t frames_in_memory);
+
+#endif

@@ -1,0 +1,946 @@
+/*
+ * Integration tests of libdrape against a real draped ($DRAPED, set by
+ * tests/run.sh). Daemons are started on ipc:// in a temporary folder and on
+ * tcp://127.0.0.1:<free port>, with PR_SET_PDEATHSIG so that none outlives
+ * this program even if it crashes, and stopped with SIGTERM at exit.
+ *
+ * Frames received through the server are compared bit for bit with the same
+ * mesh and parameters stepped in process with drape_sim_create/step.
+ */
+#include "tests/unit/check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+
+#include "drape/drape.h"
+#include "drape/sim.h"
+
+/* ---- Daemons ---------------------------------------------------------------------- */
+
+typedef struct itest_daemon {
+	pid_t pid;
+	char dir[256];
+	char url[320];
+} itest_daemon;
+
+static itest_daemon d_ipc = {.pid = -1}, d_tcp = {.pid = -1}, d_idle = {.pid = -1};
+static const char *draped_path;
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static void daemon_stop(itest_daemon *d)
+{
+	if (d->pid > 0) {
+		kill(d->pid, SIGTERM);
+		double t0 = now_ms();
+		int st;
+		while (waitpid(d->pid, &st, WNOHANG) == 0) {
+			if (now_ms() - t0 > 5000) {
+				kill(d->pid, SIGKILL);
+				waitpid(d->pid, &st, 0);
+				break;
+			}
+			sleep_ms(10);
+		}
+		d->pid = -1;
+	}
+	if (d->dir[0]) {
+		nftw(d->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		d->dir[0] = '\0';
+	}
+}
+
+static void stop_all(void)
+{
+	daemon_stop(&d_ipc);
+	daemon_stop(&d_tcp);
+	daemon_stop(&d_idle);
+}
+
+/* Whether a TCP port on loopback can be bound right now. */
+static bool port_free(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* A TCP port P nobody listens on, with P + 1 free too (draped puts its
+ * stream on the control port + 1). */
+static int free_port(void)
+{
+	for (int tries = 0; tries < 50; tries++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = {.sin_family = AF_INET,
+					.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		socklen_t len = sizeof a;
+		if (fd < 0)
+			return -1;
+		if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+		    getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+			close(fd);
+			return -1;
+		}
+		close(fd);
+		int port = ntohs(a.sin_port);
+		if (port < 65535 && port_free(port + 1))
+			return port;
+	}
+	return -1;
+}
+
+/* Starts draped listening on `url` (NULL: ipc in its folder), with one
+ * optional extra option and value; waits until hello answers. */
+static bool daemon_start(itest_daemon *d, bool tcp, const char *opt, const char *val)
+{
+	snprintf(d->dir, sizeof d->dir, "/tmp/drape-itest-XXXXXX");
+	if (mkdtemp(d->dir) == NULL) {
+		d->dir[0] = '\0';
+		return false;
+	}
+	if (tcp) {
+		int port = free_port();
+		if (port < 0)
+			return false;
+		snprintf(d->url, sizeof d->url, "tcp://127.0.0.1:%d", port);
+	} else {
+		snprintf(d->url, sizeof d->url, "ipc://%s/ctl.sock", d->dir);
+	}
+	char state[300], log[300];
+	snprintf(state, sizeof state, "%s/state", d->dir);
+	snprintf(log, sizeof log, "%s/draped.log", d->dir);
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0)
+		return false;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		if (opt != NULL)
+			execl(draped_path, draped_path, "--listen", d->url, "--state-dir", state, opt, val,
+			      (char *)NULL);
+		else
+			execl(draped_path, draped_path, "--listen", d->url, "--state-dir", state,
+			      (char *)NULL);
+		_exit(127);
+	}
+	d->pid = pid;
+	double t0 = now_ms();
+	while (now_ms() - t0 < 10000) {
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			d->pid = -1;
+			printf("  draped exited early; its log:\n");
+			char cmd[400];
+			snprintf(cmd, sizeof cmd, "sed 's/^/    /' %s | tail -n 20", log);
+			fflush(stdout);
+			if (system(cmd) != 0)
+				printf("    (no log)\n");
+			return false;
+		}
+		drape_client *c;
+		if (drape_connect(d->url, NULL, &c, NULL) == DRAPE_OK) {
+			drape_close(c);
+			return true;
+		}
+		sleep_ms(20);
+	}
+	return false;
+}
+
+/* ---- The reference scene ------------------------------------------------------------- */
+
+typedef struct scene {
+	uint32_t nx, ny, nv, nt;
+	float *pos;
+	uint32_t *tri;
+	uint32_t *pins;
+	uint32_t npins;
+	drape_sim_params params;
+} scene;
+
+/* A vertical sheet of nx x ny vertices, pinned along its top row, with wind
+ * (wind_x varies it so two sessions give different frames). */
+static void scene_make(scene *s, uint32_t nx, uint32_t ny, float wind_x, int32_t substeps)
+{
+	memset(s, 0, sizeof *s);
+	s->nx = nx;
+	s->ny = ny;
+	s->nv = nx * ny;
+	s->nt = 2 * (nx - 1) * (ny - 1);
+	s->pos = malloc(s->nv * 3 * sizeof *s->pos);
+	s->tri = malloc(s->nt * 3 * sizeof *s->tri);
+	s->pins = malloc(nx * sizeof *s->pins);
+	for (uint32_t j = 0; j < ny; j++)
+		for (uint32_t i = 0; i < nx; i++) {
+			float *p = &s->pos[3 * (j * nx + i)];
+			p[0] = (float)i / (float)(nx - 1) - 0.5f;
+			p[1] = 1.0f + (float)j / (float)(ny - 1);
+			p[2] = 0.0f;
+		}
+	uint32_t t = 0;
+	for (uint32_t j = 0; j + 1 < ny; j++)
+		for (uint32_t i = 0; i + 1 < nx; i++) {
+			uint32_t a = j * nx + i, b = a + 1, c = a + nx, d = c + 1;
+			uint32_t q[6] = {a, b, d, a, d, c};
+			memcpy(&s->tri[3 * t], q, sizeof q);
+			t += 2;
+		}
+	for (uint32_t i = 0; i < nx; i++)
+		s->pins[i] = (ny - 1) * nx + i;
+	s->npins = nx;
+	drape_sim_params_default(&s->params);
+	s->params.wind[0] = wind_x;
+	s->params.wind[2] = 1.0f;
+	s->params.substeps = substeps;
+}
+
+static void scene_free(scene *s)
+{
+	free(s->pos);
+	free(s->tri);
+	free(s->pins);
+}
+
+/* Frames 1..n solved in process; frame k at ref[(k-1) * nv * 3]. */
+static float *reference(const scene *s, uint32_t n)
+{
+	drape_sim_desc d;
+	drape_sim_desc_default(&d);
+	d.positions = s->pos;
+	d.vertex_count = s->nv;
+	d.triangles = s->tri;
+	d.triangle_count = s->nt;
+	d.pins = s->pins;
+	d.pin_count = s->npins;
+	d.params = s->params;
+	drape_sim *sim;
+	if (drape_sim_create(&d, &sim, NULL) != DRAPE_OK)
+		return NULL;
+	float *ref = malloc((size_t)n * s->nv * 3 * sizeof *ref);
+	for (uint32_t k = 0; k < n; k++) {
+		if (drape_sim_step(sim, NULL, NULL) != DRAPE_OK) {
+			free(ref);
+			drape_sim_destroy(sim);
+			return NULL;
+		}
+		drape_sim_get_positions(sim, ref + (size_t)k * s->nv * 3);
+	}
+	drape_sim_destroy(sim);
+	return ref;
+}
+
+static drape_err create(drape_client *c, const scene *s, const char *name, drape_session *out)
+{
+	drape_session_desc d;
+	drape_session_desc_default(&d);
+	d.positions = s->pos;
+	d.vertex_count = s->nv;
+	d.triangles = s->tri;
+	d.triangle_count = s->nt;
+	d.pins = s->pins;
+	d.pin_count = s->npins;
+	d.params = s->params;
+	d.name = name;
+	drape_error e;
+	drape_err rc = drape_session_create(c, &d, out, NULL, &e);
+	if (rc != DRAPE_OK)
+		printf("  session.create: %s\n", e.message);
+	return rc;
+}
+
+/* Receives frames first..last of s and compares each with ref; returns the
+ * number that matched in order, printing the first mismatch. */
+static uint32_t receive_and_compare(drape_client *c, drape_session s, const scene *sc,
+				    const float *ref, uint32_t first, uint32_t last)
+{
+	uint32_t ok = 0;
+	for (uint32_t k = first; k <= last; k++) {
+		drape_frame f;
+		drape_error e;
+		drape_err rc = drape_next_frame(c, s, &f, 10000, &e);
+		if (rc != DRAPE_OK) {
+			printf("  frame %u: %s (%s)\n", k, e.message, drape_err_name(rc));
+			return ok;
+		}
+		bool same = f.index == k && f.vertex_count == sc->nv &&
+			    memcmp(f.positions, ref + (size_t)(k - 1) * sc->nv * 3,
+				   (size_t)sc->nv * 3 * sizeof(float)) == 0;
+		if (!same)
+			printf("  frame %u: got index %u, %u vertices, positions %s\n", k, f.index,
+			       f.vertex_count, f.index == k ? "differ" : "-");
+		drape_frame_free(&f);
+		if (!same)
+			return ok;
+		ok++;
+	}
+	return ok;
+}
+
+/* ---- Tests ---------------------------------------------------------------------------- */
+
+static void test_connect_refused(void)
+{
+	drape_client *c = NULL;
+	drape_error e;
+	char url[400];
+	snprintf(url, sizeof url, "ipc://%s/nobody.sock", d_ipc.dir);
+	CHECK(drape_connect(url, NULL, &c, &e) == DRAPE_EUNAVAILABLE);
+	CHECK(c == NULL);
+	CHECKF(strstr(e.message, url + 6) != NULL, "message: %s", e.message);
+	int port = free_port();
+	snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+	CHECK(drape_connect(url, NULL, &c, &e) == DRAPE_EUNAVAILABLE);
+	CHECK(drape_connect("nonsense", NULL, &c, &e) == DRAPE_EINVAL);
+}
+
+/* A REP socket that reads requests and never answers: the client must give
+ * up after its request timeout with ETIMEDOUT, not hang. */
+static void test_request_timeout(void)
+{
+	nng_socket rep;
+	char url[400];
+	snprintf(url, sizeof url, "ipc://%s/mute.sock", d_ipc.dir);
+	CHECK(nng_rep0_open(&rep) == 0);
+	CHECK(nng_listen(rep, url, NULL, 0) == 0);
+	drape_client_opts o;
+	drape_client_opts_default(&o);
+	o.request_timeout_ms = 300;
+	drape_client *c = NULL;
+	drape_error e;
+	double t0 = now_ms();
+	drape_err rc = drape_connect(url, &o, &c, &e);
+	double el = now_ms() - t0;
+	nng_close(rep);
+	CHECKF(rc == DRAPE_ETIMEDOUT, "rc %s: %s", drape_err_name(rc), e.message);
+	CHECKF(el >= 250 && el < 3000, "gave up after %.0f ms", el);
+	CHECK(c == NULL);
+}
+
+static void test_hello(void)
+{
+	drape_client *c;
+	CHECK_OK(drape_connect(d_ipc.url, NULL, &c, NULL));
+	drape_server_info info;
+	drape_server_info_get(c, &info);
+	CHECK(info.version == 1);
+	CHECKF(info.stream_url[0] != '\0', "no stream URL announced");
+	CHECK(info.limits.max_message > 0);
+	CHECK_OK(drape_ping(c, NULL));
+	drape_server_stats st;
+	CHECK_OK(drape_server_stats_get(c, &st, NULL));
+	CHECK(st.threads >= 1);
+	drape_close(c);
+}
+
+/* Runs n frames of a small sheet on url and compares every frame. */
+static void frames_match(const char *url, bool use_stream)
+{
+	const uint32_t n = 30;
+	scene sc;
+	scene_make(&sc, 16, 12, 2.0f, 4);
+	float *ref = reference(&sc, n);
+	CHECK(ref != NULL);
+	drape_client_opts o;
+	drape_client_opts_default(&o);
+	o.use_stream = use_stream;
+	drape_client *c;
+	CHECK_OK(drape_connect(url, &o, &c, NULL));
+	drape_session s;
+	CHECK_OK(create(c, &sc, "match", &s));
+	CHECK_OK(drape_session_run(c, s, n, NULL, NULL));
+	uint32_t ok = receive_and_compare(c, s, &sc, ref, 1, n);
+	drape_frame f;
+	drape_error e;
+	drape_err end = drape_next_frame(c, s, &f, 5000, &e);
+	drape_session_delete(c, s, NULL);
+	drape_close(c);
+	free(ref);
+	scene_free(&sc);
+	CHECKF(ok == n, "%u of %u frames matched", ok, n);
+	CHECKF(end == DRAPE_ECLOSED, "after the last frame: %s (%s)", drape_err_name(end), e.message);
+}
+
+static void test_frames_bitwise_ipc(void)
+{
+	frames_match(d_ipc.url, true);
+}
+
+static void test_frames_bitwise_tcp(void)
+{
+	frames_match(d_tcp.url, true);
+}
+
+/* Without the stream every frame must still arrive, through polling. */
+static void test_frames_without_stream(void)
+{
+	frames_match(d_ipc.url, false);
+}
+
+typedef struct worker {
+	const char *url;
+	float wind;
+	uint32_t matched;
+	uint32_t frames;
+	uint32_t session;
+} worker;
+
+static void *worker_main(void *arg)
+{
+	worker *w = arg;
+	scene sc;
+	scene_make(&sc, 20, 20, w->wind, 4);
+	float *ref = reference(&sc, w->frames);
+	drape_client *c;
+	drape_session s;
+	if (ref != NULL && drape_connect(w->url, NULL, &c, NULL) == DRAPE_OK) {
+		if (create(c, &sc, "worker", &s) == DRAPE_OK &&
+		    drape_session_run(c, s, w->frames, NULL, NULL) == DRAPE_OK) {
+			w->session = s.id;
+			w->matched = receive_and_compare(c, s, &sc, ref, 1, w->frames);
+			drape_session_delete(c, s, NULL);
+		}
+		drape_close(c);
+	}
+	free(ref);
+	scene_free(&sc);
+	return NULL;
+}
+
+/* Two clients on two threads run two different sessions at once; each must
+ * get exactly its own frames. */
+static void test_two_clients_two_sessions(void)
+{
+	worker w[2] = {{d_tcp.url, -3.0f, 0, 40, 0}, {d_tcp.url, 3.0f, 0, 40, 0}};
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&th[i], NULL, worker_main, &w[i]) == 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	CHECK(w[0].session != 0 && w[1].session != 0 && w[0].session != w[1].session);
+	CHECKF(w[0].matched == 40 && w[1].matched == 40, "matched %u and %u of 40", w[0].matched,
+	       w[1].matched);
+}
+
+/*
+ * Cancel stops a 1000-frame run within a frame. What is asserted, with F the
+ * frames_done of a status taken just before the cancel, C the frames_done in
+ * the cancel reply and S the frames this client had received (3):
+ *   C <= F + 1  at most the frame in flight when the status was answered
+ *               completes before the cancel is handled;
+ *   C <= S + 2  the reader keeps up with the stream, so the server is at most
+ *               one frame ahead of it plus the one in flight;
+ *   D <= C + 1  the final frames_done D: the frame in flight when the cancel
+ *               arrived may still be finished and kept.
+ * next_frame, called right after the cancel, delivers exactly frames 1..D in
+ * order and then ECANCELED, where D is read once the session has settled in
+ * "canceled" (within 3 s).
+ */
+static void test_cancel_within_a_frame(void)
+{
+	scene sc;
+	/* Heavy enough per frame (many substeps) that a frame takes a few
+	 * milliseconds, so the bound is meaningful. */
+	scene_make(&sc, 32, 32, 1.0f, 16);
+	/* A short poll interval makes the client ask for the status while the
+	 * frame in flight at the cancel is still being solved, the case where
+	 * "canceled" must not be taken for the end before that frame lands. */
+	drape_client_opts o;
+	drape_client_opts_default(&o);
+	o.poll_interval_ms = 5;
+	drape_client *c;
+	CHECK_OK(drape_connect(d_ipc.url, &o, &c, NULL));
+	drape_session s;
+	CHECK_OK(create(c, &sc, "cancel", &s));
+	scene_free(&sc);
+	CHECK_OK(drape_session_run(c, s, 1000, NULL, NULL));
+	uint32_t seen = 0;
+	drape_frame f;
+	for (int i = 0; i < 3; i++) {
+		CHECK_OK(drape_next_frame(c, s, &f, 10000, NULL));
+		CHECK(f.index == ++seen);
+		drape_frame_free(&f);
+	}
+	drape_status st;
+	CHECK_OK(drape_session_status(c, s, &st, NULL));
+	uint32_t before = st.frames_done;
+	drape_state cs;
+	uint32_t at_cancel;
+	CHECK_OK(drape_session_cancel(c, s, &cs, &at_cancel, NULL));
+	CHECKF(at_cancel <= before + 1, "status said %u, cancel reply %u", before, at_cancel);
+	CHECKF(at_cancel <= seen + 2, "%u frames seen, cancel reply %u", seen, at_cancel);
+	/* Drain right away: the frame in flight at the cancel may land after
+	 * the cancel reply, and must still be delivered before ECANCELED. */
+	drape_err rc;
+	while ((rc = drape_next_frame(c, s, &f, 5000, NULL)) == DRAPE_OK) {
+		CHECK(f.index == ++seen);
+		drape_frame_free(&f);
+	}
+	CHECKF(rc == DRAPE_ECANCELED, "end code %s", drape_err_name(rc));
+	/* Then the settled state: canceled, and frames_done unchanged for 300 ms. */
+	double t0 = now_ms(), stable_since = now_ms();
+	uint32_t last = UINT32_MAX;
+	for (;;) {
+		CHECK_OK(drape_session_status(c, s, &st, NULL));
+		if (st.state != DRAPE_STATE_CANCELED || st.frames_done != last)
+			stable_since = now_ms();
+		last = st.frames_done;
+		if (now_ms() - stable_since >= 300 || now_ms() - t0 > 3000)
+			break;
+		sleep_ms(10);
+	}
+	CHECKF(st.state == DRAPE_STATE_CANCELED, "state %s after 3 s", drape_state_name(st.state));
+	CHECKF(st.frames_done <= at_cancel + 1, "cancel reply %u, final %u", at_cancel,
+	       st.frames_done);
+	CHECK(st.frames_done < 1000);
+	CHECKF(seen == st.frames_done, "received %u, solved %u", seen, st.frames_done);
+	drape_session_delete(c, s, NULL);
+	drape_close(c);
+}
+
+/* A client that goes away after frame 5 and a new client that reattaches by
+ * id and seeks to 6 get 6..N with none lost or repeated. */
+static void test_reconnect_after_frame_5(void)
+{
+	const uint32_t n = 16;
+	scene sc;
+	scene_make(&sc, 16, 16, 1.5f, 4);
+	float *ref = reference(&sc, n);
+	CHECK(ref != NULL);
+	drape_client *a, *b;
+	drape_session s;
+	CHECK_OK(drape_connect(d_tcp.url, NULL, &a, NULL));
+	CHECK_OK(create(a, &sc, "reconnect", &s));
+	CHECK_OK(drape_session_run(a, s, n, NULL, NULL));
+	uint32_t first = receive_and_compare(a, s, &sc, ref, 1, 5);
+	drape_close(a);
+	CHECKF(first == 5, "first client matched %u of 5", first);
+	/* The handle (id and token) is all a later program needs. */
+	drape_session again = {.id = s.id};
+	memcpy(again.token, s.token, sizeof s.token);
+	CHECK_OK(drape_connect(d_tcp.url, NULL, &b, NULL));
+	CHECK_OK(drape_frames_seek(b, again, 6, NULL));
+	uint32_t rest = receive_and_compare(b, again, &sc, ref, 6, n);
+	drape_frame f;
+	drape_err end = drape_next_frame(b, again, &f, 5000, NULL);
+	drape_err del = drape_session_delete(b, again, NULL);
+	drape_close(b);
+	free(ref);
+	scene_free(&sc);
+	CHECKF(rest == n - 5, "second client matched %u of %u", rest, n - 5);
+	CHECKF(end == DRAPE_ECLOSED, "end code %s", drape_err_name(end));
+	CHECK(del == DRAPE_OK);
+}
+
+/*
+ * A client that joins while a run is under way (the attach path), and reads
+ * slowly, so its frames come from a mix of frames.get (the backlog and any
+ * gap) and the stream (which also delivers frames it already fetched): it
+ * must still see 1..N in order, each once, bit for bit.
+ */
+static void test_late_slow_reader(void)
+{
+	const uint32_t n = 120;
+	scene sc;
+	/* Slow enough per frame that the reader catches up with the solver
+	 * and then finds, queued on the stream, frames it already fetched. */
+	scene_make(&sc, 24, 24, 2.5f, 16);
+	float *ref = reference(&sc, n);
+	CHECK(ref != NULL);
+	drape_client *a, *b;
+	drape_session s;
+	CHECK_OK(drape_connect(d_ipc.url, NULL, &a, NULL));
+	CHECK_OK(create(a, &sc, "late", &s));
+	CHECK_OK(drape_session_run(a, s, n, NULL, NULL));
+	drape_status st;
+	double t0 = now_ms();
+	do
+		CHECK_OK(drape_session_status(a, s, &st, NULL));
+	while (st.frames_done < 10 && now_ms() - t0 < 10000);
+	CHECK_OK(drape_connect(d_ipc.url, NULL, &b, NULL));
+	uint32_t ok = 0;
+	for (uint32_t k = 1; k <= n; k++) {
+		drape_frame f;
+		drape_error e;
+		drape_err rc = drape_next_frame(b, s, &f, 10000, &e);
+		if (rc != DRAPE_OK) {
+			printf("  frame %u: %s\n", k, e.message);
+			break;
+		}
+		bool same = f.index == k && memcmp(f.positions, ref + (size_t)(k - 1) * sc.nv * 3,
+						   (size_t)sc.nv * 3 * sizeof(float)) == 0;
+		if (!same)
+			printf("  frame %u: got %u\n", k, f.index);
+		drape_frame_free(&f);
+		if (!same)
+			break;
+		ok++;
+		if (k % 40 == 0)
+			sleep_ms(30);
+	}
+	drape_frame f;
+	drape_err end = drape_next_frame(b, s, &f, 5000, NULL);
+	drape_session_delete(a, s, NULL);
+	drape_close(a);
+	drape_close(b);
+	free(ref);
+	scene_free(&sc);
+	CHECKF(ok == n, "%u of %u frames in order", ok, n);
+	CHECK(end == DRAPE_ECLOSED);
+}
+
+/* Another client without the owner token (or with a wrong one) is refused
+ * every mutating op with EPERM; reading stays allowed. */
+static void test_not_owner_refused(void)
+{
+	scene sc;
+	scene_make(&sc, 8, 8, 0.0f, 2);
+	drape_client *a, *b;
+	drape_session s;
+	CHECK_OK(drape_connect(d_ipc.url, NULL, &a, NULL));
+	CHECK_OK(create(a, &sc, "owned", &s));
+	scene_free(&sc);
+	CHECK_OK(drape_connect(d_ipc.url, NULL, &b, NULL));
+	drape_session none = {.id = s.id};
+	drape_session wrong = s;
+	wrong.token[0] ^= 0x5a;
+	drape_error e;
+	drape_status st;
+	CHECK(drape_session_run(b, none, 5, NULL, &e) == DRAPE_EPERM);
+	CHECK(drape_session_cancel(b, none, NULL, NULL, &e) == DRAPE_EPERM);
+	CHECK(drape_session_delete(b, none, &e) == DRAPE_EPERM);
+	CHECK(drape_session_cancel(b, wrong, NULL, NULL, &e) == DRAPE_EPERM);
+	CHECK(drape_session_delete(b, wrong, &e) == DRAPE_EPERM);
+	CHECKF(e.message[0] != '\0', "the refusal carries no message");
+	CHECK_OK(drape_session_status(b, none, &st, NULL));
+	CHECK(st.vertices == 64);
+	/* The owner still can, from its own client. */
+	CHECK_OK(drape_session_delete(a, s, NULL));
+	CHECK(drape_session_status(b, none, &st, &e) == DRAPE_ENOTFOUND);
+	drape_close(a);
+	drape_close(b);
+}
+
+/* frames.get returns consecutive frames from `first`, possibly fewer than
+ * asked; asking again from where it stopped gets all of them. */
+static void test_frames_get_ranges(void)
+{
+	const uint32_t n = 12;
+	scene sc;
+	scene_make(&sc, 10, 10, 1.0f, 2);
+	float *ref = reference(&sc, n);
+	CHECK(ref != NULL);
+	drape_client *c;
+	drape_session s;
+	CHECK_OK(drape_connect(d_ipc.url, NULL, &c, NULL));
+	CHECK_OK(create(c, &sc, "get", &s));
+	CHECK_OK(drape_session_run(c, s, n, NULL, NULL));
+	/* Wait for the run to finish, then fetch 3..9 in as many calls as it takes. */
+	drape_status st;
+	double t0 = now_ms();
+	for (;;) {
+		CHECK_OK(drape_session_status(c, s, &st, NULL));
+		if (st.state == DRAPE_STATE_DONE || now_ms() - t0 > 10000)
+			break;
+		sleep_ms(5);
+	}
+	CHECK(st.state == DRAPE_STATE_DONE && st.frames_done == n);
+	uint32_t next = 3;
+	int calls = 0;
+	while (next <= 9 && calls++ < 20) {
+		drape_frame *fr;
+		uint32_t got, done;
+		CHECK_OK(drape_frames_get(c, s, next, 9 - next + 1, &fr, &got, &done, NULL));
+		CHECK(done == n);
+		CHECK(got >= 1 && got <= 9 - next + 1);
+		for (uint32_t i = 0; i < got; i++) {
+			bool same = fr[i].index == next + i &&
+				    memcmp(fr[i].positions, ref + (size_t)(next + i - 1) * sc.nv * 3,
+					   (size_t)sc.nv * 3 * sizeof(float)) == 0;
+			if (!same) {
+				drape_frames_free(fr, got);
+				CHECKF(false, "frame %u differs", next + i);
+			}
+		}
+		drape_frames_free(fr, got);
+		next += got;
+	}
+	CHECK(next == 10);
+	CHECK(drape_frames_get(c, s, 0, 1, NULL, NULL, NULL, NULL) == DRAPE_EINVAL);
+	drape_session_delete(c, s, NULL);
+	drape_close(c);
+	free(ref);
+	scene_free(&sc);
+}
+
+/* list shows a session with its name; update changes parameters between
+ * runs; a bad mesh is refused with a message naming the field. */
+static void test_list_update_and_bad_mesh(void)
+{
+	scene sc;
+	scene_make(&sc, 6, 6, 0.0f, 2);
+	drape_client *c;
+	drape_session s;
+	CHECK_OK(drape_connect(d_ipc.url, NULL, &c, NULL));
+	CHECK_OK(create(c, &sc, "listed-one", &s));
+	drape_session_entry *e;
+	uint32_t n;
+	CHECK_OK(drape_session_list(c, &e, &n, NULL));
+	bool found = false;
+	for (uint32_t i = 0; i < n; i++)
+		found |= e[i].id == s.id && strcmp(e[i].name, "listed-one") == 0 && e[i].vertices == 36;
+	free(e);
+	CHECK(found);
+	drape_sim_params p;
+	drape_params_unset(&p);
+	p.damping = 0.5f;
+	CHECK_OK(drape_session_update(c, s, &p, NULL));
+	p.damping = 7.0f; /* out of [0, 1] */
+	drape_error err;
+	CHECK(drape_session_update(c, s, &p, &err) != DRAPE_OK);
+	CHECKF(strstr(err.message, "damping") != NULL, "message: %s", err.message);
+	drape_params_unset(&p);
+	p.gravity[1] = -1.0f; /* a vector set in part */
+	CHECK(drape_session_update(c, s, &p, &err) == DRAPE_EINVAL);
+	CHECK_OK(drape_session_delete(c, s, NULL));
+
+	sc.tri[4] = 99; /* triangle 1, corner 1: out of range */
+	drape_session bad;
+	drape_session_desc d;
+	drape_session_desc_default(&d);
+	d.positions = sc.pos;
+	d.vertex_count = sc.nv;
+	d.triangles = sc.tri;
+	d.triangle_count = sc.nt;
+	drape_err rc = drape_session_create(c, &d, &bad, NULL, &err);
+	CHECK(rc == DRAPE_ERANGE || rc == DRAPE_EINVAL);
+	CHECKF(strstr(err.message, "triangles") != NULL, "message: %s", err.message);
+	drape_close(c);
+	scene_free(&sc);
+}
+
+/*
+ * Colliders through the wire: a sphere added with only its shape set (the
+ * response fields left unset, so the server's defaults apply), keyframed,
+ * with the top pins attached to it, against the same scene in process with
+ * drape_collider_desc_default: the frames must be bit-identical. Then
+ * removing a collider that does not exist is refused and removing the real
+ * one is accepted.
+ */
+static void test_colliders_and_pins(void)
+{
+	const uint32_t n = 8;
+	scene sc;
+	scene_make(&sc, 12, 12, 0.0f, 4);
+	drape_collider_desc sphere;
+	drape_collider_desc_default(&sphere);
+	sphere.shape = DRAPE_SHAPE_SPHERE;
+	sphere.center[1] = 0.9f;
+	sphere.radius = 0.3f;
+	drape_keyframe keys[2] = {{.frame = 1}, {.frame = 8, .translate = {0.2f, 0, 0}}};
+
+	drape_sim_desc d;
+	drape_sim_desc_default(&d);
+	d.positions = sc.pos;
+	d.vertex_count = sc.nv;
+	d.triangles = sc.tri;
+	d.triangle_count = sc.nt;
+	d.pins = sc.pins;
+	d.pin_count = sc.npins;
+	d.params = sc.params;
+	drape_sim *sim;
+	CHECK_OK(drape_sim_create(&d, &sim, NULL));
+	uint32_t idx;
+	CHECK_OK(drape_sim_add_collider(sim, &sphere, &idx, NULL));
+	CHECK_OK(drape_sim_set_keyframes(sim, idx, keys, 2, NULL));
+	CHECK_OK(drape_sim_attach_pins(sim, sc.pins, sc.npins, idx, NULL));
+	float *ref = malloc((size_t)n * sc.nv * 3 * sizeof *ref);
+	for (uint32_t k = 0; k < n; k++) {
+		CHECK_OK(drape_sim_step(sim, NULL, NULL));
+		drape_sim_get_positions(sim, ref + (size_t)k * sc.nv * 3);
+	}
+	drape_sim_destroy(sim);
+
+	drape_client *c;
+	drape_session s;
+	CHECK_OK(drape_connect(d_ipc.url, NULL, &c, NULL));
+	CHECK_OK(create(c, &sc, "colliders", &s));
+	drape_collider_desc wire;
+	drape_collider_desc_unset(&wire);
+	wire.shape = DRAPE_SHAPE_SPHERE;
+	wire.center[1] = 0.9f;
+	wire.radius = 0.3f;
+	uint32_t widx = 99;
+	CHECK_OK(drape_collider_add(c, s, &wire, &widx, NULL));
+	CHECK(widx == 0);
+	CHECK_OK(drape_collider_transform(c, s, widx, keys, 2, NULL));
+	CHECK_OK(drape_pins_attach(c, s, sc.pins, sc.npins, widx, NULL));
+	drape_status st;
+	CHECK_OK(drape_session_status(c, s, &st, NULL));
+	CHECK(st.colliders == 1);
+	CHECK_OK(drape_session_run(c, s, n, NULL, NULL));
+	uint32_t ok = receive_and_compare(c, s, &sc, ref, 1, n);
+	drape_frame f;
+	drape_err end = drape_next_frame(c, s, &f, 5000, NULL);
+	drape_error e;
+	drape_err bad = drape_collider_remove(c, s, 5, &e);
+	drape_err rm = drape_collider_remove(c, s, widx, NULL);
+	drape_err st_rc = drape_session_status(c, s, &st, NULL);
+	drape_session_delete(c, s, NULL);
+	drape_close(c);
+	free(ref);
+	scene_free(&sc);
+	CHECKF(ok == n, "%u of %u frames matched", ok, n);
+	CHECK(end == DRAPE_ECLOSED);
+	CHECKF(bad == DRAPE_ERANGE || bad == DRAPE_ENOTFOUND || bad == DRAPE_EINVAL, "remove 5: %s",
+	       drape_err_name(bad));
+	CHECKF(rm == DRAPE_OK && st_rc == DRAPE_OK && st.colliders == 0, "remove: %s, %u left",
+	       drape_err_name(rm), st.colliders);
+}
+
+/* The preflight op finds two crossing triangles, and none in a flat sheet. */
+static void test_server_preflight(void)
+{
+	/* Triangle 0 lies in the plane z = 0; triangle 1 pierces it. */
+	const float pos[] = {-1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0.3f, -1, 0, 0.3f, 1, 0, 0.6f, 0.1f};
+	const uint32_t tri[] = {0, 1, 2, 3, 4, 5};
+	drape_client *c;
+	CHECK_OK(drape_connect(d_ipc.url, NULL, &c, NULL));
+	drape_tri_pair pairs[4];
+	uint32_t np = 0;
+	uint64_t count = 0;
+	drape_error e;
+	drape_err rc = drape_server_preflight(c, pos, 6, tri, 2, pairs, 4, &np, &count, &e);
+	if (rc != DRAPE_OK)
+		drape_close(c);
+	CHECKF(rc == DRAPE_OK, "%s", e.message);
+	CHECKF(count == 1 && np == 1, "count %llu, pairs %u", (unsigned long long)count, np);
+	CHECK((pairs[0].a == 0 && pairs[0].b == 1) || (pairs[0].a == 1 && pairs[0].b == 0));
+	scene sc;
+	scene_make(&sc, 6, 6, 0.0f, 1);
+	rc = drape_server_preflight(c, sc.pos, sc.nv, sc.tri, sc.nt, pairs, 4, &np, &count, NULL);
+	scene_free(&sc);
+	drape_close(c);
+	CHECK(rc == DRAPE_OK && count == 0 && np == 0);
+}
+
+/* A daemon started with --idle-timeout 1 deletes a session nobody touches. */
+static void test_idle_expiry(void)
+{
+	CHECK(daemon_start(&d_idle, false, "--idle-timeout", "1"));
+	scene sc;
+	scene_make(&sc, 6, 6, 0.0f, 2);
+	drape_client *c;
+	drape_session s;
+	CHECK_OK(drape_connect(d_idle.url, NULL, &c, NULL));
+	drape_server_info info;
+	drape_server_info_get(c, &info);
+	CHECK(info.limits.idle_timeout_s == 1);
+	CHECK_OK(create(c, &sc, "idle", &s));
+	scene_free(&sc);
+	double t0 = now_ms();
+	drape_status st;
+	drape_err rc;
+	/* Asking for the status counts as activity on some servers, so wait
+	 * before looking, then look with session.list, which touches nothing. */
+	sleep_ms(1500);
+	bool gone = false;
+	while (!gone && now_ms() - t0 < 8000) {
+		drape_session_entry *e;
+		uint32_t n;
+		CHECK_OK(drape_session_list(c, &e, &n, NULL));
+		gone = true;
+		for (uint32_t i = 0; i < n; i++)
+			gone &= e[i].id != s.id;
+		free(e);
+		if (!gone)
+			sleep_ms(100);
+	}
+	double el = now_ms() - t0;
+	rc = drape_session_status(c, s, &st, NULL);
+	drape_close(c);
+	daemon_stop(&d_idle);
+	CHECKF(gone, "session still listed after %.0f ms", el);
+	CHECK(rc == DRAPE_ENOTFOUND);
+}
+
+int main(int argc, char **argv)
+{
+	static const check_test tests[] = {
+		CHECK_TEST(test_connect_refused),
+		CHECK_TEST(test_request_timeout),
+		CHECK_TEST(test_hello),
+		CHECK_TEST(test_frames_bitwise_ipc),
+		CHECK_TEST(test_frames_bitwise_tcp),
+		CHECK_TEST(test_frames_without_stream),
+		CHECK_TEST(test_two_clients_two_sessions),
+		CHECK_TEST(test_cancel_within_a_frame),
+		CHECK_TEST(test_reconnect_after_frame_5),
+		CHECK_TEST(test_late_slow_reader),
+		CHECK_TEST(test_not_owner_refused),
+		CHECK_TEST(test_frames_get_ranges),
+		CHECK_TEST(test_list_update_and_bad_mesh),
+		CHECK_TEST(test_colliders_and_pins),
+		CHECK_TEST(test_server_preflight),
+		CHECK_TEST(test_idle_expiry),
+	};
+	draped_path = getenv("DRAPED");
+	if (draped_path == NULL || access(draped_path, X_OK) != 0) {
+		printf("FAIL setup: DRAPED is not set to an executable draped\n");
+		printf("0 passed, 1 failed\n");
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	atexit(stop_all);
+	if (!daemon_start(&d_ipc, false, NULL, NULL) || !daemon_start(&d_tcp, true, NULL, NULL)) {
+		printf("FAIL setup: draped did not start on ipc and tcp\n");
+		printf("0 passed, 1 failed\n");
+		return 1;
+	}
+	int rc = check_main(argc, argv, tests, CHECK_COUNT(tests));
+	return rc;
+}

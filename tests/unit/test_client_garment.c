@@ -1,0 +1,199 @@
+/*
+ * The demo's garment scene end to end in process: examples/garment.json
+ * loaded with the client's scene reader (the MakeHuman T-shirt and trousers
+ * on the body they were modelled on), solved for the scene's frames with the
+ * scene's parameters, and checked against an independent field of the body.
+ * Run from the project root (tests/run.sh does), or give the scene's path as
+ * DRAPE_GARMENT_SCENE.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/scene.h"
+#include "drape/sim.h"
+#include "tests/unit/check.h"
+
+/* The first frames in which vertices may still be inside the body: the
+ * suit's mesh starts with a few vertices up to 1 cm inside
+ * (tests/data/meshes/SOURCES.md), and the collider pushes them out only as
+ * fast as stretch, bend and self-collision let it. */
+#define GARMENT_SETTLE_FRAMES 3
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* Minimum field distance over the points, the number below -depth, and
+ * the number not finite. */
+static void depth_stats(const drape_sdf *sdf, const float *xyz, uint32_t n, float *dist, float depth,
+			float *min_out, uint32_t *deep_out, uint32_t *nan_out)
+{
+	uint32_t nan = 0, deep = 0;
+	for (uint32_t i = 0; i < 3 * n; i++)
+		nan += !isfinite(xyz[i]);
+	drape_sdf_sample(sdf, xyz, n, dist, NULL);
+	float mn = INFINITY;
+	for (uint32_t i = 0; i < n; i++) {
+		mn = fminf(mn, dist[i]);
+		deep += dist[i] < -depth;
+	}
+	*min_out = mn;
+	*deep_out = deep;
+	*nan_out = nan;
+}
+
+static void test_garment_drape(void)
+{
+	const char *path = getenv("DRAPE_GARMENT_SCENE");
+	if (path == NULL)
+		path = "examples/garment.json";
+	drape_scene sc;
+	drape_error err;
+	drape_error_clear(&err);
+	CHECKF(drape_scene_load(path, NULL, &sc, &err) == DRAPE_OK, "%s", err.message);
+	const drape_collider_desc *body = NULL;
+	const drape_obj_mesh *body_mesh = NULL;
+	for (uint32_t i = 0; i < sc.collider_count; i++)
+		if (sc.colliders[i].shape == DRAPE_SHAPE_MESH && body == NULL) {
+			body = &sc.colliders[i];
+			body_mesh = &sc.collider_meshes[i];
+		}
+	if (body == NULL) {
+		drape_scene_free(&sc);
+		CHECK(!"the garment scene has no mesh collider");
+	}
+
+	/* The body's field at the scene's voxel size, with a band wide enough
+	 * (3 cm) to measure any depth that matters here. It is built once and
+	 * handed to the sim as the collider's field: a second build of the
+	 * same mesh would double the test's slowest part (seconds under
+	 * AddressSanitizer) and check nothing the collider tests do not. */
+	drape_sdf *check = NULL;
+	drape_err rc = drape_sdf_build(body_mesh->positions, body_mesh->vertex_count, body_mesh->triangles,
+				       body_mesh->triangle_count, body->voxel_size, 0.03f, 0, &check, &err);
+	if (rc != DRAPE_OK) {
+		drape_scene_free(&sc);
+		CHECKF(0, "drape_sdf_build: %s", err.message);
+	}
+	drape_sim_desc d;
+	drape_sim_desc_default(&d);
+	d.positions = sc.cloth.positions;
+	d.vertex_count = sc.cloth.vertex_count;
+	d.triangles = sc.cloth.triangles;
+	d.triangle_count = sc.cloth.triangle_count;
+	d.pins = sc.pins;
+	d.pin_count = sc.pin_count;
+	d.params = sc.params;
+	drape_sim *sim = NULL;
+	int ok = drape_sim_create(&d, &sim, &err) == DRAPE_OK;
+	for (uint32_t i = 0; ok && i < sc.collider_count; i++) {
+		drape_collider_desc cd = sc.colliders[i];
+		if (&sc.colliders[i] == body)
+			cd.sdf = check;
+		ok = drape_sim_add_collider(sim, &cd, NULL, &err) == DRAPE_OK;
+	}
+	for (uint32_t i = 0; ok && i < sc.pin_count; i++)
+		if (sc.pin_attach[i] != DRAPE_SCENE_NO_ATTACH)
+			ok = drape_sim_attach_pins(sim, &sc.pins[i], 1, (uint32_t)sc.pin_attach[i], &err) ==
+			     DRAPE_OK;
+	if (!ok) {
+		drape_sim_destroy(sim);
+		drape_sdf_release(check);
+		drape_scene_free(&sc);
+		CHECKF(0, "building the sim: %s", err.message);
+	}
+
+	drape_sdf_info info;
+	drape_sdf_get_info(check, &info);
+
+	const uint32_t n = sc.cloth.vertex_count;
+	const float th = sc.params.thickness;
+	float *xyz = malloc((size_t)n * 3 * sizeof *xyz), *dist = malloc((size_t)n * sizeof *dist);
+	float mn0 = 0, late_min = INFINITY, all_min = INFINITY, mn = 0;
+	uint32_t deep0 = 0, nan0 = 0, late_nan = 0, all_deep = 0, deep = 0, nan = 0;
+	int late_frame = 0, all_frame = 0, frames = 0;
+	double solve_ms = 0, sample_ms = 0;
+	ok = xyz != NULL && dist != NULL;
+	if (ok) {
+		drape_sim_get_positions(sim, xyz);
+		depth_stats(check, xyz, n, dist, th, &mn0, &deep0, &nan0);
+		/* SOURCES.md counts 7 vertices inside, all under 1 cm deep. */
+		uint32_t inside = 0;
+		for (uint32_t i = 0; i < n; i++)
+			inside += dist[i] < 0;
+		printf("  start: %u cloth vertices, %u inside the body (deepest %.2f mm), %u deeper than "
+		       "thickness %.1f mm\n",
+		       n, inside, -mn0 * 1e3, deep0, th * 1e3);
+	}
+	for (uint32_t f = 1; ok && f <= sc.frames; f++) {
+		drape_sim_stats st;
+		ok = drape_sim_step(sim, &st, &err) == DRAPE_OK;
+		if (!ok)
+			break;
+		frames++;
+		solve_ms += st.solve_ms;
+		drape_sim_get_positions(sim, xyz);
+		double t = now_ms();
+		depth_stats(check, xyz, n, dist, th, &mn, &deep, &nan);
+		sample_ms += now_ms() - t;
+		if (f <= GARMENT_SETTLE_FRAMES || f % 12 == 0)
+			printf("  frame %2u: nearest vertex %.2f mm from the body (negative inside), %u "
+			       "deeper than thickness, %.1f ms\n",
+			       f, mn * 1e3, deep, st.solve_ms);
+		if (mn < all_min)
+			all_min = mn, all_frame = (int)f;
+		all_deep += deep;
+		if (f > GARMENT_SETTLE_FRAMES) {
+			if (mn < late_min)
+				late_min = mn, late_frame = (int)f;
+			late_nan += nan;
+		}
+	}
+	printf("  %d frames at %g fps (%d substeps, %d iterations, self-collision %s): %.1f ms per frame; "
+	       "body field (voxel %.4g m, %llu voxels, %.1f MB) built in %.0f ms; "
+	       "sampling %.3f us per point\n",
+	       frames, (double)sc.params.fps, sc.params.substeps, sc.params.iterations,
+	       sc.params.self_collision ? "on" : "off", frames ? solve_ms / frames : 0.0,
+	       (double)info.voxel_size, (unsigned long long)info.voxels, info.bytes / 1e6, info.build_ms,
+	       frames ? sample_ms * 1e3 / ((double)frames * n) : 0.0);
+	printf("  all frames: nearest %.2f mm (frame %d), %u vertex-frames deeper than thickness; after "
+	       "frame %d: nearest %.2f mm (frame %d), %u not finite\n",
+	       all_min * 1e3, all_frame, all_deep, GARMENT_SETTLE_FRAMES, late_min * 1e3, late_frame,
+	       late_nan);
+	free(xyz);
+	free(dist);
+	drape_sdf_release(check);
+	drape_sim_destroy(sim);
+	uint32_t want = sc.frames;
+	drape_scene_free(&sc);
+	CHECKF(ok && (uint32_t)frames == want, "stopped after %d of %u frames: %s", frames, want,
+	       err.message);
+	CHECK(nan0 == 0);
+	CHECKF(late_nan == 0, "%u vertex-frames not finite", late_nan);
+	/* The issue's bound, at every frame: the suit starts at most 0.73 mm
+	 * inside, less than the thickness, so even the first frames must hold. */
+	CHECKF(all_deep == 0 && all_min >= -th,
+	       "a cloth vertex was %.2f mm inside the body at frame %d (thickness %.1f mm)",
+	       -all_min * 1e3, all_frame, th * 1e3);
+	/* Stronger, once the start's 7 slightly buried vertices are out: none
+	 * inside at all. Self-collision is projected after the obstacles and may
+	 * push a vertex back toward the body, but by less than the thickness
+	 * the obstacle projection leaves. */
+	CHECKF(late_min >= 0, "a cloth vertex was %.2f mm inside the body at frame %d", -late_min * 1e3,
+	       late_frame);
+}
+
+int main(int argc, char **argv)
+{
+	static const check_test tests[] = {
+		CHECK_TEST(test_garment_drape),
+	};
+	return check_main(argc, argv, tests, CHECK_COUNT(tests));
+}

@@ -1,0 +1,146 @@
+/*
+ * draped's configuration: defaults, command line, JSON file, precedence,
+ * stream URL derivation and the protected-mode rule.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/config.h"
+#include "tests/unit/check.h"
+
+static srv_config_rc parse(srv_config *c, char *msg, int argc, const char **argv)
+{
+	srv_config_default(c);
+	return srv_config_parse(c, argc, (char **)argv, msg, 512);
+}
+
+static void test_defaults(void)
+{
+	srv_config c;
+	char msg[512];
+	const char *argv[] = { "draped", NULL };
+	CHECK(parse(&c, msg, 1, argv) == SRV_CONFIG_OK);
+	CHECK(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
+	CHECK(c.listen_count == 1 && strcmp(c.listen[0], "tcp://127.0.0.1:7450") == 0);
+	CHECK(c.stream_count == 1 && strcmp(c.stream[0], "tcp://127.0.0.1:7451") == 0);
+	CHECK(c.idle_timeout_s == 3600 && c.max_message == 256u * 1024u * 1024u);
+	CHECK(c.threads >= 1 && c.state_dir != NULL && c.checkpoint_every == 10);
+	srv_config_free(&c);
+}
+
+static void test_command_line(void)
+{
+	srv_config c;
+	char msg[512];
+	const char *argv[] = { "draped", "--listen", "ipc:///tmp/a", "--listen=tcp://127.0.0.1:9000",
+			       "--threads", "3", "--idle-timeout", "0", "--max-vertices", "1000", "--verbose",
+			       "--ipc-mode", "0600", NULL };
+	CHECK(parse(&c, msg, 13, argv) == SRV_CONFIG_OK);
+	CHECK(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
+	CHECK(c.listen_count == 2 && c.stream_count == 2);
+	CHECK(strcmp(c.stream[0], "ipc:///tmp/a.stream") == 0);
+	CHECK(strcmp(c.stream[1], "tcp://127.0.0.1:9001") == 0);
+	CHECK(c.threads == 3 && c.idle_timeout_s == 0 && c.max_vertices == 1000 && c.verbose);
+	CHECK(c.ipc_mode == 0600);
+	srv_config_free(&c);
+}
+
+static void test_bad_values(void)
+{
+	srv_config c;
+	char msg[512];
+	const char *a1[] = { "draped", "--threads", "many", NULL };
+	CHECK(parse(&c, msg, 3, a1) == SRV_CONFIG_USAGE);
+	CHECKF(strstr(msg, "--threads") != NULL, "%s", msg);
+	srv_config_free(&c);
+	const char *a2[] = { "draped", "--frobnicate", NULL };
+	CHECK(parse(&c, msg, 2, a2) == SRV_CONFIG_USAGE);
+	CHECKF(strstr(msg, "--frobnicate") != NULL, "%s", msg);
+	srv_config_free(&c);
+	const char *a3[] = { "draped", "--max-message", "-5", NULL };
+	CHECK(parse(&c, msg, 3, a3) == SRV_CONFIG_USAGE);
+	srv_config_free(&c);
+	const char *a4[] = { "draped", "--listen", NULL };
+	CHECK(parse(&c, msg, 2, a4) == SRV_CONFIG_USAGE);
+	srv_config_free(&c);
+	const char *a5[] = { "draped", "--config", "/nonexistent/drape.json", NULL };
+	CHECK(parse(&c, msg, 3, a5) == SRV_CONFIG_NOINPUT);
+	srv_config_free(&c);
+}
+
+static void test_json_and_precedence(void)
+{
+	char path[] = "/tmp/drape-cfg-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	const char *json = "{\"listen\": [\"ipc:///tmp/x\", \"ipc:///tmp/y\"], \"threads\": 5, "
+			   "\"idle-timeout\": 60, \"verbose\": true, \"max-sessions\": 7}";
+	CHECK(write(fd, json, strlen(json)) == (ssize_t)strlen(json));
+	close(fd);
+	srv_config c;
+	char msg[512];
+	const char *argv[] = { "draped", "--config", path, "--threads", "2", NULL };
+	srv_config_rc rc = parse(&c, msg, 5, argv);
+	unlink(path);
+	CHECKF(rc == SRV_CONFIG_OK, "%s", msg);
+	CHECK(c.listen_count == 2 && strcmp(c.listen[1], "ipc:///tmp/y") == 0);
+	CHECK(c.threads == 2); /* the command line wins */
+	CHECK(c.idle_timeout_s == 60 && c.verbose && c.max_sessions == 7);
+	srv_config_free(&c);
+
+	srv_config_default(&c);
+	CHECK(srv_config_apply_json(&c, "{\"thread\": 1}", msg, sizeof msg) == SRV_CONFIG_USAGE);
+	CHECKF(strstr(msg, "\"thread\"") != NULL, "%s", msg);
+	CHECK(srv_config_apply_json(&c, "{\"threads\": -1}", msg, sizeof msg) == SRV_CONFIG_USAGE);
+	CHECK(srv_config_apply_json(&c, "{\"threads\": 1.5}", msg, sizeof msg) == SRV_CONFIG_USAGE);
+	CHECK(srv_config_apply_json(&c, "[1, 2]", msg, sizeof msg) == SRV_CONFIG_USAGE);
+	CHECK(srv_config_apply_json(&c, "{\"verbose\": 1}", msg, sizeof msg) == SRV_CONFIG_USAGE);
+	srv_config_free(&c);
+}
+
+static void test_protected_mode(void)
+{
+	srv_config c;
+	char msg[512];
+	const char *a1[] = { "draped", "--listen", "tcp://0.0.0.0:7450", NULL };
+	CHECK(parse(&c, msg, 3, a1) == SRV_CONFIG_OK);
+	CHECK(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_USAGE);
+	CHECKF(strstr(msg, "--allow-remote") != NULL, "%s", msg);
+	srv_config_free(&c);
+	const char *a2[] = { "draped", "--listen", "tcp://0.0.0.0:7450", "--allow-remote", NULL };
+	CHECK(parse(&c, msg, 4, a2) == SRV_CONFIG_OK);
+	CHECK(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
+	srv_config_free(&c);
+	CHECK(srv_config_url_is_local("tcp://127.0.0.1:1"));
+	CHECK(srv_config_url_is_local("tcp://localhost:1"));
+	CHECK(srv_config_url_is_local("tcp://[::1]:1"));
+	CHECK(srv_config_url_is_local("ipc:///tmp/s"));
+	CHECK(!srv_config_url_is_local("tcp://10.0.0.1:1"));
+	CHECK(!srv_config_url_is_local("ws://127.0.0.1:1/x"));
+}
+
+static void test_stream_url(void)
+{
+	char out[256];
+	CHECK(srv_config_stream_url("ipc:///run/drape.sock", out, sizeof out));
+	CHECK(strcmp(out, "ipc:///run/drape.sock.stream") == 0);
+	CHECK(srv_config_stream_url("tcp://127.0.0.1:7450", out, sizeof out));
+	CHECK(strcmp(out, "tcp://127.0.0.1:7451") == 0);
+	CHECK(srv_config_stream_url("tcp://[::1]:80", out, sizeof out));
+	CHECK(strcmp(out, "tcp://[::1]:81") == 0);
+	CHECK(!srv_config_stream_url("tcp://127.0.0.1:65535", out, sizeof out));
+	CHECK(!srv_config_stream_url("tcp://127.0.0.1:http", out, sizeof out));
+	CHECK(!srv_config_stream_url("ws://127.0.0.1:80/x", out, sizeof out));
+}
+
+static const check_test tests[] = {
+	CHECK_TEST(test_defaults),	     CHECK_TEST(test_command_line),   CHECK_TEST(test_bad_values),
+	CHECK_TEST(test_json_and_precedence), CHECK_TEST(test_protected_mode), CHECK_TEST(test_stream_url),
+};
+
+int main(int argc, char **argv)
+{
+	return check_main(argc, argv, tests, CHECK_COUNT(tests));
+}

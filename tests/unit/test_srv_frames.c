@@ -1,0 +1,136 @@
+/*
+ * Retained frames: memory ring, disk cache, retention window, checksums and
+ * reloading a cache.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/frames.h"
+#include "tests/unit/check.h"
+
+#define NV 5
+
+static void fill(float *p, uint32_t frame)
+{
+	for (int i = 0; i < NV * 3; i++)
+		p[i] = (float)frame * 100.0f + (float)i;
+}
+
+/* Writes and stores frames first..last as the daemon does. */
+static int produce(srv_frames *f, uint32_t first, uint32_t last, void *scratch)
+{
+	for (uint32_t i = first; i <= last; i++) {
+		float *p = malloc(NV * 12);
+		fill(p, i);
+		drape_sim_stats st;
+		memset(&st, 0, sizeof st);
+		st.frame = i;
+		st.max_strain = (float)i / 10.0f;
+		bool ok = srv_frames_write(f, i, &st, p, scratch);
+		srv_frames_store(f, i, &st, &p, ok);
+		free(p);
+		if (!ok)
+			return -1;
+	}
+	return 0;
+}
+
+static void test_memory_and_disk(void)
+{
+	char path[] = "/tmp/drape-frames-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	srv_frames f;
+	CHECK_OK(srv_frames_init(&f, NV, 4, 0, path, false, NULL));
+	void *scratch = malloc(srv_frames_record_size(NV));
+	CHECK(produce(&f, 1, 20, scratch) == 0);
+	CHECK(f.newest == 20 && srv_frames_first(&f) == 1);
+	float got[NV * 3], want[NV * 3];
+	drape_sim_stats st;
+	for (uint32_t i = 1; i <= 20; i++) {
+		CHECK_OK(srv_frames_read(&f, i, got, &st, scratch, NULL));
+		fill(want, i);
+		CHECK(memcmp(got, want, sizeof got) == 0 && st.frame == i);
+	}
+	drape_error err;
+	CHECK(srv_frames_read(&f, 21, got, &st, scratch, &err) == DRAPE_ERANGE);
+	CHECK(srv_frames_read(&f, 0, got, &st, scratch, &err) == DRAPE_ERANGE);
+
+	/* A corrupted record (frame 3, only on disk) is refused, not served. */
+	fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	const off_t off = (off_t)2 * (off_t)srv_frames_record_size(NV) + 100;
+	CHECK(pwrite(fd, "\x7f", 1, off) == 1);
+	close(fd);
+	CHECK(srv_frames_read(&f, 3, got, &st, scratch, &err) == DRAPE_EIO);
+	srv_frames_free(&f);
+
+	/* Reloading: verification stops at the first bad record. */
+	CHECK_OK(srv_frames_init(&f, NV, 4, 0, path, true, NULL));
+	CHECK(srv_frames_verify(&f, 20, scratch) == 2);
+	srv_frames_free(&f);
+	free(scratch);
+	unlink(path);
+}
+
+static void test_retention_window(void)
+{
+	char path[] = "/tmp/drape-frames-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	srv_frames f;
+	CHECK_OK(srv_frames_init(&f, NV, 8, 10, path, false, NULL));
+	void *scratch = malloc(srv_frames_record_size(NV));
+	CHECK(produce(&f, 1, 25, scratch) == 0);
+	CHECK(srv_frames_first(&f) == 16);
+	float got[NV * 3];
+	drape_sim_stats st;
+	CHECK(srv_frames_read(&f, 15, got, &st, scratch, NULL) == DRAPE_ERANGE);
+	CHECK_OK(srv_frames_read(&f, 16, got, &st, scratch, NULL));
+	srv_frames_free(&f);
+	free(scratch);
+	unlink(path);
+}
+
+static void test_memory_only(void)
+{
+	srv_frames f;
+	CHECK_OK(srv_frames_init(&f, NV, 3, 0, NULL, false, NULL));
+	void *scratch = malloc(srv_frames_record_size(NV));
+	/* Without a cache file a write reports failure (the frame is still
+	 * stored in memory), and only the ring's three frames can be served. */
+	CHECK(produce(&f, 1, 1, scratch) == -1 && f.newest == 1);
+	for (uint32_t i = f.newest + 1; i <= 10; i++) {
+		float *p = malloc(NV * 12);
+		fill(p, i);
+		drape_sim_stats st = { 0 };
+		st.frame = i;
+		srv_frames_store(&f, i, &st, &p, false);
+		free(p);
+	}
+	CHECK(f.newest == 10 && srv_frames_first(&f) == 8);
+	float got[NV * 3], want[NV * 3];
+	drape_sim_stats st;
+	CHECK_OK(srv_frames_read(&f, 8, got, &st, scratch, NULL));
+	fill(want, 8);
+	CHECK(memcmp(got, want, sizeof got) == 0);
+	CHECK(srv_frames_read(&f, 7, got, &st, scratch, NULL) == DRAPE_ERANGE);
+	srv_frames_free(&f);
+	free(scratch);
+}
+
+static const check_test tests[] = {
+	CHECK_TEST(test_memory_and_disk),
+	CHECK_TEST(test_retention_window),
+	CHECK_TEST(test_memory_only),
+};
+
+int main(int argc, char **argv)
+{
+	return check_main(argc, argv, tests, CHECK_COUNT(tests));
+}
