@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/fieldcache.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -44,8 +45,32 @@ drape_err srv_collider_apply(const srv_config *cfg, srv_session *s, const proto_
 		proto_collider_apply(&d, &req->u.collider_add);
 		d.sdf = NULL;
 		d.max_voxels = cfg->max_voxels;
+		/* A mesh field is built once per mesh and settings and shared by
+		 * every session that asks for the same (fieldcache.h). */
+		drape_sdf *field = NULL;
+		if (d.shape == DRAPE_SHAPE_MESH) {
+			srv_field_key key = srv_field_key_of(s->sim, &d);
+			field = srv_fieldcache_get(key);
+			if (field != NULL) {
+				srv_debug("session %u: collider field from the cache", (unsigned)s->id);
+			} else {
+				drape_sdf *built = NULL;
+				rc = drape_sim_build_collider_sdf(s->sim, &d, &built, err);
+				if (rc != DRAPE_OK)
+					break;
+				drape_sdf_info info;
+				drape_sdf_get_info(built, &info);
+				srv_info("session %u: built a collider field of %llu voxels (%.3f m) in %.0f ms",
+					 (unsigned)s->id, (unsigned long long)info.voxels,
+					 (double)info.voxel_size, info.build_ms);
+				field = srv_fieldcache_put(key, built);
+				drape_sdf_release(built);
+			}
+			d.sdf = field;
+		}
 		uint32_t index = 0;
 		rc = drape_sim_add_collider(s->sim, &d, &index, err);
+		drape_sdf_release(field);
 		if (rc == DRAPE_OK)
 			rep->u.collider_add.index = index;
 		break;

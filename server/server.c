@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "server/checkpoint.h"
+#include "server/fieldcache.h"
 #include "server/control.h"
 #include "server/log.h"
 #include "server/stream.h"
@@ -182,4 +183,5 @@ void srv_server_free(srv_server *s)
 	}
 	srv_sessions_free(&s->sessions);
 	srv_replay_free(&s->replay);
+	srv_fieldcache_clear();
 }

@@ -76,9 +76,15 @@ void drape_sim_params_default(drape_sim_params *p);
 drape_err drape_sim_params_validate(const drape_sim_params *p, drape_error *err);
 
 /* A pool of worker threads shared by many sims. */
-/* Creates a pool of `threads` workers (0 = number of cores). The calling
- * thread of drape_sim_step takes part too, so threads = 1 means no extra
- * thread. Owned by the caller; destroy after every sim using it. */
+/* Creates a pool of `threads` workers (0 = number of cores, at most 256).
+ * The calling thread of drape_sim_step takes part too, so threads = 1 means
+ * no extra thread. The solver splits each colour group of constraints into
+ * blocks over the pool; results are bit-identical whatever the thread count.
+ * One sim's colour runs on the pool at a time: a sim stepping on another
+ * thread while the pool is busy runs that colour on its own thread instead
+ * of waiting (same result), so many sessions may share one pool. Idle
+ * workers spin briefly, then sleep. Owned by the caller; destroy after every
+ * sim using it. */
 drape_err drape_pool_create(uint32_t threads, drape_pool **out, drape_error *err);
 void drape_pool_destroy(drape_pool *pool);
 uint32_t drape_pool_threads(const drape_pool *pool);
@@ -222,9 +228,28 @@ typedef struct drape_collider_desc {
 
 void drape_collider_desc_default(drape_collider_desc *d);
 
-/* Adds a collider; on success *index is its index (dense, in order added). */
+/*
+ * Adds a collider; on success *index is its index (dense, in order added).
+ * A mesh collider without a prebuilt field gets one built as
+ * drape_sim_build_collider_sdf() would.
+ */
 drape_err drape_sim_add_collider(drape_sim *sim, const drape_collider_desc *d, uint32_t *index,
 				 drape_error *err);
+/*
+ * Builds the field a mesh collider description gets from this sim, without
+ * adding it: voxel_size 0 becomes twice the cloth thickness, bounded to
+ * [diagonal / 1024, diagonal / 128] of the mesh's bounding box (then coarsened
+ * until the field fits max_voxels), and the exterior band is the collider's
+ * thickness plus 2 cm. A server can build once, cache by mesh and settings,
+ * and pass the same field (desc.sdf) to many sessions. On success the caller
+ * owns one reference to *out.
+ */
+drape_err drape_sim_build_collider_sdf(const drape_sim *sim, const drape_collider_desc *d,
+				       drape_sdf **out, drape_error *err);
+/* The voxel size drape_sim_build_collider_sdf would use for d (d->voxel_size
+ * when set); 0 when the mesh is empty or not finite. */
+float drape_sim_collider_voxel_size(const drape_sim *sim, const drape_collider_desc *d);
+
 /* Removes a collider; the indices of later colliders shift down by one. */
 drape_err drape_sim_remove_collider(drape_sim *sim, uint32_t index, drape_error *err);
 drape_err drape_sim_set_keyframes(drape_sim *sim, uint32_t index, const drape_keyframe *keys,
@@ -246,7 +271,7 @@ drape_err drape_sim_attach_pins(drape_sim *sim, const uint32_t *vertices, uint32
 
 typedef struct drape_sdf_info {
 	float voxel_size;
-	float band;          /* half-width of the narrow band, metres */
+	float band;          /* width of the exterior band, metres (the interior is filled) */
 	uint64_t voxels;     /* active voxels */
 	float bbox_min[3], bbox_max[3];
 	double build_ms;
@@ -254,9 +279,10 @@ typedef struct drape_sdf_info {
 } drape_sdf_info;
 
 /*
- * Builds a narrow-band signed distance field (negative inside) from a closed
- * or nearly closed triangle mesh. voxel_size 0 picks one from the mesh size.
- * band is the narrow band's half-width in metres (0 = 3 voxels). The voxel
+ * Builds a signed distance field (negative inside) from a closed or nearly
+ * closed triangle mesh: a narrow band outside, the whole interior filled.
+ * voxel_size 0 picks one from the mesh size. band is the exterior band's
+ * width in metres (at least 3 voxels). The voxel
  * count implied by the bounding box is checked against max_voxels (0 =
  * DRAPE_SDF_DEFAULT_MAX_VOXELS) before anything is built. On success the
  * caller owns one reference to *out.

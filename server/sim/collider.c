@@ -372,6 +372,23 @@ static drape_err collider_build(const float *vertices, uint32_t vertex_count,
 	return DRAPE_OK;
 }
 
+float sim_collider_band(const drape_collider_desc *d)
+{
+	return d->thickness + COLLIDER_BAND;
+}
+
+drape_err sim_collider_build_sdf(const drape_collider_desc *d, drape_sdf **out, drape_error *err)
+{
+	drape_err rc = check_desc(d, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	if (d->shape != DRAPE_SHAPE_MESH || d->vertices == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"colliders.shape: a field is built only for a mesh with vertices");
+	return collider_build(d->vertices, d->vertex_count, d->triangles, d->triangle_count,
+			      d->voxel_size, sim_collider_band(d), d->max_voxels, out, err);
+}
+
 void sim_colliders_init(sim_collider_set *set)
 {
 	set->items = NULL;
@@ -447,8 +464,8 @@ drape_err sim_colliders_add(sim_collider_set *set, const drape_collider_desc *d,
 			c->sdf = d->sdf;
 		} else {
 			rc = collider_build(d->vertices, d->vertex_count, d->triangles, d->triangle_count,
-					    d->voxel_size, d->thickness + COLLIDER_BAND, d->max_voxels,
-					    &c->sdf, err);
+					    d->voxel_size, sim_collider_band(d), d->max_voxels, &c->sdf,
+					    err);
 			if (rc != DRAPE_OK) {
 				collider_free(c);
 				return rc;

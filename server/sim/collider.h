@@ -38,6 +38,11 @@ drape_err sim_colliders_update_mesh(sim_collider_set *set, uint32_t index, const
 drape_err sim_colliders_set_sdf(sim_collider_set *set, uint32_t index, drape_sdf *sdf,
 				drape_error *err);
 
+/* The exterior band a mesh collider's field is built with. */
+float sim_collider_band(const drape_collider_desc *d);
+/* Validates *d and builds its mesh field (d->voxel_size used as given). */
+drape_err sim_collider_build_sdf(const drape_collider_desc *d, drape_sdf **out, drape_error *err);
+
 /*
  * Evaluates every collider's transform at the start (t0) and end (t1) of the
  * substep, in fractional frames: the input state is at t = 0 and output frame

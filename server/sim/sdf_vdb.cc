@@ -19,10 +19,15 @@
  * Sampling is trilinear in world space from the eight voxel values around the
  * point, read through a ConstAccessor made for each call so that threads can
  * sample one field at once. The gradient is the exact gradient of that
- * trilinear interpolant (the same eight values, no extra lookups). Beyond the
- * band the tree holds its background, +band outside and -band inside; such
- * points read exactly +band (free space) or -band with a zero gradient, since
- * no direction is known there.
+ * trilinear interpolant (the same eight values, no extra lookups).
+ *
+ * Band. Outside the surface the field is narrow: beyond the exterior band
+ * the tree holds its background and a point reads exactly +band with a zero
+ * gradient (free space). Inside, the whole interior is filled (OpenVDB's
+ * interior band set to the float maximum), so a vertex that moved deeper
+ * than any band in one substep still reads its true depth and the direction
+ * out; the interior of a body costs at most its volume in voxels, which the
+ * bounding-box cap below already counts.
  */
 #include <openvdb/openvdb.h>
 #include <openvdb/tools/MeshToVolume.h>
@@ -33,6 +38,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <utility>
@@ -266,7 +272,7 @@ drape_err build(const float *vertices, uint32_t vertex_count, const uint32_t *tr
 	vdb_init();
 	openvdb::math::Transform::Ptr xform = openvdb::math::Transform::createLinearTransform(voxel);
 	openvdb::FloatGrid::Ptr grid = openvdb::tools::meshToSignedDistanceField<openvdb::FloatGrid>(
-		*xform, points, tris, quads, float(bw), float(bw));
+		*xform, points, tris, quads, float(bw), std::numeric_limits<float>::max());
 	if (!grid || grid->activeVoxelCount() == 0)
 		return drape_error_setf(err, DRAPE_ESDF,
 					"triangles: the mesh gave an empty field (voxel size %g m)", voxel);
@@ -392,8 +398,6 @@ extern "C" void drape_sdf_sample(const drape_sdf *sdf, const float *points, uint
 			d = y0 + (y1 - y0) * f[2];
 			if (d >= edge) {
 				d = band;
-			} else if (d <= -edge) {
-				d = -band;
 			} else {
 				float dx00 = v[1][0][0] - v[0][0][0], dx01 = v[1][0][1] - v[0][0][1];
 				float dx10 = v[1][1][0] - v[0][1][0], dx11 = v[1][1][1] - v[0][1][1];

@@ -655,10 +655,66 @@ size_t sim_memory_bytes(const drape_sim *sim)
 
 /* ---- Colliders: thin wrappers over collider.h ------------------------------ */
 
+float drape_sim_collider_voxel_size(const drape_sim *sim, const drape_collider_desc *d)
+{
+	if (d->voxel_size != 0.0f)
+		return d->voxel_size;
+	if (d->shape != DRAPE_SHAPE_MESH || d->vertices == NULL || d->vertex_count == 0)
+		return 0.0f;
+	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+	for (uint32_t i = 0; i < d->vertex_count; i++)
+		for (int k = 0; k < 3; k++) {
+			float c = d->vertices[3 * (size_t)i + k];
+			lo[k] = c < lo[k] ? c : lo[k];
+			hi[k] = c > hi[k] ? c : hi[k];
+		}
+	double dx = (double)hi[0] - lo[0], dy = (double)hi[1] - lo[1], dz = (double)hi[2] - lo[2];
+	double diag = sqrt(dx * dx + dy * dy + dz * dz);
+	if (!(diag > 0.0) || !isfinite(diag))
+		return 0.0f;
+	/* Two voxels across the cloth's thickness keep the trilinear surface
+	 * within a fraction of it; the bounds keep a tiny thickness from asking
+	 * for a billion voxels and a thick one from blurring the shape. */
+	double v = 2.0 * (double)sim->params.thickness;
+	v = fmax(v, diag / 1024.0);
+	v = fmin(v, diag / 128.0);
+	/* Coarsen until the field fits the voxel cap, by the same bound the
+	 * builder checks (sdf_vdb.cc): the dense box grown by the band. */
+	double cap = d->max_voxels ? (double)d->max_voxels : (double)DRAPE_SDF_DEFAULT_MAX_VOXELS;
+	double ext[3] = {dx, dy, dz};
+	for (int guard = 0; guard < 200; guard++) {
+		double bw = fmax(3.0, ceil(sim_collider_band(d) / v - 1e-6)), n = 1.0;
+		for (int k = 0; k < 3; k++)
+			n *= floor(ext[k] / v) + 2.0 * bw + 2.0;
+		if (n <= cap)
+			break;
+		v *= 1.25;
+	}
+	return (float)v;
+}
+
+/* The voxel size left at 0 means "choose"; choose here, where the cloth
+ * thickness is known, and let the field builder coarsen it under the cap. */
+static drape_collider_desc with_voxel_size(const drape_sim *sim, const drape_collider_desc *d)
+{
+	drape_collider_desc c = *d;
+	if (c.shape == DRAPE_SHAPE_MESH && c.sdf == NULL && c.voxel_size == 0.0f)
+		c.voxel_size = drape_sim_collider_voxel_size(sim, d);
+	return c;
+}
+
+drape_err drape_sim_build_collider_sdf(const drape_sim *sim, const drape_collider_desc *d,
+				       drape_sdf **out, drape_error *err)
+{
+	drape_collider_desc c = with_voxel_size(sim, d);
+	return sim_collider_build_sdf(&c, out, err);
+}
+
 drape_err drape_sim_add_collider(drape_sim *sim, const drape_collider_desc *d, uint32_t *index,
 				 drape_error *err)
 {
-	return sim_colliders_add(&sim->colliders, d, index, err);
+	drape_collider_desc c = with_voxel_size(sim, d);
+	return sim_colliders_add(&sim->colliders, &c, index, err);
 }
 
 /*

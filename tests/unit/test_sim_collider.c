@@ -347,10 +347,15 @@ static void test_vdb_outside_band_is_free_space(void)
 		       (double)info.band);
 		CHECK(g[i * 3] == 0 && g[i * 3 + 1] == 0 && g[i * 3 + 2] == 0);
 	}
-	/* The centre is deep inside: beyond the inner band, negative, no
-	 * direction. */
-	CHECK(d[4] == -info.band);
-	CHECK(g[12] == 0 && g[13] == 0 && g[14] == 0);
+	/* The interior is filled: the centre, far deeper than the band,
+	 * reads its true depth, and a point halfway in knows the way out. */
+	CHECK_NEAR(d[4], -0.5, 0.02);
+	float half[3] = {0.25f, 0, 0}, dh, gh[3];
+	drape_sdf_sample(sdf, half, 1, &dh, gh);
+	CHECK_NEAR(dh, -0.25, 0.02);
+	CHECKF(gh[0] > 0.9f * sqrtf(gh[0] * gh[0] + gh[1] * gh[1] + gh[2] * gh[2]),
+	       "gradient at (0.25, 0, 0) is (%g, %g, %g), not outward", (double)gh[0], (double)gh[1],
+	       (double)gh[2]);
 	/* grad may be NULL. */
 	drape_sdf_sample(sdf, pts, 2, d, NULL);
 	CHECK(d[0] == info.band);
@@ -461,9 +466,12 @@ static void test_vdb_split_seam_is_not_a_hole(void)
 	 * between the seam and its centroid, where a wrong cap would lie. */
 	float pts[] = {0.41f, 0, 0.003f, 0.28f, 0.2f, -0.003f, 0.28f, -0.2f, 0.003f}, d[3];
 	drape_sdf_sample(sdf, pts, 3, d, NULL);
-	for (int i = 0; i < 3; i++)
-		CHECKF(d[i] == -info.band, "point %d reads %g, not -band %g", i, (double)d[i],
-		       (double)info.band);
+	for (int i = 0; i < 3; i++) {
+		double r = sqrt((double)pts[3 * i] * pts[3 * i] + (double)pts[3 * i + 1] * pts[3 * i + 1] +
+				(double)pts[3 * i + 2] * pts[3 * i + 2]);
+		CHECKF(fabs(d[i] - (r - 0.5)) < 0.01, "point %d reads %g, not its depth %g (band %g)",
+		       i, (double)d[i], r - 0.5, (double)info.band);
+	}
 	drape_sdf_release(sdf);
 }
 

@@ -695,6 +695,64 @@ static void test_bad_collider_input(void)
 	CHECKF(same, "the sim that saw the bad calls stepped differently from its twin");
 }
 
+/* ---- 8. Automatic voxel size ---------------------------------------------------- */
+
+/* A closed axis-aligned box mesh of half extents h around the origin. */
+static void box_mesh(float h, float v[24], uint32_t t[36])
+{
+	static const uint32_t q[6][4] = {{0, 1, 3, 2}, {4, 6, 7, 5}, {0, 4, 5, 1},
+					 {2, 3, 7, 6}, {0, 2, 6, 4}, {1, 5, 7, 3}};
+	for (int i = 0; i < 8; i++) {
+		v[3 * i] = (i & 1) ? h : -h;
+		v[3 * i + 1] = (i & 2) ? h : -h;
+		v[3 * i + 2] = (i & 4) ? h : -h;
+	}
+	for (int f = 0; f < 6; f++) {
+		const uint32_t a = q[f][0], b = q[f][1], c = q[f][2], d = q[f][3];
+		const uint32_t tri[6] = {a, b, c, a, c, d};
+		memcpy(&t[6 * f], tri, sizeof tri);
+	}
+}
+
+static void test_auto_voxel_size(void)
+{
+	grid g;
+	CHECK(sheet_xz(&g, 4, 0.1f, 1.0f));
+	drape_sim_params p;
+	drape_sim_params_default(&p);
+	p.thickness = 0.003f;
+	drape_sim *sim = sim_from_grid(&g, &p, NULL, 0);
+	grid_free(&g);
+	CHECK(sim != NULL);
+	float v[24];
+	uint32_t t[36];
+	drape_collider_desc d;
+	drape_collider_desc_default(&d);
+	d.shape = DRAPE_SHAPE_MESH;
+	d.vertices = v;
+	d.vertex_count = 8;
+	d.triangles = t;
+	d.triangle_count = 12;
+	/* A body-sized box: two voxels across the cloth thickness. */
+	box_mesh(0.5f, v, t);
+	float vs = drape_sim_collider_voxel_size(sim, &d);
+	CHECK_NEAR(vs, 0.006, 1e-6);
+	/* A 2 km box: far coarser than the thickness, and fitted under the
+	 * voxel cap, so adding it succeeds instead of hitting ELIMIT. */
+	box_mesh(1000.0f, v, t);
+	vs = drape_sim_collider_voxel_size(sim, &d);
+	double diag = 2000.0 * sqrt(3.0);
+	CHECKF(vs >= diag / 1024.0, "voxel %g for a 2 km box", (double)vs);
+	drape_error err;
+	drape_error_clear(&err);
+	uint32_t index = 0;
+	CHECKF(drape_sim_add_collider(sim, &d, &index, &err) == DRAPE_OK, "%s", err.message);
+	/* A voxel size set by the caller is kept as it is. */
+	d.voxel_size = 0.25f;
+	CHECK(drape_sim_collider_voxel_size(sim, &d) == 0.25f);
+	drape_sim_destroy(sim);
+}
+
 int main(int argc, char **argv)
 {
 	static const check_test tests[] = {
@@ -705,6 +763,7 @@ int main(int argc, char **argv)
 		CHECK_TEST(test_restitution_rebound),
 		CHECK_TEST(test_pins_follow_rotating_capsule),
 		CHECK_TEST(test_bad_collider_input),
+		CHECK_TEST(test_auto_voxel_size),
 	};
 	return check_main(argc, argv, tests, CHECK_COUNT(tests));
 }
