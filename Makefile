@@ -37,7 +37,10 @@ ifdef WERROR
 WARN     += -Werror
 endif
 CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE -DDRAPE_SIMD_$(SIMD)=1
-CFLAGS   += -std=c17 $(OPT) -g $(WARN) $(ARCHFLAGS) -fPIC -pthread -MMD -MP
+# -ffp-contract=off: no compiler-made FMAs, so the solver's SIMD kernels and
+# its scalar reference compute the same bits in every build (gcc's ISO mode
+# already defaults to it; clang's does not).
+CFLAGS   += -std=c17 $(OPT) -g $(WARN) $(ARCHFLAGS) -ffp-contract=off -fPIC -pthread -MMD -MP
 CXXFLAGS += -std=c++17 $(OPT) -g -Wall -Wextra $(ARCHFLAGS) -fPIC -pthread -MMD -MP
 LDFLAGS  += -pthread
 ifdef SANITIZE

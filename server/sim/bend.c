@@ -182,67 +182,64 @@ typedef struct bend_job {
 	float k;
 } bend_job;
 
-/* The expressions of bend_q and sim_bend_project, lane by lane and in the
- * same order; lanes the scalar code would skip keep their positions. */
+/* The expressions of bend_q and sim_bend_project for SIMD_W records
+ * r[0..SIMD_W-1], lane by lane and in the same order; lanes the scalar code
+ * would skip keep their positions, and only the first n lanes are stored. */
+static inline void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n, simd_f k)
+{
+	const simd_f zero = simd_splat(0.0f), one = simd_splat(1.0f), minus_one = simd_splat(-1.0f);
+	const uint32_t *idx[4] = {SIMD_IDX(r, .v[0]), SIMD_IDX(r, .v[1]), SIMD_IDX(r, .v[2]),
+				  SIMD_IDX(r, .v[3])};
+	simd_v3 x[4];
+	simd_f w[4];
+	for (int v = 0; v < 4; v++)
+		simd_gather(p, idx[v], &x[v].x, &x[v].y, &x[v].z, &w[v]);
+	simd_f rest = SIMD_FLT(r, .rest);
+	simd_v3 e2 = simd_v3_sub(x[1], x[0]), e3 = simd_v3_sub(x[2], x[0]), e4 = simd_v3_sub(x[3], x[0]);
+	simd_v3 c23 = simd_v3_cross(e2, e3), c24 = simd_v3_cross(e2, e4);
+	simd_f l23 = simd_sqrt(simd_v3_dot(c23, c23)), l24 = simd_sqrt(simd_v3_dot(c24, c24));
+	simd_m ok = simd_and(simd_gt(l23, simd_splat(FLT_MIN)), simd_gt(l24, simd_splat(FLT_MIN)));
+	simd_f i23 = simd_div(one, l23), i24 = simd_div(one, l24);
+	simd_v3 n1 = simd_v3_scale(c23, i23), n2 = simd_v3_scale(c24, i24);
+	simd_f d = simd_min(simd_max(simd_v3_dot(n1, n2), minus_one), one);
+	simd_v3 m1 = simd_v3_scale(simd_v3_sub(n2, simd_v3_scale(n1, d)), i23);
+	simd_v3 m2 = simd_v3_scale(simd_v3_sub(n1, simd_v3_scale(n2, d)), i24);
+	simd_v3 q[4];
+	q[2] = simd_v3_cross(e2, m1);
+	q[3] = simd_v3_cross(e2, m2);
+	q[1] = simd_v3_scale(simd_v3_add(simd_v3_cross(e3, m1), simd_v3_cross(e4, m2)), minus_one);
+	q[0] = simd_v3_scale(simd_v3_add(simd_v3_add(q[1], q[2]), q[3]), minus_one);
+	simd_v3 sn = simd_v3_cross(n1, n2);
+	simd_f s = simd_sqrt(simd_v3_dot(sn, sn));
+	ok = simd_and(ok, simd_gt(s, simd_splat(SIM_BEND_MIN_SINE)));
+	simd_f denom = zero;
+	for (int v = 0; v < 4; v++)
+		denom = simd_add(denom, simd_mul(w[v], simd_v3_dot(q[v], q[v])));
+	ok = simd_and(ok, simd_gt(denom, simd_splat(FLT_MIN)));
+	simd_f phi = angle_of_w(s, d);
+	simd_f lambda = simd_div(simd_mul(simd_mul(k, s), simd_sub(phi, rest)), denom);
+	for (int v = 0; v < 4; v++) {
+		simd_f f = simd_mul(lambda, w[v]);
+		simd_scatter(p, idx[v], n, simd_select(ok, simd_sub(x[v].x, simd_mul(f, q[v].x)), x[v].x),
+			     simd_select(ok, simd_sub(x[v].y, simd_mul(f, q[v].y)), x[v].y),
+			     simd_select(ok, simd_sub(x[v].z, simd_mul(f, q[v].z)), x[v].z), w[v]);
+	}
+}
+
 static void bend_block(void *ctx, uint32_t begin, uint32_t end)
 {
 	const bend_job *J = ctx;
-	sim_vec4 *restrict p = J->p;
-	const simd_f k = simd_splat(J->k), zero = simd_splat(0.0f), one = simd_splat(1.0f);
-	const simd_f minus_one = simd_splat(-1.0f);
-	for (uint32_t i = begin; i < end; i += SIMD_W) {
-		uint32_t n = end - i < SIMD_W ? end - i : SIMD_W;
-		uint32_t idx[4][SIMD_W];
-		float rest_l[SIMD_W];
-		for (uint32_t l = 0; l < SIMD_W; l++) {
-			const sim_bend *r = &J->c[l < n ? i + l : end - 1];
-			for (int v = 0; v < 4; v++)
-				idx[v][l] = r->v[v];
-			rest_l[l] = r->rest;
-		}
-		simd_v3 x[4];
-		simd_f w[4];
-		for (int v = 0; v < 4; v++)
-			simd_gather(p, idx[v], &x[v].x, &x[v].y, &x[v].z, &w[v]);
-		simd_f rest;
-#if SIMD_W == 8
-		rest = _mm256_loadu_ps(rest_l);
-#elif SIMD_W == 4
-		rest = _mm_loadu_ps(rest_l);
-#else
-		rest = rest_l[0];
-#endif
-		simd_v3 e2 = simd_v3_sub(x[1], x[0]), e3 = simd_v3_sub(x[2], x[0]),
-			e4 = simd_v3_sub(x[3], x[0]);
-		simd_v3 c23 = simd_v3_cross(e2, e3), c24 = simd_v3_cross(e2, e4);
-		simd_f l23 = simd_sqrt(simd_v3_dot(c23, c23)), l24 = simd_sqrt(simd_v3_dot(c24, c24));
-		simd_m ok = simd_and(simd_gt(l23, simd_splat(FLT_MIN)), simd_gt(l24, simd_splat(FLT_MIN)));
-		simd_f i23 = simd_div(one, l23), i24 = simd_div(one, l24);
-		simd_v3 n1 = simd_v3_scale(c23, i23), n2 = simd_v3_scale(c24, i24);
-		simd_f d = simd_min(simd_max(simd_v3_dot(n1, n2), minus_one), one);
-		simd_v3 m1 = simd_v3_scale(simd_v3_sub(n2, simd_v3_scale(n1, d)), i23);
-		simd_v3 m2 = simd_v3_scale(simd_v3_sub(n1, simd_v3_scale(n2, d)), i24);
-		simd_v3 q[4];
-		q[2] = simd_v3_cross(e2, m1);
-		q[3] = simd_v3_cross(e2, m2);
-		q[1] = simd_v3_scale(simd_v3_add(simd_v3_cross(e3, m1), simd_v3_cross(e4, m2)), minus_one);
-		q[0] = simd_v3_scale(simd_v3_add(simd_v3_add(q[1], q[2]), q[3]), minus_one);
-		simd_v3 sn = simd_v3_cross(n1, n2);
-		simd_f s = simd_sqrt(simd_v3_dot(sn, sn));
-		ok = simd_and(ok, simd_gt(s, simd_splat(SIM_BEND_MIN_SINE)));
-		simd_f denom = zero;
-		for (int v = 0; v < 4; v++)
-			denom = simd_add(denom, simd_mul(w[v], simd_v3_dot(q[v], q[v])));
-		ok = simd_and(ok, simd_gt(denom, simd_splat(FLT_MIN)));
-		simd_f phi = angle_of_w(s, d);
-		simd_f lambda = simd_div(simd_mul(simd_mul(k, s), simd_sub(phi, rest)), denom);
-		for (int v = 0; v < 4; v++) {
-			simd_f f = simd_mul(lambda, w[v]);
-			simd_scatter(p, idx[v], n,
-				     simd_select(ok, simd_sub(x[v].x, simd_mul(f, q[v].x)), x[v].x),
-				     simd_select(ok, simd_sub(x[v].y, simd_mul(f, q[v].y)), x[v].y),
-				     simd_select(ok, simd_sub(x[v].z, simd_mul(f, q[v].z)), x[v].z), w[v]);
-		}
+	const simd_f k = simd_splat(J->k);
+	uint32_t i = begin;
+	for (; i + SIMD_W <= end; i += SIMD_W)
+		bend_group(J->p, &J->c[i], SIMD_W, k);
+	if (i < end) {
+		/* The last records of the colour, padded to a full group by
+		 * repeating the last one (computed, never stored). */
+		sim_bend tmp[SIMD_W];
+		for (uint32_t l = 0; l < SIMD_W; l++)
+			tmp[l] = J->c[i + l < end ? i + l : end - 1];
+		bend_group(J->p, tmp, end - i, k);
 	}
 }
 
@@ -261,6 +258,6 @@ void sim_bend_solve(const drape_sim *sim)
 			continue;
 		}
 		bend_job job = {sim->p, sim->bend + b, sim->k_bend};
-		sim_pool_for(sim->pool, e - b, SIM_POOL_BLOCK, bend_block, &job);
+		sim_pool_for(sim->pool, e - b, sim_pool_block(sim->pool, e - b), bend_block, &job);
 	}
 }

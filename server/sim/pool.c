@@ -55,6 +55,7 @@ struct drape_pool {
 	_Atomic int stop;
 	_Atomic uint32_t sleepers;
 	_Atomic uint64_t inline_jobs;
+	_Atomic uint64_t worker_blocks;
 
 	pthread_mutex_t mu; /* guards the sleep/wake hand-off only */
 	pthread_cond_t cv;
@@ -74,10 +75,10 @@ static int has_work(uint64_t s)
 }
 
 /* Claims and runs blocks of the current job until none is left. Returns
- * nonzero if it ran any. */
-static int run_blocks(drape_pool *pool)
+ * how many it ran. */
+static uint32_t run_blocks(drape_pool *pool)
 {
-	int ran = 0;
+	uint32_t ran = 0;
 	uint64_t s = atomic_load(&pool->state);
 	while (has_work(s)) {
 		if (!atomic_compare_exchange_weak(&pool->state, &s, s + 1))
@@ -87,7 +88,7 @@ static int run_blocks(drape_pool *pool)
 		uint32_t end = j->count - begin > j->block ? begin + j->block : j->count;
 		j->fn(j->ctx, begin, end);
 		atomic_fetch_add(&pool->done, 1);
-		ran = 1;
+		ran++;
 		s = atomic_load(&pool->state);
 	}
 	return ran;
@@ -99,7 +100,9 @@ static void *worker_main(void *arg)
 	uint64_t idle_since = mono_ns();
 	unsigned spins = 0;
 	while (!atomic_load(&pool->stop)) {
-		if (run_blocks(pool)) {
+		uint32_t ran = run_blocks(pool);
+		if (ran) {
+			atomic_fetch_add_explicit(&pool->worker_blocks, ran, memory_order_relaxed);
 			idle_since = mono_ns();
 			spins = 0;
 			continue;
@@ -172,6 +175,7 @@ drape_err drape_pool_create(uint32_t threads, drape_pool **out, drape_error *err
 	atomic_init(&pool->stop, 0);
 	atomic_init(&pool->sleepers, 0);
 	atomic_init(&pool->inline_jobs, 0);
+	atomic_init(&pool->worker_blocks, 0);
 	pthread_mutex_init(&pool->mu, NULL);
 	pthread_cond_init(&pool->cv, NULL);
 	pthread_mutex_init(&pool->busy, NULL);
@@ -196,6 +200,19 @@ uint32_t drape_pool_threads(const drape_pool *pool)
 uint64_t sim_pool_inline_jobs(const drape_pool *pool)
 {
 	return pool ? atomic_load(&((drape_pool *)pool)->inline_jobs) : 0u;
+}
+
+uint64_t sim_pool_worker_blocks(const drape_pool *pool)
+{
+	return pool ? atomic_load(&((drape_pool *)pool)->worker_blocks) : 0u;
+}
+
+uint32_t sim_pool_block(const drape_pool *pool, uint32_t count)
+{
+	uint32_t t = pool ? pool->threads : 1u;
+	uint32_t share = count / t + (count % t != 0);
+	uint32_t blocks = share / SIM_POOL_BLOCK + (share % SIM_POOL_BLOCK != 0);
+	return (blocks ? blocks : 1u) * SIM_POOL_BLOCK;
 }
 
 void sim_pool_for(drape_pool *pool, uint32_t count, uint32_t block, sim_pool_fn *fn, void *ctx)

@@ -38,8 +38,15 @@ typedef void sim_pool_fn(void *ctx, uint32_t begin, uint32_t end);
  */
 void sim_pool_for(drape_pool *pool, uint32_t count, uint32_t block, sim_pool_fn *fn, void *ctx);
 
-/* Jobs that found the pool busy and ran inline, since creation; for tests
- * and logs. */
+/* The block size for a colour of `count` records: one contiguous share per
+ * thread (a multiple of SIM_POOL_BLOCK), so threads write far-apart parts of
+ * the position array instead of interleaved blocks. Never changes a result. */
+uint32_t sim_pool_block(const drape_pool *pool, uint32_t count);
+
+/* Counters since creation, for tests and logs: jobs that found the pool
+ * busy with another sim's job and ran inline, and blocks run by the worker
+ * threads (as opposed to the callers). */
 uint64_t sim_pool_inline_jobs(const drape_pool *pool);
+uint64_t sim_pool_worker_blocks(const drape_pool *pool);
 
 #endif

@@ -128,6 +128,11 @@ struct sim_self {
 	float thickness; /* of the current substep, for the rest-distance test */
 	sim_vec4 *p_pred;    /* p as predicted at begin, for the guard's stray check */
 	uint8_t *dirty, *dirty_next;
+	/* Triangles of each vertex (CSR) and a per-round mark, for the guard's
+	 * re-check around the vertices it moved back (see guard_neighbourhood). */
+	uint32_t *vtri_start, *vtri;
+	uint32_t *tri_mark;
+	uint32_t mark;
 };
 
 /* ---- geometry --------------------------------------------------------------- */
@@ -417,6 +422,9 @@ void sim_self_destroy(sim_self *s)
 	free(s->adj);
 	free(s->dirty);
 	free(s->dirty_next);
+	free(s->vtri_start);
+	free(s->vtri);
+	free(s->tri_mark);
 	free(s);
 }
 
@@ -521,6 +529,24 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 		s->adj[--s->adj_start[a]] = b;
 		s->adj[--s->adj_start[b]] = a;
 	}
+
+	/* Triangles of every vertex in CSR form, the same way. */
+	s->vtri_start = calloc(nv + 1, sizeof *s->vtri_start);
+	s->vtri = malloc(3 * nt * sizeof *s->vtri + 1);
+	s->tri_mark = calloc(nt + 1, sizeof *s->tri_mark);
+	if (s->vtri_start == NULL || s->vtri == NULL || s->tri_mark == NULL) {
+		sim_self_destroy(s);
+		return drape_error_setf(err, DRAPE_ENOMEM, "self-collision: out of memory");
+	}
+	for (size_t k = 0; k < 3 * nt; k++)
+		s->vtri_start[triangles[k]]++;
+	for (size_t v = 0, run = 0; v <= nv; v++) {
+		size_t c = v < nv ? s->vtri_start[v] : 0;
+		s->vtri_start[v] = (uint32_t)(run + c);
+		run += c;
+	}
+	for (size_t k = 3 * nt; k-- > 0;)
+		s->vtri[--s->vtri_start[triangles[k]]] = (uint32_t)(k / 3);
 
 	/* Owners: the first non-degenerate triangle of every vertex and edge. */
 	uint32_t *owner = malloc((nv > ne ? nv : ne) * sizeof *owner + 1);
@@ -806,6 +832,16 @@ static inline void vt_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p
 	if (!tri_degenerate(a, b, c, &n)) {
 		const uint32_t idx[4] = {v, tv[0], tv[1], tv[2]};
 		float M = vt_motion_bound(x, p, idx);
+		/* Cheap lower bounds first: the distance to the triangle's plane,
+		 * and the distance to corner a less the longest reach of the
+		 * triangle from a. */
+		float inv = 1.0f / v3_len(n);
+		sim_v3 qa = v3_sub(q, a);
+		if (fabsf(v3_dot(qa, n)) * inv - M > reach)
+			return;
+		float ra = maxf(v3_len(v3_sub(b, a)), v3_len(v3_sub(c, a)));
+		if (v3_len(qa) - ra - M > reach)
+			return;
 		if (point_triangle_distance(q, a, b, c) - M > reach)
 			return;
 	}
@@ -841,6 +877,19 @@ static inline void ee_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p
 	sim_v3 xa0 = v3_of4(x[a0]), xa1 = v3_of4(x[a1]), xb0 = v3_of4(x[b0]), xb1 = v3_of4(x[b1]);
 	const uint32_t idx[4] = {a0, a1, b0, b1};
 	float M = ee_motion_bound(x, p, idx);
+	/* A cheap lower bound first: each segment lies within half its length
+	 * of its midpoint, so the segments are at least the midpoints'
+	 * distance less both half lengths apart. Most box-overlapping pairs
+	 * fail here without the closest-point computation. */
+	sim_v3 dm = v3_sub(v3_add(xa0, xa1), v3_add(xb0, xb1));
+	float bound = 0.5f * (v3_len(dm) - v3_len(v3_sub(xa1, xa0)) - v3_len(v3_sub(xb1, xb0)));
+	if (bound - M > reach)
+		return;
+	/* The separation of the two lines bounds that of the segments too. */
+	sim_v3 ea = v3_sub(xa1, xa0), eb = v3_sub(xb1, xb0), nl = v3_cross(ea, eb);
+	float nl2 = v3_dot(nl, nl);
+	if (nl2 > 0.0f && fabsf(v3_dot(v3_sub(xa0, xb0), nl)) / sqrtf(nl2) - M > reach)
+		return;
 	if (segment_distance(xa0, xa1, xb0, xb1) - M > reach)
 		return;
 	if (s->ee_count == s->ee_cap && grow_ee(s) != 0)
@@ -997,14 +1046,19 @@ void sim_self_begin_substep(sim_self *s, const sim_vec4 *restrict x, const sim_v
 /* ---- projection ------------------------------------------------------------- */
 
 /*
- * Friction between layers: removes `friction` of the relative tangential
- * displacement since x of the vertex (weight 1) and the points it touches
- * (weights -wt[k]), along the plane normal to g. The correction uses the
- * same weighting as the push, so linear momentum is conserved as well.
+ * Friction between layers, Coulomb's law as in Macklin et al., "Unified
+ * Particle Physics for Real-Time Applications" (SIGGRAPH 2014), eq. 24: the
+ * relative tangential displacement since x of the vertex (weight 1) and the
+ * points it touches (weights -wt[k]) is reduced by at most `friction` times
+ * the normal correction `depth` of this projection, and never reversed. The
+ * correction uses the same weighting as the push, so linear momentum is
+ * conserved as well. (Removing a fixed fraction of the slip every iteration
+ * instead, whatever the normal force, made layers stick together at any
+ * friction above zero.)
  */
 static inline void apply_friction(sim_vec4 *restrict p, const sim_vec4 *restrict x,
 				  const uint32_t *idx, const float *wt, int count, sim_v3 g,
-				  float W, float friction)
+				  float W, float friction, float depth)
 {
 	sim_v3 rel = v3(0.0f, 0.0f, 0.0f);
 	for (int k = 0; k < count; k++) {
@@ -1012,7 +1066,11 @@ static inline void apply_friction(sim_vec4 *restrict p, const sim_vec4 *restrict
 		rel = v3_add(rel, v3_scale(d, wt[k]));
 	}
 	sim_v3 tan = v3_sub(rel, v3_scale(g, v3_dot(rel, g)));
-	sim_v3 mu = v3_scale(tan, -friction / W);
+	float tl = v3_len(tan), limit = friction * depth;
+	if (!(tl > 0.0f))
+		return;
+	float keep = tl <= limit ? 1.0f : limit / tl;
+	sim_v3 mu = v3_scale(tan, -keep / W);
 	for (int k = 0; k < count; k++) {
 		float f = p[idx[k]].w * wt[k];
 		p[idx[k]].x += f * mu.x;
@@ -1045,6 +1103,14 @@ static void project_vt(const sim_self *s, const self_vt *r, sim_vec4 *restrict p
 	sim_v3 n;
 	if (tri_degenerate(a, b, c, &n))
 		return;
+	/* The signed plane distance first: it decides the face case alone,
+	 * and outside the face the distance to the closest point is at least
+	 * its magnitude, so a pair out of reach of the plane is done without
+	 * the closest-point computation (most pairs in most iterations). */
+	float inv = 1.0f / v3_len(n);
+	float d = v3_dot(v3_sub(q, a), n) * inv * (float)r->side;
+	if (d >= thickness || (!r->trusted && d < -thickness))
+		return;
 	float bary[3];
 	int inside = closest_on_triangle(q, a, b, c, bary);
 	sim_v3 g;
@@ -1053,11 +1119,8 @@ static void project_vt(const sim_self *s, const self_vt *r, sim_vec4 *restrict p
 		/* Face region: a one-sided constraint on the side recorded at x.
 		 * An untrusted side (the vertex was beside the triangle at x)
 		 * only acts within the thickness of the plane, because deeper on
-		 * the other side it has gone round the edge, not through. */
-		float inv = 1.0f / v3_len(n);
-		float d = v3_dot(v3_sub(q, a), n) * inv * (float)r->side;
-		if (d >= thickness || (!r->trusted && d < -thickness))
-			return;
+		 * the other side it has gone round the edge, not through; both
+		 * were tested above. */
 		g = v3_scale(n, inv * (float)r->side);
 		C = d - thickness;
 	} else {
@@ -1079,7 +1142,7 @@ static void project_vt(const sim_self *s, const self_vt *r, sim_vec4 *restrict p
 		return;
 	apply_push(p, idx, wt, 4, g, -C / W);
 	if (friction > 0.0f)
-		apply_friction(p, x, idx, wt, 4, g, W, friction);
+		apply_friction(p, x, idx, wt, 4, g, W, friction, -C);
 }
 
 static void project_ee(const sim_self *s, const self_ee *r, sim_vec4 *restrict p,
@@ -1096,18 +1159,20 @@ static void project_ee(const sim_self *s, const self_ee *r, sim_vec4 *restrict p
 	float nn = v3_dot(n, n);
 	if (!(nn > SELF_PARALLEL_SINE * SELF_PARALLEL_SINE * v3_dot(ea, ea) * v3_dot(eb, eb)))
 		return;
+	/* The lines' separation first (cheap); the closest points only for
+	 * pairs it leaves in reach. */
+	float inv = 1.0f / sqrtf(nn);
+	float d0 = v3_dot(v3_sub(a0, b0), n) * inv;
+	int32_t side = r->side ? r->side : (d0 >= 0.0f ? 1 : -1);
+	float d = d0 * (float)side;
+	if (d >= thickness || (!r->trusted && d < -thickness))
+		return;
 	float sp, tp;
 	closest_segments(a0, a1, b0, b1, &sp, &tp);
 	/* Only edges crossing over one another (closest points inside both
 	 * segments); an endpoint contact is a vertex near a triangle's edge,
 	 * which the vertex-triangle pairs already keep apart. */
 	if (!(sp > 0.0f && sp < 1.0f && tp > 0.0f && tp < 1.0f))
-		return;
-	float inv = 1.0f / sqrtf(nn);
-	float d0 = v3_dot(v3_sub(a0, b0), n) * inv;
-	int32_t side = r->side ? r->side : (d0 >= 0.0f ? 1 : -1);
-	float d = d0 * (float)side;
-	if (d >= thickness || (!r->trusted && d < -thickness))
 		return;
 	sim_v3 g = v3_scale(n, inv * (float)side);
 	float wt[4] = {1.0f - sp, sp, -(1.0f - tp), -tp};
@@ -1117,7 +1182,7 @@ static void project_ee(const sim_self *s, const self_ee *r, sim_vec4 *restrict p
 		return;
 	apply_push(p, idx, wt, 4, g, (thickness - d) / W);
 	if (friction > 0.0f)
-		apply_friction(p, x, idx, wt, 4, g, W, friction);
+		apply_friction(p, x, idx, wt, 4, g, W, friction, thickness - d);
 }
 
 void sim_self_project(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x, float thickness,
@@ -1251,14 +1316,20 @@ static double vt_toi(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4]
 {
 	sim_v3 q = v3_of4(x[idx[0]]), a = v3_of4(x[idx[1]]), b = v3_of4(x[idx[2]]),
 	       c = v3_of4(x[idx[3]]);
-	float L = maxf(v3_len(v3_sub(b, a)), maxf(v3_len(v3_sub(c, a)), v3_len(v3_sub(c, b))));
+	sim_v3 ab = v3_sub(b, a), ac = v3_sub(c, a), bc = v3_sub(c, b);
+	float L = sqrtf(maxf(v3_dot(ab, ab), maxf(v3_dot(ac, ac), v3_dot(bc, bc))));
 	float tol = SELF_GUARD_TOL * L;
-	/* Conservative filter (vt_motion_bound). */
+	/* Conservative filter (vt_motion_bound). The distance to the plane at
+	 * x is a lower bound of the distance to the triangle and far cheaper:
+	 * a vertex resting over a triangle at the thickness, the common case,
+	 * is cleared by it alone. */
 	float M = vt_motion_bound(x, p, idx);
 	sim_v3 n0;
-	float d0 = tri_degenerate(a, b, c, &n0) ? 0.0f : point_triangle_distance(q, a, b, c);
-	if (d0 > M + tol)
-		return -1.0;
+	if (!tri_degenerate(a, b, c, &n0)) {
+		float plane = fabsf(v3_dot(v3_sub(q, a), n0)) / v3_len(n0);
+		if (plane > M + tol || point_triangle_distance(q, a, b, c) > M + tol)
+			return -1.0;
+	}
 	double E1[3], dE1[3], E2[3], dE2[3], Q[3], dQ[3], co[4], roots[3];
 	rel_motion(x, p, idx[1], idx[2], E1, dE1);
 	rel_motion(x, p, idx[1], idx[3], E2, dE2);
@@ -1296,9 +1367,17 @@ static double ee_toi(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4]
 {
 	sim_v3 a0 = v3_of4(x[idx[0]]), a1 = v3_of4(x[idx[1]]), b0 = v3_of4(x[idx[2]]),
 	       b1 = v3_of4(x[idx[3]]);
-	float L = maxf(v3_len(v3_sub(a1, a0)), v3_len(v3_sub(b1, b0)));
+	sim_v3 ea = v3_sub(a1, a0), eb = v3_sub(b1, b0);
+	float la2 = v3_dot(ea, ea), lb2 = v3_dot(eb, eb);
+	float L = sqrtf(maxf(la2, lb2));
 	float tol = SELF_GUARD_TOL * L;
 	float M = ee_motion_bound(x, p, idx);
+	/* The lines' separation at x bounds the segments' from below (cheap),
+	 * as in vt_toi. */
+	sim_v3 nl = v3_cross(ea, eb);
+	float nl2 = v3_dot(nl, nl);
+	if (nl2 > 0.0f && fabsf(v3_dot(v3_sub(a0, b0), nl)) / sqrtf(nl2) > M + tol)
+		return -1.0;
 	if (segment_distance(a0, a1, b0, b1) > M + tol)
 		return -1.0;
 	double EA[3], dEA[3], EB[3], dEB[3], R[3], dR[3], co[4], roots[3];
@@ -1365,6 +1444,150 @@ static int revert(sim_vec4 *restrict p, const sim_vec4 *restrict x, const uint32
 }
 
 /*
+ * Moves a pair found crossing at time toi back to fraction backoff of it.
+ * When that moves nothing (a vertex that moved less than a float step, so
+ * that the fraction rounds to p), the pair goes back to x instead: a crossing
+ * that moves no vertex would end the guard's rounds with the crossing left
+ * in place.
+ */
+static int stop_pair(sim_vec4 *restrict p, const sim_vec4 *restrict x, const uint32_t idx[4],
+		     double toi, float backoff, uint8_t *dirty_next)
+{
+	int moved = revert(p, x, idx, (float)(backoff * toi), dirty_next);
+	if (moved == 0 && backoff > 0.0f)
+		moved = revert(p, x, idx, 0.0f, dirty_next);
+	return moved;
+}
+
+/* Swept tests of one vertex-triangle or edge-edge pair; a crossing pair is
+ * stopped (stop_pair). Returns the number of vertices moved. */
+static int guard_vt(sim_vec4 *restrict p, const sim_vec4 *restrict x, const uint32_t idx[4],
+		    float backoff, uint8_t *dirty_next)
+{
+	if (!pair_moved(x, p, idx))
+		return 0;
+	double toi = vt_toi(x, p, idx);
+	return toi >= 0.0 ? stop_pair(p, x, idx, toi, backoff, dirty_next) : 0;
+}
+
+static int guard_ee(sim_vec4 *restrict p, const sim_vec4 *restrict x, const uint32_t idx[4],
+		    float backoff, uint8_t *dirty_next)
+{
+	if (!pair_moved(x, p, idx))
+		return 0;
+	double toi = ee_toi(x, p, idx);
+	return toi >= 0.0 ? stop_pair(p, x, idx, toi, backoff, dirty_next) : 0;
+}
+
+static inline int tri_has(const uint32_t *tv, uint32_t v)
+{
+	return tv[0] == v || tv[1] == v || tv[2] == v;
+}
+
+static int guard_vertex_triangle(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+				 uint32_t v, uint32_t t, float backoff)
+{
+	const uint32_t *tb = &s->tris[3 * (size_t)t];
+	const uint32_t idx[4] = {v, tb[0], tb[1], tb[2]};
+	return guard_vt(p, x, idx, backoff, s->dirty_next);
+}
+
+/* Every vertex-triangle and edge-edge pair between triangles a and b. */
+static int guard_triangle_pair(const sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+			       uint32_t a, uint32_t b, float backoff, uint8_t *dirty_next)
+{
+	const uint32_t *ta = &s->tris[3 * (size_t)a], *tb = &s->tris[3 * (size_t)b];
+	int changed = 0;
+	for (int k = 0; k < 3; k++) {
+		if (!tri_has(tb, ta[k])) {
+			const uint32_t idx[4] = {ta[k], tb[0], tb[1], tb[2]};
+			changed += guard_vt(p, x, idx, backoff, dirty_next);
+		}
+		if (!tri_has(ta, tb[k])) {
+			const uint32_t idx[4] = {tb[k], ta[0], ta[1], ta[2]};
+			changed += guard_vt(p, x, idx, backoff, dirty_next);
+		}
+	}
+	for (int k = 0; k < 3; k++)
+		for (int m = 0; m < 3; m++) {
+			const uint32_t idx[4] = {ta[k], ta[(k + 1) % 3], tb[m], tb[(m + 1) % 3]};
+			if (idx[0] == idx[2] || idx[0] == idx[3] || idx[1] == idx[2] || idx[1] == idx[3])
+				continue;
+			changed += guard_ee(p, x, idx, backoff, dirty_next);
+		}
+	return changed;
+}
+
+/*
+ * The candidate pairs were culled by the relative motion of their two sides
+ * (vt_motion_bound): a cloth falling as a whole has none. Once the guard
+ * moves some vertices back and leaves their neighbours moving, that motion
+ * is no longer common, and pairs that were never candidates can cross (a
+ * falling layer through a vertex the guard stopped). So around every vertex
+ * moved in the previous round, every triangle that has it is tested against
+ * every triangle the hash finds near its current swept box, without the
+ * relative-motion cull. The hash is still valid: its boxes enclose every
+ * vertex's segment x -> p grown by the reach, and moving back stays on that
+ * segment.
+ */
+static int guard_neighbourhood(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+			       float backoff)
+{
+	if (++s->mark == 0) {
+		memset(s->tri_mark, 0, (size_t)s->nt * sizeof *s->tri_mark);
+		s->mark = 1;
+	}
+	const uint32_t mark = s->mark;
+	const sim_hash *h = &s->hash;
+	int changed = 0;
+	for (uint32_t v = 0; v < s->nv; v++) {
+		if (!s->dirty[v])
+			continue;
+		int hashed = 0;
+		for (uint32_t k = s->vtri_start[v]; k < s->vtri_start[v + 1]; k++) {
+			uint32_t a = s->vtri[k];
+			if (s->tri_skip[a])
+				continue;
+			hashed = 1;
+			if (s->tri_mark[a] == mark)
+				continue;
+			s->tri_mark[a] = mark;
+			const uint32_t *ta = &s->tris[3 * (size_t)a];
+			float ab[6], o[6];
+			swept_box(x[ta[0]], p[ta[0]], ab);
+			swept_box(x[ta[1]], p[ta[1]], o);
+			box_union(ab, o);
+			swept_box(x[ta[2]], p[ta[2]], o);
+			box_union(ab, o);
+			uint32_t stamp = next_stamp(s);
+			SELF_FOR_TRIANGLES(s, h, ab, {
+				if (s->tri_stamp[t_] != stamp && t_ != a && !s->tri_skip[t_]) {
+					s->tri_stamp[t_] = stamp;
+					if (sim_box_overlap(ab, &s->tri_box[6 * (size_t)t_]))
+						changed += guard_triangle_pair(s, p, x, a, t_, backoff,
+									       s->dirty_next);
+				}
+			});
+		}
+		if (hashed)
+			continue;
+		/* A vertex of zero-area triangles only: against the triangles
+		 * near its own path. */
+		float vb[6];
+		swept_box(x[v], p[v], vb);
+		uint32_t stamp = next_stamp(s);
+		SELF_FOR_TRIANGLES(s, h, vb, {
+			if (s->tri_stamp[t_] != stamp && !s->tri_skip[t_] &&
+			    !tri_has(&s->tris[3 * (size_t)t_], v)) {
+				s->tri_stamp[t_] = stamp;
+				changed += guard_vertex_triangle(s, p, x, v, t_, backoff);
+			}
+		});
+	}
+	return changed;
+}
+
+/*
  * The guard. Every candidate pair that moved gets a swept test on the
  * straight paths x -> p; a pair that touches at time toi has its free
  * vertices moved back to x + tau (p - x), tau = 0.8 toi in the first two
@@ -1414,11 +1637,7 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 			if (!(s->dirty[idx[0]] | s->dirty[idx[1]] | s->dirty[idx[2]] |
 			      s->dirty[idx[3]]))
 				continue;
-			if (!pair_moved(x, p, idx))
-				continue;
-			double toi = vt_toi(x, p, idx);
-			if (toi >= 0.0)
-				changed += revert(p, x, idx, (float)(backoff * toi), s->dirty_next);
+			changed += guard_vt(p, x, idx, backoff, s->dirty_next);
 		}
 		for (uint32_t i = 0; i < s->ee_count; i++) {
 			const self_ee *r = &s->ee[i];
@@ -1427,12 +1646,12 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 			if (!(s->dirty[idx[0]] | s->dirty[idx[1]] | s->dirty[idx[2]] |
 			      s->dirty[idx[3]]))
 				continue;
-			if (!pair_moved(x, p, idx))
-				continue;
-			double toi = ee_toi(x, p, idx);
-			if (toi >= 0.0)
-				changed += revert(p, x, idx, (float)(backoff * toi), s->dirty_next);
+			changed += guard_ee(p, x, idx, backoff, s->dirty_next);
 		}
+		/* Round 0's dirty set is every vertex: nothing has been moved
+		 * back yet, so the candidates are complete. */
+		if (round > 0)
+			changed += guard_neighbourhood(s, p, x, backoff);
 		if (!changed)
 			break;
 		uint8_t *t = s->dirty;

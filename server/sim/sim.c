@@ -5,6 +5,7 @@
  */
 #include "server/sim/internal.h"
 #include "server/sim/order.h"
+#include "server/sim/pool.h"
 #include "server/sim/simd.h"
 #include "server/sim/topology.h"
 
@@ -382,14 +383,26 @@ static double now_ms(void)
 
 /* Prediction (Müller 2006, algorithm 1, lines 5-7): external acceleration
  * is gravity for every free vertex plus w times the wind force. */
-static void predict(drape_sim *sim, float dt)
+typedef struct step_job {
+	drape_sim *sim;
+	float dt;
+} step_job;
+
+/* Vertices per pool block for the per-vertex passes (independent per
+ * vertex, so any split gives the same bits). */
+#define SIM_VERTEX_BLOCK 4096u
+
+static void predict_range(void *ctx, uint32_t begin, uint32_t end)
 {
+	const step_job *J = ctx;
+	drape_sim *sim = J->sim;
+	const float dt = J->dt;
 	const sim_vec4 *restrict x = sim->x, *restrict f = sim->force;
 	sim_vec4 *restrict v = sim->v, *restrict p = sim->p;
 	const float gx = sim->params.gravity[0], gy = sim->params.gravity[1],
 		    gz = sim->params.gravity[2];
 	const float damp = sim->damping_substep;
-	for (uint32_t i = 0; i < sim->n; i++) {
+	for (uint32_t i = begin; i < end; i++) {
 		float w = x[i].w;
 		if (w == 0.0f) {
 			v[i] = (sim_vec4){0.0f, 0.0f, 0.0f, 0.0f};
@@ -404,21 +417,34 @@ static void predict(drape_sim *sim, float dt)
 	}
 }
 
+static void predict(drape_sim *sim, float dt)
+{
+	step_job job = {sim, dt};
+	sim_pool_for(sim->pool, sim->n, SIM_VERTEX_BLOCK, predict_range, &job);
+}
+
 /* Velocity update and commit (algorithm 1, lines 12-15). Pinned vertices are
  * left exactly as they are, so they stay bit-identical whatever rounding the
  * projections did to their copies in p. */
-static void commit(drape_sim *sim, float dt)
+static void commit_range(void *ctx, uint32_t begin, uint32_t end)
 {
-	const float inv_dt = 1.0f / dt;
-	sim_vec4 *restrict x = sim->x, *restrict v = sim->v;
-	const sim_vec4 *restrict p = sim->p;
-	for (uint32_t i = 0; i < sim->n; i++) {
+	const step_job *J = ctx;
+	const float inv_dt = 1.0f / J->dt;
+	sim_vec4 *restrict x = J->sim->x, *restrict v = J->sim->v;
+	const sim_vec4 *restrict p = J->sim->p;
+	for (uint32_t i = begin; i < end; i++) {
 		if (x[i].w == 0.0f)
 			continue;
 		v[i] = (sim_vec4){(p[i].x - x[i].x) * inv_dt, (p[i].y - x[i].y) * inv_dt,
 				  (p[i].z - x[i].z) * inv_dt, 0.0f};
 		x[i] = p[i];
 	}
+}
+
+static void commit(drape_sim *sim, float dt)
+{
+	step_job job = {sim, dt};
+	sim_pool_for(sim->pool, sim->n, SIM_VERTEX_BLOCK, commit_range, &job);
 }
 
 static uint32_t count_nonfinite(const drape_sim *sim)
@@ -505,6 +531,14 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 				sim_bend_solve(sim);
 			if (sim->k_shear > 0.0f)
 				sim_dist_solve(sim, sim->shear, &sim->shear_col, sim->k_shear);
+			/* Self-collision before obstacles: the obstacles are the
+			 * strictest constraint, so no self push is left to shove a
+			 * bottom layer into the ground. */
+			if (selfc) {
+				double tc = now_ms();
+				sim_self_project(sim->self, sim->p, sim->x, sth, P->self_friction);
+				self_ms += now_ms() - tc;
+			}
 			if (sim->colliders.count > 0) {
 				double tc = now_ms();
 				uint32_t c = sim_colliders_project(&sim->colliders, sim->p,
@@ -515,11 +549,6 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 				if (it == 0 || c > contacts)
 					contacts = c;
 				collide_ms += now_ms() - tc;
-			}
-			if (selfc) {
-				double tc = now_ms();
-				sim_self_project(sim->self, sim->p, sim->x, sth, P->self_friction);
-				self_ms += now_ms() - tc;
 			}
 		}
 		if (selfc) {

@@ -170,6 +170,27 @@ static inline void simd_scatter(sim_vec4 *p, const uint32_t *idx, uint32_t n, si
 }
 #endif
 
+/*
+ * SIMD_IDX(r, .a) is a compound-literal array of r[0].a .. r[SIMD_W-1].a
+ * (SIMD_FLT the same for a float field, as a wide float): after inlining the
+ * compiler keeps it in registers, so a gather reads its indices straight
+ * from the constraint records instead of through a copy on the stack.
+ */
+#if SIMD_W == 8
+#define SIMD_LANES_T(type, r, field)                                                            \
+	((const type[8]){(r)[0] field, (r)[1] field, (r)[2] field, (r)[3] field, (r)[4] field, \
+			 (r)[5] field, (r)[6] field, (r)[7] field})
+static inline simd_f simd_load(const float *f) { return _mm256_loadu_ps(f); }
+#elif SIMD_W == 4
+#define SIMD_LANES_T(type, r, field) ((const type[4]){(r)[0] field, (r)[1] field, (r)[2] field, (r)[3] field})
+static inline simd_f simd_load(const float *f) { return _mm_loadu_ps(f); }
+#else
+#define SIMD_LANES_T(type, r, field) ((const type[1]){(r)[0] field})
+static inline simd_f simd_load(const float *f) { return f[0]; }
+#endif
+#define SIMD_IDX(r, field) SIMD_LANES_T(uint32_t, r, field)
+#define SIMD_FLT(r, field) simd_load(SIMD_LANES_T(float, r, field))
+
 /* Three-lane vectors of wide floats, for the kernels' geometry. */
 typedef struct simd_v3 {
 	simd_f x, y, z;

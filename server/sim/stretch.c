@@ -74,61 +74,50 @@ typedef struct dist_job {
 	float k;
 } dist_job;
 
-/* Loads the vertex indices and rest values of records [i, i + SIMD_W) up to
- * end; lanes past end repeat the last record (they are computed and never
- * stored). */
-static inline uint32_t dist_lanes(const sim_dist *c, uint32_t i, uint32_t end, uint32_t *ia,
-				  uint32_t *ib, float *rest)
+/* The expressions of sim_dist_project for SIMD_W records r[0..SIMD_W-1],
+ * lane by lane, in the same order; lanes that sim_dist_project would skip
+ * keep their old positions, and only the first n lanes are stored. */
+static inline void dist_group(sim_vec4 *restrict p, const sim_dist *r, uint32_t n, simd_f k)
 {
-	uint32_t n = end - i < SIMD_W ? end - i : SIMD_W;
-	for (uint32_t l = 0; l < SIMD_W; l++) {
-		const sim_dist *r = &c[l < n ? i + l : end - 1];
-		ia[l] = r->a;
-		ib[l] = r->b;
-		rest[l] = r->rest;
-	}
-	return n;
+	const simd_f zero = simd_splat(0.0f);
+	const uint32_t *ia = SIMD_IDX(r, .a), *ib = SIMD_IDX(r, .b);
+	simd_f ax, ay, az, aw, bx, by, bz, bw;
+	simd_gather(p, ia, &ax, &ay, &az, &aw);
+	simd_gather(p, ib, &bx, &by, &bz, &bw);
+	simd_f rest = SIMD_FLT(r, .rest);
+	simd_f wsum = simd_add(aw, bw);
+	simd_f dx = simd_sub(ax, bx), dy = simd_sub(ay, by), dz = simd_sub(az, bz);
+	simd_f len = simd_sqrt(simd_add(simd_add(simd_mul(dx, dx), simd_mul(dy, dy)), simd_mul(dz, dz)));
+	simd_m ok = simd_and(simd_gt(wsum, zero), simd_gt(len, zero));
+	simd_f s = simd_div(simd_mul(k, simd_sub(len, rest)), simd_mul(len, wsum));
+	simd_f sa = simd_mul(s, aw), sb = simd_mul(s, bw);
+	simd_scatter(p, ia, n, simd_select(ok, simd_sub(ax, simd_mul(sa, dx)), ax),
+		     simd_select(ok, simd_sub(ay, simd_mul(sa, dy)), ay),
+		     simd_select(ok, simd_sub(az, simd_mul(sa, dz)), az), aw);
+	simd_scatter(p, ib, n, simd_select(ok, simd_add(bx, simd_mul(sb, dx)), bx),
+		     simd_select(ok, simd_add(by, simd_mul(sb, dy)), by),
+		     simd_select(ok, simd_add(bz, simd_mul(sb, dz)), bz), bw);
 }
 
-static inline simd_f load_lanes(const float *f)
-{
-#if SIMD_W == 8
-	return _mm256_loadu_ps(f);
-#elif SIMD_W == 4
-	return _mm_loadu_ps(f);
-#else
-	return f[0];
-#endif
-}
+/* Copies the last n < SIMD_W records of a range into a full group, the
+ * missing lanes repeating the last record (computed, never stored). */
+#define SIM_TAIL(tmp, c, i, end)                                  \
+	do {                                                      \
+		for (uint32_t l_ = 0; l_ < SIMD_W; l_++)          \
+			(tmp)[l_] = (c)[(i) + l_ < (end) ? (i) + l_ : (end) - 1]; \
+	} while (0)
 
-/* The expressions of sim_dist_project, lane by lane, in the same order;
- * lanes that sim_dist_project would skip keep their old positions. */
 static void dist_block(void *ctx, uint32_t begin, uint32_t end)
 {
 	const dist_job *J = ctx;
-	sim_vec4 *restrict p = J->p;
-	const simd_f k = simd_splat(J->k), zero = simd_splat(0.0f);
-	for (uint32_t i = begin; i < end; i += SIMD_W) {
-		uint32_t ia[SIMD_W], ib[SIMD_W];
-		float rest_l[SIMD_W];
-		uint32_t n = dist_lanes(J->c, i, end, ia, ib, rest_l);
-		simd_f ax, ay, az, aw, bx, by, bz, bw;
-		simd_gather(p, ia, &ax, &ay, &az, &aw);
-		simd_gather(p, ib, &bx, &by, &bz, &bw);
-		simd_f rest = load_lanes(rest_l);
-		simd_f wsum = simd_add(aw, bw);
-		simd_f dx = simd_sub(ax, bx), dy = simd_sub(ay, by), dz = simd_sub(az, bz);
-		simd_f len = simd_sqrt(simd_add(simd_add(simd_mul(dx, dx), simd_mul(dy, dy)),
-						simd_mul(dz, dz)));
-		simd_m ok = simd_and(simd_gt(wsum, zero), simd_gt(len, zero));
-		simd_f s = simd_div(simd_mul(k, simd_sub(len, rest)), simd_mul(len, wsum));
-		simd_f sa = simd_mul(s, aw), sb = simd_mul(s, bw);
-		simd_scatter(p, ia, n, simd_select(ok, simd_sub(ax, simd_mul(sa, dx)), ax),
-			     simd_select(ok, simd_sub(ay, simd_mul(sa, dy)), ay),
-			     simd_select(ok, simd_sub(az, simd_mul(sa, dz)), az), aw);
-		simd_scatter(p, ib, n, simd_select(ok, simd_add(bx, simd_mul(sb, dx)), bx),
-			     simd_select(ok, simd_add(by, simd_mul(sb, dy)), by),
-			     simd_select(ok, simd_add(bz, simd_mul(sb, dz)), bz), bw);
+	const simd_f k = simd_splat(J->k);
+	uint32_t i = begin;
+	for (; i + SIMD_W <= end; i += SIMD_W)
+		dist_group(J->p, &J->c[i], SIMD_W, k);
+	if (i < end) {
+		sim_dist tmp[SIMD_W];
+		SIM_TAIL(tmp, J->c, i, end);
+		dist_group(J->p, tmp, end - i, k);
 	}
 }
 
@@ -147,7 +136,7 @@ void sim_dist_solve(const drape_sim *sim, const sim_dist *c, const sim_colouring
 			continue;
 		}
 		dist_job job = {sim->p, c + b, k};
-		sim_pool_for(sim->pool, e - b, SIM_POOL_BLOCK, dist_block, &job);
+		sim_pool_for(sim->pool, e - b, sim_pool_block(sim->pool, e - b), dist_block, &job);
 	}
 }
 
@@ -159,27 +148,33 @@ typedef struct lra_job {
 /* The expressions of sim_lra_project_all, lane by lane. Each record writes
  * only its free vertex a, and no two records share one, so the whole array
  * is a single colour (b, the pin, is only read). */
+static inline void lra_group(sim_vec4 *restrict p, const sim_dist *r, uint32_t n)
+{
+	const simd_f zero = simd_splat(0.0f);
+	const uint32_t *ia = SIMD_IDX(r, .a), *ib = SIMD_IDX(r, .b);
+	simd_f ax, ay, az, aw, bx, by, bz, bw;
+	simd_gather(p, ia, &ax, &ay, &az, &aw);
+	simd_gather(p, ib, &bx, &by, &bz, &bw);
+	simd_f rest = SIMD_FLT(r, .rest);
+	simd_f dx = simd_sub(ax, bx), dy = simd_sub(ay, by), dz = simd_sub(az, bz);
+	simd_f len = simd_sqrt(simd_add(simd_add(simd_mul(dx, dx), simd_mul(dy, dy)), simd_mul(dz, dz)));
+	simd_m ok = simd_and(simd_ne(aw, zero), simd_gt(len, rest));
+	simd_f s = simd_div(simd_sub(len, rest), len);
+	simd_scatter(p, ia, n, simd_select(ok, simd_sub(ax, simd_mul(s, dx)), ax),
+		     simd_select(ok, simd_sub(ay, simd_mul(s, dy)), ay),
+		     simd_select(ok, simd_sub(az, simd_mul(s, dz)), az), aw);
+}
+
 static void lra_block(void *ctx, uint32_t begin, uint32_t end)
 {
 	const lra_job *J = ctx;
-	sim_vec4 *restrict p = J->p;
-	const simd_f zero = simd_splat(0.0f);
-	for (uint32_t i = begin; i < end; i += SIMD_W) {
-		uint32_t ia[SIMD_W], ib[SIMD_W];
-		float rest_l[SIMD_W];
-		uint32_t n = dist_lanes(J->c, i, end, ia, ib, rest_l);
-		simd_f ax, ay, az, aw, bx, by, bz, bw;
-		simd_gather(p, ia, &ax, &ay, &az, &aw);
-		simd_gather(p, ib, &bx, &by, &bz, &bw);
-		simd_f rest = load_lanes(rest_l);
-		simd_f dx = simd_sub(ax, bx), dy = simd_sub(ay, by), dz = simd_sub(az, bz);
-		simd_f len = simd_sqrt(simd_add(simd_add(simd_mul(dx, dx), simd_mul(dy, dy)),
-						simd_mul(dz, dz)));
-		simd_m ok = simd_and(simd_ne(aw, zero), simd_gt(len, rest));
-		simd_f s = simd_div(simd_sub(len, rest), len);
-		simd_scatter(p, ia, n, simd_select(ok, simd_sub(ax, simd_mul(s, dx)), ax),
-			     simd_select(ok, simd_sub(ay, simd_mul(s, dy)), ay),
-			     simd_select(ok, simd_sub(az, simd_mul(s, dz)), az), aw);
+	uint32_t i = begin;
+	for (; i + SIMD_W <= end; i += SIMD_W)
+		lra_group(J->p, &J->c[i], SIMD_W);
+	if (i < end) {
+		sim_dist tmp[SIMD_W];
+		SIM_TAIL(tmp, J->c, i, end);
+		lra_group(J->p, tmp, end - i);
 	}
 }
 
@@ -190,5 +185,5 @@ void sim_lra_solve(const drape_sim *sim)
 		return;
 	}
 	lra_job job = {sim->p, sim->lra};
-	sim_pool_for(sim->pool, sim->lra_count, SIM_POOL_BLOCK, lra_block, &job);
+	sim_pool_for(sim->pool, sim->lra_count, sim_pool_block(sim->pool, sim->lra_count), lra_block, &job);
 }

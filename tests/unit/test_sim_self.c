@@ -180,7 +180,8 @@ static void test_vertex_on_plane(void)
 
 /* A vertex resting within the thickness is pushed to exactly the thickness;
  * with unequal masses the sum of m_i * displacement stays zero, friction
- * included, and friction removes its fraction of the tangential slip. */
+ * included, and friction (Coulomb) removes at most its coefficient times the
+ * normal correction from the tangential slip. */
 static void test_resting_push_conserves_momentum(void)
 {
 	const uint32_t tri[3] = {0, 1, 2};
@@ -213,10 +214,20 @@ static void test_resting_push_conserves_momentum(void)
 	CHECKF(fabs(mom[0]) + fabs(mom[1]) + fabs(mom[2]) < 1e-7,
 	       "momentum change with friction (%.3g %.3g %.3g)", mom[0], mom[1], mom[2]);
 	/* Relative slip of the vertex against the touched point (0.2, 0.3) of the
-	 * triangle, barycentric (0.5, 0.2, 0.3). */
+	 * triangle, barycentric (0.5, 0.2, 0.3): 0.05 less 0.5 times the normal
+	 * correction 0.008. */
 	double slip = (p[3].x - x[3].x) -
 		      (0.5 * (p[0].x - x[0].x) + 0.2 * (p[1].x - x[1].x) + 0.3 * (p[2].x - x[2].x));
-	CHECK_NEAR(slip, 0.025, 2e-4);
+	CHECK_NEAR(slip, 0.046, 2e-4);
+
+	/* A slip smaller than that limit is removed entirely (sticking). */
+	memcpy(p, x, sizeof x);
+	p[3].x += 0.002f;
+	sim_self_begin_substep(s, x, p, th);
+	sim_self_project(s, p, x, th, 0.5f);
+	slip = (p[3].x - x[3].x) -
+	       (0.5 * (p[0].x - x[0].x) + 0.2 * (p[1].x - x[1].x) + 0.3 * (p[2].x - x[2].x));
+	CHECK_NEAR(slip, 0.0, 1e-6);
 	sim_self_destroy(s);
 }
 
