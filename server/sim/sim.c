@@ -519,18 +519,21 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			self_ms += now_ms() - tc;
 		}
 		for (int32_t it = 0; it < P->iterations; it++) {
-			/* Order of increasing strictness (ARCHITECTURE.md); the
-			 * long-range tethers follow stretch, whose error they
-			 * bound. A kind with stiffness 0 would only add zero
-			 * corrections, so its sweep is skipped. */
+			/* Order of increasing strictness (ARCHITECTURE.md). The
+			 * long-range tethers come after bend and shear, which
+			 * also stretch edges, so the bound they put on stretching
+			 * holds at the end of the sweep (sheet300 at frame 180:
+			 * 16.5 % max strain this way, 20 % right after stretch).
+			 * A kind with stiffness 0 would only add zero corrections,
+			 * so its sweep is skipped. */
 			if (sim->k_stretch > 0.0f)
 				sim_dist_solve(sim, sim->stretch, &sim->stretch_col, sim->k_stretch);
-			if (lra)
-				sim_lra_solve(sim);
 			if (sim->k_bend > 0.0f)
 				sim_bend_solve(sim);
 			if (sim->k_shear > 0.0f)
 				sim_dist_solve(sim, sim->shear, &sim->shear_col, sim->k_shear);
+			if (lra)
+				sim_lra_solve(sim);
 			/* Self-collision before obstacles: the obstacles are the
 			 * strictest constraint, so no self push is left to shove a
 			 * bottom layer into the ground. */
