@@ -133,10 +133,20 @@ static void stream_open(drape_client *c)
 	nng_socket_set_int(c->sub, NNG_OPT_RECVBUF, 256);
 	nng_socket_set_ms(c->sub, NNG_OPT_RECONNMINT, 50);
 	nng_socket_set_ms(c->sub, NNG_OPT_RECONNMAXT, 1000);
-	if (nng_dial(c->sub, c->info.stream_url, NULL, NNG_FLAG_NONBLOCK) != 0) {
+	/* A TLS stream is verified like the control connection (the server
+	 * uses the same certificate for both); without a TLS configuration
+	 * nng's default would trust nothing, so frames come by polling. */
+	nng_dialer d;
+	int rv = nng_dialer_create(&d, c->sub, c->info.stream_url);
+	if (rv == 0 && client_url_is_tls(c->info.stream_url))
+		rv = c->tls != NULL ? nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, c->tls) : NNG_EINVAL;
+	if (rv == 0)
+		rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK);
+	if (rv != 0) {
 		nng_close(c->sub);
 		return;
 	}
+	c->sub_dialer = d;
 	c->sub_open = true;
 }
 

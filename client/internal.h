@@ -6,6 +6,7 @@
 #define DRAPE_CLIENT_INTERNAL_H
 
 #include <nng/nng.h>
+#include <nng/supplemental/tls/tls.h>
 
 #include "drape/drape.h"
 #include "proto/proto.h"
@@ -33,6 +34,7 @@ typedef struct client_track {
 struct drape_client {
 	nng_socket req;
 	nng_socket sub;
+	nng_dialer sub_dialer;
 	bool sub_open;
 	char *url;
 	char *auth;
@@ -46,7 +48,13 @@ struct drape_client {
 	uint32_t stream_url_count;
 	client_track *tracks;
 	uint32_t track_count, track_cap;
+	/* TLS configuration of the REQ dialer, reused by the SUB dialer when
+	 * the stream URL is TLS too; NULL for a plain URL. */
+	nng_tls_config *tls;
 };
+
+/* True for URLs whose transport runs over TLS (tls+tcp://, wss://). */
+bool client_url_is_tls(const char *url);
 
 /*
  * Sends *req (the header fields id, client and auth are filled here) and

@@ -40,11 +40,13 @@ typedef struct srv_opt {
 
 static const srv_opt srv_opts[] = {
 	{ "listen", SRV_OPT_URLS, OFF(listen), OFF(listen_count), 0, "URL",
-	  "control socket (REQ/REP); repeatable; ipc://PATH or tcp://HOST:PORT. "
+	  "control socket (REQ/REP); repeatable; ipc://PATH, tcp://HOST:PORT or "
+	  "tls+tcp://HOST:PORT (needs --tls-cert and --tls-key). "
 	  "Default " SRV_DEFAULT_LISTEN " (loopback only)" },
 	{ "stream", SRV_OPT_URLS, OFF(stream), OFF(stream_count), 0, "URL",
 	  "frame stream socket (PUB); repeatable. Default: one per --listen, "
-	  "ipc://PATH -> ipc://PATH.stream, tcp://HOST:PORT -> tcp://HOST:PORT+1" },
+	  "ipc://PATH -> ipc://PATH.stream, tcp://HOST:PORT -> tcp://HOST:PORT+1, "
+	  "tls+tcp://HOST:PORT -> tls+tcp://HOST:PORT+1 (same certificate)" },
 	{ "state-dir", SRV_OPT_STRING, OFF(state_dir), 0, 0, "DIR",
 	  "session state and frame caches (created 0700). Default $XDG_STATE_HOME/drape, "
 	  "else ~/.local/state/drape, or /var/lib/drape for root" },
@@ -84,8 +86,17 @@ static const srv_opt srv_opts[] = {
 	  "but hello. Default: none" },
 	{ "ipc-mode", SRV_OPT_OCTAL, OFF(ipc_mode), 0, 0777, "OCTAL",
 	  "permissions of ipc:// socket files. Default 0660" },
+	{ "tls-cert", SRV_OPT_STRING, OFF(tls_cert), 0, 0, "FILE",
+	  "PEM certificate (or chain, leaf first) that tls+tcp:// listeners present. Default: none" },
+	{ "tls-key", SRV_OPT_STRING, OFF(tls_key), 0, 0, "FILE",
+	  "PEM private key of --tls-cert (not encrypted). Default: none" },
+	{ "tls-ca", SRV_OPT_STRING, OFF(tls_ca), 0, 0, "FILE",
+	  "PEM CA certificate(s); when given, TLS clients must present a certificate signed "
+	  "by one of them. Default: no client certificates asked for" },
 	{ "allow-remote", SRV_OPT_FLAG, OFF(allow_remote), 0, 0, NULL,
-	  "allow tcp:// on a non-loopback address (otherwise refused, like redis' protected mode)" },
+	  "protected mode, like redis': a non-loopback tcp://, tls+tcp:// or ws:// address is "
+	  "refused unless it is tls+tcp:// with --tls-cert/--tls-key AND --auth-token-file is set; "
+	  "this flag allows it anyway (logged as a warning)" },
 	{ "verbose", SRV_OPT_FLAG, OFF(verbose), 0, 0, NULL, "log every request (debug lines)" },
 	{ "version", SRV_OPT_FLAG, OFF(show_version), 0, 0, NULL, "print the version and exit" },
 	{ "help", SRV_OPT_FLAG, OFF(show_help), 0, 0, NULL, "print this help and exit" },
@@ -370,8 +381,12 @@ bool srv_config_stream_url(const char *listen, char *out, size_t out_len)
 		int n = snprintf(out, out_len, "%s.stream", listen);
 		return n > 0 && (size_t)n < out_len;
 	}
-	if (strncmp(listen, "tcp://", 6) == 0 || strncmp(listen, "tcp4://", 7) == 0 ||
-	    strncmp(listen, "tcp6://", 7) == 0) {
+	/* The TLS transport derives like plain TCP; the stream then runs over
+	 * TLS with the same certificate, so it is no weaker than the control
+	 * socket. */
+	const char *tcp = strncmp(listen, "tls+", 4) == 0 ? listen + 4 : listen;
+	if (strncmp(tcp, "tcp://", 6) == 0 || strncmp(tcp, "tcp4://", 7) == 0 ||
+	    strncmp(tcp, "tcp6://", 7) == 0) {
 		const char *colon = strrchr(listen, ':');
 		uint64_t port;
 		if (colon == NULL || !srv_parse_u64(colon + 1, 10, &port) || port == 0 || port >= 65535)
@@ -391,13 +406,30 @@ bool srv_config_url_is_local(const char *url)
 	if (host == NULL)
 		return false;
 	host += 3;
-	if (strncmp(url, "tcp", 3) != 0)
+	/* ws:// stays non-local even on loopback: a browser on this machine can
+	 * reach it on behalf of any web page. */
+	if (strncmp(url, "tcp", 3) != 0 && strncmp(url, "tls+tcp", 7) != 0)
 		return false;
 	static const char *const loopback[] = { "127.", "localhost:", "[::1]:" };
 	for (size_t i = 0; i < sizeof loopback / sizeof loopback[0]; i++)
 		if (strncmp(host, loopback[i], strlen(loopback[i])) == 0)
 			return true;
 	return false;
+}
+
+bool srv_config_url_is_tls(const char *url)
+{
+	return strncmp(url, "tls+", 4) == 0 || strncmp(url, "wss", 3) == 0;
+}
+
+bool srv_config_url_exposed(const srv_config *c, const char *url)
+{
+	if (srv_config_url_is_local(url))
+		return false;
+	/* Both are needed: TLS alone lets anyone who can reach the port in, and
+	 * a token alone crosses the network in clear text. */
+	return !(srv_config_url_is_tls(url) && c->tls_cert != NULL && c->tls_key != NULL &&
+		 c->auth_token_file != NULL);
 }
 
 static srv_config_rc srv_default_state_dir(srv_config *c, char *msg, size_t msg_len)
@@ -434,16 +466,27 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 			c->stream[c->stream_count++] = strdup(url);
 		}
 	}
-	if (!c->allow_remote) {
-		for (size_t i = 0; i < c->listen_count + c->stream_count; i++) {
-			const char *u = i < c->listen_count ? c->listen[i] : c->stream[i - c->listen_count];
-			if (!srv_config_url_is_local(u))
-				return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
-						       "%s is not a loopback or ipc address; a shared box "
-						       "must not be reachable without TLS and an auth token "
-						       "(pass --allow-remote if this is intended)",
-						       u);
-		}
+	if ((c->tls_cert == NULL) != (c->tls_key == NULL))
+		return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE, "--%s is given without --%s",
+				       c->tls_cert != NULL ? "tls-cert" : "tls-key",
+				       c->tls_cert != NULL ? "tls-key" : "tls-cert");
+	if (c->tls_ca != NULL && c->tls_cert == NULL)
+		return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+				       "--tls-ca asks TLS clients for certificates, but there is no "
+				       "--tls-cert and --tls-key for the server itself");
+	for (size_t i = 0; i < c->listen_count + c->stream_count; i++) {
+		const char *u = i < c->listen_count ? c->listen[i] : c->stream[i - c->listen_count];
+		if (srv_config_url_is_tls(u) && c->tls_cert == NULL)
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "%s needs a certificate: give --tls-cert FILE and --tls-key FILE",
+					       u);
+		if (!c->allow_remote && srv_config_url_exposed(c, u))
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "%s is not a loopback or ipc address; a shared box "
+					       "must not be reachable without TLS (tls+tcp:// with --tls-cert "
+					       "and --tls-key) and an auth token (--auth-token-file) "
+					       "(pass --allow-remote if this is intended)",
+					       u);
 	}
 	if (c->state_dir == NULL) {
 		srv_config_rc rc = srv_default_state_dir(c, msg, msg_len);
@@ -480,6 +523,24 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 	return SRV_CONFIG_OK;
 }
 
+bool srv_config_auth_ok(const srv_config *c, const uint8_t *got, size_t got_len)
+{
+	if (c->auth_token == NULL)
+		return true;
+	if (got == NULL)
+		return false;
+	/* Every byte of the configured token is compared and the differences
+	 * are OR-ed (volatile, so the compiler cannot stop at the first one);
+	 * a wrong length still walks the whole token. Bytes of got past its
+	 * end read as 0, and the length check makes those count as different. */
+	volatile uint8_t diff = (uint8_t)(got_len != c->auth_token_len);
+	for (size_t i = 0; i < c->auth_token_len; i++) {
+		uint8_t a = i < got_len ? got[i] : 0;
+		diff |= (uint8_t)(a ^ (uint8_t)c->auth_token[i]);
+	}
+	return diff == 0;
+}
+
 void srv_config_usage(const char *argv0)
 {
 	printf("usage: %s [options]\n\n"
@@ -493,8 +554,14 @@ void srv_config_usage(const char *argv0)
 			 srv_opts[i].arg ? srv_opts[i].arg : "");
 		printf("  %-32s %s\n", head, srv_opts[i].help);
 	}
-	printf("\nexit status: 0 after SIGTERM/SIGINT, 64 usage error, 66 unreadable config,\n"
-	       "69 cannot listen, 70 internal error, 73 cannot create the state directory.\n");
+	printf("\nprotected mode: draped listens only on loopback and ipc:// unless a TCP address\n"
+	       "is tls+tcp:// with --tls-cert/--tls-key and --auth-token-file is set, or\n"
+	       "--allow-remote says an exposed address is intended (each is then logged as a\n"
+	       "warning). A plain tcp:// on a non-loopback address is refused without\n"
+	       "--allow-remote even when TLS is configured for another listener.\n"
+	       "\nexit status: 0 after SIGTERM/SIGINT, 64 usage error, 66 unreadable config,\n"
+	       "token, certificate or key file, 69 cannot listen (or the certificate or key\n"
+	       "cannot be used), 70 internal error, 73 cannot create the state directory.\n");
 }
 
 void srv_config_free(srv_config *c)
@@ -504,5 +571,8 @@ void srv_config_free(srv_config *c)
 	free(c->state_dir);
 	free(c->auth_token);
 	free(c->auth_token_file);
+	free(c->tls_cert);
+	free(c->tls_key);
+	free(c->tls_ca);
 	memset(c, 0, sizeof *c);
 }

@@ -42,6 +42,12 @@ typedef struct srv_config {
 	bool verbose;
 	bool show_help;
 	bool show_version;
+	char *tls_cert;             /* --tls-cert: PEM certificate (chain) of tls+tcp:// listeners */
+	char *tls_key;              /* --tls-key: its PEM private key (unencrypted) */
+	char *tls_ca;               /* --tls-ca: PEM CA certificates; when set, clients must show a
+				     * certificate signed by one of them */
+	struct nng_tls_config *tls; /* built from the three by srv_tls_open (server/tls.c) before the
+				     * server starts, freed by srv_tls_close; NULL without TLS */
 } srv_config;
 
 /* Outcome of parsing. */
@@ -68,16 +74,38 @@ srv_config_rc srv_config_apply_json(srv_config *c, const char *text, char *msg, 
  * Fills what depends on the environment: the default listen URL, the default
  * state directory ($XDG_STATE_HOME/drape, ~/.local/state/drape, or
  * /var/lib/drape for root), the thread count (cores), and derived stream URLs
- * (ipc://P -> ipc://P.stream, tcp://H:P -> tcp://H:P+1). Also applies the
- * protected-mode rule (non-loopback tcp needs --allow-remote).
+ * (ipc://P -> ipc://P.stream, tcp://H:P -> tcp://H:P+1, the same for
+ * tls+tcp://). Also applies the protected-mode rule: a non-loopback TCP
+ * address needs TLS and an auth token, or --allow-remote; and a TLS URL
+ * needs --tls-cert and --tls-key.
  */
 srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len);
 
 /* Derives the stream URL of one control URL into out; false if it cannot. */
 bool srv_config_stream_url(const char *listen, char *out, size_t out_len);
 
-/* True for ipc:// and inproc:// URLs and for tcp:// on a loopback host. */
+/* True for ipc:// and inproc:// URLs and for tcp:// or tls+tcp:// on a
+ * loopback host. */
 bool srv_config_url_is_local(const char *url);
+
+/* True for URLs whose transport runs over TLS (tls+tcp://, wss://). */
+bool srv_config_url_is_tls(const char *url);
+
+/*
+ * True when url would let other machines in without the protection of
+ * protected mode: not loopback or ipc, and not (a TLS URL with a
+ * certificate configured and an auth token required). finish refuses such
+ * URLs unless allow_remote is set; the daemon then warns about each.
+ */
+bool srv_config_url_exposed(const srv_config *c, const char *url);
+
+/*
+ * True when got (got_len bytes, NULL = none) equals the configured token
+ * c->auth_token, or when no token is configured. Runs in time that depends
+ * only on the configured token's length, never on how much of got matches,
+ * so response times do not help guess the token byte by byte.
+ */
+bool srv_config_auth_ok(const srv_config *c, const uint8_t *got, size_t got_len);
 
 /* Writes --help text to stdout. */
 void srv_config_usage(const char *argv0);

@@ -159,6 +159,11 @@ int srv_control_open(struct srv_server *srv, uv_loop_t *loop, const srv_config *
 			rv = nng_listener_set_size(l, NNG_OPT_RECVMAXSZ, (size_t)cfg->max_message);
 		if (rv == 0 && url[0] == 'i')
 			rv = nng_listener_set_int(l, NNG_OPT_IPC_PERMISSIONS, (int)cfg->ipc_mode);
+		/* srv_config_finish made sure a TLS URL has a certificate; a
+		 * listener without one would fail every handshake, so a missing
+		 * configuration is refused here too. */
+		if (rv == 0 && srv_config_url_is_tls(url))
+			rv = cfg->tls != NULL ? nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, cfg->tls) : NNG_EINVAL;
 		if (rv == 0)
 			rv = nng_listener_start(l, 0);
 		if (rv != 0) {

@@ -8,6 +8,7 @@
 #include "server/config.h"
 #include "server/log.h"
 #include "server/server.h"
+#include "server/tls.h"
 
 int main(int argc, char **argv)
 {
@@ -37,6 +38,25 @@ int main(int argc, char **argv)
 		return (int)rc;
 	}
 	srv_log_set_verbose(cfg.verbose);
+	int tls_code = srv_tls_open(&cfg, msg, sizeof msg);
+	if (tls_code != SRV_EXIT_OK) {
+		fprintf(stderr, "draped: %s\n", msg);
+		srv_config_free(&cfg);
+		return tls_code;
+	}
+	/* --allow-remote let these through protected mode: say so on every
+	 * start, so nobody runs an open box without knowing it. */
+	for (size_t i = 0; i < cfg.listen_count + cfg.stream_count; i++) {
+		const char *u = i < cfg.listen_count ? cfg.listen[i] : cfg.stream[i - cfg.listen_count];
+		if (!srv_config_url_exposed(&cfg, u))
+			continue;
+		const bool tls_ok = srv_config_url_is_tls(u) && cfg.tls != NULL;
+		const bool token_ok = cfg.auth_token != NULL;
+		srv_warn("WARNING: %s is reachable from other machines without %s (--allow-remote given): "
+			 "anyone who can reach it can %s",
+			 u, !tls_ok && !token_ok ? "TLS and an auth token" : !tls_ok ? "TLS" : "an auth token",
+			 token_ok ? "read the token and every frame off the network" : "read and change every session");
+	}
 	/* libuv sizes its threadpool from this variable at the first
 	 * uv_queue_work, so it must be set before the loop starts. */
 	char threads[16];
@@ -48,6 +68,7 @@ int main(int argc, char **argv)
 	if (code == SRV_EXIT_OK)
 		code = srv_server_run(&srv);
 	srv_server_free(&srv);
+	srv_tls_close(&cfg);
 	srv_config_free(&cfg);
 	return code;
 }

@@ -29,6 +29,10 @@ int srv_stream_open(const srv_config *cfg, srv_stream **out, const char **bad_ur
 		rv = nng_listener_create(&l, st->pub, cfg->stream[i]);
 		if (rv == 0 && cfg->stream[i][0] == 'i')
 			rv = nng_listener_set_int(l, NNG_OPT_IPC_PERMISSIONS, (int)cfg->ipc_mode);
+		/* The stream of a tls+tcp:// control URL is tls+tcp:// too, with
+		 * the same certificate (and the same client-certificate rule). */
+		if (rv == 0 && srv_config_url_is_tls(cfg->stream[i]))
+			rv = cfg->tls != NULL ? nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, cfg->tls) : NNG_EINVAL;
 		if (rv == 0)
 			rv = nng_listener_start(l, 0);
 		if (rv != 0) {

@@ -20,8 +20,11 @@ run() {
 	label=$1
 	shift
 	echo "== $label"
-	"$@" >"$log/out" 2>&1
+	# A program that hangs is killed and counted as a failure rather than
+	# holding CI until its own limit.
+	timeout -k 10 "${DRAPE_TEST_TIMEOUT:-600}" "$@" >"$log/out" 2>&1
 	rc=$?
+	[ "$rc" -eq 124 ] && echo "FAIL $label: killed after ${DRAPE_TEST_TIMEOUT:-600} s" >>"$log/out"
 	cat "$log/out"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log/out" | tail -n 1)
 	if [ -z "$line" ]; then

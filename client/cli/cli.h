@@ -49,6 +49,10 @@ typedef struct cli_opts {
 	bool help;               /* --help */
 	const char *args[4];     /* positional arguments after the command */
 	int nargs;
+	const char *tls_ca;      /* --tls-ca F: CA that signed the server's certificate ($DRAPE_TLS_CA) */
+	const char *tls_cert;    /* --tls-cert F: client certificate ($DRAPE_TLS_CERT) */
+	const char *tls_key;     /* --tls-key F: its private key ($DRAPE_TLS_KEY) */
+	const char *tls_server_name; /* --tls-server-name NAME: name the server's certificate carries */
 } cli_opts;
 
 /* Set by the SIGINT/SIGTERM handler; long loops poll it. */
@@ -71,7 +75,9 @@ int cli_exit_code(drape_err code);
 /* Prints "drape: <what>: <message>" to stderr and returns the exit code. */
 int cli_fail(const char *what, drape_err code, const drape_error *e);
 
-/* Connects to url with the auth token of --token-file or $DRAPE_TOKEN. */
+/* Connects to url with the auth token of --token-file or $DRAPE_TOKEN, and
+ * for tls+tcp:// the TLS files of --tls-ca/--tls-cert/--tls-key or
+ * $DRAPE_TLS_CA/$DRAPE_TLS_CERT/$DRAPE_TLS_KEY. */
 drape_err cli_connect(const char *url, const cli_opts *o, drape_client **out, drape_error *err);
 
 /* Parses a session id argument ("12"). */
@@ -110,6 +116,8 @@ int cli_cmd_sessions(int argc, char **argv);
 int cli_cmd_cancel(int argc, char **argv);
 int cli_cmd_delete(int argc, char **argv);
 int cli_cmd_check(int argc, char **argv);
+int cli_cmd_resume(int argc, char **argv);
+int cli_cmd_loadtest(int argc, char **argv);
 
 /* Usage text of a command (NULL = the overview) to stdout or stderr. */
 void cli_usage(const char *cmd, bool to_stderr);

@@ -93,7 +93,11 @@ bool cli_parse(int argc, char **argv, int first, const char *const *allowed, int
 		}
 		memcpy(name, a, n);
 		name[n] = '\0';
-		if (!allowed_opt(allowed, name)) {
+		/* The TLS options go with --server, so every command that
+		 * connects takes them; they are not repeated in each list. */
+		static const char *const tls_opts[] = {"--tls-ca", "--tls-cert", "--tls-key",
+						       "--tls-server-name", NULL};
+		if (!allowed_opt(allowed, name) && !allowed_opt(tls_opts, name)) {
 			fprintf(stderr, "drape %s: unknown option %s (see drape %s --help)\n", cmd, name,
 				cmd);
 			return false;
@@ -124,6 +128,14 @@ bool cli_parse(int argc, char **argv, int first, const char *const *allowed, int
 			o->server = val;
 		} else if (strcmp(name, "--token-file") == 0) {
 			o->token_file = val;
+		} else if (strcmp(name, "--tls-ca") == 0) {
+			o->tls_ca = val;
+		} else if (strcmp(name, "--tls-cert") == 0) {
+			o->tls_cert = val;
+		} else if (strcmp(name, "--tls-key") == 0) {
+			o->tls_key = val;
+		} else if (strcmp(name, "--tls-server-name") == 0) {
+			o->tls_server_name = val;
 		} else if (strcmp(name, "--owner-token") == 0) {
 			uint8_t t[DRAPE_TOKEN_SIZE];
 			if (drape_token_parse(val, t) != DRAPE_OK) {
@@ -240,6 +252,13 @@ static drape_err read_token_file(const char *path, char *buf, size_t size, drape
 	return DRAPE_OK;
 }
 
+/* The value of environment variable name, or NULL when unset or empty. */
+static const char *env_nonempty(const char *name)
+{
+	const char *v = getenv(name);
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
 drape_err cli_connect(const char *url, const cli_opts *o, drape_client **out, drape_error *err)
 {
 	drape_client_opts co;
@@ -256,6 +275,10 @@ drape_err cli_connect(const char *url, const cli_opts *o, drape_client **out, dr
 	} else if (getenv("DRAPE_TOKEN") != NULL && getenv("DRAPE_TOKEN")[0] != '\0') {
 		co.auth_token = getenv("DRAPE_TOKEN");
 	}
+	co.tls_ca_file = o->tls_ca != NULL ? o->tls_ca : env_nonempty("DRAPE_TLS_CA");
+	co.tls_cert_file = o->tls_cert != NULL ? o->tls_cert : env_nonempty("DRAPE_TLS_CERT");
+	co.tls_key_file = o->tls_key != NULL ? o->tls_key : env_nonempty("DRAPE_TLS_KEY");
+	co.tls_server_name = o->tls_server_name;
 	return drape_connect(url, &co, out, err);
 }
 

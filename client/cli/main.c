@@ -16,27 +16,35 @@ static const char overview[] =
 	"commands:\n"
 	"  run SCENE.json      submit a scene, run it, write every frame\n"
 	"  attach ID           write the frames of an existing session, and the rest as they come\n"
+	"  resume ID           continue a run a daemon restart interrupted (needs its owner token)\n"
 	"  status [ID]         show a session, or the server without ID\n"
 	"  sessions            list the server's sessions\n"
 	"  cancel ID           stop a session's run (needs its owner token)\n"
 	"  delete ID           delete a session and its frames (needs its owner token)\n"
 	"  check SCENE.json    report the cloth's topology and intersecting triangles\n"
+	"  loadtest            many concurrent clients run sessions: throughput, latency, errors\n"
 	"\n"
 	"common options:\n"
 	"  --server URL        control URL of draped (ipc://PATH, tcp://HOST:PORT);\n"
 	"                      default " DRAPE_DEFAULT_URL ", except that `run` without\n"
 	"                      --server starts a private embedded server\n"
 	"  --token-file F      the server's auth token (first line of F); $DRAPE_TOKEN also works\n"
+	"  --tls-ca F          for tls+tcp:// servers: the PEM CA certificate that signed the\n"
+	"                      server's certificate (a self-signed server: that certificate);\n"
+	"                      required for TLS, nothing is trusted by default\n"
+	"  --tls-cert F        client certificate (PEM), for a server started with --tls-ca\n"
+	"  --tls-key F         its private key (PEM, not encrypted)\n"
+	"  --tls-server-name N name the server's certificate must carry (default: the URL's host)\n"
 	"  --timeout MS        request timeout (default 10000)\n"
 	"  --json              machine-readable output on stdout\n"
 	"  -h, --help          this text; `drape COMMAND --help` for a command\n"
 	"\n"
 	"owner tokens:\n"
-	"  Each session belongs to the token session.create returns; cancel and delete need\n"
-	"  it. `drape run --server URL` prints it and saves it to\n"
+	"  Each session belongs to the token session.create returns; cancel, delete and\n"
+	"  resume need it. `drape run --server URL` prints it and saves it to\n"
 	"  ~/.cache/drape/tokens/<hash of URL>-<ID> ($XDG_CACHE_HOME/drape/tokens when set,\n"
-	"  mode 0600), where cancel and delete find it; from another machine or account\n"
-	"  pass it with --owner-token HEX.\n"
+	"  mode 0600), where they find it; from another machine or account pass it with\n"
+	"  --owner-token HEX.\n"
 	"\n"
 	"exit status (sysexits):\n"
 	"  0 success, 1 run canceled by someone else, 64 usage, 65 bad input data (scene,\n"
@@ -46,7 +54,9 @@ static const char overview[] =
 	"\n"
 	"environment:\n"
 	"  DRAPED        the draped binary the embedded server runs (default: next to drape)\n"
-	"  DRAPE_TOKEN   the server's auth token, when --token-file is not given\n";
+	"  DRAPE_TOKEN   the server's auth token, when --token-file is not given\n"
+	"  DRAPE_TLS_CA, DRAPE_TLS_CERT, DRAPE_TLS_KEY\n"
+	"                the TLS files, when --tls-ca, --tls-cert, --tls-key are not given\n";
 
 static const struct {
 	const char *name;
@@ -86,6 +96,24 @@ static const struct {
 	 "  --scene FILE    the scene the session was made from, for the OBJ faces\n"
 	 "  --from N        start at frame N (after a reconnect, the first frame not yet seen)\n",
 	 cli_cmd_attach},
+	{"resume",
+	 "usage: drape resume ID [--server URL] [--out DIR] [--scene SCENE.json] [--from N]\n"
+	 "                    [--owner-token HEX] [--json] [--quiet] [--token-file F]\n"
+	 "\n"
+	 "Continues a run that a daemon crash or restart interrupted (the daemon reloads\n"
+	 "its sessions from --state-dir and lists them as canceled), then follows it to\n"
+	 "the end like attach. Needs the owner token: the one `drape run --server URL`\n"
+	 "saved, or --owner-token HEX. The frames solved before the interruption stay on\n"
+	 "the server (`drape attach` fetches them); the resumed frames are the same, bit\n"
+	 "for bit, as those of a run that was never interrupted.\n"
+	 "\n"
+	 "  --out DIR       write DIR/frame_NNNN.obj for every frame the resumed run solves\n"
+	 "  --scene FILE    the scene the session was made from, for the OBJ faces\n"
+	 "  --from N        also write frames from N on (default: the first new frame)\n"
+	 "\n"
+	 "Ctrl-C stops following; the session keeps running. Exit 65 if the run fails,\n"
+	 "1 if someone cancels it, 75 if it is already running or has nothing to resume.\n",
+	 cli_cmd_resume},
 	{"status",
 	 "usage: drape status [ID] [--server URL] [--json] [--token-file F]\n"
 	 "\n"
@@ -117,6 +145,39 @@ static const struct {
 	 "--server the intersection test runs on the server. Exit 65 if any pair\n"
 	 "intersects (the solver cannot untangle a cloth that starts tangled).\n",
 	 cli_cmd_check},
+	{"loadtest",
+	 "usage: drape loadtest [--server URL] [--clients N] [--sessions-per-client M]\n"
+	 "                      [--frames F] [--vertices V] [--stalled-clients K]\n"
+	 "                      [--stalled-vertices V] [--churn R] [--poll] [--json]\n"
+	 "                      [--token-file F] [--timeout MS]\n"
+	 "\n"
+	 "Runs N concurrent clients (threads, each with its own connection). Each creates\n"
+	 "M sessions one after another (a pinned grid sheet of about V vertices), runs F\n"
+	 "frames, receives every frame with drape_next_frame and verifies it (index in\n"
+	 "order without gaps, vertex count, finite values), checks the final status and\n"
+	 "deletes the session. Prints frames/s, MB/s of positions received, request\n"
+	 "latency p50/p99 (create, run, status, delete) and frame wait p50/p99 (each\n"
+	 "drape_next_frame call), and the error and lost-frame counts.\n"
+	 "\n"
+	 "  --clients N              concurrent clients, 1..1024 (default 4)\n"
+	 "  --sessions-per-client M  sessions each client runs in turn, 1..10000 (default 1)\n"
+	 "  --frames F               frames per session (default 24)\n"
+	 "  --vertices V             vertices per sheet, about (default 1024)\n"
+	 "  --stalled-clients K      K more clients each run one session of\n"
+	 "                           --stalled-vertices (default 4096) until the others\n"
+	 "                           finish, and never read a frame; they are canceled and\n"
+	 "                           deleted at the end and not counted in the figures\n"
+	 "  --churn R                instead of running sessions, each client connects\n"
+	 "                           (hello), creates and deletes a session on every other\n"
+	 "                           round, and closes, R times\n"
+	 "  --poll                   no stream subscription: frames come by frames.get,\n"
+	 "                           asked every 10 ms (the path a client behind a port\n"
+	 "                           forward takes)\n"
+	 "  --json                   the figures as one JSON object on stdout\n"
+	 "\n"
+	 "Without --server an embedded draped runs it, as for `drape run`. Exit 0 when\n"
+	 "every request succeeded and every frame arrived intact, 65 otherwise.\n",
+	 cli_cmd_loadtest},
 };
 
 void cli_usage(const char *cmd, bool to_stderr)

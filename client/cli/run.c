@@ -536,3 +536,100 @@ out:
 	drape_scene_free(&sc);
 	return x;
 }
+
+int cli_cmd_resume(int argc, char **argv)
+{
+	static const char *const allowed[] = {"--server", "--out",   "--json",        "--token-file",
+					      "--from",   "--quiet", "--timeout",     "--scene",
+					      "--owner-token", NULL};
+	cli_opts o;
+	if (!cli_parse(argc, argv, 2, allowed, 1, "resume", &o))
+		return CLI_USAGE;
+	if (o.help) {
+		cli_usage("resume", false);
+		return CLI_OK;
+	}
+	uint32_t id;
+	if (o.nargs != 1 || !cli_parse_id(o.args[0], &id)) {
+		fprintf(stderr, "drape resume: expected a session ID\n");
+		cli_usage("resume", true);
+		return CLI_USAGE;
+	}
+	const double t0 = cli_now_ms();
+	drape_scene sc;
+	memset(&sc, 0, sizeof sc);
+	int x;
+	if (o.scene != NULL && (x = load_scene(o.scene, &sc)) != 0)
+		return x;
+	if (o.out_dir != NULL && (x = make_out_dir(o.out_dir)) != 0) {
+		drape_scene_free(&sc);
+		return x;
+	}
+	cli_signals_install();
+	const char *url = o.server ? o.server : DRAPE_DEFAULT_URL;
+	bool have_token;
+	drape_session s = cli_session_handle(url, id, &o, &have_token);
+	drape_client *c = NULL;
+	drape_error err;
+	drape_err rc = cli_connect(url, &o, &c, &err);
+	if (rc != DRAPE_OK) {
+		x = cli_fail("connect", rc, &err);
+		goto out;
+	}
+	drape_status st;
+	rc = drape_session_status(c, s, &st, &err);
+	if (rc != DRAPE_OK) {
+		x = cli_fail("session.status", rc, &err);
+		goto out;
+	}
+	if (o.scene != NULL && sc.cloth.vertex_count != st.vertices) {
+		fprintf(stderr, "drape resume: --scene %s has %u vertices, session %u has %u\n", o.scene,
+			(unsigned)sc.cloth.vertex_count, (unsigned)id, (unsigned)st.vertices);
+		x = CLI_DATAERR;
+		goto out;
+	}
+	drape_run_info info;
+	rc = drape_session_resume(c, s, &info, &err);
+	if (rc != DRAPE_OK) {
+		x = cli_fail("session.resume", rc, &err);
+		if (rc == DRAPE_EPERM && !have_token)
+			fprintf(stderr,
+				"drape: no owner token for session %u on %s: pass --owner-token HEX "
+				"(drape run prints it and saves it under ~/.cache/drape/tokens)\n",
+				(unsigned)id, url);
+		goto out;
+	}
+	if (!o.quiet)
+		fprintf(stderr, "drape: session %u resumed at frame %u of %u (%s%s)\n", (unsigned)id,
+			(unsigned)info.frames_done, (unsigned)info.frames_target,
+			drape_state_name(info.state),
+			info.state == DRAPE_STATE_QUEUED ? ", waiting for a worker" : "");
+	/* The frames solved before the crash were delivered to whoever ran the
+	 * session (and `drape attach` still fetches them), so by default only
+	 * the new ones are received; --from asks for earlier ones too. */
+	uint32_t next = o.from > 0 ? o.from : info.frames_done + 1;
+	if ((rc = drape_frames_seek(c, s, next, &err)) != DRAPE_OK) {
+		x = cli_fail("seek", rc, &err);
+		goto out;
+	}
+	if (o.scene == NULL && o.out_dir != NULL)
+		fprintf(stderr, "drape resume: note: without --scene the OBJ files hold vertices only "
+				"(the protocol does not return the session's triangles)\n");
+	sink k;
+	sink_init(&k, &o, o.scene ? &sc.cloth : NULL,
+		  info.frames_target >= next ? info.frames_target - next + 1 : 0);
+	k.vertex_count = st.vertices;
+	x = receive(c, s, &k, -1, false);
+	if (x == CLI_INTERRUPTED) {
+		/* Unlike `run`, the session was not started by this command's
+		 * creation: leave it running, as attach would. */
+		fprintf(stderr, "\ndrape: interrupted; session %u keeps running (drape cancel %u)\n",
+			(unsigned)id, (unsigned)id);
+	} else if (x == 0) {
+		sink_summary(&k, id, cli_now_ms() - t0, "resumed");
+	}
+out:
+	drape_close(c);
+	drape_scene_free(&sc);
+	return x;
+}

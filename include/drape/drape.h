@@ -89,6 +89,30 @@ typedef struct drape_client_opts {
 	 * suits clients that cannot reach the stream URL (behind a port
 	 * forward, for example). */
 	bool use_stream;
+	/* TLS, used when the URL is tls+tcp:// (or wss://) and ignored for
+	 * other URLs; each is a file name that drape_connect reads (the names
+	 * are not kept). tls_ca_file holds the PEM CA certificate(s) the
+	 * server's certificate must be signed by (for a self-signed server,
+	 * its own certificate); there is no system store, so a TLS connection
+	 * without it fails. */
+	const char *tls_ca_file;
+	/* Name the server's certificate must carry (subjectAltName DNS entry
+	 * or common name); NULL = the host part of the URL. When that host is
+	 * an IP address and no name is given here, no name is checked, only
+	 * that tls_ca_file signed the certificate (nng's TLS engine cannot
+	 * match IP address entries), so use a CA that signs only your
+	 * servers, or a DNS name. */
+	const char *tls_server_name;
+	/* Client certificate and its PEM private key (not encrypted), for a
+	 * server started with --tls-ca; both or neither. */
+	const char *tls_cert_file;
+	const char *tls_key_file;
+	/* Longest wait for a request that builds something on the server
+	 * (session.create, collider.add and collider.update, which voxelise a
+	 * mesh, preflight, session.resume), milliseconds; default 300000. A
+	 * million-vertex mesh takes far longer to create than a status takes
+	 * to answer, so these get their own bound. */
+	int32_t build_timeout_ms;
 } drape_client_opts;
 
 /* Fills *opts with the defaults above. Thread-safe. */

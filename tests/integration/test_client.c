@@ -427,6 +427,7 @@ typedef struct worker {
 	uint32_t matched;
 	uint32_t frames;
 	uint32_t session;
+	drape_client *client; /* closed by the main thread after the join */
 } worker;
 
 static void *worker_main(void *arg)
@@ -444,7 +445,7 @@ static void *worker_main(void *arg)
 			w->matched = receive_and_compare(c, s, &sc, ref, 1, w->frames);
 			drape_session_delete(c, s, NULL);
 		}
-		drape_close(c);
+		w->client = c;
 	}
 	free(ref);
 	scene_free(&sc);
@@ -455,12 +456,17 @@ static void *worker_main(void *arg)
  * get exactly its own frames. */
 static void test_two_clients_two_sessions(void)
 {
-	worker w[2] = {{d_tcp.url, -3.0f, 0, 40, 0}, {d_tcp.url, 3.0f, 0, 40, 0}};
+	worker w[2] = {{d_tcp.url, -3.0f, 0, 40, 0, NULL}, {d_tcp.url, 3.0f, 0, 40, 0, NULL}};
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
 		CHECK(pthread_create(&th[i], NULL, worker_main, &w[i]) == 0);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
+	/* Closed one after the other, on this thread: nng 1.5.2 can deadlock
+	 * when SUB sockets close concurrently (nng issue #1543), and closing
+	 * is not what this test is about. */
+	for (int i = 0; i < 2; i++)
+		drape_close(w[i].client);
 	CHECK(w[0].session != 0 && w[1].session != 0 && w[0].session != w[1].session);
 	CHECKF(w[0].matched == 40 && w[1].matched == 40, "matched %u and %u of 40", w[0].matched,
 	       w[1].matched);

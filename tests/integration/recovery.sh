@@ -1,0 +1,210 @@
+#!/bin/sh
+# Crash recovery through the CLI: tests/integration/recovery.sh BUILD_DIR
+# (tests/run.sh passes the build folder and exports DRAPED and DRAPE).
+# Prints PASS/FAIL lines and ends with "N passed, M failed".
+#
+# A daemon with a state dir and --checkpoint-every 5 is SIGKILLed in the
+# middle of a `drape run`; restarted on the same state dir it lists the
+# session, `drape resume` finishes the run, `drape attach` fetches every
+# frame, the frames the client had before the kill are unchanged, and all
+# 60 are byte-identical to `drape run --local`. Then state files are
+# truncated and corrupted: what the daemon does is asserted (a bad
+# session.bin: the session is skipped and the log says why; a bad state.bin:
+# the session is listed and re-solved from its checksummed frame cache, so
+# its frames are still exact), and the daemon never crashes.
+set -u
+B=${1:-build}
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+DRAPE=${DRAPE:-$TOP/$B/drape}
+DRAPED=${DRAPED:-$TOP/$B/draped}
+T=$(mktemp -d /tmp/drape-recovery-XXXXXX)
+export XDG_CACHE_HOME="$T/cache"
+unset DRAPE_TOKEN
+passed=0
+failed=0
+daemon_pid=
+bg_pid=
+URL="ipc://$T/d.sock"
+STATE="$T/state"
+
+stop_daemon() {
+	if [ -n "$daemon_pid" ]; then
+		kill "$daemon_pid" 2>/dev/null
+		i=0
+		while kill -0 "$daemon_pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+		kill -9 "$daemon_pid" 2>/dev/null
+		wait "$daemon_pid" 2>/dev/null
+		daemon_pid=
+	fi
+}
+cleanup() {
+	if [ -n "$bg_pid" ]; then kill -9 "$bg_pid" 2>/dev/null; wait "$bg_pid" 2>/dev/null; fi
+	stop_daemon
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+finish() { echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit $?; }
+
+# start_daemon LOG: draped on $URL with $STATE; returns 1 if it never answered.
+start_daemon() {
+	"$DRAPED" --listen "$URL" --state-dir "$STATE" --checkpoint-every 5 --threads 1 >>"$1" 2>&1 &
+	daemon_pid=$!
+	i=0
+	while [ $i -lt 200 ] && kill -0 "$daemon_pid" 2>/dev/null; do
+		if "$DRAPE" status --server "$URL" >/dev/null 2>&1; then return 0; fi
+		sleep 0.05
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# same_files A B FIRST LAST: how many of frame_FIRST..LAST are equal in A and B.
+same_files() {
+	n=0
+	k=$3
+	while [ "$k" -le "$4" ]; do
+		f=$(printf 'frame_%04d.obj' "$k")
+		[ -f "$1/$f" ] && cmp -s "$1/$f" "$2/$f" && n=$((n + 1))
+		k=$((k + 1))
+	done
+	echo $n
+}
+
+# Heavy enough (about 10-30 ms a frame) that the kill lands mid-run.
+cat >"$T/scene.json" <<'EOF'
+{
+  "fps": 24, "frames": 60, "substeps": 8, "iterations": 20,
+  "wind": {"velocity": [1, 0, 2], "drag": 1.0, "lift": 0.3},
+  "cloth": {
+    "mesh": {"grid": {"size": [1, 1], "resolution": [48, 48], "center": [0, 1, 0], "normal": [0, 0, 1]}},
+    "pins": {"group": "top"}
+  }
+}
+EOF
+cat >"$T/small.json" <<'EOF'
+{
+  "frames": 12, "substeps": 2, "iterations": 5,
+  "cloth": {
+    "mesh": {"grid": {"size": [1, 1], "resolution": [12, 12], "center": [0, 1, 0], "normal": [0, 0, 1]}},
+    "pins": {"group": "top"}
+  }
+}
+EOF
+
+# The reference: the same scenes solved in process, never interrupted.
+"$DRAPE" run "$T/scene.json" --local --out "$T/ref" --quiet 2>"$T/ref.err" ||
+	{ fail reference_run "$(cat "$T/ref.err")"; finish; }
+"$DRAPE" run "$T/small.json" --local --out "$T/ref_small" --quiet 2>"$T/ref_small.err" ||
+	{ fail reference_run_small "$(cat "$T/ref_small.err")"; finish; }
+
+start_daemon "$T/draped1.log" || { fail daemon_start "$(tail -n 5 "$T/draped1.log")"; finish; }
+
+# Three small finished sessions whose state files are damaged later.
+for k in 1 2 3; do
+	"$DRAPE" run "$T/small.json" --server "$URL" --quiet >/dev/null 2>"$T/small$k.err" ||
+		fail small_run "$(cat "$T/small$k.err")"
+	eval "sid$k=\$(sed -n -E 's/^drape: session ([0-9]+) on .*/\1/p' \"\$T/small$k.err\")"
+done
+
+"$DRAPE" run "$T/scene.json" --server "$URL" --out "$T/before" --json >"$T/run.out" 2>"$T/run.err" &
+bg_pid=$!
+# Wait (bounded) until the client has received frame 15.
+i=0
+while ! grep -q '^{"frame":15,' "$T/run.out" 2>/dev/null && [ $i -lt 400 ]; do sleep 0.02; i=$((i + 1)); done
+kill -9 "$daemon_pid"
+wait "$daemon_pid" 2>/dev/null
+daemon_pid=
+id=$(sed -n -E 's/^drape: session ([0-9]+) on .*/\1/p' "$T/run.err")
+got=$(grep -c '^{"frame"' "$T/run.out")
+# The client notices the dead daemon by itself (bounded by its 2 s check);
+# it is killed if it does not.
+i=0
+while kill -0 "$bg_pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill -9 "$bg_pid" 2>/dev/null
+wait "$bg_pid" 2>/dev/null
+bg_pid=
+echo "  killed the daemon after the client had $got of 60 frames of session $id"
+if [ -z "$id" ] || [ "$got" -lt 15 ] || [ "$got" -ge 60 ]; then
+	fail kill_mid_run "session '$id', $got frames before the kill: $(tail -c 300 "$T/run.err")"
+	finish
+fi
+
+# Damage the small sessions' files: truncate one session.bin, flip a byte
+# in another, flip a byte in the third's checkpoint (state.bin).
+truncate -s -7 "$STATE/sessions/$sid1/session.bin"
+printf '\132' | dd of="$STATE/sessions/$sid2/session.bin" bs=1 seek=40 count=1 conv=notrunc 2>/dev/null
+printf '\132' | dd of="$STATE/sessions/$sid3/state.bin" bs=1 seek=100 count=1 conv=notrunc 2>/dev/null
+
+start_daemon "$T/draped2.log" || { fail daemon_restart "$(tail -n 5 "$T/draped2.log")"; finish; }
+
+if "$DRAPE" sessions --server "$URL" --json >"$T/sessions.json" 2>"$T/err" &&
+	grep -q "^{\"session\":$id,.*\"state\":\"canceled\"" "$T/sessions.json"; then
+	pass restarted_daemon_lists_the_interrupted_session
+else
+	fail restarted_daemon_lists_the_interrupted_session "$(cat "$T/sessions.json" "$T/err")"
+fi
+
+if "$DRAPE" resume "$id" --server "$URL" --out "$T/resumed" --scene "$T/scene.json" --quiet \
+	>"$T/resume.out" 2>"$T/resume.err"; then
+	pass resume_continues_the_run
+else
+	fail resume_continues_the_run "exit $?: $(cat "$T/resume.err")"
+fi
+"$DRAPE" status "$id" --server "$URL" --json >"$T/st.json" 2>&1
+grep -q '"state":"done","frames_done":60' "$T/st.json" && pass resumed_session_done_at_60 ||
+	fail resumed_session_done_at_60 "$(cat "$T/st.json")"
+
+if "$DRAPE" attach "$id" --server "$URL" --out "$T/att" --scene "$T/scene.json" --quiet 2>"$T/att.err"; then
+	n=$(ls "$T/att" | grep -c '^frame_[0-9]*\.obj$')
+	[ "$n" -eq 60 ] && pass attach_fetches_all_60_frames || fail attach_fetches_all_60_frames "$n files"
+else
+	fail attach_fetches_all_60_frames "exit $?: $(cat "$T/att.err")"
+fi
+
+# Every frame the client had before the kill is still there, unchanged.
+s=$(same_files "$T/before" "$T/att" 1 "$got")
+[ "$s" -eq "$got" ] && pass frames_done_before_the_kill_are_unchanged ||
+	fail frames_done_before_the_kill_are_unchanged "$s of $got equal"
+# All 60 equal the uninterrupted in-process run, and so do the resumed ones.
+s=$(same_files "$T/ref" "$T/att" 1 60)
+r=$(ls "$T/resumed" 2>/dev/null | wc -l)
+rs=$(same_files "$T/ref" "$T/resumed" 1 60)
+echo "  resume wrote $r frames; $s of 60 attached frames equal the uninterrupted run"
+if [ "$s" -eq 60 ] && [ "$r" -ge 1 ] && [ "$rs" -eq "$r" ]; then
+	pass resumed_run_bit_identical_to_uninterrupted
+else
+	fail resumed_run_bit_identical_to_uninterrupted "$s of 60 attached, $rs of $r resumed files equal"
+fi
+
+# The damaged files: reported in the log, never loaded as garbage, never a crash.
+if ! grep -q "^{\"session\":$sid1," "$T/sessions.json" && ! grep -q "^{\"session\":$sid2," "$T/sessions.json" &&
+	grep -q "skipping .*/$sid1/session.bin: truncated" "$T/draped2.log" &&
+	grep -q "skipping .*/$sid2/session.bin: checksum mismatch" "$T/draped2.log"; then
+	pass damaged_session_files_reported_and_skipped
+else
+	fail damaged_session_files_reported_and_skipped "listed: $(cat "$T/sessions.json"); log: $(grep -i 'skip\|unusable' "$T/draped2.log")"
+fi
+# A bad checkpoint leaves the inputs: the session is listed and brought back
+# to its last cached frame by re-solving, so its frames are still exact. The
+# run state lived in the lost checkpoint, so the daemon reports it as idle
+# (not done) at frame 12.
+"$DRAPE" attach "$sid3" --server "$URL" --out "$T/att3" --scene "$T/small.json" --quiet 2>"$T/att3.err"
+s3=$(same_files "$T/ref_small" "$T/att3" 1 12)
+if grep -q "^{\"session\":$sid3,.*\"state\":\"idle\",\"frames_done\":12" "$T/sessions.json" &&
+	grep -q "session $sid3: checkpoint .*state.bin unusable (checksum mismatch)" "$T/draped2.log" &&
+	[ "$s3" -eq 12 ]; then
+	pass damaged_checkpoint_reported_and_resolved_exactly
+else
+	fail damaged_checkpoint_reported_and_resolved_exactly "$s3 of 12 frames equal; listed: $(grep "\"session\":$sid3," "$T/sessions.json"); log: $(grep "$sid3" "$T/draped2.log")"
+fi
+if kill -0 "$daemon_pid" 2>/dev/null && "$DRAPE" status --server "$URL" >/dev/null 2>&1; then
+	pass daemon_survives_damaged_state
+else
+	fail daemon_survives_damaged_state "$(tail -n 5 "$T/draped2.log")"
+fi
+stop_daemon
+finish

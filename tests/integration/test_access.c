@@ -1,0 +1,870 @@
+/*
+ * Integration tests of access control against a real draped ($DRAPED; the
+ * CLI is $DRAPE, else drape next to draped): tls+tcp:// with a self-signed
+ * certificate made by the `openssl` command, client certificates, the auth
+ * token (library, --token-file and $DRAPE_TOKEN), ipc socket permissions,
+ * and protected mode.
+ *
+ * Every daemon is started with PR_SET_PDEATHSIG so none outlives this
+ * program, and stopped (SIGTERM, then SIGKILL) at the end of each test and
+ * at exit. Daemons may bind 0.0.0.0, but every connection goes to
+ * 127.0.0.1: no traffic ever leaves this machine.
+ */
+#include "tests/unit/check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/pubsub0/sub.h>
+#include <nng/supplemental/tls/tls.h>
+
+#include "drape/drape.h"
+
+#define TOKEN "s3cret-token-for-the-access-test"
+
+/* ---- Processes --------------------------------------------------------------------- */
+
+typedef struct itest_daemon {
+	pid_t pid;
+	char log[400];
+} itest_daemon;
+
+#define MAX_DAEMONS 8
+static itest_daemon daemons[MAX_DAEMONS];
+static const char *draped_path;
+static char drape_path[1024];
+static char tmp[256]; /* certificates, token files, state dirs, logs */
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static void daemon_stop(itest_daemon *d)
+{
+	if (d->pid <= 0)
+		return;
+	kill(d->pid, SIGTERM);
+	double t0 = now_ms();
+	int st;
+	while (waitpid(d->pid, &st, WNOHANG) == 0) {
+		if (now_ms() - t0 > 5000) {
+			kill(d->pid, SIGKILL);
+			waitpid(d->pid, &st, 0);
+			break;
+		}
+		sleep_ms(10);
+	}
+	d->pid = -1;
+}
+
+static void stop_all(void)
+{
+	for (int i = 0; i < MAX_DAEMONS; i++)
+		daemon_stop(&daemons[i]);
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static void cleanup(void)
+{
+	stop_all();
+	if (tmp[0] != '\0')
+		nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Whether a TCP port on loopback can be bound right now. */
+static bool port_free(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* A port P with P + 1 free too (the stream goes on P + 1). */
+static int free_port(void)
+{
+	for (int tries = 0; tries < 50; tries++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		socklen_t len = sizeof a;
+		if (fd < 0)
+			return -1;
+		if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+		    getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+			close(fd);
+			return -1;
+		}
+		close(fd);
+		int port = ntohs(a.sin_port);
+		if (port < 65534 && port_free(port + 1))
+			return port;
+	}
+	return -1;
+}
+
+/* Starts draped with a fresh state directory and the NULL-terminated
+ * options in args; stdout and stderr go to d->log. */
+static bool daemon_spawn(itest_daemon *d, const char *const *args)
+{
+	static int serial;
+	/* A test that failed half way may have left this slot's daemon
+	 * running; never lose track of one. */
+	daemon_stop(d);
+	char state[400];
+	int n = serial++;
+	snprintf(state, sizeof state, "%s/state%d", tmp, n);
+	snprintf(d->log, sizeof d->log, "%s/draped%d.log", tmp, n);
+	const char *argv[32];
+	int k = 0;
+	argv[k++] = draped_path;
+	argv[k++] = "--state-dir";
+	argv[k++] = state;
+	for (int i = 0; args[i] != NULL && k < 31; i++)
+		argv[k++] = args[i];
+	argv[k] = NULL;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0)
+		return false;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		execv(draped_path, (char *const *)argv);
+		_exit(127);
+	}
+	d->pid = pid;
+	return true;
+}
+
+static void print_log(const itest_daemon *d)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "sed 's/^/    /' %s | tail -n 20", d->log);
+	fflush(stdout);
+	if (system(cmd) != 0)
+		printf("    (no log)\n");
+}
+
+/* Waits until url answers hello with opts; false (log printed) if the
+ * daemon exits first or 10 s pass. */
+static bool daemon_ready(itest_daemon *d, const char *url, const drape_client_opts *opts)
+{
+	double t0 = now_ms();
+	drape_error e = {0};
+	while (now_ms() - t0 < 10000) {
+		int st;
+		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+			d->pid = -1;
+			printf("  draped exited early (%d); its log:\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+			print_log(d);
+			return false;
+		}
+		drape_client *c;
+		if (drape_connect(url, opts, &c, &e) == DRAPE_OK) {
+			drape_close(c);
+			return true;
+		}
+		sleep_ms(20);
+	}
+	printf("  %s did not answer: %s\n", url, e.message);
+	return false;
+}
+
+/* Waits (bounded) for the daemon to exit by itself; its exit status, or -1
+ * if it kept running (then it is stopped) or died of a signal. */
+static int daemon_exit_status(itest_daemon *d)
+{
+	double t0 = now_ms();
+	while (now_ms() - t0 < 5000) {
+		int st;
+		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+			d->pid = -1;
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		}
+		sleep_ms(10);
+	}
+	daemon_stop(d);
+	return -1;
+}
+
+/* Whether the daemon's log holds text. */
+static bool log_has(const itest_daemon *d, const char *text)
+{
+	FILE *f = fopen(d->log, "r");
+	if (f == NULL)
+		return false;
+	char line[2048];
+	bool found = false;
+	while (!found && fgets(line, sizeof line, f) != NULL)
+		found = strstr(line, text) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* Runs a command line through sh with output to a log; its exit status. */
+static int shell(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Runs the drape CLI with env (NULL-terminated "K=V" list added to this
+ * process's environment, DRAPE_TOKEN and DRAPE_TLS_* removed first) and
+ * the NULL-terminated args; its exit status. Output goes to tmp/cli.log. */
+static int run_cli(const char *const *env, const char *const *args)
+{
+	const char *argv[32];
+	int k = 0;
+	argv[k++] = drape_path;
+	for (int i = 0; args[i] != NULL && k < 31; i++)
+		argv[k++] = args[i];
+	argv[k] = NULL;
+	char log[400];
+	snprintf(log, sizeof log, "%s/cli.log", tmp);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		unsetenv("DRAPE_TOKEN");
+		unsetenv("DRAPE_TLS_CA");
+		unsetenv("DRAPE_TLS_CERT");
+		unsetenv("DRAPE_TLS_KEY");
+		for (int i = 0; env != NULL && env[i] != NULL; i++)
+			putenv((char *)env[i]);
+		execv(drape_path, (char *const *)argv);
+		_exit(127);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* ---- Files ------------------------------------------------------------------------- */
+
+static char server_crt[400], server_key[400], other_crt[400], other_key[400];
+static char ca_crt[400], client_crt[400], client_key[400], token_file[400], bad_token_file[400];
+
+static bool write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (f == NULL)
+		return false;
+	bool ok = fputs(text, f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
+/*
+ * The certificates, made once: a self-signed server certificate for
+ * localhost (and 127.0.0.1), a second unrelated self-signed one, a CA and a
+ * client certificate it signed. EC P-256 keys keep this fast.
+ */
+static bool make_files(void)
+{
+	snprintf(server_crt, sizeof server_crt, "%s/server.crt", tmp);
+	snprintf(server_key, sizeof server_key, "%s/server.key", tmp);
+	snprintf(other_crt, sizeof other_crt, "%s/other.crt", tmp);
+	snprintf(other_key, sizeof other_key, "%s/other.key", tmp);
+	snprintf(ca_crt, sizeof ca_crt, "%s/ca.crt", tmp);
+	snprintf(client_crt, sizeof client_crt, "%s/client.crt", tmp);
+	snprintf(client_key, sizeof client_key, "%s/client.key", tmp);
+	snprintf(token_file, sizeof token_file, "%s/token", tmp);
+	snprintf(bad_token_file, sizeof bad_token_file, "%s/bad-token", tmp);
+	const char *ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2";
+	const char *quiet = ">/dev/null 2>&1";
+	if (shell("openssl req -x509 %s -keyout %s -out %s -subj /CN=localhost "
+		  "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 %s",
+		  ec, server_key, server_crt, quiet) != 0 ||
+	    shell("openssl req -x509 %s -keyout %s -out %s -subj /CN=localhost %s", ec, other_key, other_crt,
+		  quiet) != 0 ||
+	    shell("openssl req -x509 %s -keyout %s/ca.key -out %s -subj /CN=drape-test-ca "
+		  "-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign %s",
+		  ec, tmp, ca_crt, quiet) != 0 ||
+	    shell("openssl req -new %s -keyout %s -out %s/client.csr -subj /CN=artist %s", ec, client_key, tmp,
+		  quiet) != 0 ||
+	    shell("openssl x509 -req -in %s/client.csr -CA %s -CAkey %s/ca.key -CAcreateserial -days 2 "
+		  "-out %s %s",
+		  tmp, ca_crt, tmp, client_crt, quiet) != 0) {
+		printf("  openssl failed (is the openssl package installed? deploy/deps.sh)\n");
+		return false;
+	}
+	return write_file(token_file, TOKEN "\n") && write_file(bad_token_file, "not-" TOKEN "\n");
+}
+
+/* ---- A short session --------------------------------------------------------------- */
+
+enum { NX = 12, NY = 12, NV = NX * NY, NT = 2 * (NX - 1) * (NY - 1), FRAMES = 6 };
+
+static float sheet_pos[NV * 3];
+static uint32_t sheet_tri[NT * 3];
+static uint32_t sheet_pins[NX];
+
+static void sheet_make(void)
+{
+	for (uint32_t j = 0; j < NY; j++)
+		for (uint32_t i = 0; i < NX; i++) {
+			float *p = &sheet_pos[3 * (j * NX + i)];
+			p[0] = (float)i / (NX - 1) - 0.5f;
+			p[1] = 1.0f + (float)j / (NY - 1);
+			p[2] = 0.0f;
+		}
+	uint32_t t = 0;
+	for (uint32_t j = 0; j + 1 < NY; j++)
+		for (uint32_t i = 0; i + 1 < NX; i++) {
+			uint32_t a = j * NX + i, b = a + 1, c = a + NX, d = c + 1;
+			uint32_t q[6] = {a, b, d, a, d, c};
+			memcpy(&sheet_tri[3 * t], q, sizeof q);
+			t += 2;
+		}
+	for (uint32_t i = 0; i < NX; i++)
+		sheet_pins[i] = (NY - 1) * NX + i;
+}
+
+static drape_err sheet_create(drape_client *c, drape_session *s, drape_error *e)
+{
+	drape_session_desc d;
+	drape_session_desc_default(&d);
+	d.positions = sheet_pos;
+	d.vertex_count = NV;
+	d.triangles = sheet_tri;
+	d.triangle_count = NT;
+	d.pins = sheet_pins;
+	d.pin_count = NX;
+	d.params.wind[0] = 2.0f;
+	d.params.wind[1] = 0.0f;
+	d.params.wind[2] = 1.0f;
+	d.name = "access";
+	return drape_session_create(c, &d, s, NULL, e);
+}
+
+/* Creates the sheet, runs FRAMES frames and copies them to out
+ * (FRAMES * NV * 3 floats); false with the reason printed. */
+static bool run_sheet(drape_client *c, float *out)
+{
+	drape_session s;
+	drape_error e;
+	drape_err rc = sheet_create(c, &s, &e);
+	if (rc == DRAPE_OK)
+		rc = drape_session_run(c, s, FRAMES, NULL, &e);
+	for (uint32_t k = 1; rc == DRAPE_OK && k <= FRAMES; k++) {
+		drape_frame f;
+		rc = drape_next_frame(c, s, &f, 10000, &e);
+		if (rc != DRAPE_OK)
+			break;
+		if (f.index != k || f.vertex_count != NV) {
+			printf("  frame %u: got index %u with %u vertices\n", k, f.index, f.vertex_count);
+			drape_frame_free(&f);
+			return false;
+		}
+		memcpy(out + (size_t)(k - 1) * NV * 3, f.positions, sizeof(float) * NV * 3);
+		drape_frame_free(&f);
+	}
+	if (rc != DRAPE_OK) {
+		printf("  session: %s (%s)\n", e.message, drape_err_name(rc));
+		return false;
+	}
+	drape_session_delete(c, s, NULL);
+	return true;
+}
+
+/* Client options with the token and TLS files (NULL = not set). */
+static drape_client_opts opts_with(const char *token, const char *ca, const char *cert, const char *key)
+{
+	drape_client_opts o;
+	drape_client_opts_default(&o);
+	o.request_timeout_ms = 5000;
+	o.auth_token = token;
+	o.tls_ca_file = ca;
+	o.tls_cert_file = cert;
+	o.tls_key_file = key;
+	return o;
+}
+
+/* Starts a TLS daemon (certificate, token, optional client CA) on a free
+ * loopback port; its URL in url. */
+static bool start_tls(itest_daemon *d, char *url, size_t url_len, const char *client_ca)
+{
+	int port = free_port();
+	if (port < 0)
+		return false;
+	snprintf(url, url_len, "tls+tcp://127.0.0.1:%d", port);
+	const char *args[] = {"--listen", url, "--tls-cert", server_crt, "--tls-key", server_key,
+			      "--auth-token-file", token_file, client_ca ? "--tls-ca" : NULL, client_ca, NULL};
+	if (!daemon_spawn(d, args))
+		return false;
+	drape_client_opts o = opts_with(TOKEN, server_crt, client_ca ? client_crt : NULL,
+					client_ca ? client_key : NULL);
+	return daemon_ready(d, url, &o);
+}
+
+/* ---- Tests ------------------------------------------------------------------------- */
+
+/* Opens a SUB socket on the TLS stream url, trusting ca (NULL: nng's
+ * default configuration, which trusts nothing), subscribed to everything. */
+static bool raw_sub(const char *url, const char *ca, nng_socket *out)
+{
+	nng_tls_config *t = NULL;
+	nng_dialer d;
+	int rv = nng_sub0_open(out);
+	if (rv != 0)
+		return false;
+	nng_socket_set(*out, NNG_OPT_SUB_SUBSCRIBE, "", 0);
+	nng_socket_set_ms(*out, NNG_OPT_RECVTIMEO, 10000);
+	nng_socket_set_ms(*out, NNG_OPT_RECONNMINT, 50);
+	rv = nng_dialer_create(&d, *out, url);
+	if (rv == 0 && ca != NULL) {
+		rv = nng_tls_config_alloc(&t, NNG_TLS_MODE_CLIENT);
+		if (rv == 0)
+			rv = nng_tls_config_ca_file(t, ca);
+		if (rv == 0)
+			rv = nng_tls_config_server_name(t, "localhost");
+		if (rv == 0)
+			rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, t);
+	}
+	if (rv == 0)
+		rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK);
+	if (t != NULL)
+		nng_tls_config_free(t);
+	if (rv != 0)
+		nng_close(*out);
+	return rv == 0;
+}
+
+/* A session over tls+tcp:// (stream included) gives the same bits as over
+ * plain tcp://. */
+static void test_tls_frames_match_plain(void)
+{
+	static float tls_frames[FRAMES * NV * 3], plain_frames[FRAMES * NV * 3];
+	char url[128], plain_url[128];
+	CHECK(start_tls(&daemons[0], url, sizeof url, NULL));
+	int port = free_port();
+	CHECK(port > 0);
+	snprintf(plain_url, sizeof plain_url, "tcp://127.0.0.1:%d", port);
+	const char *args[] = {"--listen", plain_url, NULL};
+	CHECK(daemon_spawn(&daemons[1], args));
+	CHECK(daemon_ready(&daemons[1], plain_url, NULL));
+
+	drape_client_opts o = opts_with(TOKEN, server_crt, NULL, NULL);
+	drape_client *c;
+	drape_error e;
+	CHECKF(drape_connect(url, &o, &c, &e) == DRAPE_OK, "%s", e.message);
+	drape_server_info info;
+	drape_server_info_get(c, &info);
+	char want_stream[160];
+	snprintf(want_stream, sizeof want_stream, "tls+tcp://127.0.0.1:%d", atoi(strrchr(url, ':') + 1) + 1);
+	bool stream_ok = strcmp(info.stream_url, want_stream) == 0 && info.auth_required;
+	/* Two raw subscribers on the stream: one trusting the certificate,
+	 * one trusting nothing. Only the first may see the frames. */
+	nng_socket sub_ok, sub_bad;
+	bool subs = raw_sub(want_stream, server_crt, &sub_ok);
+	if (subs && !raw_sub(want_stream, NULL, &sub_bad)) {
+		nng_close(sub_ok);
+		subs = false;
+	}
+	sleep_ms(300); /* let the subscribers' handshakes finish */
+	bool ok = subs && run_sheet(c, tls_frames);
+	drape_close(c);
+	void *msg = NULL;
+	size_t len = 0;
+	int got_ok = subs ? nng_recv(sub_ok, &msg, &len, NNG_FLAG_ALLOC) : -1;
+	if (got_ok == 0)
+		nng_free(msg, len);
+	nng_socket_set_ms(sub_bad, NNG_OPT_RECVTIMEO, 200);
+	int got_bad = subs ? nng_recv(sub_bad, &msg, &len, NNG_FLAG_ALLOC) : 0;
+	if (got_bad == 0)
+		nng_free(msg, len);
+	if (subs) {
+		nng_close(sub_ok);
+		nng_close(sub_bad);
+	}
+	CHECKF(stream_ok, "stream URL \"%.200s\", expected \"%s\"", info.stream_url, want_stream);
+	CHECK(subs);
+	CHECK(ok);
+	CHECKF(got_ok == 0, "trusted subscriber: %s", nng_strerror(got_ok));
+	CHECKF(got_bad == NNG_ETIMEDOUT, "untrusted subscriber: %s", got_bad == 0 ? "got a frame" : nng_strerror(got_bad));
+
+	CHECKF(drape_connect(plain_url, NULL, &c, &e) == DRAPE_OK, "%s", e.message);
+	ok = run_sheet(c, plain_frames);
+	drape_close(c);
+	CHECK(ok);
+	CHECK(memcmp(tls_frames, plain_frames, sizeof tls_frames) == 0);
+	/* The run moved the cloth, so equal frames are not two copies of the
+	 * input. */
+	CHECK(memcmp(tls_frames + (FRAMES - 1) * NV * 3, sheet_pos, sizeof sheet_pos) != 0);
+	stop_all();
+}
+
+/* A client that does not trust the server's certificate is refused at
+ * connect, with a message that says what to do. */
+static void test_tls_untrusted(void)
+{
+	char url[128];
+	CHECK(start_tls(&daemons[0], url, sizeof url, NULL));
+	drape_client *c = NULL;
+	drape_error e;
+
+	drape_client_opts o = opts_with(TOKEN, NULL, NULL, NULL);
+	drape_err rc = drape_connect(url, &o, &c, &e);
+	CHECKF(rc == DRAPE_EUNAVAILABLE, "no CA: %s (%s)", e.message, drape_err_name(rc));
+	CHECKF(strstr(e.message, "TLS") != NULL && strstr(e.message, "--tls-ca") != NULL, "%s", e.message);
+
+	o = opts_with(TOKEN, other_crt, NULL, NULL);
+	rc = drape_connect(url, &o, &c, &e);
+	CHECKF(rc == DRAPE_EUNAVAILABLE, "other CA: %s (%s)", e.message, drape_err_name(rc));
+	CHECKF(strstr(e.message, "TLS handshake failed") != NULL, "%s", e.message);
+
+	/* The right CA but a name the certificate does not carry. */
+	o = opts_with(TOKEN, server_crt, NULL, NULL);
+	o.tls_server_name = "not-this-host.example";
+	rc = drape_connect(url, &o, &c, &e);
+	CHECKF(rc == DRAPE_EUNAVAILABLE, "wrong name: %s (%s)", e.message, drape_err_name(rc));
+	o.tls_server_name = "localhost";
+	CHECKF(drape_connect(url, &o, &c, &e) == DRAPE_OK, "localhost: %s", e.message);
+	drape_close(c);
+
+	/* Plain tcp to a TLS port gets nowhere either. */
+	char plain[128];
+	snprintf(plain, sizeof plain, "tcp://%s", url + strlen("tls+tcp://"));
+	o = opts_with(TOKEN, NULL, NULL, NULL);
+	o.request_timeout_ms = 500;
+	CHECK(drape_connect(plain, &o, &c, &e) != DRAPE_OK);
+	stop_all();
+}
+
+/* With --tls-ca, only clients with a certificate signed by that CA get in. */
+static void test_tls_client_certs(void)
+{
+	char url[128];
+	CHECK(start_tls(&daemons[0], url, sizeof url, ca_crt));
+	drape_client *c = NULL;
+	drape_error e;
+	drape_client_opts o = opts_with(TOKEN, server_crt, NULL, NULL);
+	o.request_timeout_ms = 1000;
+	drape_err rc = drape_connect(url, &o, &c, &e);
+	CHECKF(rc != DRAPE_OK, "connected without a client certificate");
+	CHECKF(strstr(e.message, "client certificate") != NULL, "%s", e.message);
+	/* A certificate the CA did not sign. */
+	o = opts_with(TOKEN, server_crt, other_crt, other_key);
+	o.request_timeout_ms = 1000;
+	rc = drape_connect(url, &o, &c, &e);
+	CHECKF(rc != DRAPE_OK, "connected with a certificate from another CA");
+	/* Half a pair is a usage error, before any network traffic. */
+	o = opts_with(TOKEN, server_crt, client_crt, NULL);
+	rc = drape_connect(url, &o, &c, &e);
+	CHECKF(rc == DRAPE_EINVAL && strstr(e.message, "tls_key_file") != NULL, "%s", e.message);
+
+	o = opts_with(TOKEN, server_crt, client_crt, client_key);
+	CHECKF(drape_connect(url, &o, &c, &e) == DRAPE_OK, "%s", e.message);
+	static float frames[FRAMES * NV * 3];
+	bool ok = run_sheet(c, frames);
+	drape_close(c);
+	CHECK(ok);
+
+	/* The CLI takes the same files. */
+	const char *args[] = {"sessions", "--server", url, "--token-file", token_file, "--tls-ca", server_crt,
+			      "--tls-cert", client_crt, "--tls-key", client_key, NULL};
+	CHECK(run_cli(NULL, args) == 0);
+	const char *args_nocert[] = {"sessions", "--server", url, "--token-file", token_file, "--tls-ca",
+				     server_crt, "--timeout", "1000", NULL};
+	CHECK(run_cli(NULL, args_nocert) != 0);
+	stop_all();
+}
+
+/* Number of sessions, asked with the right token. */
+static bool session_count(const char *url, const drape_client_opts *o, uint32_t *n)
+{
+	drape_client *c;
+	drape_server_stats st;
+	if (drape_connect(url, o, &c, NULL) != DRAPE_OK)
+		return false;
+	bool ok = drape_server_stats_get(c, &st, NULL) == DRAPE_OK;
+	drape_close(c);
+	*n = ok ? st.sessions : 0;
+	return ok;
+}
+
+/* Requests without the token, or with a wrong one, get EPERM and change
+ * nothing; with it they work (over TLS, as the token must never travel in
+ * clear text off this machine). */
+static void test_auth_token(void)
+{
+	char url[128];
+	CHECK(start_tls(&daemons[0], url, sizeof url, NULL));
+	drape_client_opts good = opts_with(TOKEN, server_crt, NULL, NULL);
+	drape_client *c;
+	drape_error e;
+	uint32_t before, after;
+	CHECK(session_count(url, &good, &before));
+
+	/* Wrong tokens: none, one byte off at the end, a prefix, an extension,
+	 * and the empty string. */
+	const char *wrong[] = {NULL, TOKEN "x", "s3cret-token-for-the-access-tesT", "s3cret", "x" TOKEN, ""};
+	for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+		drape_client_opts o = opts_with(wrong[i], server_crt, NULL, NULL);
+		CHECKF(drape_connect(url, &o, &c, &e) == DRAPE_OK, "hello needs no token: %s", e.message);
+		drape_server_info info;
+		drape_server_info_get(c, &info);
+		drape_session s;
+		drape_err rc = sheet_create(c, &s, &e);
+		drape_server_stats st;
+		drape_err rc2 = drape_server_stats_get(c, &st, NULL);
+		drape_session_entry *list = NULL;
+		uint32_t n = 0;
+		drape_err rc3 = drape_session_list(c, &list, &n, NULL);
+		free(list);
+		drape_close(c);
+		CHECKF(info.auth_required && info.stream_url[0] == '\0',
+		       "token %zu: auth_required %d, stream \"%.200s\"", i, info.auth_required, info.stream_url);
+		CHECKF(rc == DRAPE_EPERM, "token %zu: create gave %s", i, drape_err_name(rc));
+		CHECKF(rc2 == DRAPE_EPERM && rc3 == DRAPE_EPERM, "token %zu: stats %s, list %s", i,
+		       drape_err_name(rc2), drape_err_name(rc3));
+	}
+	CHECK(session_count(url, &good, &after));
+	CHECKF(after == before, "sessions %u before, %u after refused requests", before, after);
+
+	CHECK(drape_connect(url, &good, &c, &e) == DRAPE_OK);
+	drape_session s;
+	drape_err rc = sheet_create(c, &s, &e);
+	drape_close(c);
+	CHECKF(rc == DRAPE_OK, "%s", e.message);
+	CHECK(session_count(url, &good, &after));
+	CHECK(after == before + 1);
+
+	/* The CLI: --token-file, $DRAPE_TOKEN, and the TLS CA from
+	 * --tls-ca or $DRAPE_TLS_CA. Exit 77 is "not permitted". */
+	char env_token[128], env_bad[128], env_ca[512];
+	snprintf(env_token, sizeof env_token, "DRAPE_TOKEN=%s", TOKEN);
+	snprintf(env_bad, sizeof env_bad, "DRAPE_TOKEN=wrong-%s", TOKEN);
+	snprintf(env_ca, sizeof env_ca, "DRAPE_TLS_CA=%s", server_crt);
+	const char *a_file[] = {"sessions", "--server", url, "--token-file", token_file, "--tls-ca", server_crt, NULL};
+	const char *a_bad[] = {"sessions", "--server", url, "--token-file", bad_token_file, "--tls-ca", server_crt,
+			       NULL};
+	const char *a_none[] = {"sessions", "--server", url, "--tls-ca", server_crt, NULL};
+	const char *a_env[] = {"sessions", "--server", url, NULL};
+	const char *e_tok[] = {env_token, env_ca, NULL};
+	const char *e_bad[] = {env_bad, env_ca, NULL};
+	const char *e_noca[] = {env_token, NULL};
+	int r;
+	CHECKF((r = run_cli(NULL, a_file)) == 0, "--token-file: exit %d", r);
+	CHECKF((r = run_cli(NULL, a_bad)) == 77, "wrong --token-file: exit %d", r);
+	CHECKF((r = run_cli(NULL, a_none)) == 77, "no token: exit %d", r);
+	CHECKF((r = run_cli(e_tok, a_env)) == 0, "DRAPE_TOKEN + DRAPE_TLS_CA: exit %d", r);
+	CHECKF((r = run_cli(e_bad, a_env)) == 77, "wrong DRAPE_TOKEN: exit %d", r);
+	CHECKF((r = run_cli(e_noca, a_env)) == 69, "no CA: exit %d", r);
+	CHECK(session_count(url, &good, &after));
+	CHECK(after == before + 1);
+	stop_all();
+}
+
+/* ipc sockets (control and stream) are created 0660, or --ipc-mode. */
+static void test_ipc_mode(void)
+{
+	const char *modes[] = {NULL, "0600", "0666"};
+	const unsigned want[] = {0660, 0600, 0666};
+	for (int i = 0; i < 3; i++) {
+		char path[400], url[420], stream[420];
+		snprintf(path, sizeof path, "%s/ctl%d.sock", tmp, i);
+		snprintf(url, sizeof url, "ipc://%s", path);
+		snprintf(stream, sizeof stream, "%s.stream", path);
+		const char *args[] = {"--listen", url, modes[i] ? "--ipc-mode" : NULL, modes[i], NULL};
+		CHECK(daemon_spawn(&daemons[0], args));
+		CHECK(daemon_ready(&daemons[0], url, NULL));
+		struct stat st, st2;
+		CHECK(stat(path, &st) == 0 && stat(stream, &st2) == 0);
+		stop_all();
+		CHECK(S_ISSOCK(st.st_mode));
+		CHECKF((st.st_mode & 07777) == want[i], "%s: mode %o, expected %o", path, st.st_mode & 07777, want[i]);
+		CHECKF((st2.st_mode & 07777) == want[i], "%s: mode %o, expected %o", stream, st2.st_mode & 07777,
+		       want[i]);
+	}
+}
+
+/* Protected mode: a non-loopback address needs TLS and a token, or
+ * --allow-remote (which is logged). Binding 0.0.0.0 is fine; connections
+ * go to 127.0.0.1 only. */
+static void test_protected_mode(void)
+{
+	int port = free_port(), port2 = free_port();
+	CHECK(port > 0 && port2 > 0 && port2 != port && port2 != port + 1 && port2 + 1 != port);
+	char any[128], any_tls[128], local[128], local_tls[128];
+	snprintf(any, sizeof any, "tcp://0.0.0.0:%d", port);
+	snprintf(any_tls, sizeof any_tls, "tls+tcp://0.0.0.0:%d", port);
+	snprintf(local, sizeof local, "tcp://127.0.0.1:%d", port);
+	snprintf(local_tls, sizeof local_tls, "tls+tcp://127.0.0.1:%d", port);
+	char local_tls2[128];
+	snprintf(local_tls2, sizeof local_tls2, "tls+tcp://127.0.0.1:%d", port2);
+
+	/* Plain tcp on every interface, no TLS, no token: refused. */
+	const char *a1[] = {"--listen", any, NULL};
+	CHECK(daemon_spawn(&daemons[0], a1));
+	int st = daemon_exit_status(&daemons[0]);
+	CHECKF(st == 64, "exit %d", st);
+	CHECK(log_has(&daemons[0], "--allow-remote") && log_has(&daemons[0], "0.0.0.0"));
+
+	/* TLS but no token: refused. */
+	const char *a2[] = {"--listen", any_tls, "--tls-cert", server_crt, "--tls-key", server_key, NULL};
+	CHECK(daemon_spawn(&daemons[0], a2));
+	CHECKF((st = daemon_exit_status(&daemons[0])) == 64, "TLS without token: exit %d", st);
+
+	/* A token but plain tcp: refused. */
+	const char *a3[] = {"--listen", any, "--auth-token-file", token_file, NULL};
+	CHECK(daemon_spawn(&daemons[0], a3));
+	CHECKF((st = daemon_exit_status(&daemons[0])) == 64, "token without TLS: exit %d", st);
+
+	/* Plain tcp on every interface next to a TLS listener, with a token:
+	 * the plain one is still refused. */
+	const char *a4[] = {"--listen", any, "--listen", local_tls2, "--tls-cert", server_crt, "--tls-key",
+			    server_key, "--auth-token-file", token_file, NULL};
+	CHECK(daemon_spawn(&daemons[0], a4));
+	CHECKF((st = daemon_exit_status(&daemons[0])) == 64, "plain next to TLS: exit %d", st);
+
+	/* TLS and a token: starts, no warning. */
+	const char *a5[] = {"--listen", any_tls, "--tls-cert", server_crt, "--tls-key", server_key,
+			    "--auth-token-file", token_file, NULL};
+	CHECK(daemon_spawn(&daemons[0], a5));
+	drape_client_opts o = opts_with(TOKEN, server_crt, NULL, NULL);
+	CHECK(daemon_ready(&daemons[0], local_tls, &o));
+	CHECK(!log_has(&daemons[0], "WARNING"));
+	stop_all();
+
+	/* --allow-remote: starts, answers on loopback, and warns. */
+	const char *a6[] = {"--listen", any, "--allow-remote", NULL};
+	CHECK(daemon_spawn(&daemons[0], a6));
+	CHECK(daemon_ready(&daemons[0], local, NULL));
+	CHECK(log_has(&daemons[0], "WARNING") && log_has(&daemons[0], any));
+	stop_all();
+}
+
+/* Bad TLS files stop the daemon with the file named: unreadable 66,
+ * unusable 69; a TLS URL without a certificate 64. */
+static void test_tls_config_errors(void)
+{
+	int port = free_port();
+	CHECK(port > 0);
+	char url[128], missing[400];
+	snprintf(url, sizeof url, "tls+tcp://127.0.0.1:%d", port);
+	snprintf(missing, sizeof missing, "%s/no-such.crt", tmp);
+	int st;
+
+	const char *a1[] = {"--listen", url, NULL};
+	CHECK(daemon_spawn(&daemons[0], a1));
+	CHECKF((st = daemon_exit_status(&daemons[0])) == 64, "no certificate: exit %d", st);
+	CHECK(log_has(&daemons[0], "--tls-cert"));
+
+	const char *a2[] = {"--listen", url, "--tls-cert", missing, "--tls-key", server_key, NULL};
+	CHECK(daemon_spawn(&daemons[0], a2));
+	CHECKF((st = daemon_exit_status(&daemons[0])) == 66, "missing certificate: exit %d", st);
+	CHECK(log_has(&daemons[0], missing));
+
+	/* A key where the certificate should be, and the other way round. */
+	const char *a3[] = {"--listen", url, "--tls-cert", server_key, "--tls-key", server_key, NULL};
+	CHECK(daemon_spawn(&daemons[0], a3));
+	CHECKF((st = daemon_exit_status(&daemons[0])) == 69, "key as certificate: exit %d", st);
+	CHECK(log_has(&daemons[0], "--tls-cert") && log_has(&daemons[0], server_key));
+
+	const char *a4[] = {"--listen", url, "--tls-cert", server_crt, "--tls-key", server_crt, NULL};
+	CHECK(daemon_spawn(&daemons[0], a4));
+	CHECKF((st = daemon_exit_status(&daemons[0])) == 69, "certificate as key: exit %d", st);
+	CHECK(log_has(&daemons[0], "--tls-key") && log_has(&daemons[0], server_crt));
+}
+
+static const check_test tests[] = {
+	CHECK_TEST(test_tls_frames_match_plain),
+	CHECK_TEST(test_tls_untrusted),    CHECK_TEST(test_tls_client_certs),
+	CHECK_TEST(test_auth_token),       CHECK_TEST(test_ipc_mode),
+	CHECK_TEST(test_protected_mode),   CHECK_TEST(test_tls_config_errors),
+};
+
+static void on_fatal(int sig)
+{
+	stop_all();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+int main(int argc, char **argv)
+{
+	draped_path = getenv("DRAPED");
+	if (draped_path == NULL || access(draped_path, X_OK) != 0) {
+		printf("FAIL setup: $DRAPED must name the draped binary\n0 passed, 1 failed\n");
+		return 1;
+	}
+	const char *cli = getenv("DRAPE");
+	if (cli != NULL && cli[0] != '\0') {
+		snprintf(drape_path, sizeof drape_path, "%s", cli);
+	} else {
+		snprintf(drape_path, sizeof drape_path, "%s", draped_path);
+		char *slash = strrchr(drape_path, '/');
+		snprintf(slash ? slash + 1 : drape_path, sizeof drape_path - (size_t)(slash ? slash + 1 - drape_path : 0),
+			 "drape");
+	}
+	snprintf(tmp, sizeof tmp, "/tmp/drape-access-XXXXXX");
+	if (mkdtemp(tmp) == NULL) {
+		printf("FAIL setup: mkdtemp: %s\n0 passed, 1 failed\n", strerror(errno));
+		return 1;
+	}
+	for (int i = 0; i < MAX_DAEMONS; i++)
+		daemons[i].pid = -1;
+	atexit(cleanup);
+	signal(SIGINT, on_fatal);
+	signal(SIGTERM, on_fatal);
+	signal(SIGSEGV, on_fatal);
+	signal(SIGABRT, on_fatal);
+	signal(SIGPIPE, SIG_IGN);
+	sheet_make();
+	if (!make_files()) {
+		printf("FAIL setup: cannot make the test certificates\n0 passed, 1 failed\n");
+		return 1;
+	}
+	return check_main(argc, argv, tests, CHECK_COUNT(tests));
+}
