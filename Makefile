@@ -88,6 +88,10 @@ INTEG_BIN := $(patsubst tests/integration/%.c,$(BUILD)/itests/%,$(INTEG_C))
 
 ALL_LIBS := $(LIBSRV) $(LIBDRAPE) $(LIBSIM) $(UV_LIBS) $(NET_LIBS) $(JSON_LIBS) $(VDB_LIBS) $(SYS_LIBS)
 
+# Objects built through pattern rules are kept, so a second make (or make
+# demo after make test) relinks nothing.
+.SECONDARY:
+
 .PHONY: all deps test test-unit test-integration demo bench fuzz install clean
 .DEFAULT_GOAL := all
 
