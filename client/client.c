@@ -308,6 +308,16 @@ drape_err client_call(drape_client *c, proto_request *req, proto_reply *rep, dra
 	return DRAPE_OK;
 }
 
+/* A request whose reply carries nothing but ok: the outcome is the result. */
+static drape_err call_ack(drape_client *c, proto_request *req, drape_error *err)
+{
+	proto_reply rep;
+	drape_err rc = client_call(c, req, &rep, err);
+	if (rc == DRAPE_OK)
+		proto_reply_free(&rep);
+	return rc;
+}
+
 /* Fills the session and token fields of a request for session s. */
 static void set_session(proto_request *req, drape_session s)
 {
@@ -1027,65 +1037,45 @@ drape_err drape_collider_transform(drape_client *c, drape_session s, uint32_t in
 				   const drape_keyframe *keys, uint32_t count, drape_error *err)
 {
 	proto_request req;
-	proto_reply rep;
 	proto_request_init(&req, PROTO_OP_COLLIDER_TRANSFORM);
 	set_session(&req, s);
 	req.u.collider_transform.index = index;
 	req.u.collider_transform.keyframes = count > 0 ? keys : NULL;
 	req.u.collider_transform.keyframe_count = count;
-	drape_err rc = client_call(c, &req, &rep, err);
-	if (rc != DRAPE_OK)
-		return rc;
-	proto_reply_free(&rep);
-	return DRAPE_OK;
+	return call_ack(c, &req, err);
 }
 
 drape_err drape_collider_update(drape_client *c, drape_session s, uint32_t index,
 				const float *vertices, uint32_t vertex_count, drape_error *err)
 {
 	proto_request req;
-	proto_reply rep;
 	proto_request_init(&req, PROTO_OP_COLLIDER_UPDATE);
 	set_session(&req, s);
 	req.u.collider_update.index = index;
 	req.u.collider_update.vertices = vertices;
 	req.u.collider_update.vertex_count = vertex_count;
-	drape_err rc = client_call(c, &req, &rep, err);
-	if (rc != DRAPE_OK)
-		return rc;
-	proto_reply_free(&rep);
-	return DRAPE_OK;
+	return call_ack(c, &req, err);
 }
 
 drape_err drape_collider_remove(drape_client *c, drape_session s, uint32_t index, drape_error *err)
 {
 	proto_request req;
-	proto_reply rep;
 	proto_request_init(&req, PROTO_OP_COLLIDER_REMOVE);
 	set_session(&req, s);
 	req.u.collider_remove.index = index;
-	drape_err rc = client_call(c, &req, &rep, err);
-	if (rc != DRAPE_OK)
-		return rc;
-	proto_reply_free(&rep);
-	return DRAPE_OK;
+	return call_ack(c, &req, err);
 }
 
 drape_err drape_pins_attach(drape_client *c, drape_session s, const uint32_t *vertices,
 			    uint32_t count, uint32_t collider, drape_error *err)
 {
 	proto_request req;
-	proto_reply rep;
 	proto_request_init(&req, PROTO_OP_PINS_ATTACH);
 	set_session(&req, s);
 	req.u.pins_attach.vertices = vertices;
 	req.u.pins_attach.count = count;
 	req.u.pins_attach.collider = collider;
-	drape_err rc = client_call(c, &req, &rep, err);
-	if (rc != DRAPE_OK)
-		return rc;
-	proto_reply_free(&rep);
-	return DRAPE_OK;
+	return call_ack(c, &req, err);
 }
 
 drape_err drape_server_preflight(drape_client *c, const float *positions, uint32_t vertex_count,
