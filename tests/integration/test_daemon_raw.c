@@ -343,6 +343,21 @@ static void session_req(proto_request *req, proto_op op, const owned *o)
 	memcpy(req->token, o->token, PROTO_TOKEN_SIZE);
 }
 
+/* One owner op on a session whose reply carries only ok. */
+static bool session_op_ok(nng_socket s, proto_op op, const owned *o)
+{
+	proto_request req;
+	proto_reply rep;
+	session_req(&req, op, o);
+	if (call(s, &req, &rep) != 0)
+		return false;
+	bool ok = rep.ok;
+	if (!ok)
+		printf("  %s: %s\n", proto_op_name(op), rep.error.message);
+	proto_reply_free(&rep);
+	return ok;
+}
+
 static int run(nng_socket s, const owned *o, uint32_t frames, proto_reply *rep)
 {
 	proto_request req;
@@ -572,9 +587,7 @@ static void test_happy_path(void)
 	      rep.u.server_stats.threads == 2);
 	proto_reply_free(&rep);
 
-	session_req(&req, PROTO_OP_SESSION_DELETE, &o);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
-	proto_reply_free(&rep);
+	CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o));
 	CHECK(status(s, o.id, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_ENOTFOUND);
 	proto_reply_free(&rep);
 	nng_close(s);
@@ -804,9 +817,7 @@ static void test_bad_requests(void)
 	CHECK(call(bad, &req, &rep) == 0 && rep.ok);
 	proto_reply_free(&rep);
 
-	session_req(&req, PROTO_OP_SESSION_DELETE, &o);
-	CHECK(call(good, &req, &rep) == 0 && rep.ok);
-	proto_reply_free(&rep);
+	CHECK(session_op_ok(good, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(bad);
 	nng_close(good);
 	grid_free(&g);
@@ -895,9 +906,7 @@ static void test_replay(void)
 	uint32_t done = 0;
 	CHECK(wait_stopped(s, o.id, 5000, &done) == PROTO_STATE_DONE && done == 3);
 
-	session_req(&req, PROTO_OP_SESSION_DELETE, &o);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
-	proto_reply_free(&rep);
+	CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(s);
 	grid_free(&g);
 }
@@ -932,9 +941,7 @@ static void test_owner_token(void)
 	      rep.u.status.frames_done == 0);
 	proto_reply_free(&rep);
 
-	session_req(&req, PROTO_OP_SESSION_DELETE, &o);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
-	proto_reply_free(&rep);
+	CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(s);
 	grid_free(&g);
 }
@@ -1004,12 +1011,8 @@ static void test_cancel(void)
 	nng_close(sub);
 
 	/* resume continues it (target 0: until cancelled); cancel again. */
-	session_req(&req, PROTO_OP_SESSION_RESUME, &o);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
-	proto_reply_free(&rep);
-	session_req(&req, PROTO_OP_SESSION_DELETE, &o);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
-	proto_reply_free(&rep);
+	CHECK(session_op_ok(s, PROTO_OP_SESSION_RESUME, &o));
+	CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(s);
 	grid_free(&g);
 }
@@ -1033,13 +1036,10 @@ static void test_queue(void)
 		proto_reply_free(&rep);
 	}
 	CHECK(saw_queued); /* 2 workers, 5 sessions */
-	proto_request req;
 	for (int i = 0; i < 5; i++) {
 		uint32_t done = 0;
 		CHECK(wait_stopped(s, o[i].id, 10000, &done) == PROTO_STATE_DONE && done == 8);
-		session_req(&req, PROTO_OP_SESSION_DELETE, &o[i]);
-		CHECK(call(s, &req, &rep) == 0 && rep.ok);
-		proto_reply_free(&rep);
+		CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o[i]));
 	}
 	nng_close(s);
 	grid_free(&g);
@@ -1092,9 +1092,7 @@ static void test_colliders(void)
 	usleep(100000);
 	CHECK(status(s, o.id, &rep) == 0 && rep.ok && rep.u.status.frames_done > before);
 	proto_reply_free(&rep);
-	session_req(&req, PROTO_OP_SESSION_DELETE, &o);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
-	proto_reply_free(&rep);
+	CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o));
 
 	/* preflight runs as a job too: two triangles crossing each other. */
 	const float pos[] = { 0, 0, 0, 1, 0, 0, 0, 1, 0, 0.2f, 0.2f, -1, 0.2f, 0.2f, 1, 0.3f, -1, 0 };
@@ -1167,9 +1165,7 @@ static void test_failed_run(void)
 		proto_stream_free(&sm);
 	}
 	nng_close(sub);
-	session_req(&req, PROTO_OP_SESSION_DELETE, &o);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
-	proto_reply_free(&rep);
+	CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(s);
 	grid_free(&g);
 }
