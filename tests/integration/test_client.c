@@ -479,7 +479,7 @@ static void test_two_clients_two_sessions(void)
 		if (rv != 0) {
 			/* A thread stuck in nng_close cannot be cancelled safely;
 			 * report and stop here instead of hanging the suite. */
-			fprintf(stderr, "test_two_clients_two_sessions: a client hung in drape_close\n");
+			fprintf(stderr, "FAIL test_two_clients_two_sessions: a client did not finish (or close) within 60 s\n");
 			_exit(1);
 		}
 	}
@@ -488,6 +488,71 @@ static void test_two_clients_two_sessions(void)
 	CHECK(w[0].session != 0 && w[1].session != 0 && w[0].session != w[1].session);
 	CHECKF(w[0].matched == 40 && w[1].matched == 40, "matched %u and %u of 40", w[0].matched,
 	       w[1].matched);
+}
+
+/* One reader of a shared session: reads frames 1..last of it on its own
+ * client (connected and subscribed beforehand), then closes that client. */
+typedef struct reader {
+	drape_client *client;
+	drape_session session;
+	const scene *sc;
+	const float *ref;
+	uint32_t last;
+	uint32_t matched;
+} reader;
+
+static void *reader_main(void *arg)
+{
+	reader *r = arg;
+	r->matched = receive_and_compare(r->client, r->session, r->sc, r->ref, 1, r->last);
+	drape_close(r->client);
+	return NULL;
+}
+
+/* Two clients of one process read the same session at once, so they share
+ * the stream connection and each message goes to both; one stops halfway
+ * and closes while the other goes on: each must still get every frame it
+ * asks for, in order and bit for bit. Their status polls are a minute
+ * apart, longer than the 10 s each frame may take, and the run is slow
+ * enough to outlast their start, so the frames must come through the
+ * stream (a later frame reveals a dropped one, which is fetched). */
+static void test_two_readers_one_session(void)
+{
+	const uint32_t n = 60;
+	scene sc;
+	scene_make(&sc, 48, 48, 1.5f, 16);
+	float *ref = reference(&sc, n);
+	CHECK(ref != NULL);
+	drape_client *owner;
+	drape_session s;
+	CHECK_OK(drape_connect(d_ipc.url, NULL, &owner, NULL));
+	CHECK_OK(create(owner, &sc, "two readers", &s));
+	drape_client_opts o;
+	drape_client_opts_default(&o);
+	o.poll_interval_ms = 60000;
+	reader r[2] = {{NULL, s, &sc, ref, n / 2, 0}, {NULL, s, &sc, ref, n, 0}};
+	for (int i = 0; i < 2; i++) {
+		CHECK_OK(drape_connect(d_ipc.url, &o, &r[i].client, NULL));
+		CHECK_OK(drape_frames_seek(r[i].client, s, 1, NULL));
+	}
+	CHECK_OK(drape_session_run(owner, s, n, NULL, NULL));
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&th[i], NULL, reader_main, &r[i]) == 0);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 60;
+	for (int i = 0; i < 2; i++)
+		if (pthread_timedjoin_np(th[i], NULL, &until) != 0) {
+			fprintf(stderr, "FAIL test_two_readers_one_session: reader %d did not finish within 60 s\n", i);
+			_exit(1);
+		}
+	drape_session_delete(owner, s, NULL);
+	drape_close(owner);
+	free(ref);
+	scene_free(&sc);
+	CHECKF(r[0].matched == n / 2 && r[1].matched == n, "matched %u of %u and %u of %u",
+	       r[0].matched, n / 2, r[1].matched, n);
 }
 
 /*
@@ -942,6 +1007,7 @@ int main(int argc, char **argv)
 		CHECK_TEST(test_frames_bitwise_tcp),
 		CHECK_TEST(test_frames_without_stream),
 		CHECK_TEST(test_two_clients_two_sessions),
+		CHECK_TEST(test_two_readers_one_session),
 		CHECK_TEST(test_cancel_within_a_frame),
 		CHECK_TEST(test_reconnect_after_frame_5),
 		CHECK_TEST(test_late_slow_reader),
