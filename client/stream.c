@@ -8,16 +8,22 @@
  * (its task marked busy) and being scheduled, the pipe's stop waits for
  * that task, and the task never runs (seen in gdb: the "nng:reap2" thread
  * waits on the task of sub0_pipe.aio_recv with busy 1, prep set, a_stop set
- * and no cancel function; nng 1.8.0 fixed it, nanomsg/nng#1813 and #1824,
- * following #1543). Every later nng_close in the process then waits for
- * that reaper, which is why many clients closing at once all hung. PUB
- * sends every session's frames to every subscriber (nng filters topics on
- * the SUB side), so a client's pipe is busy whenever any session on the
- * server runs, and unsubscribing does not make it idle.
+ * and no cancel function; upstream fixed that state in 2024, after 1.7.3:
+ * nanomsg/nng#1813 and pull #1824, following #1543). Every later nng_close
+ * in the process then waits for that reaper, which is why many clients
+ * closing at once all hung. PUB sends every session's frames to every
+ * subscriber (nng filters topics on the SUB side), so a client's pipe is
+ * busy whenever any session on the server runs, and unsubscribing does not
+ * make it idle. The race is between a pipe's own receive and its teardown,
+ * not between two closes: closing the sockets one at a time under a lock
+ * still hung (11 of 15 runs of the 32-client load test, against 23 of 30
+ * without the lock).
  *
  * So a process makes one SUB connection per stream and tears it down only
  * when the last client using it closes: one teardown instead of one per
  * client, at a point where this process's own sessions have usually ended.
+ * That last close can still meet traffic from other processes' sessions;
+ * only a newer nng removes that remaining chance.
  * A receiver thread takes every message off the socket and hands it, by its
  * topic, to the inbox of each member (client) subscribed to that session;
  * drape_next_frame reads its client's inbox. Each inbox is bounded and drops
