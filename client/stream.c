@@ -20,10 +20,14 @@
  * without the lock).
  *
  * So a process makes one SUB connection per stream and tears it down only
- * when the last client using it closes: one teardown instead of one per
- * client, at a point where this process's own sessions have usually ended.
- * That last close can still meet traffic from other processes' sessions;
- * only a newer nng removes that remaining chance.
+ * after the last client using it has left, and then only once the stream
+ * has been quiet for QUIET_MS: the receiver thread subscribes to every
+ * topic to see all traffic, and closes the socket itself at the first quiet
+ * moment (or after DRAIN_MAX_MS, to bound what a stream that never pauses
+ * costs). drape_close does not wait for it; a process that exits first
+ * never closes the socket at all. Closing a single stream socket while
+ * another process's sessions streamed hung 1 of 60 times before this
+ * wait; only a newer nng removes the chance left at a quiet close.
  * A receiver thread takes every message off the socket and hands it, by its
  * topic, to the inbox of each member (client) subscribed to that session;
  * drape_next_frame reads its client's inbox. Each inbox is bounded and drops
@@ -49,16 +53,24 @@
 /* nng's queue on the shared socket, ahead of the receiver thread (nng's
  * maximum is 8192). The receiver only routes, so this rarely fills. */
 #define SHARED_RECVBUF 1024
+/* The receiver's longest wait in nng_recvmsg, so it notices that the last
+ * member left; also the silence that counts as a quiet stream. Frames of a
+ * 24 fps run come 42 ms apart, so one run's gaps are long enough. */
+#define QUIET_MS 50
+/* The longest a stream with no members waits for a quiet moment. */
+#define DRAIN_MAX_MS 30000
 
 struct client_stream {
 	client_stream *next; /* in the process-wide list */
 	char *key;           /* URL and TLS identity it was dialed with */
 	nng_socket sock;
 	nng_tls_config *tls; /* a hold on the dialer's TLS configuration, or NULL */
-	pthread_t receiver;
 	pthread_mutex_t lock;
 	client_stream_member *members;
 	uint32_t member_count;
+	/* The last member left: the receiver closes the socket when the
+	 * stream is quiet, and frees s. */
+	bool draining;
 	size_t max_message; /* the largest any member accepts */
 };
 
@@ -152,18 +164,38 @@ static void route(client_stream *s, nng_msg *msg)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* The receiver thread: routes messages until the socket is closed. */
+static void stream_free(client_stream *s);
+
+/* The receiver thread: routes messages while the stream has members; once
+ * the last has left, drops them and closes the socket at the first
+ * QUIET_MS without one (see the top of the file), then frees the stream. */
 static void *receiver_main(void *arg)
 {
 	client_stream *s = arg;
+	int64_t drain_since = 0;
 	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		bool draining = s->draining;
+		pthread_mutex_unlock(&s->lock);
+		if (draining && drain_since == 0)
+			drain_since = client_now_ms();
 		nng_msg *msg;
 		int rv = nng_recvmsg(s->sock, &msg, 0);
+		if (rv == 0) {
+			if (draining)
+				nng_msg_free(msg);
+			else
+				route(s, msg);
+		}
+		/* A wait that began after draining started and saw nothing
+		 * means the pipe is idle: its teardown cannot meet a receive. */
+		if (draining && (rv == NNG_ETIMEDOUT || client_now_ms() - drain_since > DRAIN_MAX_MS))
+			break;
 		if (rv == NNG_ECLOSED)
-			return NULL;
-		if (rv == 0)
-			route(s, msg);
+			break;
 	}
+	stream_free(s);
+	return NULL;
 }
 
 /* ---- Opening and closing ----------------------------------------------------------- */
@@ -199,6 +231,7 @@ static client_stream *stream_create(const char *url, nng_tls_config *tls, const 
 	/* A deeper queue than nng's default lets the stream absorb a burst
 	 * while the receiver thread catches up. */
 	nng_socket_set_int(s->sock, NNG_OPT_RECVBUF, SHARED_RECVBUF);
+	nng_socket_set_ms(s->sock, NNG_OPT_RECVTIMEO, QUIET_MS);
 	nng_socket_set_ms(s->sock, NNG_OPT_RECONNMINT, 50);
 	nng_socket_set_ms(s->sock, NNG_OPT_RECONNMAXT, 1000);
 	/* A TLS stream is verified like the control connection (the server
@@ -212,31 +245,41 @@ static client_stream *stream_create(const char *url, nng_tls_config *tls, const 
 		rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK);
 	if (rv == 0 && pthread_mutex_init(&s->lock, NULL) != 0)
 		rv = NNG_ENOMEM;
-	if (rv == 0 && pthread_create(&s->receiver, NULL, receiver_main, s) != 0) {
+	if (rv == 0 && tls != NULL && client_url_is_tls(url)) {
+		nng_tls_config_hold(tls);
+		s->tls = tls;
+	}
+	/* The receiver frees the stream when it is done, so nobody joins it. */
+	pthread_t receiver;
+	pthread_attr_t attr;
+	if (rv == 0 && pthread_attr_init(&attr) != 0) {
 		pthread_mutex_destroy(&s->lock);
 		rv = NNG_ENOMEM;
+	} else if (rv == 0) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&receiver, &attr, receiver_main, s) != 0) {
+			pthread_mutex_destroy(&s->lock);
+			rv = NNG_ENOMEM;
+		}
+		pthread_attr_destroy(&attr);
 	}
 	if (rv != 0) {
-		/* Nothing was received yet, so this close has no traffic to
-		 * race with. */
+		/* The dialer has only just started, so there is next to no
+		 * traffic for this close to meet. */
 		nng_close(s->sock);
+		if (s->tls != NULL)
+			nng_tls_config_free(s->tls);
 		free(s->key);
 		free(s);
 		return NULL;
 	}
-	if (tls != NULL && client_url_is_tls(url)) {
-		nng_tls_config_hold(tls);
-		s->tls = tls;
-	}
 	return s;
 }
 
-/* Closes the socket (which ends the receiver's nng_recvmsg) and frees s.
- * Called once, after the last member left and s left the list. */
-static void stream_destroy(client_stream *s)
+/* Closes the socket and frees s; the receiver's last act. */
+static void stream_free(client_stream *s)
 {
 	nng_close(s->sock);
-	pthread_join(s->receiver, NULL);
 	pthread_mutex_destroy(&s->lock);
 	if (s->tls != NULL)
 		nng_tls_config_free(s->tls);
@@ -420,19 +463,20 @@ void client_stream_leave(client_stream_member *m)
 	while (*p != m)
 		p = &(*p)->next;
 	*p = m->next;
-	bool last = --s->member_count == 0;
-	pthread_mutex_unlock(&s->lock);
-	if (last) {
-		/* Out of the list first, so a client connecting meanwhile dials
-		 * a new socket instead of joining one being closed. */
+	if (--s->member_count == 0) {
+		/* Out of the list, so a client connecting later dials a new
+		 * socket instead of joining one about to close. Subscribing to
+		 * every topic lets the receiver see all traffic, and so know
+		 * when the pipe is quiet. */
 		client_stream **q = &streams;
 		while (*q != s)
 			q = &(*q)->next;
 		*q = s->next;
+		nng_socket_set(s->sock, NNG_OPT_SUB_SUBSCRIBE, "", 0);
+		s->draining = true;
 	}
+	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_unlock(&streams_lock);
-	if (last)
-		stream_destroy(s);
 	pthread_cond_destroy(&m->ready);
 	free(m->sessions);
 	free(m);
