@@ -9,6 +9,7 @@
  */
 #include "tests/unit/check.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -551,6 +552,57 @@ static void test_two_readers_one_session(void)
 	       r[0].matched, n / 2, r[1].matched, n);
 }
 
+/* Open descriptors of process pid, -1 if they cannot be listed. */
+static int fd_count(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(path);
+	if (d == NULL)
+		return -1;
+	int n = 0;
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	return n - 2;
+}
+
+/* The shared stream connection is closed once its last client has left and
+ * the stream is quiet: the daemon's descriptors go back to what they were
+ * before the client connected (control and stream connection both gone),
+ * and a client connecting afterwards gets its frames through a new one. */
+static void test_stream_closed_after_last_client(void)
+{
+	scene sc;
+	scene_make(&sc, 8, 8, 0.0f, 2);
+	float *ref = reference(&sc, 3);
+	CHECK(ref != NULL);
+	int before = fd_count(d_ipc.pid);
+	CHECK(before > 0);
+	for (int round = 0; round < 2; round++) {
+		drape_client *c;
+		drape_session s;
+		CHECK_OK(drape_connect(d_ipc.url, NULL, &c, NULL));
+		CHECK_OK(create(c, &sc, "closing", &s));
+		CHECK_OK(drape_session_run(c, s, 3, NULL, NULL));
+		CHECKF(receive_and_compare(c, s, &sc, ref, 1, 3) == 3, "round %d: frames", round);
+		int open = fd_count(d_ipc.pid);
+		CHECKF(open >= before + 2, "round %d: %d descriptors with a client, %d before", round,
+		       open, before);
+		drape_session_delete(c, s, NULL);
+		drape_close(c);
+		int now = fd_count(d_ipc.pid);
+		for (int i = 0; i < 100 && now > before; i++) {
+			sleep_ms(20);
+			now = fd_count(d_ipc.pid);
+		}
+		CHECKF(now <= before, "round %d: %d descriptors 2 s after the close, %d before", round,
+		       now, before);
+	}
+	free(ref);
+	scene_free(&sc);
+}
+
 /*
  * Cancel stops a 1000-frame run within a frame. What is asserted, with F the
  * frames_done of a status taken just before the cancel, C the frames_done in
@@ -1004,6 +1056,7 @@ int main(int argc, char **argv)
 		CHECK_TEST(test_frames_without_stream),
 		CHECK_TEST(test_two_clients_two_sessions),
 		CHECK_TEST(test_two_readers_one_session),
+		CHECK_TEST(test_stream_closed_after_last_client),
 		CHECK_TEST(test_cancel_within_a_frame),
 		CHECK_TEST(test_reconnect_after_frame_5),
 		CHECK_TEST(test_late_slow_reader),
