@@ -24,7 +24,8 @@
  * has been quiet for QUIET_MS: the receiver thread subscribes to every
  * topic to see all traffic, and closes the socket itself at the first quiet
  * moment (or after DRAIN_MAX_MS, to bound what a stream that never pauses
- * costs). drape_close does not wait for it; a process that exits first
+ * costs). A client that connects meanwhile takes the socket back into use.
+ * drape_close does not wait for any of it; a process that exits first
  * never closes the socket at all. Closing a single stream socket while
  * another process's sessions streamed hung 1 of 60 times before this
  * wait; only a newer nng removes the chance left at a quiet close.
@@ -68,8 +69,8 @@ struct client_stream {
 	pthread_mutex_t lock;
 	client_stream_member *members;
 	uint32_t member_count;
-	/* The last member left: the receiver closes the socket when the
-	 * stream is quiet, and frees s. */
+	/* No member is left: the receiver closes the socket when the stream
+	 * is quiet and frees s, unless a client joins first. */
 	bool draining;
 	size_t max_message; /* the largest any member accepts */
 };
@@ -166,6 +167,24 @@ static void route(client_stream *s, nng_msg *msg)
 
 static void stream_free(client_stream *s);
 
+/* Takes s out of the list if it still has no member (true); a client
+ * joining from now on dials a new socket. */
+static bool stream_retire(client_stream *s)
+{
+	pthread_mutex_lock(&streams_lock);
+	pthread_mutex_lock(&s->lock);
+	bool retire = s->draining;
+	if (retire) {
+		client_stream **q = &streams;
+		while (*q != s)
+			q = &(*q)->next;
+		*q = s->next;
+	}
+	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&streams_lock);
+	return retire;
+}
+
 /* The receiver thread: routes messages while the stream has members; once
  * the last has left, drops them and closes the socket at the first
  * QUIET_MS without one (see the top of the file), then frees the stream. */
@@ -189,10 +208,11 @@ static void *receiver_main(void *arg)
 		}
 		/* A wait that began after draining started and saw nothing
 		 * means the pipe is idle: its teardown cannot meet a receive. */
-		if (draining && (rv == NNG_ETIMEDOUT || client_now_ms() - drain_since > DRAIN_MAX_MS))
-			break;
-		if (rv == NNG_ECLOSED)
-			break;
+		if (draining && (rv == NNG_ETIMEDOUT || client_now_ms() - drain_since > DRAIN_MAX_MS)) {
+			if (stream_retire(s))
+				break;
+			drain_since = 0; /* a client joined meanwhile */
+		}
 	}
 	stream_free(s);
 	return NULL;
@@ -336,6 +356,12 @@ client_stream_member *client_stream_join(const char *url, nng_tls_config *tls, c
 		return NULL;
 	}
 	pthread_mutex_lock(&s->lock);
+	if (s->draining) {
+		/* The last client left moments ago and the receiver has not
+		 * closed the socket yet: take it back into use. */
+		nng_socket_set(s->sock, NNG_OPT_SUB_UNSUBSCRIBE, "", 0);
+		s->draining = false;
+	}
 	m->stream = s;
 	m->next = s->members;
 	s->members = m;
@@ -464,14 +490,8 @@ void client_stream_leave(client_stream_member *m)
 		p = &(*p)->next;
 	*p = m->next;
 	if (--s->member_count == 0) {
-		/* Out of the list, so a client connecting later dials a new
-		 * socket instead of joining one about to close. Subscribing to
-		 * every topic lets the receiver see all traffic, and so know
-		 * when the pipe is quiet. */
-		client_stream **q = &streams;
-		while (*q != s)
-			q = &(*q)->next;
-		*q = s->next;
+		/* Subscribing to every topic lets the receiver see all
+		 * traffic, and so know when the pipe is quiet. */
 		nng_socket_set(s->sock, NNG_OPT_SUB_SUBSCRIBE, "", 0);
 		s->draining = true;
 	}
