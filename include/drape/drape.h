@@ -30,8 +30,9 @@
  * program that talks to the server from several threads opens one client
  * per thread, and may connect and close them on any threads at once.
  * Clients of one process that receive frames share one connection to the
- * frame stream (per stream URL and TLS settings), closed with the last of
- * them. Functions that take no client are thread-safe.
+ * frame stream (per stream URL and TLS settings), closed in the background
+ * once the last of them has left and the stream is quiet. Functions that
+ * take no client are thread-safe.
  *
  * The library links nng and msgpack-c; this header includes neither.
  */
@@ -134,7 +135,8 @@ drape_err drape_connect(const char *url, const drape_client_opts *opts, drape_cl
 			drape_error *err);
 
 /* Closes the client's control socket, leaves the process's shared stream
- * connection (the last client to leave closes it) and frees the client and
+ * connection (closed in the background after the last client leaves, see
+ * the thread rule above) and frees the client and
  * every frame it still buffers. Sessions stay on the server. NULL is fine.
  * Clients may be closed on several threads at once. */
 void drape_close(drape_client *c);
