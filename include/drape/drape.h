@@ -136,9 +136,9 @@ drape_err drape_connect(const char *url, const drape_client_opts *opts, drape_cl
 
 /* Closes the client's control socket, leaves the process's shared stream
  * connection (closed in the background after the last client leaves, see
- * the thread rule above) and frees the client and
- * every frame it still buffers. Sessions stay on the server. NULL is fine.
- * Clients may be closed on several threads at once. */
+ * the thread rule above) and frees the client and every frame it still
+ * buffers. Sessions stay on the server. NULL is fine. Clients may be
+ * closed on several threads at once. */
 void drape_close(drape_client *c);
 
 /* Server limits as announced by hello; 0 means "no limit" except for
