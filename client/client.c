@@ -16,7 +16,6 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include <nng/protocol/pubsub0/sub.h>
 #include <nng/protocol/reqrep0/req.h>
 
 /* Default largest reply: frames.get replies carry many frames, so replies
@@ -236,6 +235,30 @@ out:
 		return rc;
 	}
 	*out = t;
+	return DRAPE_OK;
+}
+
+/* The TLS settings as one string, so that clients share a stream
+ * connection only when it was set up and verified as each would have
+ * done it. */
+static drape_err tls_identity(const drape_client_opts *o, char **out, drape_error *err)
+{
+	const char *parts[] = {o->tls_ca_file, o->tls_cert_file, o->tls_key_file, o->tls_server_name};
+	size_t n = 1;
+	for (size_t i = 0; i < 4; i++)
+		n += (parts[i] != NULL ? strlen(parts[i]) : 0) + 1;
+	char *id = malloc(n);
+	if (id == NULL)
+		return drape_error_setf(err, DRAPE_ENOMEM, "connect: out of memory");
+	id[0] = '\0';
+	for (size_t i = 0; i < 4; i++) {
+		/* A separator that cannot occur in a path or host name keeps
+		 * ("a", "bc") and ("ab", "c") apart. */
+		if (parts[i] != NULL)
+			strcat(id, parts[i]);
+		strcat(id, "\n");
+	}
+	*out = id;
 	return DRAPE_OK;
 }
 
@@ -473,6 +496,7 @@ static void client_free(drape_client *c)
 	free(c->url);
 	free(c->auth);
 	free(c->client_name);
+	free(c->tls_id);
 	if (c->tls != NULL)
 		nng_tls_config_free(c->tls);
 	free(c);
@@ -527,6 +551,8 @@ drape_err drape_connect(const char *url, const drape_client_opts *opts, drape_cl
 	c->opts.tls_cert_file = c->opts.tls_key_file = NULL;
 	if (client_url_is_tls(url)) {
 		drape_err trc = tls_make(&o, url, &c->tls, err);
+		if (trc == DRAPE_OK)
+			trc = tls_identity(&o, &c->tls_id, err);
 		if (trc != DRAPE_OK) {
 			client_free(c);
 			return trc;
@@ -601,33 +627,10 @@ void drape_close(drape_client *c)
 {
 	if (c == NULL)
 		return;
-	if (c->sub_open) {
-		/*
-		 * nng 1.5.2 (Debian 12) can deadlock in nng_close on a SUB
-		 * socket whose pipe still has messages arriving (nng issue
-		 * #1543: the reaper waits for a task that never starts). Stop
-		 * the traffic first: drop every subscription so the pipe
-		 * discards what still comes, close the dialer, and drain what
-		 * is already queued, so the socket is idle when it is closed.
-		 * In a 32-thread load test this let about one run in three
-		 * finish where none did; it does not remove the hang, which
-		 * needs a newer nng.
-		 */
-		for (uint32_t i = 0; i < c->track_count; i++)
-			if (c->tracks[i].subscribed) {
-				char topic[PROTO_TOPIC_LEN + 1];
-				proto_stream_topic(c->tracks[i].id, topic);
-				nng_socket_set(c->sub, NNG_OPT_SUB_UNSUBSCRIBE, topic, PROTO_TOPIC_LEN);
-			}
-		void *data;
-		size_t len;
-		while (nng_recv(c->sub, &data, &len, NNG_FLAG_ALLOC | NNG_FLAG_NONBLOCK) == 0)
-			nng_free(data, len);
-		nng_dialer_close(c->sub_dialer);
-		while (nng_recv(c->sub, &data, &len, NNG_FLAG_ALLOC | NNG_FLAG_NONBLOCK) == 0)
-			nng_free(data, len);
-		nng_close(c->sub);
-	}
+	/* The stream connection is shared and closed by its last client (see
+	 * client/stream.c for why); the REQ socket is this client's own and
+	 * idle here, since each request waits for its reply. */
+	client_stream_leave(c->stream);
 	nng_close(c->req);
 	client_free(c);
 }

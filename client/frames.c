@@ -22,8 +22,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <nng/protocol/pubsub0/sub.h>
-
 /* Frames buffered per track, and their total size; beyond either, stream
  * frames are dropped (and fetched again later), so a slow reader holds
  * bounded memory. */
@@ -88,13 +86,10 @@ static void track_clear_queue(client_track *t)
 
 static void subscribe(drape_client *c, client_track *t, bool on)
 {
-	if (!c->sub_open || t->subscribed == on)
+	if (c->stream == NULL || t->subscribed == on)
 		return;
-	char topic[PROTO_TOPIC_LEN + 1];
-	proto_stream_topic(t->id, topic);
-	nng_socket_set(c->sub, on ? NNG_OPT_SUB_SUBSCRIBE : NNG_OPT_SUB_UNSUBSCRIBE, topic,
-		       PROTO_TOPIC_LEN);
-	t->subscribed = on;
+	if (client_stream_subscribe(c->stream, t->id, on))
+		t->subscribed = on;
 }
 
 void client_track_forget(drape_client *c, uint32_t id)
@@ -119,35 +114,14 @@ void client_tracks_free(drape_client *c)
 	c->track_count = c->track_cap = 0;
 }
 
-/* Opens the SUB socket on first use. The dial is non-blocking, so a stream
- * URL that cannot be reached only means frames come by polling. */
+/* Joins the stream on first use (see stream.c); if that fails, frames come
+ * by polling. */
 static void stream_open(drape_client *c)
 {
-	if (c->sub_open || !c->opts.use_stream || c->info.stream_url[0] == '\0')
+	if (c->stream != NULL || !c->opts.use_stream || c->info.stream_url[0] == '\0')
 		return;
-	if (nng_sub0_open(&c->sub) != 0)
-		return;
-	nng_socket_set_size(c->sub, NNG_OPT_RECVMAXSZ, (size_t)c->opts.max_message);
-	/* A deeper queue than nng's default lets a briefly busy reader catch
-	 * up from the stream rather than through frames.get. */
-	nng_socket_set_int(c->sub, NNG_OPT_RECVBUF, 256);
-	nng_socket_set_ms(c->sub, NNG_OPT_RECONNMINT, 50);
-	nng_socket_set_ms(c->sub, NNG_OPT_RECONNMAXT, 1000);
-	/* A TLS stream is verified like the control connection (the server
-	 * uses the same certificate for both); without a TLS configuration
-	 * nng's default would trust nothing, so frames come by polling. */
-	nng_dialer d;
-	int rv = nng_dialer_create(&d, c->sub, c->info.stream_url);
-	if (rv == 0 && client_url_is_tls(c->info.stream_url))
-		rv = c->tls != NULL ? nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, c->tls) : NNG_EINVAL;
-	if (rv == 0)
-		rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK);
-	if (rv != 0) {
-		nng_close(c->sub);
-		return;
-	}
-	c->sub_dialer = d;
-	c->sub_open = true;
+	c->stream = client_stream_join(c->info.stream_url, c->tls, c->tls_id,
+				       (size_t)c->opts.max_message);
 }
 
 static drape_err track_get(drape_client *c, uint32_t id, client_track **out, drape_error *err)
@@ -325,14 +299,13 @@ static drape_err track_fetch(drape_client *c, client_track *t, uint32_t *got, dr
  * Returns true if it told us something new about track `t`. */
 static bool stream_receive(drape_client *c, client_track *t, int32_t wait_ms)
 {
-	nng_socket_set_ms(c->sub, NNG_OPT_RECVTIMEO, wait_ms);
-	void *data = NULL;
-	size_t len = 0;
-	if (nng_recv(c->sub, &data, &len, NNG_FLAG_ALLOC) != 0)
+	nng_msg *msg = client_stream_recv(c->stream, wait_ms);
+	if (msg == NULL)
 		return false;
 	proto_stream_msg m;
-	drape_err rc = proto_stream_decode(data, len, (size_t)c->opts.max_message, &m, NULL);
-	nng_free(data, len);
+	drape_err rc = proto_stream_decode(nng_msg_body(msg), nng_msg_len(msg),
+					   (size_t)c->opts.max_message, &m, NULL);
+	nng_msg_free(msg);
 	/* The stream is an optimisation: a message that does not decode is
 	 * dropped, and the frame it carried is fetched like any other gap. */
 	if (rc != DRAPE_OK)
@@ -465,7 +438,7 @@ drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, i
 			 * publishes the end of the run only after that frame. So with
 			 * the stream, a cancel is final once its end message came, or
 			 * after a bounded wait in case the stream dropped it. */
-			if (st.state == DRAPE_STATE_CANCELED && c->sub_open && !t->end_seen &&
+			if (st.state == DRAPE_STATE_CANCELED && c->stream != NULL && !t->end_seen &&
 			    t->saw_active) {
 				int64_t now = client_now_ms();
 				if (end_wait_until == 0)
@@ -492,7 +465,7 @@ drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, i
 		int64_t wait = poll_at - now;
 		if (deadline - now < wait)
 			wait = deadline - now;
-		if (c->sub_open) {
+		if (c->stream != NULL) {
 			if (stream_receive(c, t, (int32_t)wait))
 				poll_at = client_now_ms() + c->opts.poll_interval_ms;
 		} else {

@@ -31,11 +31,16 @@ typedef struct client_track {
 	size_t vertex_bytes;   /* size of one frame's positions, once one was seen */
 } client_track;
 
+/* The frame stream's SUB socket, shared by the clients of the process that
+ * dial the same stream (stream.c), and one client's place in it. */
+typedef struct client_stream client_stream;
+typedef struct client_stream_member client_stream_member;
+
 struct drape_client {
 	nng_socket req;
-	nng_socket sub;
-	nng_dialer sub_dialer;
-	bool sub_open;
+	/* This client's place on the shared stream socket once frames were
+	 * asked for; NULL before, or when frames come only by polling. */
+	client_stream_member *stream;
 	char *url;
 	char *auth;
 	size_t auth_len;
@@ -51,6 +56,10 @@ struct drape_client {
 	/* TLS configuration of the REQ dialer, reused by the SUB dialer when
 	 * the stream URL is TLS too; NULL for a plain URL. */
 	nng_tls_config *tls;
+	/* What, besides the URL, decides whether two clients may share a
+	 * stream connection: the TLS files and server name; NULL for a
+	 * plain URL. */
+	char *tls_id;
 };
 
 /* True for URLs whose transport runs over TLS (tls+tcp://, wss://). */
@@ -71,6 +80,24 @@ drape_err client_nng_error(int rv, const char *what, drape_error *err);
 void client_track_forget(drape_client *c, uint32_t id);
 /* Frees every track (drape_close). */
 void client_tracks_free(drape_client *c);
+
+/*
+ * Joins the process's stream connection to url (dialing it if this is the
+ * first client to want it); tls is the client's TLS configuration (held by
+ * the connection while it lasts) and tls_id its identity, see tls_id above.
+ * NULL if no connection could be set up: frames then come by polling.
+ */
+client_stream_member *client_stream_join(const char *url, nng_tls_config *tls, const char *tls_id,
+					 size_t max_message);
+/* Adds or drops the member's subscription to a session's frames; false if
+ * out of memory (the frames then come by polling). */
+bool client_stream_subscribe(client_stream_member *m, uint32_t session, bool on);
+/* The next stream message for one of the member's sessions, waiting up to
+ * wait_ms; NULL if none came. The caller frees it with nng_msg_free. */
+nng_msg *client_stream_recv(client_stream_member *m, int32_t wait_ms);
+/* Leaves the stream connection (NULL is ignored); the last member to leave
+ * closes it. */
+void client_stream_leave(client_stream_member *m);
 
 /* Milliseconds of a monotonic clock. */
 int64_t client_now_ms(void);

@@ -389,7 +389,12 @@ static void *lt_stalled_main(void *arg)
 	}
 	bool made = lt_create(w, c, &g, &s) == DRAPE_OK;
 	if (made) {
-		drape_err rc = drape_session_run(c, s, 0, NULL, &err);
+		/* Seeking to the first frame subscribes to the session's stream
+		 * (drape_next_frame would too, but this client never calls it). */
+		drape_err rc = drape_frames_seek(c, s, 1, &err);
+		if (rc != DRAPE_OK)
+			lt_error(w, "frames.seek (stalled)", rc, &err);
+		rc = drape_session_run(c, s, 0, NULL, &err);
 		if (rc != DRAPE_OK)
 			lt_error(w, "session.run (stalled)", rc, &err);
 	}

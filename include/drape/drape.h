@@ -28,7 +28,11 @@
  * Thread-safety: a drape_client may be used by one thread at a time (calls
  * on one client must not overlap); distinct clients are independent, so a
  * program that talks to the server from several threads opens one client
- * per thread. Functions that take no client are thread-safe.
+ * per thread, and may connect and close them on any threads at once.
+ * Clients of one process that receive frames share one connection to the
+ * frame stream (per stream URL and TLS settings), closed in the background
+ * once the last of them has left and the stream is quiet. Functions that
+ * take no client are thread-safe.
  *
  * The library links nng and msgpack-c; this header includes neither.
  */
@@ -130,8 +134,11 @@ void drape_client_opts_default(drape_client_opts *opts);
 drape_err drape_connect(const char *url, const drape_client_opts *opts, drape_client **out,
 			drape_error *err);
 
-/* Closes the sockets and frees the client and every frame it still buffers.
- * Sessions stay on the server. NULL is fine. */
+/* Closes the client's control socket, leaves the process's shared stream
+ * connection (closed in the background after the last client leaves, see
+ * the thread rule above) and frees the client and every frame it still
+ * buffers. Sessions stay on the server. NULL is fine. Clients may be
+ * closed on several threads at once. */
 void drape_close(drape_client *c);
 
 /* Server limits as announced by hello; 0 means "no limit" except for

@@ -9,6 +9,7 @@
  */
 #include "tests/unit/check.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -421,13 +422,30 @@ static void test_frames_without_stream(void)
 	frames_match(d_ipc.url, false);
 }
 
+/* Joins n threads that each close a client. One stuck in drape_close (nng
+ * 1.5.2 could hang there) cannot be cancelled safely, so after 60 s this
+ * reports the failure and ends the program instead of hanging the suite. */
+static void join_within_60s(pthread_t *th, int n)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 60;
+	for (int i = 0; i < n; i++) {
+		int rv = pthread_timedjoin_np(th[i], NULL, &until);
+		CHECKF(rv == 0, "thread %d did not finish (and close its client) within 60 s", i);
+		if (rv != 0)
+			_exit(1);
+	}
+}
+
 typedef struct worker {
 	const char *url;
 	float wind;
 	uint32_t matched;
 	uint32_t frames;
 	uint32_t session;
-	drape_client *client; /* closed by the main thread after the join */
+	pthread_barrier_t *close_together; /* both workers close at once */
+	bool closed;
 } worker;
 
 static void *worker_main(void *arg)
@@ -436,7 +454,7 @@ static void *worker_main(void *arg)
 	scene sc;
 	scene_make(&sc, 20, 20, w->wind, 4);
 	float *ref = reference(&sc, w->frames);
-	drape_client *c;
+	drape_client *c = NULL;
 	drape_session s;
 	if (ref != NULL && drape_connect(w->url, NULL, &c, NULL) == DRAPE_OK) {
 		if (create(c, &sc, "worker", &s) == DRAPE_OK &&
@@ -445,31 +463,152 @@ static void *worker_main(void *arg)
 			w->matched = receive_and_compare(c, s, &sc, ref, 1, w->frames);
 			drape_session_delete(c, s, NULL);
 		}
-		w->client = c;
 	}
+	/* Both clients close at the same moment, each on its own thread, as
+	 * plugins on several threads do: with nng 1.5.2 this used to hang in
+	 * nng_close of the stream's SUB socket. */
+	pthread_barrier_wait(w->close_together);
+	drape_close(c);
+	w->closed = true;
 	free(ref);
 	scene_free(&sc);
 	return NULL;
 }
 
 /* Two clients on two threads run two different sessions at once; each must
- * get exactly its own frames. */
+ * get exactly its own frames, and both then close at once. */
 static void test_two_clients_two_sessions(void)
 {
-	worker w[2] = {{d_tcp.url, -3.0f, 0, 40, 0, NULL}, {d_tcp.url, 3.0f, 0, 40, 0, NULL}};
+	pthread_barrier_t close_together;
+	CHECK(pthread_barrier_init(&close_together, NULL, 2) == 0);
+	worker w[2] = {{d_tcp.url, -3.0f, 0, 40, 0, &close_together, false},
+		       {d_tcp.url, 3.0f, 0, 40, 0, &close_together, false}};
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
 		CHECK(pthread_create(&th[i], NULL, worker_main, &w[i]) == 0);
-	for (int i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
-	/* Closed one after the other, on this thread: nng 1.5.2 can deadlock
-	 * when SUB sockets close concurrently (nng issue #1543), and closing
-	 * is not what this test is about. */
-	for (int i = 0; i < 2; i++)
-		drape_close(w[i].client);
+	join_within_60s(th, 2);
+	pthread_barrier_destroy(&close_together);
+	CHECK(w[0].closed && w[1].closed);
 	CHECK(w[0].session != 0 && w[1].session != 0 && w[0].session != w[1].session);
 	CHECKF(w[0].matched == 40 && w[1].matched == 40, "matched %u and %u of 40", w[0].matched,
 	       w[1].matched);
+}
+
+/* One reader of a shared session: reads frames 1..last of it on its own
+ * client (connected and subscribed beforehand), then closes that client. */
+typedef struct reader {
+	drape_client *client;
+	drape_session session;
+	const scene *sc;
+	const float *ref;
+	uint32_t last;
+	uint32_t matched;
+} reader;
+
+static void *reader_main(void *arg)
+{
+	reader *r = arg;
+	r->matched = receive_and_compare(r->client, r->session, r->sc, r->ref, 1, r->last);
+	drape_close(r->client);
+	return NULL;
+}
+
+/* Two clients of one process read the same session at once, so they share
+ * the stream connection and each message goes to both; one stops halfway
+ * and closes while the other goes on: each must still get every frame it
+ * asks for, in order and bit for bit. Their status polls are a minute
+ * apart, longer than the 10 s each frame may take, and the run is slow
+ * enough to outlast their start, so the frames must come through the
+ * stream (a later frame reveals a dropped one, which is fetched). */
+static void test_two_readers_one_session(void)
+{
+	const uint32_t n = 60;
+	scene sc;
+	scene_make(&sc, 48, 48, 1.5f, 16);
+	float *ref = reference(&sc, n);
+	CHECK(ref != NULL);
+	drape_client *owner;
+	drape_session s;
+	CHECK_OK(drape_connect(d_ipc.url, NULL, &owner, NULL));
+	CHECK_OK(create(owner, &sc, "two readers", &s));
+	drape_client_opts o;
+	drape_client_opts_default(&o);
+	o.poll_interval_ms = 60000;
+	reader r[2] = {{NULL, s, &sc, ref, n / 2, 0}, {NULL, s, &sc, ref, n, 0}};
+	for (int i = 0; i < 2; i++) {
+		CHECK_OK(drape_connect(d_ipc.url, &o, &r[i].client, NULL));
+		CHECK_OK(drape_frames_seek(r[i].client, s, 1, NULL));
+	}
+	CHECK_OK(drape_session_run(owner, s, n, NULL, NULL));
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&th[i], NULL, reader_main, &r[i]) == 0);
+	join_within_60s(th, 2);
+	drape_session_delete(owner, s, NULL);
+	drape_close(owner);
+	free(ref);
+	scene_free(&sc);
+	CHECKF(r[0].matched == n / 2 && r[1].matched == n, "matched %u of %u and %u of %u",
+	       r[0].matched, n / 2, r[1].matched, n);
+}
+
+/* Open descriptors of process pid, -1 if they cannot be listed. */
+static int fd_count(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(path);
+	if (d == NULL)
+		return -1;
+	int n = 0;
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	return n - 2;
+}
+
+/* The shared stream connection is closed once its last client has left and
+ * the stream is quiet: the daemon's descriptors go back to what they were
+ * before the client connected (control and stream connection both gone),
+ * and a client connecting afterwards gets its frames through a new one. */
+static void test_stream_closed_after_last_client(void)
+{
+	scene sc;
+	scene_make(&sc, 8, 8, 0.0f, 2);
+	float *ref = reference(&sc, 3);
+	CHECK(ref != NULL);
+	/* A stream connection of an earlier test may still be waiting for its
+	 * quiet moment; count once the daemon's descriptors have settled. */
+	int before = fd_count(d_ipc.pid);
+	for (int i = 0, same = 0; i < 150 && same < 10; i++) {
+		sleep_ms(20);
+		int n = fd_count(d_ipc.pid);
+		same = n == before ? same + 1 : 0;
+		before = n;
+	}
+	CHECK(before > 0);
+	for (int round = 0; round < 2; round++) {
+		drape_client *c;
+		drape_session s;
+		CHECK_OK(drape_connect(d_ipc.url, NULL, &c, NULL));
+		CHECK_OK(create(c, &sc, "closing", &s));
+		CHECK_OK(drape_session_run(c, s, 3, NULL, NULL));
+		CHECKF(receive_and_compare(c, s, &sc, ref, 1, 3) == 3, "round %d: frames", round);
+		int open = fd_count(d_ipc.pid);
+		CHECKF(open >= before + 2, "round %d: %d descriptors with a client, %d before", round,
+		       open, before);
+		drape_session_delete(c, s, NULL);
+		drape_close(c);
+		int now = fd_count(d_ipc.pid);
+		for (int i = 0; i < 100 && now > before; i++) {
+			sleep_ms(20);
+			now = fd_count(d_ipc.pid);
+		}
+		CHECKF(now <= before, "round %d: %d descriptors 2 s after the close, %d before", round,
+		       now, before);
+	}
+	free(ref);
+	scene_free(&sc);
 }
 
 /*
@@ -924,6 +1063,8 @@ int main(int argc, char **argv)
 		CHECK_TEST(test_frames_bitwise_tcp),
 		CHECK_TEST(test_frames_without_stream),
 		CHECK_TEST(test_two_clients_two_sessions),
+		CHECK_TEST(test_two_readers_one_session),
+		CHECK_TEST(test_stream_closed_after_last_client),
 		CHECK_TEST(test_cancel_within_a_frame),
 		CHECK_TEST(test_reconnect_after_frame_5),
 		CHECK_TEST(test_late_slow_reader),
