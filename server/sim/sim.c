@@ -252,6 +252,11 @@ drape_err drape_sim_create(const drape_sim_desc *desc, drape_sim **out, drape_er
 	return sim_create_ex(desc, 0, out, err);
 }
 
+void drape_sim_set_pool(drape_sim *sim, drape_pool *pool)
+{
+	sim->pool = pool;
+}
+
 /* The caller's index of internal vertex i, and the internal index of the
  * caller's vertex j (see internal.h, "Speed"). */
 static inline uint32_t caller_of(const drape_sim *sim, uint32_t i)
