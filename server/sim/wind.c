@@ -25,9 +25,67 @@
  * the cap still uses params.density, as an estimate.
  */
 #include "server/sim/internal.h"
+#include "server/sim/pool.h"
 
 #include <float.h>
 #include <string.h>
+
+/* Everything one triangle needs, copied out of the sim so that the
+ * stores into force[] cannot make the compiler reload it. */
+typedef struct wind_job {
+	const sim_vec4 *x, *v;
+	const uint32_t *tris;
+	const float *rest_area;
+	sim_vec4 *force;
+	sim_v3 wind;
+	float drag, lift; /* half rho C_D, half rho C_L */
+	float density, inv_dt;
+	const uint32_t *chunk; /* the colour's first entry of sim->wind_chunk */
+} wind_job;
+
+/* Adds triangle t's share of drag and lift to its three vertices. */
+static inline void wind_triangle(const wind_job *restrict J, sim_vec4 *restrict force, uint32_t t)
+{
+	if (!(J->rest_area[t] > 0.0f))
+		return;
+	const sim_vec4 *x = J->x, *v = J->v;
+	uint32_t a = J->tris[3 * t], b = J->tris[3 * t + 1], c = J->tris[3 * t + 2];
+	sim_v3 xa = v3_of4(x[a]);
+	sim_v3 cr = v3_cross(v3_sub(v3_of4(x[b]), xa), v3_sub(v3_of4(x[c]), xa));
+	float twice = v3_len(cr);
+	if (!(twice > FLT_MIN))
+		return;
+	sim_v3 nrm = v3_scale(cr, 1.0f / twice);
+	float area = 0.5f * twice;
+	sim_v3 vt = v3_scale(v3_add(v3_add(v3_of4(v[a]), v3_of4(v[b])), v3_of4(v[c])), 1.0f / 3.0f);
+	sim_v3 u = v3_sub(J->wind, vt);
+	float uu = v3_dot(u, u);
+	if (!(uu > 0.0f))
+		return;
+	float ulen = sqrtf(uu);
+	float un = v3_dot(u, nrm);
+	sim_v3 f = v3_scale(nrm, J->drag * area * un * fabsf(un));
+	sim_v3 lift_dir = v3_sub(v3_scale(nrm, uu), v3_scale(u, un));
+	f = v3_add(f, v3_scale(lift_dir, J->lift * area * un / ulen));
+	/* Impulse cap: |f| dt <= m |u| with m = density * rest area. */
+	float fl = v3_len(f);
+	float cap = J->density * J->rest_area[t] * ulen * J->inv_dt;
+	if (fl > cap)
+		f = v3_scale(f, cap / fl);
+	f = v3_scale(f, 1.0f / 3.0f);
+	force[a].x += f.x, force[a].y += f.y, force[a].z += f.z;
+	force[b].x += f.x, force[b].y += f.y, force[b].z += f.z;
+	force[c].x += f.x, force[c].y += f.y, force[c].z += f.z;
+}
+
+/* Chunks [begin, end) of the job's colour, one after the other. */
+static void wind_block(void *ctx, uint32_t begin, uint32_t end)
+{
+	const wind_job *J = ctx;
+	sim_vec4 *force = J->force;
+	for (uint32_t i = J->chunk[begin]; i < J->chunk[end]; i++)
+		wind_triangle(J, force, i);
+}
 
 void sim_wind_forces(const drape_sim *sim, float dt, sim_vec4 *restrict force)
 {
@@ -36,39 +94,29 @@ void sim_wind_forces(const drape_sim *sim, float dt, sim_vec4 *restrict force)
 	const float half_rho = 0.5f * P->air_density;
 	if (!(half_rho > 0.0f) || !(P->drag > 0.0f || P->lift > 0.0f))
 		return;
-	const sim_v3 wind = v3(P->wind[0], P->wind[1], P->wind[2]);
-	const sim_vec4 *x = sim->x, *v = sim->v;
-	const uint32_t *tri = sim->tris;
-	for (uint32_t t = 0; t < sim->ntri; t++) {
-		if (!(sim->tri_rest_area[t] > 0.0f))
-			continue;
-		uint32_t a = tri[3 * t], b = tri[3 * t + 1], c = tri[3 * t + 2];
-		sim_v3 xa = v3_of4(x[a]);
-		sim_v3 cr = v3_cross(v3_sub(v3_of4(x[b]), xa), v3_sub(v3_of4(x[c]), xa));
-		float twice = v3_len(cr);
-		if (!(twice > FLT_MIN))
-			continue;
-		sim_v3 nrm = v3_scale(cr, 1.0f / twice);
-		float area = 0.5f * twice;
-		sim_v3 vt = v3_scale(v3_add(v3_add(v3_of4(v[a]), v3_of4(v[b])), v3_of4(v[c])),
-				     1.0f / 3.0f);
-		sim_v3 u = v3_sub(wind, vt);
-		float uu = v3_dot(u, u);
-		if (!(uu > 0.0f))
-			continue;
-		float ulen = sqrtf(uu);
-		float un = v3_dot(u, nrm);
-		sim_v3 f = v3_scale(nrm, half_rho * P->drag * area * un * fabsf(un));
-		sim_v3 lift_dir = v3_sub(v3_scale(nrm, uu), v3_scale(u, un));
-		f = v3_add(f, v3_scale(lift_dir, half_rho * P->lift * area * un / ulen));
-		/* Impulse cap: |f| dt <= m |u| with m = density * rest area. */
-		float fl = v3_len(f);
-		float cap = P->density * sim->tri_rest_area[t] * ulen / dt;
-		if (fl > cap)
-			f = v3_scale(f, cap / fl);
-		f = v3_scale(f, 1.0f / 3.0f);
-		force[a].x += f.x, force[a].y += f.y, force[a].z += f.z;
-		force[b].x += f.x, force[b].y += f.y, force[b].z += f.z;
-		force[c].x += f.x, force[c].y += f.y, force[c].z += f.z;
+	wind_job job = {sim->x,
+			sim->v,
+			sim->tris,
+			sim->tri_rest_area,
+			force,
+			v3(P->wind[0], P->wind[1], P->wind[2]),
+			half_rho * P->drag,
+			half_rho * P->lift,
+			P->density,
+			1.0f / dt,
+			NULL};
+	/* Within a colour no two chunks share a vertex, so the threads of
+	 * one colour add to disjoint vertices; chunks and colours go in a
+	 * fixed order, so every vertex sums its triangles in the same order
+	 * whatever the thread count. The overflow colour, if any, is serial. */
+	const sim_colouring *col = &sim->wind_col;
+	const uint32_t threads = drape_pool_threads(sim->pool);
+	for (uint32_t g = 0; g < col->colours; g++) {
+		uint32_t b = col->start[g], e = col->start[g + 1];
+		job.chunk = sim->wind_chunk + b;
+		if (col->overflow && g + 1 == col->colours)
+			wind_block(&job, 0, e - b);
+		else
+			sim_pool_for(sim->pool, e - b, (e - b + threads - 1) / threads, wind_block, &job);
 	}
 }

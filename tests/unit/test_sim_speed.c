@@ -320,7 +320,8 @@ static void test_public_arrays_in_caller_order(void)
 	grid_free(&s.g);
 }
 
-/* Every colour is sorted by its first vertex, so a sweep walks p forwards. */
+/* Every colour is sorted by its first vertex, so a sweep walks p forwards,
+ * and no colour (of constraints or of wind triangles) shares a vertex. */
 static void test_colours_walk_forwards(void)
 {
 	scene s;
@@ -341,6 +342,32 @@ static void test_colours_walk_forwards(void)
 				CHECK(seen[sim->bend[i].v[k]] != g + 1);
 				seen[sim->bend[i].v[k]] = g + 1;
 			}
+	/* The wind's chunk colours: every triangle with a rest area in one
+	 * chunk, and no two chunks of a colour sharing a vertex (wind.c adds
+	 * to the vertices of one colour's chunks from several threads). */
+	const sim_colouring *wc = &sim->wind_col;
+	CHECK(wc->colours > 1 && !wc->overflow && wc->start[wc->colours] == sim->wind_chunks);
+	uint32_t with_area = 0;
+	for (uint32_t t = 0; t < sim->ntri; t++)
+		with_area += sim->tri_rest_area[t] > 0.0f;
+	CHECK(sim->wind_chunk[0] == 0 && sim->wind_chunk[sim->wind_chunks] == with_area);
+	memset(seen, 0, sim->n * sizeof *seen);
+	/* seen[v] = the last chunk (+1) that touched v, and its colour. */
+	uint32_t *seen_colour = calloc(sim->n, sizeof *seen_colour);
+	CHECK(seen_colour != NULL);
+	for (uint32_t g = 0; g < wc->colours; g++)
+		for (uint32_t k = wc->start[g]; k < wc->start[g + 1]; k++)
+			for (uint32_t t = sim->wind_chunk[k]; t < sim->wind_chunk[k + 1]; t++) {
+				CHECK(sim->tri_rest_area[t] > 0.0f);
+				for (int j = 0; j < 3; j++) {
+					uint32_t v = sim->tris[3 * t + j];
+					/* Another chunk of the same colour has it. */
+					CHECK(!(seen_colour[v] == g + 1 && seen[v] != k + 1));
+					seen[v] = k + 1;
+					seen_colour[v] = g + 1;
+				}
+			}
+	free(seen_colour);
 	free(seen);
 	drape_sim_destroy(sim);
 	grid_free(&s.g);
