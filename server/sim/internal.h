@@ -234,4 +234,9 @@ float sim_bend_rest_angle(sim_v3 p1, sim_v3 p2, sim_v3 p3, sim_v3 p4);
  */
 void sim_wind_forces(const drape_sim *sim, float dt, sim_vec4 *restrict force);
 
+/* The same forces one triangle at a time with the scalar expressions,
+ * serially in chunk order: what the wide arithmetic of sim_wind_forces must
+ * reproduce bit for bit (test_sim_speed.c). */
+void sim_wind_forces_scalar(const drape_sim *sim, float dt, sim_vec4 *restrict force);
+
 #endif

@@ -206,12 +206,15 @@ static inline void simd_scatter(sim_vec4 *p, const uint32_t *idx, uint32_t n, si
 	((const type[8]){(r)[0] field, (r)[1] field, (r)[2] field, (r)[3] field, (r)[4] field, \
 			 (r)[5] field, (r)[6] field, (r)[7] field})
 static inline simd_f simd_load(const float *f) { return _mm256_loadu_ps(f); }
+static inline void simd_store(float *f, simd_f a) { _mm256_storeu_ps(f, a); }
 #elif SIMD_W == 4
 #define SIMD_LANES_T(type, r, field) ((const type[4]){(r)[0] field, (r)[1] field, (r)[2] field, (r)[3] field})
 static inline simd_f simd_load(const float *f) { return _mm_loadu_ps(f); }
+static inline void simd_store(float *f, simd_f a) { _mm_storeu_ps(f, a); }
 #else
 #define SIMD_LANES_T(type, r, field) ((const type[1]){(r)[0] field})
 static inline simd_f simd_load(const float *f) { return f[0]; }
+static inline void simd_store(float *f, simd_f a) { f[0] = a; }
 #endif
 #define SIMD_IDX(r, field) SIMD_LANES_T(uint32_t, r, field)
 #define SIMD_FLT(r, field) simd_load(SIMD_LANES_T(float, r, field))
