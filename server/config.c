@@ -52,6 +52,11 @@ static const srv_opt srv_opts[] = {
 	  "else ~/.local/state/drape, or /var/lib/drape for root" },
 	{ "threads", SRV_OPT_U32, OFF(threads), 0, 1024, "N",
 	  "solver worker threads, one frame per work item. Default: number of cores" },
+	{ "pool-threads", SRV_OPT_U32, OFF(pool_threads), 0, 256, "N",
+	  "threads of the one solver pool all sessions share: a session solving alone splits "
+	  "each frame over N threads (its worker and N-1 pool threads); sessions solving side "
+	  "by side each keep to their own worker. 1 = no pool. Results never depend on it. "
+	  "Default: number of cores" },
 	{ "config", SRV_OPT_CONFIG, 0, 0, 0, "FILE",
 	  "JSON object whose keys are these long option names; the command line wins" },
 	{ "idle-timeout", SRV_OPT_U64, OFF(idle_timeout_s), 0, 0, "SECONDS",
@@ -496,6 +501,10 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 	if (c->threads == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		c->threads = n > 0 ? (uint32_t)(n > 1024 ? 1024 : n) : 1;
+	}
+	if (c->pool_threads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		c->pool_threads = n > 0 ? (uint32_t)(n > 256 ? 256 : n) : 1;
 	}
 	if (c->frames_in_memory == 0)
 		c->frames_in_memory = 1;

@@ -24,6 +24,7 @@ typedef struct srv_config {
 	size_t auth_token_len;
 	char *auth_token_file;
 	uint32_t threads;           /* solver workers (0 before finish = cores) */
+	uint32_t pool_threads;      /* threads of the shared solver pool, 1 = none (0 before finish = cores) */
 	uint32_t ipc_mode;          /* permissions of ipc socket files */
 	uint64_t idle_timeout_s;    /* 0 = never */
 	uint64_t max_message;

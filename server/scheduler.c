@@ -101,6 +101,7 @@ static void srv_work(uv_work_t *w)
 	s->work_disk_ok = false;
 	s->work_msg = NULL;
 	s->work_msg_len = 0;
+	drape_sim_set_pool(s->sim, s->work_pool);
 	s->work_rc = drape_sim_step(s->sim, &s->work_stats, &s->work_err);
 	if (s->work_rc != DRAPE_OK)
 		return;
@@ -229,6 +230,15 @@ void srv_sched_kick(srv_server *srv)
 		s->work_target = s->target;
 		s->work_last_target = s->last_target;
 		s->work_params = s->params;
+		/* The shared pool goes to a frame that will solve alone: with
+		 * other frames in flight, or others waiting for a free worker,
+		 * the cores are already busy with sessions, and pool threads
+		 * would only preempt them. (A frame that got it keeps it to its
+		 * end when another starts meanwhile; the pool never makes one
+		 * wait for the other, see pool.h.) */
+		s->work_pool = srv->in_flight == 0 && (srv->runq_head == NULL || srv->cfg->threads == 1)
+				       ? srv->pool
+				       : NULL;
 		s->busy = true;
 		s->started = true;
 		s->state = PROTO_STATE_RUNNING;

@@ -103,7 +103,8 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 {
 	memset(s, 0, sizeof *s);
 	s->cfg = cfg;
-	snprintf(s->build, sizeof s->build, "draped " SRV_VERSION " (%s)", drape_sim_build());
+	snprintf(s->build, sizeof s->build, "draped " SRV_VERSION " (%s, solver pool of %u thread%s)",
+		 drape_sim_build(), (unsigned)cfg->pool_threads, cfg->pool_threads == 1 ? "" : "s");
 	srv_sessions_init(&s->sessions);
 	if (!srv_replay_init(&s->replay, 4096)) {
 		srv_error("out of memory");
@@ -116,6 +117,14 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 	}
 	s->loop_ready = true;
 	s->started_ms = uv_now(&s->loop);
+	if (cfg->pool_threads > 1) {
+		drape_error err;
+		if (drape_pool_create(cfg->pool_threads, &s->pool, &err) != DRAPE_OK) {
+			srv_error("cannot start the solver pool of %u threads: %s",
+				  (unsigned)cfg->pool_threads, err.message);
+			return SRV_EXIT_SOFTWARE;
+		}
+	}
 
 	int e = srv_ckpt_prepare(s);
 	if (e != 0) {
@@ -148,8 +157,8 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 	uv_signal_start(&s->sigint, srv_on_signal, SIGINT);
 	/* A client that vanishes mid-reply must not kill the daemon. */
 	signal(SIGPIPE, SIG_IGN);
-	srv_info("%s ready: %u solver threads, idle timeout %llu s, max message %llu bytes", s->build,
-		 (unsigned)cfg->threads, (unsigned long long)cfg->idle_timeout_s,
+	srv_info("%s ready: %u solver threads, pool of %u, idle timeout %llu s, max message %llu bytes",
+		 s->build, (unsigned)cfg->threads, (unsigned)cfg->pool_threads, (unsigned long long)cfg->idle_timeout_s,
 		 (unsigned long long)cfg->max_message);
 	return SRV_EXIT_OK;
 }
@@ -182,6 +191,9 @@ void srv_server_free(srv_server *s)
 		uv_loop_close(&s->loop);
 	}
 	srv_sessions_free(&s->sessions);
+	/* After the loop has run dry: no frame is stepping any more. */
+	drape_pool_destroy(s->pool);
+	s->pool = NULL;
 	srv_replay_free(&s->replay);
 	srv_fieldcache_clear();
 }

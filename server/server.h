@@ -58,7 +58,10 @@ typedef struct srv_server {
 	bool loop_ready;    /* uv_loop_init succeeded */
 	uint64_t started_ms;
 	double started_s;
-	char build[128];    /* "draped 0.1.0 (avx2)" */
+	char build[128];    /* "draped 0.1.0 (avx2, solver pool of 2 threads)" */
+	/* The one solver pool every session shares (--pool-threads; NULL for
+	 * 1). srv_sched_kick hands it to a frame that solves alone. */
+	drape_pool *pool;
 	char sessions_dir[4096];
 } srv_server;
 

@@ -152,9 +152,9 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	desc.pins = c->pins;
 	desc.pin_count = c->pin_count;
 	desc.params = *p;
-	/* Each session steps on the one worker that holds its frame: the
-	 * daemon gets its parallelism from many sessions, and a session's
-	 * result never depends on how busy the box is. */
+	/* The shared pool is handed over frame by frame (srv_sched_kick):
+	 * a session solving alone gets it, sessions solving side by side
+	 * keep to their own worker. The result never depends on which. */
 	desc.pool = NULL;
 
 	srv_session *s = calloc(1, sizeof *s);

@@ -61,6 +61,7 @@ typedef struct srv_session {
 	bool work_disk_ok;
 	uint32_t work_target, work_last_target; /* run fields for the worker's checkpoint */
 	drape_sim_params work_params;
+	drape_pool *work_pool;   /* the pool this frame may use (srv_sched_kick), or NULL */
 	uint32_t work_colliders; /* collider count after a collider job */
 	uint8_t *work_msg;      /* encoded stream message, published by the loop */
 	size_t work_msg_len;

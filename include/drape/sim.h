@@ -102,7 +102,8 @@ typedef struct drape_sim_desc {
 	const uint32_t *pins;
 	uint32_t pin_count;
 	drape_sim_params params;
-	/* Optional worker pool; NULL steps on the calling thread only. */
+	/* Optional worker pool; NULL steps on the calling thread only.
+	 * drape_sim_set_pool changes it later. */
 	drape_pool *pool;
 } drape_sim_desc;
 
@@ -145,6 +146,13 @@ typedef struct drape_sim_stats {
  * frees it with drape_sim_destroy.
  */
 drape_err drape_sim_create(const drape_sim_desc *desc, drape_sim **out, drape_error *err);
+
+/* Makes the following steps use `pool` (NULL: the calling thread only), for
+ * a caller that decides per frame whether a sim gets the pool, such as a
+ * daemon that gives it to a session solving alone and not to sessions
+ * solving side by side. Results do not depend on it. Not while the sim is
+ * stepping; the sim does not own the pool. */
+void drape_sim_set_pool(drape_sim *sim, drape_pool *pool);
 void drape_sim_destroy(drape_sim *sim);
 
 /* Replaces the parameters between frames. Validated first; on failure the

@@ -1,29 +1,41 @@
 /*
  * Dihedral bending, Müller, Heidelberger, Hennix, Ratcliff, "Position Based
- * Dynamics" (VRIPHYS 2006), section 4.2 and the appendix.
+ * Dynamics" (VRIPHYS 2006), section 4.2, with the gradient in the closed
+ * form of Bridson, Marino, Fedkiw, "Simulation of Clothing with Folds and
+ * Wrinkles" (SCA 2003), section 4, which needs no normalised normals.
  *
- * Two triangles (p1, p2, p3) and (p1, p2, p4) share the edge p1 p2. With p1
- * moved to the origin, n1 = (p2 x p3) / |p2 x p3|, n2 = (p2 x p4) / |p2 x p4|
- * and d = n1 . n2, the constraint is C = acos(d) - phi0. The appendix gives
+ * Two triangles (p1, p2, p3) and (p1, p2, p4) share the edge e = p2 - p1.
+ * With e3 = p3 - p1 and e4 = p4 - p1, the unnormalised normals are
+ * N1 = e x e3 and N2 = e x e4, and the constraint is C = phi - phi0 with phi
+ * the angle between N1 and N2, in [0, pi] (pi for a flat pair, since both
+ * normals are taken with the same edge orientation). By the identity
+ * (e x e3) x (e x e4) = V e with V = e . (e3 x e4) = N1 . e4,
  *
- *   q3 = (p2 x n2 + (n1 x p2) d) / |p2 x p3|
- *   q4 = (p2 x n1 + (n2 x p2) d) / |p2 x p4|
- *   q2 = -(p3 x n2 + (n1 x p3) d) / |p2 x p3| - (p4 x n1 + (n2 x p4) d) / |p2 x p4|
- *   q1 = -q2 - q3 - q4
+ *   |N1 x N2| = |e| |V|,   so   phi = atan2(|e| |V|, N1 . N2),
  *
- * which are the gradients of -d, so grad_i C = q_i / sqrt(1 - d^2), and the
- * projection (equation (9) of the paper) is
+ * with no normalisation at all (the common factor |N1| |N2| cancels). A wing
+ * moving out of its triangle's plane turns that triangle about the edge by
+ * its displacement over its height |N1| / |e|, and the edge vertices carry
+ * the opposite turn in proportion to where the wing projects onto the edge,
+ * t3 = (e3 . e) / |e|^2 (Bridson et al., eq. (4)-(7)):
  *
- *   dp_i = -w_i sqrt(1 - d^2) (acos(d) - phi0) / (sum_j w_j |q_j|^2) q_i.
+ *   g3 = -sgn(V) |e| N1 / |N1|^2,   g4 = +sgn(V) |e| N2 / |N2|^2,
+ *   g2 = -(t3 g3 + t4 g4),          g1 = -(g2 + g3 + g4),
  *
- * Where the prototype differs: it normalised with |v| + EPSILON (biasing every
- * normal), took sqrt(1 - d^2) of an unclamped d (NaN once rounding gives
- * |d| > 1) and divided by a vanishing denominator at flat pairs. Here
- * sqrt(1 - d^2) is computed as |n1 x n2|, which equals it exactly in real
- * arithmetic but keeps its precision near d = +-1, the angle is
- * atan2(|n1 x n2|, d) (no acos domain error, and accurate near 0 and pi), and the projection is skipped
- * when a normal has zero length or the pair is flat or fully folded: there
- * q_i and sqrt(1 - d^2) both vanish and the direction is 0/0.
+ * which is exactly the appendix's q_i / sqrt(1 - d^2) of Müller 2006, the
+ * gradient of acos(n1 . n2), at a fraction of the cost: one square root and
+ * three reciprocals instead of three square roots, and no cancellation in
+ * n2 - d n1 near flat. The projection (equation (9) of the paper) is
+ *
+ *   dp_i = -k w_i (phi - phi0) / (sum_j w_j |g_j|^2) g_i.
+ *
+ * A pair is skipped when a triangle or the edge has zero length (no normal
+ * or no axis), and when it is within SIM_BEND_MIN_ANGLE of flat or of fully
+ * folded: there V = 0 and the gradient's direction, the sign of V, is
+ * undefined. Where the prototype differed: it normalised with |v| + EPSILON
+ * (biasing every normal), took acos of an unclamped cosine (NaN once
+ * rounding gave |d| > 1) and divided by a vanishing denominator at flat
+ * pairs.
  */
 #include "server/sim/internal.h"
 #include "server/sim/pool.h"
@@ -31,15 +43,15 @@
 
 #include <float.h>
 
-/* Below this |n1 x n2| (the sine of the dihedral angle) the pair counts as
- * flat or fully folded, about 0.006 degrees from it. */
-#define SIM_BEND_MIN_SINE 1e-4f
+/* Within this angle (radians) of flat or fully folded a pair is skipped:
+ * about 0.006 degrees, where the sine of the angle is 1e-4. */
+#define SIM_BEND_MIN_ANGLE 1e-4f
 
 /*
  * atan2(y, x) for y >= 0, in [0, pi]: the Cephes atanf range reduction and
  * polynomial (about 1e-7 relative error), a quarter of the cost of libm's
- * atan2f, which dominated the bending projection. Only ever called with the
- * sine y = |n1 x n2| >= 0 and the cosine x = n1 . n2.
+ * atan2f. Only ever called with y = |e| |V| >= 0 and x = N1 . N2, which
+ * scale together, so the ratio is what matters.
  */
 static float angle_of(float y, float x)
 {
@@ -64,80 +76,92 @@ static float angle_of(float y, float x)
 	return x < 0.0f ? (float)M_PI - a : a;
 }
 
-/* q_i of the appendix for p1 = origin, plus the normals' sine and cosine.
- * Returns 0 when a triangle is degenerate. */
-static int bend_q(const sim_v3 p[4], sim_v3 q[4], float *sine, float *cosine)
+/* The angle phi of four points (file comment), pi when a triangle or the
+ * edge is degenerate. *ok is 0 when the pair must not be projected. */
+static float bend_angle(const sim_v3 p[4], sim_v3 *e, sim_v3 *e3, sim_v3 *e4, sim_v3 *n1,
+			sim_v3 *n2, float *vol, float *ee, int *ok)
 {
-	sim_v3 e2 = v3_sub(p[1], p[0]), e3 = v3_sub(p[2], p[0]), e4 = v3_sub(p[3], p[0]);
-	sim_v3 c23 = v3_cross(e2, e3), c24 = v3_cross(e2, e4);
-	float l23 = v3_len(c23), l24 = v3_len(c24);
-	if (!(l23 > FLT_MIN) || !(l24 > FLT_MIN))
-		return 0;
-	float i23 = 1.0f / l23, i24 = 1.0f / l24;
-	sim_v3 n1 = v3_scale(c23, i23), n2 = v3_scale(c24, i24);
-	float d = v3_dot(n1, n2);
-	d = d > 1.0f ? 1.0f : (d < -1.0f ? -1.0f : d);
-	/* The appendix's four cross-product pairs share two vectors:
-	 * p x n2 + (n1 x p) d = p x (n2 - d n1), and likewise for n1. */
-	sim_v3 m1 = v3_scale(v3_sub(n2, v3_scale(n1, d)), i23);
-	sim_v3 m2 = v3_scale(v3_sub(n1, v3_scale(n2, d)), i24);
-	q[2] = v3_cross(e2, m1);
-	q[3] = v3_cross(e2, m2);
-	q[1] = v3_scale(v3_add(v3_cross(e3, m1), v3_cross(e4, m2)), -1.0f);
-	q[0] = v3_scale(v3_add(v3_add(q[1], q[2]), q[3]), -1.0f);
-	*sine = v3_len(v3_cross(n1, n2));
-	*cosine = d;
-	return 1;
+	*e = v3_sub(p[1], p[0]);
+	*e3 = v3_sub(p[2], p[0]);
+	*e4 = v3_sub(p[3], p[0]);
+	*n1 = v3_cross(*e, *e3);
+	*n2 = v3_cross(*e, *e4);
+	*ee = v3_dot(*e, *e);
+	*vol = v3_dot(*n1, *e4);
+	float el = sqrtf(*ee);
+	float phi = angle_of(el * fabsf(*vol), v3_dot(*n1, *n2));
+	float a2 = v3_dot(*n1, *n1), b2 = v3_dot(*n2, *n2);
+	int shaped = a2 > FLT_MIN && b2 > FLT_MIN && *ee > FLT_MIN;
+	*ok = shaped && phi > SIM_BEND_MIN_ANGLE && phi < (float)M_PI - SIM_BEND_MIN_ANGLE;
+	return shaped ? phi : (float)M_PI;
+}
+
+/* Bridson's gradient (file comment) of a pair bend_angle accepted. */
+static void bend_grad(sim_v3 e, sim_v3 e3, sim_v3 e4, sim_v3 n1, sim_v3 n2, float vol, float ee,
+		      sim_v3 g[4])
+{
+	float el = sqrtf(ee);
+	float s = vol < 0.0f ? -el : el;
+	float ie = 1.0f / ee;
+	g[2] = v3_scale(n1, -s / v3_dot(n1, n1));
+	g[3] = v3_scale(n2, s / v3_dot(n2, n2));
+	float t3 = v3_dot(e3, e) * ie, t4 = v3_dot(e4, e) * ie;
+	g[1] = v3_scale(v3_add(v3_scale(g[2], t3), v3_scale(g[3], t4)), -1.0f);
+	g[0] = v3_scale(v3_add(v3_add(g[1], g[2]), g[3]), -1.0f);
 }
 
 int sim_bend_gradient(const sim_v3 p[4], sim_v3 grad[4], float *phi)
 {
-	sim_v3 q[4];
-	float s, d;
-	if (!bend_q(p, q, &s, &d) || !(s > SIM_BEND_MIN_SINE))
+	sim_v3 e, e3, e4, n1, n2;
+	float vol, ee;
+	int ok;
+	float a = bend_angle(p, &e, &e3, &e4, &n1, &n2, &vol, &ee, &ok);
+	if (!ok)
 		return 0;
-	for (int i = 0; i < 4; i++)
-		grad[i] = v3_scale(q[i], 1.0f / s);
-	*phi = angle_of(s, d);
+	bend_grad(e, e3, e4, n1, n2, vol, ee, grad);
+	*phi = a;
 	return 1;
 }
 
 float sim_bend_rest_angle(sim_v3 p1, sim_v3 p2, sim_v3 p3, sim_v3 p4)
 {
-	sim_v3 e2 = v3_sub(p2, p1);
-	sim_v3 c23 = v3_cross(e2, v3_sub(p3, p1)), c24 = v3_cross(e2, v3_sub(p4, p1));
-	float l23 = v3_len(c23), l24 = v3_len(c24);
-	if (!(l23 > FLT_MIN) || !(l24 > FLT_MIN))
-		return (float)M_PI;
-	sim_v3 n1 = v3_scale(c23, 1.0f / l23), n2 = v3_scale(c24, 1.0f / l24);
-	return angle_of(v3_len(v3_cross(n1, n2)), v3_dot(n1, n2));
+	const sim_v3 p[4] = {p1, p2, p3, p4};
+	sim_v3 e, e3, e4, n1, n2;
+	float vol, ee;
+	int ok;
+	return bend_angle(p, &e, &e3, &e4, &n1, &n2, &vol, &ee, &ok);
 }
 
 void sim_bend_project(sim_vec4 *restrict p, const sim_bend *c, float k)
 {
-	sim_v3 x[4], q[4];
+	sim_v3 x[4], g[4];
 	float w[4];
 	for (int i = 0; i < 4; i++) {
 		sim_vec4 v = p[c->v[i]];
 		x[i] = v3(v.x, v.y, v.z);
 		w[i] = v.w;
 	}
-	float s, d;
-	if (!bend_q(x, q, &s, &d) || !(s > SIM_BEND_MIN_SINE))
+	sim_v3 e, e3, e4, n1, n2;
+	float vol, ee;
+	int ok;
+	float phi = bend_angle(x, &e, &e3, &e4, &n1, &n2, &vol, &ee, &ok);
+	if (!ok)
 		return;
+	bend_grad(e, e3, e4, n1, n2, vol, ee, g);
 	float denom = 0.0f;
 	for (int i = 0; i < 4; i++)
-		denom += w[i] * v3_dot(q[i], q[i]);
-	if (!(denom > FLT_MIN))
+		denom += w[i] * v3_dot(g[i], g[i]);
+	/* Zero when every vertex is pinned; infinite for a sliver so thin
+	 * that its gradient overflows: either way nothing sensible to do. */
+	if (!(denom > FLT_MIN && denom <= FLT_MAX))
 		return;
-	float phi = angle_of(s, d);
-	float lambda = k * s * (phi - c->rest) / denom;
+	float lambda = k * (phi - c->rest) / denom;
 	for (int i = 0; i < 4; i++) {
 		float f = lambda * w[i];
 		sim_vec4 *v = &p[c->v[i]];
-		v->x -= f * q[i].x;
-		v->y -= f * q[i].y;
-		v->z -= f * q[i].z;
+		v->x -= f * g[i].x;
+		v->y -= f * g[i].y;
+		v->z -= f * g[i].z;
 	}
 }
 
@@ -182,47 +206,50 @@ typedef struct bend_job {
 	float k;
 } bend_job;
 
-/* The expressions of bend_q and sim_bend_project for SIMD_W records
- * r[0..SIMD_W-1], lane by lane and in the same order; lanes the scalar code
- * would skip keep their positions, and only the first n lanes are stored. */
+/* The expressions of bend_angle, bend_grad and sim_bend_project for SIMD_W
+ * records r[0..SIMD_W-1], lane by lane and in the same order; lanes the
+ * scalar code would skip keep their positions, and only the first n lanes
+ * are stored. */
 static inline void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n, simd_f k)
 {
 	const simd_f zero = simd_splat(0.0f), one = simd_splat(1.0f), minus_one = simd_splat(-1.0f);
-	const uint32_t *idx[4] = {SIMD_IDX(r, .v[0]), SIMD_IDX(r, .v[1]), SIMD_IDX(r, .v[2]),
-				  SIMD_IDX(r, .v[3])};
+	const simd_f tiny = simd_splat(FLT_MIN);
 	simd_v3 x[4];
 	simd_f w[4];
-	for (int v = 0; v < 4; v++)
-		simd_gather(p, idx[v], &x[v].x, &x[v].y, &x[v].z, &w[v]);
-	simd_f rest = SIMD_FLT(r, .rest);
-	simd_v3 e2 = simd_v3_sub(x[1], x[0]), e3 = simd_v3_sub(x[2], x[0]), e4 = simd_v3_sub(x[3], x[0]);
-	simd_v3 c23 = simd_v3_cross(e2, e3), c24 = simd_v3_cross(e2, e4);
-	simd_f l23 = simd_sqrt(simd_v3_dot(c23, c23)), l24 = simd_sqrt(simd_v3_dot(c24, c24));
-	simd_m ok = simd_and(simd_gt(l23, simd_splat(FLT_MIN)), simd_gt(l24, simd_splat(FLT_MIN)));
-	simd_f i23 = simd_div(one, l23), i24 = simd_div(one, l24);
-	simd_v3 n1 = simd_v3_scale(c23, i23), n2 = simd_v3_scale(c24, i24);
-	simd_f d = simd_min(simd_max(simd_v3_dot(n1, n2), minus_one), one);
-	simd_v3 m1 = simd_v3_scale(simd_v3_sub(n2, simd_v3_scale(n1, d)), i23);
-	simd_v3 m2 = simd_v3_scale(simd_v3_sub(n1, simd_v3_scale(n2, d)), i24);
-	simd_v3 q[4];
-	q[2] = simd_v3_cross(e2, m1);
-	q[3] = simd_v3_cross(e2, m2);
-	q[1] = simd_v3_scale(simd_v3_add(simd_v3_cross(e3, m1), simd_v3_cross(e4, m2)), minus_one);
-	q[0] = simd_v3_scale(simd_v3_add(simd_v3_add(q[1], q[2]), q[3]), minus_one);
-	simd_v3 sn = simd_v3_cross(n1, n2);
-	simd_f s = simd_sqrt(simd_v3_dot(sn, sn));
-	ok = simd_and(ok, simd_gt(s, simd_splat(SIM_BEND_MIN_SINE)));
+	simd_gather_s(p, SIMD_REC(r, .v[0]), &x[0].x, &x[0].y, &x[0].z, &w[0]);
+	simd_gather_s(p, SIMD_REC(r, .v[1]), &x[1].x, &x[1].y, &x[1].z, &w[1]);
+	simd_gather_s(p, SIMD_REC(r, .v[2]), &x[2].x, &x[2].y, &x[2].z, &w[2]);
+	simd_gather_s(p, SIMD_REC(r, .v[3]), &x[3].x, &x[3].y, &x[3].z, &w[3]);
+	simd_v3 e = simd_v3_sub(x[1], x[0]), e3 = simd_v3_sub(x[2], x[0]), e4 = simd_v3_sub(x[3], x[0]);
+	simd_v3 n1 = simd_v3_cross(e, e3), n2 = simd_v3_cross(e, e4);
+	simd_f ee = simd_v3_dot(e, e);
+	simd_f vol = simd_v3_dot(n1, e4);
+	simd_f el = simd_sqrt(ee);
+	simd_f phi = angle_of_w(simd_mul(el, simd_abs(vol)), simd_v3_dot(n1, n2));
+	simd_f a2 = simd_v3_dot(n1, n1), b2 = simd_v3_dot(n2, n2);
+	simd_m ok = simd_and(simd_and(simd_gt(a2, tiny), simd_gt(b2, tiny)), simd_gt(ee, tiny));
+	ok = simd_and(ok, simd_and(simd_gt(phi, simd_splat(SIM_BEND_MIN_ANGLE)),
+				   simd_lt(phi, simd_splat((float)M_PI - SIM_BEND_MIN_ANGLE))));
+	simd_f s = simd_select(simd_lt(vol, zero), simd_neg(el), el);
+	simd_f ie = simd_div(one, ee);
+	simd_v3 g[4];
+	g[2] = simd_v3_scale(n1, simd_div(simd_neg(s), a2));
+	g[3] = simd_v3_scale(n2, simd_div(s, b2));
+	simd_f t3 = simd_mul(simd_v3_dot(e3, e), ie), t4 = simd_mul(simd_v3_dot(e4, e), ie);
+	g[1] = simd_v3_scale(simd_v3_add(simd_v3_scale(g[2], t3), simd_v3_scale(g[3], t4)), minus_one);
+	g[0] = simd_v3_scale(simd_v3_add(simd_v3_add(g[1], g[2]), g[3]), minus_one);
 	simd_f denom = zero;
+#pragma GCC unroll 4
 	for (int v = 0; v < 4; v++)
-		denom = simd_add(denom, simd_mul(w[v], simd_v3_dot(q[v], q[v])));
-	ok = simd_and(ok, simd_gt(denom, simd_splat(FLT_MIN)));
-	simd_f phi = angle_of_w(s, d);
-	simd_f lambda = simd_div(simd_mul(simd_mul(k, s), simd_sub(phi, rest)), denom);
+		denom = simd_add(denom, simd_mul(w[v], simd_v3_dot(g[v], g[v])));
+	ok = simd_and(ok, simd_and(simd_gt(denom, tiny), simd_le(denom, simd_splat(FLT_MAX))));
+	simd_f lambda = simd_div(simd_mul(k, simd_sub(phi, SIMD_FLT(r, .rest))), denom);
+#pragma GCC unroll 4
 	for (int v = 0; v < 4; v++) {
 		simd_f f = simd_mul(lambda, w[v]);
-		simd_scatter(p, idx[v], n, simd_select(ok, simd_sub(x[v].x, simd_mul(f, q[v].x)), x[v].x),
-			     simd_select(ok, simd_sub(x[v].y, simd_mul(f, q[v].y)), x[v].y),
-			     simd_select(ok, simd_sub(x[v].z, simd_mul(f, q[v].z)), x[v].z), w[v]);
+		simd_scatter_s(p, SIMD_REC(r, .v[v]), n, simd_select(ok, simd_sub(x[v].x, simd_mul(f, g[v].x)), x[v].x),
+			     simd_select(ok, simd_sub(x[v].y, simd_mul(f, g[v].y)), x[v].y),
+			     simd_select(ok, simd_sub(x[v].z, simd_mul(f, g[v].z)), x[v].z), w[v]);
 	}
 }
 

@@ -32,6 +32,11 @@
 #define SIM_MAX_COLOURS 64u
 #define SIM_OVERFLOW_COLOUR (SIM_MAX_COLOURS - 1u)
 
+/* Triangles per chunk of the wind pass (see wind_chunk below): enough that
+ * a chunk's vertices are mostly its own, few enough that a colour holds
+ * many chunks to share among threads. */
+#define SIM_WIND_CHUNK 256u
+
 /* A distance constraint |p[a] - p[b]| = rest: stretch edges and shear wings. */
 typedef struct sim_dist {
 	uint32_t a, b;
@@ -87,6 +92,16 @@ struct drape_sim {
 	 * marks a zero-area triangle, kept out of bending and wind. */
 	uint32_t *tris;
 	float *tri_rest_area;
+	/* The wind pass's order (topology.c): tris and tri_rest_area are
+	 * permuted so that chunk k is triangles [wind_chunk[k],
+	 * wind_chunk[k+1]), and wind_col groups the chunks into colours whose
+	 * chunks share no vertex, so that the pass adds each triangle's force
+	 * to its vertices on several threads, a chunk per thread at a time,
+	 * without two threads adding to one vertex (wind.c). Triangles the
+	 * chunks do not cover have no rest area. */
+	uint32_t *wind_chunk;
+	uint32_t wind_chunks;
+	sim_colouring wind_col;
 
 	sim_dist *stretch;
 	uint32_t stretch_count;
@@ -213,7 +228,15 @@ float sim_bend_rest_angle(sim_v3 p1, sim_v3 p2, sim_v3 p3, sim_v3 p4);
  * Aerodynamic drag and lift of every non-degenerate triangle from the
  * relative air velocity, accumulated into force[] (newtons, force[i].w
  * unused), which is cleared first. dt bounds the impulse (see wind.c).
+ * Triangles are visited chunk by chunk, colour by colour, each colour's
+ * chunks split over sim->pool: the sums are the same whatever the thread
+ * count.
  */
 void sim_wind_forces(const drape_sim *sim, float dt, sim_vec4 *restrict force);
+
+/* The same forces one triangle at a time with the scalar expressions,
+ * serially in chunk order: what the wide arithmetic of sim_wind_forces must
+ * reproduce bit for bit (test_sim_speed.c). */
+void sim_wind_forces_scalar(const drape_sim *sim, float dt, sim_vec4 *restrict force);
 
 #endif

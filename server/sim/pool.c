@@ -209,10 +209,10 @@ uint64_t sim_pool_worker_blocks(const drape_pool *pool)
 
 uint32_t sim_pool_block(const drape_pool *pool, uint32_t count)
 {
-	uint32_t t = pool ? pool->threads : 1u;
-	uint32_t share = count / t + (count % t != 0);
-	uint32_t blocks = share / SIM_POOL_BLOCK + (share % SIM_POOL_BLOCK != 0);
-	return (blocks ? blocks : 1u) * SIM_POOL_BLOCK;
+	uint64_t parts = (uint64_t)(pool ? pool->threads : 1u) * SIM_POOL_SPLIT;
+	uint64_t block = ((uint64_t)count + parts - 1) / parts;
+	block = (block + SIM_POOL_ALIGN - 1) / SIM_POOL_ALIGN * SIM_POOL_ALIGN;
+	return block < SIM_POOL_BLOCK ? SIM_POOL_BLOCK : (uint32_t)block;
 }
 
 void sim_pool_for(drape_pool *pool, uint32_t count, uint32_t block, sim_pool_fn *fn, void *ctx)

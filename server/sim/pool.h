@@ -21,11 +21,22 @@
 
 #include "drape/sim.h"
 
-/* Records per block when the solver splits a colour: a multiple of every
- * SIMD width, large enough that claiming a block (one compare-and-swap) is
- * noise beside projecting it, small enough that two threads stay balanced
- * on the colours of a 100 x 100 sheet. Never changes a result. */
+/* The smallest block when the solver splits a colour: large enough that
+ * claiming a block (one compare-and-swap) is noise beside projecting it,
+ * small enough that two threads stay balanced on the colours of a
+ * 100 x 100 sheet. Never changes a result. */
 #define SIM_POOL_BLOCK 512u
+
+/* Blocks are a multiple of this many records: every SIMD width, and four
+ * 64-byte lines of 16-byte positions, so that two threads' ranges meet on
+ * few shared cache lines. */
+#define SIM_POOL_ALIGN 64u
+
+/* Blocks per thread in a colour big enough for it: a thread that starts
+ * late (woken from its spin, or preempted on a busy box) then finds the
+ * others have taken its share instead of making them wait at the barrier
+ * for a whole half of the colour. */
+#define SIM_POOL_SPLIT 4u
 
 /* Runs items [begin, end) of a job; ctx is the caller's. */
 typedef void sim_pool_fn(void *ctx, uint32_t begin, uint32_t end);
@@ -38,9 +49,10 @@ typedef void sim_pool_fn(void *ctx, uint32_t begin, uint32_t end);
  */
 void sim_pool_for(drape_pool *pool, uint32_t count, uint32_t block, sim_pool_fn *fn, void *ctx);
 
-/* The block size for a colour of `count` records: one contiguous share per
- * thread (a multiple of SIM_POOL_BLOCK), so threads write far-apart parts of
- * the position array instead of interleaved blocks. Never changes a result. */
+/* The block size for a colour of `count` records: about a SIM_POOL_SPLIT-th
+ * of each thread's share, a multiple of SIM_POOL_ALIGN and at least
+ * SIM_POOL_BLOCK, so each block is a long contiguous run of the position
+ * array. Never changes a result. */
 uint32_t sim_pool_block(const drape_pool *pool, uint32_t count);
 
 /* Counters since creation, for tests and logs: jobs that found the pool

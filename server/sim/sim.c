@@ -200,6 +200,8 @@ void drape_sim_destroy(drape_sim *sim)
 	free(sim->force);
 	free(sim->tris);
 	free(sim->tri_rest_area);
+	free(sim->wind_chunk);
+	free(sim->wind_col.start);
 	free(sim->stretch);
 	free(sim->shear);
 	free(sim->bend);
@@ -250,6 +252,11 @@ static void area_masses(drape_sim *sim)
 drape_err drape_sim_create(const drape_sim_desc *desc, drape_sim **out, drape_error *err)
 {
 	return sim_create_ex(desc, 0, out, err);
+}
+
+void drape_sim_set_pool(drape_sim *sim, drape_pool *pool)
+{
+	sim->pool = pool;
 }
 
 /* The caller's index of internal vertex i, and the internal index of the
@@ -677,9 +684,10 @@ size_t sim_memory_bytes(const drape_sim *sim)
 	size_t b = sizeof *sim;
 	b += 6 * (size_t)sim->n * sizeof(sim_vec4); /* x, p, v, x_save, v_save, force */
 	b += (size_t)sim->ntri * (3 * sizeof *sim->tris + sizeof *sim->tri_rest_area);
+	b += ((size_t)sim->wind_chunks + 1) * sizeof *sim->wind_chunk;
 	b += ((size_t)sim->stretch_count + sim->shear_count + sim->lra_count) * sizeof(sim_dist);
 	b += (size_t)sim->bend_count * sizeof(sim_bend);
-	b += 3 * (SIM_MAX_COLOURS + 1) * sizeof(uint32_t);
+	b += 4 * (SIM_MAX_COLOURS + 1) * sizeof(uint32_t);
 	b += (sim->order ? 2 * (size_t)sim->n * sizeof(uint32_t) : 0);
 	b += (size_t)sim->attach_count * sizeof(sim_attach);
 	return b;

@@ -40,24 +40,27 @@ static inline simd_f simd_neg(simd_f a) { return _mm256_xor_ps(a, _mm256_set1_ps
 static inline simd_f simd_abs(simd_f a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
 static inline simd_m simd_gt(simd_f a, simd_f b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
 static inline simd_m simd_lt(simd_f a, simd_f b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+static inline simd_m simd_le(simd_f a, simd_f b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
 static inline simd_m simd_ne(simd_f a, simd_f b) { return _mm256_cmp_ps(a, b, _CMP_NEQ_UQ); }
 static inline simd_m simd_and(simd_m a, simd_m b) { return _mm256_and_ps(a, b); }
 static inline simd_m simd_andnot(simd_m a, simd_m b) { return _mm256_andnot_ps(a, b); }
 /* m ? a : b, lane by lane. */
 static inline simd_f simd_select(simd_m m, simd_f a, simd_f b) { return _mm256_blendv_ps(b, a, m); }
 
-/* Lanes of the records p[idx[0..7]] as four vectors x, y, z, w. */
-static inline void simd_gather(const sim_vec4 *p, const uint32_t *idx, simd_f *x, simd_f *y,
-			       simd_f *z, simd_f *w)
+/* Lanes of the records p[idx[0]], p[idx[s]], .. p[idx[7 s]] as four vectors
+ * x, y, z, w: idx may point into an array of constraint records, s being
+ * the record size in uint32 units, so the indices are read where they lie. */
+static inline void simd_gather_s(const sim_vec4 *p, const uint32_t *idx, uint32_t s, simd_f *x,
+				 simd_f *y, simd_f *z, simd_f *w)
 {
 	__m256 t0 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(&p[idx[0]].x)),
-					 _mm_loadu_ps(&p[idx[4]].x), 1);
-	__m256 t1 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(&p[idx[1]].x)),
-					 _mm_loadu_ps(&p[idx[5]].x), 1);
-	__m256 t2 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(&p[idx[2]].x)),
-					 _mm_loadu_ps(&p[idx[6]].x), 1);
-	__m256 t3 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(&p[idx[3]].x)),
-					 _mm_loadu_ps(&p[idx[7]].x), 1);
+					 _mm_loadu_ps(&p[idx[4 * s]].x), 1);
+	__m256 t1 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(&p[idx[s]].x)),
+					 _mm_loadu_ps(&p[idx[5 * s]].x), 1);
+	__m256 t2 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(&p[idx[2 * s]].x)),
+					 _mm_loadu_ps(&p[idx[6 * s]].x), 1);
+	__m256 t3 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(&p[idx[3 * s]].x)),
+					 _mm_loadu_ps(&p[idx[7 * s]].x), 1);
 	__m256 u0 = _mm256_unpacklo_ps(t0, t1), u1 = _mm256_unpackhi_ps(t0, t1);
 	__m256 u2 = _mm256_unpacklo_ps(t2, t3), u3 = _mm256_unpackhi_ps(t2, t3);
 	*x = _mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(1, 0, 1, 0));
@@ -66,10 +69,10 @@ static inline void simd_gather(const sim_vec4 *p, const uint32_t *idx, simd_f *x
 	*w = _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(3, 2, 3, 2));
 }
 
-/* Writes lanes 0..n-1 back to p[idx[lane]]; the records of one colour share
- * no vertex, so the order of the stores does not matter. */
-static inline void simd_scatter(sim_vec4 *p, const uint32_t *idx, uint32_t n, simd_f x, simd_f y,
-				simd_f z, simd_f w)
+/* Writes lanes 0..n-1 back to p[idx[lane s]]; the records of one colour
+ * share no vertex, so the order of the stores does not matter. */
+static inline void simd_scatter_s(sim_vec4 *p, const uint32_t *idx, uint32_t s, uint32_t n,
+				  simd_f x, simd_f y, simd_f z, simd_f w)
 {
 	__m256 u0 = _mm256_unpacklo_ps(x, y), u1 = _mm256_unpackhi_ps(x, y);
 	__m256 u2 = _mm256_unpacklo_ps(z, w), u3 = _mm256_unpackhi_ps(z, w);
@@ -78,14 +81,14 @@ static inline void simd_scatter(sim_vec4 *p, const uint32_t *idx, uint32_t n, si
 		       _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(1, 0, 1, 0)),
 		       _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(3, 2, 3, 2))};
 	if (n == SIMD_W) {
-		for (int l = 0; l < 4; l++) {
-			_mm_storeu_ps(&p[idx[l]].x, _mm256_castps256_ps128(r[l]));
-			_mm_storeu_ps(&p[idx[l + 4]].x, _mm256_extractf128_ps(r[l], 1));
+		for (uint32_t l = 0; l < 4; l++) {
+			_mm_storeu_ps(&p[idx[l * s]].x, _mm256_castps256_ps128(r[l]));
+			_mm_storeu_ps(&p[idx[(l + 4) * s]].x, _mm256_extractf128_ps(r[l], 1));
 		}
 		return;
 	}
 	for (uint32_t l = 0; l < n; l++)
-		_mm_storeu_ps(&p[idx[l]].x,
+		_mm_storeu_ps(&p[idx[l * s]].x,
 			      l < 4 ? _mm256_castps256_ps128(r[l]) : _mm256_extractf128_ps(r[l - 4], 1));
 }
 
@@ -107,6 +110,7 @@ static inline simd_f simd_neg(simd_f a) { return _mm_xor_ps(a, _mm_set1_ps(-0.0f
 static inline simd_f simd_abs(simd_f a) { return _mm_andnot_ps(_mm_set1_ps(-0.0f), a); }
 static inline simd_m simd_gt(simd_f a, simd_f b) { return _mm_cmpgt_ps(a, b); }
 static inline simd_m simd_lt(simd_f a, simd_f b) { return _mm_cmplt_ps(a, b); }
+static inline simd_m simd_le(simd_f a, simd_f b) { return _mm_cmple_ps(a, b); }
 static inline simd_m simd_ne(simd_f a, simd_f b) { return _mm_cmpneq_ps(a, b); }
 static inline simd_m simd_and(simd_m a, simd_m b) { return _mm_and_ps(a, b); }
 static inline simd_m simd_andnot(simd_m a, simd_m b) { return _mm_andnot_ps(a, b); }
@@ -115,22 +119,22 @@ static inline simd_f simd_select(simd_m m, simd_f a, simd_f b)
 	return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b));
 }
 
-static inline void simd_gather(const sim_vec4 *p, const uint32_t *idx, simd_f *x, simd_f *y,
-			       simd_f *z, simd_f *w)
+static inline void simd_gather_s(const sim_vec4 *p, const uint32_t *idx, uint32_t s, simd_f *x,
+				 simd_f *y, simd_f *z, simd_f *w)
 {
-	__m128 r0 = _mm_loadu_ps(&p[idx[0]].x), r1 = _mm_loadu_ps(&p[idx[1]].x);
-	__m128 r2 = _mm_loadu_ps(&p[idx[2]].x), r3 = _mm_loadu_ps(&p[idx[3]].x);
+	__m128 r0 = _mm_loadu_ps(&p[idx[0]].x), r1 = _mm_loadu_ps(&p[idx[s]].x);
+	__m128 r2 = _mm_loadu_ps(&p[idx[2 * s]].x), r3 = _mm_loadu_ps(&p[idx[3 * s]].x);
 	_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
 	*x = r0, *y = r1, *z = r2, *w = r3;
 }
 
-static inline void simd_scatter(sim_vec4 *p, const uint32_t *idx, uint32_t n, simd_f x, simd_f y,
-				simd_f z, simd_f w)
+static inline void simd_scatter_s(sim_vec4 *p, const uint32_t *idx, uint32_t s, uint32_t n,
+				  simd_f x, simd_f y, simd_f z, simd_f w)
 {
 	_MM_TRANSPOSE4_PS(x, y, z, w);
 	__m128 r[4] = {x, y, z, w};
 	for (uint32_t l = 0; l < n; l++)
-		_mm_storeu_ps(&p[idx[l]].x, r[l]);
+		_mm_storeu_ps(&p[idx[l * s]].x, r[l]);
 }
 
 #else
@@ -150,25 +154,46 @@ static inline simd_f simd_neg(simd_f a) { return -a; }
 static inline simd_f simd_abs(simd_f a) { return fabsf(a); }
 static inline simd_m simd_gt(simd_f a, simd_f b) { return a > b; }
 static inline simd_m simd_lt(simd_f a, simd_f b) { return a < b; }
+static inline simd_m simd_le(simd_f a, simd_f b) { return a <= b; }
 static inline simd_m simd_ne(simd_f a, simd_f b) { return a != b; }
 static inline simd_m simd_and(simd_m a, simd_m b) { return a && b; }
 static inline simd_m simd_andnot(simd_m a, simd_m b) { return !a && b; }
 static inline simd_f simd_select(simd_m m, simd_f a, simd_f b) { return m ? a : b; }
 
+static inline void simd_gather_s(const sim_vec4 *p, const uint32_t *idx, uint32_t s, simd_f *x,
+				 simd_f *y, simd_f *z, simd_f *w)
+{
+	(void)s;
+	sim_vec4 r = p[idx[0]];
+	*x = r.x, *y = r.y, *z = r.z, *w = r.w;
+}
+
+static inline void simd_scatter_s(sim_vec4 *p, const uint32_t *idx, uint32_t s, uint32_t n,
+				  simd_f x, simd_f y, simd_f z, simd_f w)
+{
+	(void)s;
+	if (n)
+		p[idx[0]] = (sim_vec4){x, y, z, w};
+}
+#endif
+
+/* The gather and scatter of SIMD_W consecutive indices idx[0..SIMD_W-1]. */
 static inline void simd_gather(const sim_vec4 *p, const uint32_t *idx, simd_f *x, simd_f *y,
 			       simd_f *z, simd_f *w)
 {
-	sim_vec4 r = p[idx[0]];
-	*x = r.x, *y = r.y, *z = r.z, *w = r.w;
+	simd_gather_s(p, idx, 1, x, y, z, w);
 }
 
 static inline void simd_scatter(sim_vec4 *p, const uint32_t *idx, uint32_t n, simd_f x, simd_f y,
 				simd_f z, simd_f w)
 {
-	if (n)
-		p[idx[0]] = (sim_vec4){x, y, z, w};
+	simd_scatter_s(p, idx, 1, n, x, y, z, w);
 }
-#endif
+
+/* The stride, in uint32 units, between one record's vertex index and the
+ * next record's: SIMD_REC(r, .v[2]) gives the two arguments idx and s of
+ * simd_gather_s and simd_scatter_s for field .v[2] of records r[0..]. */
+#define SIMD_REC(r, field) (&(r)[0] field), ((uint32_t)(sizeof *(r) / sizeof(uint32_t)))
 
 /*
  * SIMD_IDX(r, .a) is a compound-literal array of r[0].a .. r[SIMD_W-1].a
@@ -181,12 +206,15 @@ static inline void simd_scatter(sim_vec4 *p, const uint32_t *idx, uint32_t n, si
 	((const type[8]){(r)[0] field, (r)[1] field, (r)[2] field, (r)[3] field, (r)[4] field, \
 			 (r)[5] field, (r)[6] field, (r)[7] field})
 static inline simd_f simd_load(const float *f) { return _mm256_loadu_ps(f); }
+static inline void simd_store(float *f, simd_f a) { _mm256_storeu_ps(f, a); }
 #elif SIMD_W == 4
 #define SIMD_LANES_T(type, r, field) ((const type[4]){(r)[0] field, (r)[1] field, (r)[2] field, (r)[3] field})
 static inline simd_f simd_load(const float *f) { return _mm_loadu_ps(f); }
+static inline void simd_store(float *f, simd_f a) { _mm_storeu_ps(f, a); }
 #else
 #define SIMD_LANES_T(type, r, field) ((const type[1]){(r)[0] field})
 static inline simd_f simd_load(const float *f) { return f[0]; }
+static inline void simd_store(float *f, simd_f a) { f[0] = a; }
 #endif
 #define SIMD_IDX(r, field) SIMD_LANES_T(uint32_t, r, field)
 #define SIMD_FLT(r, field) simd_load(SIMD_LANES_T(float, r, field))

@@ -80,10 +80,9 @@ typedef struct dist_job {
 static inline void dist_group(sim_vec4 *restrict p, const sim_dist *r, uint32_t n, simd_f k)
 {
 	const simd_f zero = simd_splat(0.0f);
-	const uint32_t *ia = SIMD_IDX(r, .a), *ib = SIMD_IDX(r, .b);
 	simd_f ax, ay, az, aw, bx, by, bz, bw;
-	simd_gather(p, ia, &ax, &ay, &az, &aw);
-	simd_gather(p, ib, &bx, &by, &bz, &bw);
+	simd_gather_s(p, SIMD_REC(r, .a), &ax, &ay, &az, &aw);
+	simd_gather_s(p, SIMD_REC(r, .b), &bx, &by, &bz, &bw);
 	simd_f rest = SIMD_FLT(r, .rest);
 	simd_f wsum = simd_add(aw, bw);
 	simd_f dx = simd_sub(ax, bx), dy = simd_sub(ay, by), dz = simd_sub(az, bz);
@@ -91,12 +90,12 @@ static inline void dist_group(sim_vec4 *restrict p, const sim_dist *r, uint32_t 
 	simd_m ok = simd_and(simd_gt(wsum, zero), simd_gt(len, zero));
 	simd_f s = simd_div(simd_mul(k, simd_sub(len, rest)), simd_mul(len, wsum));
 	simd_f sa = simd_mul(s, aw), sb = simd_mul(s, bw);
-	simd_scatter(p, ia, n, simd_select(ok, simd_sub(ax, simd_mul(sa, dx)), ax),
-		     simd_select(ok, simd_sub(ay, simd_mul(sa, dy)), ay),
-		     simd_select(ok, simd_sub(az, simd_mul(sa, dz)), az), aw);
-	simd_scatter(p, ib, n, simd_select(ok, simd_add(bx, simd_mul(sb, dx)), bx),
-		     simd_select(ok, simd_add(by, simd_mul(sb, dy)), by),
-		     simd_select(ok, simd_add(bz, simd_mul(sb, dz)), bz), bw);
+	simd_scatter_s(p, SIMD_REC(r, .a), n, simd_select(ok, simd_sub(ax, simd_mul(sa, dx)), ax),
+		       simd_select(ok, simd_sub(ay, simd_mul(sa, dy)), ay),
+		       simd_select(ok, simd_sub(az, simd_mul(sa, dz)), az), aw);
+	simd_scatter_s(p, SIMD_REC(r, .b), n, simd_select(ok, simd_add(bx, simd_mul(sb, dx)), bx),
+		       simd_select(ok, simd_add(by, simd_mul(sb, dy)), by),
+		       simd_select(ok, simd_add(bz, simd_mul(sb, dz)), bz), bw);
 }
 
 /* Copies the last n < SIMD_W records of a range into a full group, the

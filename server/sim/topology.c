@@ -124,6 +124,136 @@ static drape_err serial_group(uint32_t count, sim_colouring *col)
 	return DRAPE_OK;
 }
 
+/* A triangle as a record for sim_colour_records: its vertices, then its
+ * index in sim->tris. */
+typedef struct wind_rec {
+	uint32_t v[3];
+	uint32_t t;
+} wind_rec;
+
+static uint32_t min3(const uint32_t *v)
+{
+	uint32_t m = v[0] < v[1] ? v[0] : v[1];
+	return m < v[2] ? m : v[2];
+}
+
+static int wind_rec_cmp(const void *a, const void *b)
+{
+	const wind_rec *x = a, *y = b;
+	uint32_t mx = min3(x->v), my = min3(y->v);
+	if (mx != my)
+		return mx < my ? -1 : 1;
+	return (x->t > y->t) - (x->t < y->t);
+}
+
+/*
+ * The wind pass's order (sim->wind_chunk, wind_col; see internal.h): the
+ * triangles with a rest area, sorted by their lowest vertex, cut into
+ * chunks of SIM_WIND_CHUNK consecutive triangles, and the chunks greedily
+ * coloured so that no two chunks of one colour share a vertex. A chunk is
+ * one thread's serial work, so each thread walks a compact part of the
+ * vertex arrays. sim->tris and tri_rest_area are permuted into that order
+ * (the zero-area triangles after the others), so the pass reads them
+ * forwards: through an index array it was slower on one thread than the
+ * serial loop it replaced. Chunks whose vertices already use 63 colours go
+ * to the overflow colour, run serially. Without colouring
+ * (SIM_CREATE_NATURAL) the triangles keep their input order as one serial
+ * chunk, the plain reference's order. mask is scratch.
+ */
+static drape_err wind_order(drape_sim *sim, uint64_t *mask)
+{
+	const uint32_t nt = sim->ntri;
+	uint32_t m = 0;
+	for (uint32_t t = 0; t < nt; t++)
+		m += sim->tri_rest_area[t] > 0.0f;
+	const int natural = (sim->flags & SIM_CREATE_NATURAL) != 0;
+	const uint32_t chunks = natural ? 0u : (m + SIM_WIND_CHUNK - 1) / SIM_WIND_CHUNK;
+	sim->wind_chunks = chunks;
+	sim->wind_chunk = malloc(((size_t)chunks + 1) * sizeof *sim->wind_chunk);
+	if (sim->wind_chunk == NULL)
+		return DRAPE_ENOMEM;
+	if (natural) {
+		/* Every triangle in input order, one serial chunk; the pass
+		 * skips the zero-area ones itself. */
+		sim->wind_chunks = 1;
+		sim->wind_chunk = realloc(sim->wind_chunk, 2 * sizeof *sim->wind_chunk);
+		if (sim->wind_chunk == NULL)
+			return DRAPE_ENOMEM;
+		sim->wind_chunk[0] = 0;
+		sim->wind_chunk[1] = nt;
+		return serial_group(1, &sim->wind_col);
+	}
+	wind_rec *r = malloc((size_t)(nt ? nt : 1) * sizeof *r);
+	uint8_t *colour = malloc(chunks ? chunks : 1);
+	uint32_t *slot = malloc((chunks ? chunks : 1) * sizeof *slot);
+	float *area = malloc((size_t)(nt ? nt : 1) * sizeof *area);
+	sim->wind_col.start = calloc(SIM_MAX_COLOURS + 1, sizeof *sim->wind_col.start);
+	if (r == NULL || colour == NULL || slot == NULL || area == NULL || sim->wind_col.start == NULL) {
+		free(r);
+		free(colour);
+		free(slot);
+		free(area);
+		return DRAPE_ENOMEM;
+	}
+	/* The wind's triangles first, sorted; the zero-area ones after. */
+	uint32_t k0 = 0, k1 = m;
+	for (uint32_t t = 0; t < nt; t++) {
+		const uint32_t *v = &sim->tris[3 * (size_t)t];
+		r[sim->tri_rest_area[t] > 0.0f ? k0++ : k1++] = (wind_rec){{v[0], v[1], v[2]}, t};
+	}
+	qsort(r, m, sizeof *r, wind_rec_cmp);
+	memset(mask, 0, (size_t)sim->n * sizeof *mask);
+	uint32_t used = 0, *count = sim->wind_col.start + 1;
+	for (uint32_t k = 0; k < chunks; k++) {
+		uint32_t b = k * SIM_WIND_CHUNK, e = b + SIM_WIND_CHUNK < m ? b + SIM_WIND_CHUNK : m;
+		uint64_t busy = 0;
+		for (uint32_t i = b; i < e; i++)
+			busy |= mask[r[i].v[0]] | mask[r[i].v[1]] | mask[r[i].v[2]];
+		uint32_t c = 0;
+		while (c < SIM_OVERFLOW_COLOUR && (busy >> c & 1u))
+			c++;
+		if (c == SIM_OVERFLOW_COLOUR)
+			sim->wind_col.overflow = 1;
+		else
+			for (uint32_t i = b; i < e; i++)
+				for (int j = 0; j < 3; j++)
+					mask[r[i].v[j]] |= UINT64_C(1) << c;
+		colour[k] = (uint8_t)c;
+		count[c]++;
+		used = c + 1 > used ? c + 1 : used;
+	}
+	/* Chunks in colour order (stable), their triangles with them. */
+	uint32_t *start = sim->wind_col.start;
+	for (uint32_t c = 0; c < SIM_MAX_COLOURS; c++)
+		start[c + 1] += start[c];
+	uint32_t fill[SIM_MAX_COLOURS];
+	memcpy(fill, start, sizeof fill);
+	for (uint32_t k = 0; k < chunks; k++)
+		slot[fill[colour[k]]++] = k;
+	uint32_t out = 0;
+	for (uint32_t s = 0; s < chunks; s++) {
+		uint32_t k = slot[s], b = k * SIM_WIND_CHUNK, e = b + SIM_WIND_CHUNK < m ? b + SIM_WIND_CHUNK : m;
+		sim->wind_chunk[s] = out;
+		for (uint32_t i = b; i < e; i++, out++) {
+			memcpy(&sim->tris[3 * (size_t)out], r[i].v, sizeof r[i].v);
+			area[out] = sim->tri_rest_area[r[i].t];
+		}
+	}
+	sim->wind_chunk[chunks] = out;
+	for (uint32_t i = m; i < nt; i++) {
+		memcpy(&sim->tris[3 * (size_t)i], r[i].v, sizeof r[i].v);
+		area[i] = sim->tri_rest_area[r[i].t];
+	}
+	memcpy(sim->tri_rest_area, area, (size_t)nt * sizeof *area);
+	sim->wind_col.colours = used;
+	sim->wind_col.overflow = sim->wind_col.overflow && used == SIM_MAX_COLOURS;
+	free(slot);
+	free(r);
+	free(colour);
+	free(area);
+	return DRAPE_OK;
+}
+
 drape_err sim_topology_build(drape_sim *sim, drape_error *err)
 {
 	const uint32_t n = sim->n, nt = sim->ntri;
@@ -249,6 +379,8 @@ drape_err sim_topology_build(drape_sim *sim, drape_error *err)
 			rc = serial_group(nb, &sim->bend_col);
 		if (rc == DRAPE_OK)
 			rc = serial_group(nsh, &sim->shear_col);
+		if (rc == DRAPE_OK)
+			rc = wind_order(sim, mask);
 		free(mask);
 		if (rc != DRAPE_OK)
 			return drape_error_setf(err, rc, "topology: cannot allocate colour groups");
@@ -265,6 +397,8 @@ drape_err sim_topology_build(drape_sim *sim, drape_error *err)
 	if (rc == DRAPE_OK)
 		rc = sim_colour_records(sim->shear, sizeof *sim->shear, nsh, 2, mask, n,
 					&sim->shear_col);
+	if (rc == DRAPE_OK)
+		rc = wind_order(sim, mask);
 	free(mask);
 	if (rc != DRAPE_OK)
 		return drape_error_setf(err, rc, "topology: cannot allocate colour groups");

@@ -378,12 +378,11 @@ static void test_hello(void)
 	drape_close(c);
 }
 
-/* Runs n frames of a small sheet on url and compares every frame. */
-static void frames_match(const char *url, bool use_stream)
+/* Runs n frames of an nx x ny sheet on url and compares every frame. */
+static void frames_match_sheet(const char *url, bool use_stream, uint32_t nx, uint32_t ny, uint32_t n)
 {
-	const uint32_t n = 30;
 	scene sc;
-	scene_make(&sc, 16, 12, 2.0f, 4);
+	scene_make(&sc, nx, ny, 2.0f, 4);
 	float *ref = reference(&sc, n);
 	CHECK(ref != NULL);
 	drape_client_opts o;
@@ -406,9 +405,32 @@ static void frames_match(const char *url, bool use_stream)
 	CHECKF(end == DRAPE_ECLOSED, "after the last frame: %s (%s)", drape_err_name(end), e.message);
 }
 
+static void frames_match(const char *url, bool use_stream)
+{
+	frames_match_sheet(url, use_stream, 16, 12, 30);
+}
+
 static void test_frames_bitwise_ipc(void)
 {
 	frames_match(d_ipc.url, true);
+}
+
+/* A session solving alone gets draped's shared solver pool (--pool-threads,
+ * by default the number of cores); on a sheet whose colours span several
+ * pool blocks its frames must still be bit-identical to one thread in
+ * process. */
+static void test_frames_bitwise_shared_pool(void)
+{
+	drape_client *c;
+	CHECK_OK(drape_connect(d_ipc.url, NULL, &c, NULL));
+	drape_server_info info;
+	drape_server_info_get(c, &info);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	char want[64];
+	snprintf(want, sizeof want, "solver pool of %ld thread", cores < 1 ? 1 : cores > 256 ? 256 : cores);
+	CHECKF(strstr(info.server, want) != NULL, "server \"%s\" does not say \"%s\"", info.server, want);
+	drape_close(c);
+	frames_match_sheet(d_ipc.url, true, 64, 64, 8);
 }
 
 static void test_frames_bitwise_tcp(void)
@@ -1060,6 +1082,7 @@ int main(int argc, char **argv)
 		CHECK_TEST(test_request_timeout),
 		CHECK_TEST(test_hello),
 		CHECK_TEST(test_frames_bitwise_ipc),
+	CHECK_TEST(test_frames_bitwise_shared_pool),
 		CHECK_TEST(test_frames_bitwise_tcp),
 		CHECK_TEST(test_frames_without_stream),
 		CHECK_TEST(test_two_clients_two_sessions),

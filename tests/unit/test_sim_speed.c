@@ -195,6 +195,43 @@ static void test_bend_kernel_lanes(void)
 	free(b);
 }
 
+/* The wind pass's wide arithmetic against its scalar expressions, after a
+ * few frames of the swinging sheet (so the cloth moves against the air in
+ * every direction), split over two threads against one. */
+static void test_wind_simd_equals_scalar(void)
+{
+	scene s;
+	CHECK(scene_make(&s));
+	s.d.params.wind[1] = -4.0f; /* strong enough that some impulses are capped */
+	drape_pool *p2 = NULL;
+	CHECK_OK(drape_pool_create(2, &p2, NULL));
+	s.d.pool = p2;
+	drape_sim *sim = NULL;
+	CHECK_OK(sim_create_ex(&s.d, 0, &sim, NULL));
+	for (int f = 0; f < 4; f++)
+		CHECK_OK(drape_sim_step(sim, NULL, NULL));
+	const size_t nb = (size_t)sim->n * sizeof(sim_vec4);
+	sim_vec4 *wide = malloc(nb), *ref = malloc(nb);
+	CHECK(wide && ref);
+	/* A long step lowers the impulse cap (|f| dt <= m |u|) below the
+	 * force of the faster triangles, so both branches of it are taken. */
+	const float dt = 0.5f;
+	sim_wind_forces(sim, dt, wide);
+	sim_wind_forces_scalar(sim, dt, ref);
+	uint32_t bad = 0, pushed = 0;
+	for (uint32_t i = 0; i < sim->n; i++) {
+		bad += memcmp(&wide[i], &ref[i], sizeof wide[i]) != 0;
+		pushed += ref[i].x != 0.0f || ref[i].y != 0.0f || ref[i].z != 0.0f;
+	}
+	CHECKF(bad == 0, "%u of %u vertices differ (%s build)", bad, sim->n, drape_sim_build());
+	CHECKF(pushed > sim->n / 2, "only %u of %u vertices feel the wind", pushed, sim->n);
+	free(wide);
+	free(ref);
+	drape_sim_destroy(sim);
+	drape_pool_destroy(p2);
+	grid_free(&s.g);
+}
+
 /* Two sims stepping on two threads share one pool: each must get the hash
  * it gets alone, whether its jobs ran on the pool or inline. */
 typedef struct runner {
@@ -320,7 +357,8 @@ static void test_public_arrays_in_caller_order(void)
 	grid_free(&s.g);
 }
 
-/* Every colour is sorted by its first vertex, so a sweep walks p forwards. */
+/* Every colour is sorted by its first vertex, so a sweep walks p forwards,
+ * and no colour (of constraints or of wind triangles) shares a vertex. */
 static void test_colours_walk_forwards(void)
 {
 	scene s;
@@ -341,6 +379,32 @@ static void test_colours_walk_forwards(void)
 				CHECK(seen[sim->bend[i].v[k]] != g + 1);
 				seen[sim->bend[i].v[k]] = g + 1;
 			}
+	/* The wind's chunk colours: every triangle with a rest area in one
+	 * chunk, and no two chunks of a colour sharing a vertex (wind.c adds
+	 * to the vertices of one colour's chunks from several threads). */
+	const sim_colouring *wc = &sim->wind_col;
+	CHECK(wc->colours > 1 && !wc->overflow && wc->start[wc->colours] == sim->wind_chunks);
+	uint32_t with_area = 0;
+	for (uint32_t t = 0; t < sim->ntri; t++)
+		with_area += sim->tri_rest_area[t] > 0.0f;
+	CHECK(sim->wind_chunk[0] == 0 && sim->wind_chunk[sim->wind_chunks] == with_area);
+	memset(seen, 0, sim->n * sizeof *seen);
+	/* seen[v] = the last chunk (+1) that touched v, and its colour. */
+	uint32_t *seen_colour = calloc(sim->n, sizeof *seen_colour);
+	CHECK(seen_colour != NULL);
+	for (uint32_t g = 0; g < wc->colours; g++)
+		for (uint32_t k = wc->start[g]; k < wc->start[g + 1]; k++)
+			for (uint32_t t = sim->wind_chunk[k]; t < sim->wind_chunk[k + 1]; t++) {
+				CHECK(sim->tri_rest_area[t] > 0.0f);
+				for (int j = 0; j < 3; j++) {
+					uint32_t v = sim->tris[3 * t + j];
+					/* Another chunk of the same colour has it. */
+					CHECK(!(seen_colour[v] == g + 1 && seen[v] != k + 1));
+					seen[v] = k + 1;
+					seen_colour[v] = g + 1;
+				}
+			}
+	free(seen_colour);
 	free(seen);
 	drape_sim_destroy(sim);
 	grid_free(&s.g);
@@ -351,6 +415,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_bend_kernel_lanes),
 	CHECK_TEST(test_hash_equal_for_1_2_4_threads),
 	CHECK_TEST(test_simd_equals_scalar_reference),
+	CHECK_TEST(test_wind_simd_equals_scalar),
 	CHECK_TEST(test_shared_pool_concurrent_sims),
 	CHECK_TEST(test_public_arrays_in_caller_order),
 	CHECK_TEST(test_colours_walk_forwards),

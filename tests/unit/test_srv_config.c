@@ -27,6 +27,10 @@ static void test_defaults(void)
 	CHECK(c.stream_count == 1 && strcmp(c.stream[0], "tcp://127.0.0.1:7451") == 0);
 	CHECK(c.idle_timeout_s == 3600 && c.max_message == 256u * 1024u * 1024u);
 	CHECK(c.threads >= 1 && c.state_dir != NULL && c.checkpoint_every == 10);
+	/* The shared solver pool defaults to the number of cores. */
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	CHECKF(c.pool_threads == (uint32_t)(cores < 1 ? 1 : cores > 256 ? 256 : cores),
+	       "pool_threads %u, %ld cores", c.pool_threads, cores);
 	srv_config_free(&c);
 }
 
@@ -36,14 +40,14 @@ static void test_command_line(void)
 	char msg[512];
 	const char *argv[] = { "draped", "--listen", "ipc:///tmp/a", "--listen=tcp://127.0.0.1:9000",
 			       "--threads", "3", "--idle-timeout", "0", "--max-vertices", "1000", "--verbose",
-			       "--ipc-mode", "0600", NULL };
-	CHECK(parse(&c, msg, 13, argv) == SRV_CONFIG_OK);
+			       "--ipc-mode", "0600", "--pool-threads", "1", NULL };
+	CHECK(parse(&c, msg, 15, argv) == SRV_CONFIG_OK);
 	CHECK(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
 	CHECK(c.listen_count == 2 && c.stream_count == 2);
 	CHECK(strcmp(c.stream[0], "ipc:///tmp/a.stream") == 0);
 	CHECK(strcmp(c.stream[1], "tcp://127.0.0.1:9001") == 0);
 	CHECK(c.threads == 3 && c.idle_timeout_s == 0 && c.max_vertices == 1000 && c.verbose);
-	CHECK(c.ipc_mode == 0600);
+	CHECK(c.ipc_mode == 0600 && c.pool_threads == 1);
 	srv_config_free(&c);
 }
 
@@ -54,6 +58,10 @@ static void test_bad_values(void)
 	const char *a1[] = { "draped", "--threads", "many", NULL };
 	CHECK(parse(&c, msg, 3, a1) == SRV_CONFIG_USAGE);
 	CHECKF(strstr(msg, "--threads") != NULL, "%s", msg);
+	srv_config_free(&c);
+	const char *ap[] = { "draped", "--pool-threads", "257", NULL };
+	CHECK(parse(&c, msg, 3, ap) == SRV_CONFIG_USAGE);
+	CHECKF(strstr(msg, "--pool-threads") != NULL && strstr(msg, "256") != NULL, "%s", msg);
 	srv_config_free(&c);
 	const char *a2[] = { "draped", "--frobnicate", NULL };
 	CHECK(parse(&c, msg, 2, a2) == SRV_CONFIG_USAGE);
