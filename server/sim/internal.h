@@ -201,6 +201,24 @@ void sim_bend_solve(const drape_sim *sim);
  * SCA 2012): the unilateral |p[a] - p[b]| <= rest, moving only p[a]. */
 void sim_lra_project_all(sim_vec4 *restrict p, const sim_dist *c, uint32_t count);
 
+/* ---- strainlimit.c -------------------------------------------------------- */
+
+/* The longest an edge may be after the strain-limit pass, as a fraction of
+ * its rest length over 1 (Provot 1995 used 10 %; cloth that should not look
+ * like rubber wants about 1 %). */
+#define SIM_STRAIN_LIMIT 0.01f
+
+/*
+ * The strain-limit pass over the stretch edges: each edge longer than
+ * smax = 1 + SIM_STRAIN_LIMIT times its rest length is shortened to exactly
+ * that, split by inverse masses; shorter edges are untouched. The _solve
+ * form runs in colour order over sim->pool with SIMD (scalar and serial with
+ * SIM_CREATE_REFERENCE); the scalar loop gives the same bits.
+ */
+void sim_strain_limit_solve(const drape_sim *sim);
+void sim_strain_limit_project_all(sim_vec4 *restrict p, const sim_dist *c,
+				  const sim_colouring *col, float smax);
+
 /* ---- bend.c --------------------------------------------------------------- */
 
 /*

@@ -526,21 +526,26 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			self_ms += now_ms() - tc;
 		}
 		for (int32_t it = 0; it < P->iterations; it++) {
-			/* Order of increasing strictness (ARCHITECTURE.md). The
-			 * long-range tethers come after bend and shear, which
-			 * also stretch edges, so the bound they put on stretching
-			 * holds at the end of the sweep (sheet300 at frame 180:
-			 * 16.5 % max strain this way, 20 % right after stretch).
-			 * A kind with stiffness 0 would only add zero corrections,
-			 * so its sweep is skipped. */
-			if (sim->k_stretch > 0.0f)
-				sim_dist_solve(sim, sim->stretch, &sim->stretch_col, sim->k_stretch);
+			/* Order of increasing strictness (ARCHITECTURE.md), with
+			 * stretch after bend and shear: their wing-distance and
+			 * dihedral corrections lengthen edges, and the edges'
+			 * length is what must hold at the end of the sweep. Then
+			 * the long-range tethers (the global bound on stretching)
+			 * and the strain limit (the local one: the tethers pull
+			 * a vertex towards its pin, which at a bend in the cloth
+			 * lengthens the edge below it; strainlimit.c has the
+			 * figures). A kind with stiffness 0 would only add zero
+			 * corrections, so its sweep is skipped. */
 			if (sim->k_bend > 0.0f)
 				sim_bend_solve(sim);
 			if (sim->k_shear > 0.0f)
 				sim_dist_solve(sim, sim->shear, &sim->shear_col, sim->k_shear);
-			if (lra)
+			if (sim->k_stretch > 0.0f)
+				sim_dist_solve(sim, sim->stretch, &sim->stretch_col, sim->k_stretch);
+			if (lra) {
 				sim_lra_solve(sim);
+				sim_strain_limit_solve(sim);
+			}
 			/* Self-collision before obstacles: the obstacles are the
 			 * strictest constraint, so no self push is left to shove a
 			 * bottom layer into the ground. */
@@ -597,7 +602,7 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			((sim->k_stretch > 0.0f ? (uint64_t)sim->stretch_count : 0) +
 			 (sim->k_shear > 0.0f ? (uint64_t)sim->shear_count : 0) +
 			 (sim->k_bend > 0.0f ? (uint64_t)sim->bend_count : 0) +
-			 (lra ? (uint64_t)sim->lra_count : 0));
+			 (lra ? (uint64_t)sim->lra_count + sim->stretch_count : 0));
 		stats->collide_ms = collide_ms;
 		stats->contacts = contacts;
 		stats->self_ms = self_ms;

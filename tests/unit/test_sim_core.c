@@ -591,6 +591,38 @@ static void test_long_range(void)
 	CHECK_NEAR(v3_len(v3_of4(p[1])), 1.0, 1e-6);
 }
 
+/* The strain limit shortens only edges longer than smax times their rest
+ * length, to exactly that, split by inverse masses; a pinned end stays. */
+static void test_strain_limit_kernel(void)
+{
+	const float smax = 1.0f + SIM_STRAIN_LIMIT;
+	sim_dist c[3] = {{0, 1, 1.0f}, {2, 3, 1.0f}, {4, 5, 1.0f}};
+	uint32_t start[4] = {0, 1, 2, 3};
+	sim_colouring col = {start, 3, 0};
+	sim_vec4 p[6] = {
+		{0, 0, 0, 1}, {1.005f, 0, 0, 1},     /* within the limit */
+		{0, 0, 0, 1}, {0.9f, 0, 0, 1},       /* compressed */
+		{0, 0, 0, 0}, {0, -1.5f, 0.2f, 1},   /* pinned a, over the limit */
+	};
+	sim_vec4 before[6];
+	memcpy(before, p, sizeof p);
+	sim_strain_limit_project_all(p, c, &col, smax);
+	CHECK(memcmp(p, before, 4 * sizeof *p) == 0);
+	CHECK(memcmp(&p[4], &before[4], sizeof *p) == 0);
+	CHECK_NEAR(v3_len(v3_of4(p[5])), smax, 1e-6);
+	/* Moved along the edge: the direction from the pin is kept. */
+	CHECK_NEAR(p[5].z / p[5].y, 0.2 / -1.5, 1e-6);
+
+	/* Equal masses: both ends move by half, the midpoint stays. */
+	sim_dist e = {0, 1, 1.0f};
+	uint32_t s1[2] = {0, 1};
+	sim_colouring one = {s1, 1, 0};
+	sim_vec4 q[2] = {{0, 0, 0, 2}, {1.5f, 0, 0, 2}};
+	sim_strain_limit_project_all(q, &e, &one, smax);
+	CHECK_NEAR(q[1].x - q[0].x, smax, 1e-6);
+	CHECK_NEAR(0.5 * (q[0].x + q[1].x), 0.75, 1e-6);
+}
+
 static void test_build_and_defaults(void)
 {
 	/* The name reports the wide-float layer the library was built with. */
@@ -623,6 +655,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_odd_meshes),
 	CHECK_TEST(test_state_round_trip),
 	CHECK_TEST(test_long_range),
+	CHECK_TEST(test_strain_limit_kernel),
 	CHECK_TEST(test_build_and_defaults),
 };
 

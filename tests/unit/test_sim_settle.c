@@ -86,7 +86,8 @@ static void print_result(const char *what, int32_t iterations, const sheet_resul
 	       100.0 * r->max_strain, 100.0 * r->mean_strain, r->ke);
 }
 
-/* Default solver: settles, and the strain stays under 8 % at 4 x 20. */
+/* Default solver: settles, and the strain stays under issue 6's 2 % at
+ * 4 x 20 (plain Gauss-Seidel leaves 10 % here; measured 0.035 %). */
 static void test_sheet_default(void)
 {
 	sheet_result r;
@@ -94,7 +95,7 @@ static void test_sheet_default(void)
 	print_result("top edge, long-range on (default)", 20, &r);
 	printf("  KE bound %.1e J\n", SHEET_KE_BOUND);
 	CHECKF(r.ke < SHEET_KE_BOUND, "KE %.3g J >= %.1e J", r.ke, SHEET_KE_BOUND);
-	CHECKF(r.max_strain < 0.08f, "4x20 max strain %.4f >= 8 %%", (double)r.max_strain);
+	CHECKF(r.max_strain < 0.02f, "4x20 max strain %.4f >= 2 %%", (double)r.max_strain);
 }
 
 /* Plain Gauss-Seidel: settles at every count and the strain falls as the

@@ -5,7 +5,7 @@
  * Determinism: a hash (FNV-1a over the bytes of positions and velocities in
  * the caller's order) after a few frames of a scene that exercises every
  * projection (stretch, shear, bending away from flat, long-range
- * attachments, a sphere collider, wind) must be equal for 1, 2 and 4
+ * attachments and the strain limit, a sphere collider, wind) must be equal for 1, 2 and 4
  * threads, and equal to the scalar reference kernels run serially in the
  * same colour order: simd.h uses only correctly rounded IEEE operations, so
  * no difference at all is allowed between the SIMD and scalar arithmetic.
