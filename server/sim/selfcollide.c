@@ -1359,6 +1359,17 @@ static double vt_toi(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4]
 		if (point_triangle_distance(qt, at, bt, ct) <= tol)
 			return samples[k];
 	}
+	/* Touching at p without a root: the coplanarity cubic is rounding
+	 * noise at t = 1 when the pair ends in one plane (two layers pressed
+	 * onto the ground at the same height), and a vertex left on a face
+	 * intersects it as much as one that went through. */
+	if (nr == 0 || samples[nr - 1] != 1.0) {
+		sim_v3 ap = v3_of4(p[idx[1]]), bp = v3_of4(p[idx[2]]), cp = v3_of4(p[idx[3]]);
+		sim_v3 np;
+		if (!tri_degenerate(ap, bp, cp, &np) &&
+		    point_triangle_distance(v3_of4(p[idx[0]]), ap, bp, cp) <= tol)
+			return 1.0;
+	}
 	return -1.0;
 }
 
@@ -1404,6 +1415,11 @@ static double ee_toi(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4]
 		if (segment_distance(pa0, pa1, pb0, pb1) <= tol)
 			return samples[k];
 	}
+	/* Touching at p without a root, as in vt_toi. */
+	if ((nr == 0 || samples[nr - 1] != 1.0) &&
+	    segment_distance(v3_of4(p[idx[0]]), v3_of4(p[idx[1]]), v3_of4(p[idx[2]]),
+			     v3_of4(p[idx[3]])) <= tol)
+		return 1.0;
 	return -1.0;
 }
 

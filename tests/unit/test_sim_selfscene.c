@@ -435,14 +435,8 @@ static void speed_sheet_256_on_sphere(void)
 
 static const check_test tests[] = {
 	CHECK_TEST(test_sheet_folds_on_sphere),
-	CHECK_TEST(test_stacked_sheets_pulled_apart),
-};
-
-/* Known to fail (issue 5 stays open): a strip heaped on the ground still
- * ends with intersecting pairs (8 at frame 16 on the 7x101 strip), so the
- * swept guard misses some crossings. Run with `--heap`. */
-static const check_test known_failing[] = {
 	CHECK_TEST(test_strip_heaps_on_ground),
+	CHECK_TEST(test_stacked_sheets_pulled_apart),
 };
 
 int main(int argc, char **argv)
@@ -455,7 +449,5 @@ int main(int argc, char **argv)
 		printf("%s\n", check_failed_ ? "FAIL speed" : "PASS speed");
 		return check_failed_;
 	}
-	if (argc > 1 && strcmp(argv[1], "--heap") == 0)
-		return check_main(1, argv, known_failing, CHECK_COUNT(known_failing));
 	return check_main(argc, argv, tests, CHECK_COUNT(tests));
 }
