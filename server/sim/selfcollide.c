@@ -789,11 +789,13 @@ static inline float rel_motion_len(const sim_vec4 *x, const sim_vec4 *p, uint32_
 
 /*
  * Bounds on how much the distance between the two sides of a pair can
- * shrink from x to p under linear motion. Seen from the frame of one vertex
- * (which removes a common translation, so a cloth falling as a whole gives
- * 0), every point of a triangle or segment moves at most as far as its
- * farthest corner, so the distance shrinks at most by the sum of the two
- * sides' largest relative motions.
+ * shrink from x to p under linear motion. A point of either side is a convex
+ * combination of its corners, so the motion of one side's point relative to
+ * the other's is a convex combination of the relative motions of corner
+ * pairs (one from each side), and the distance shrinks at most by the
+ * largest of those. Relative motions remove a common translation, so a cloth
+ * falling as a whole gives 0. Each one changes by at most twice a vertex's
+ * stray from its prediction, which sim_self_end_substep relies on.
  */
 static inline float vt_motion_bound(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4])
 {
@@ -801,10 +803,13 @@ static inline float vt_motion_bound(const sim_vec4 *x, const sim_vec4 *p, const 
 		    maxf(rel_motion_len(x, p, idx[0], idx[2]), rel_motion_len(x, p, idx[0], idx[3])));
 }
 
+/* (An earlier form, |a1 - a0| + max |b - a0| in relative motions, is
+ * larger and grows by four times the stray, so a pair it dropped could touch
+ * after a stray the end-of-substep check let pass.) */
 static inline float ee_motion_bound(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4])
 {
-	return rel_motion_len(x, p, idx[0], idx[1]) +
-	       maxf(rel_motion_len(x, p, idx[0], idx[2]), rel_motion_len(x, p, idx[0], idx[3]));
+	return maxf(maxf(rel_motion_len(x, p, idx[0], idx[2]), rel_motion_len(x, p, idx[0], idx[3])),
+		    maxf(rel_motion_len(x, p, idx[1], idx[2]), rel_motion_len(x, p, idx[1], idx[3])));
 }
 
 /* 1 when some vertex of a[0..na) is joined by a mesh edge to some vertex of
