@@ -66,10 +66,10 @@
 #define SELF_GUARD_BACKOFF 0.8
 #define SELF_GUARD_PARTIAL_ROUNDS 2
 
-/* A hard bound on the guard's rounds. Each round after the partial ones
- * returns at least one more vertex to x, so this is never reached unless
- * hundreds of vertices form one chain of crossings; then the remaining ones
- * are left to the next substep rather than stalling the step. */
+/* Rounds after which the guard stops resolving crossings one by one and
+ * sends every free vertex back to x (revert_all). Each round after the
+ * partial ones returns at least one more vertex to x or carries one, so this
+ * is only reached when hundreds of vertices form one chain of crossings. */
 #define SELF_GUARD_MAX_ROUNDS 256
 
 /* Contact tolerance of the swept test, relative to the pair's size. */
@@ -128,6 +128,7 @@ struct sim_self {
 	float thickness; /* of the current substep, for the rest-distance test */
 	sim_vec4 *p_pred;    /* p as predicted at begin, for the guard's stray check */
 	uint8_t *dirty, *dirty_next;
+	uint8_t *carried; /* 1 for a vertex the guard carried along (see carry) */
 	/* Triangles of each vertex (CSR) and a per-round mark, for the guard's
 	 * re-check around the vertices it moved back (see guard_neighbourhood). */
 	uint32_t *vtri_start, *vtri;
@@ -422,6 +423,7 @@ void sim_self_destroy(sim_self *s)
 	free(s->adj);
 	free(s->dirty);
 	free(s->dirty_next);
+	free(s->carried);
 	free(s->vtri_start);
 	free(s->vtri);
 	free(s->tri_mark);
@@ -446,10 +448,11 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 	s->x0 = malloc(nv * sizeof *s->x0 + 1);
 	s->dirty = calloc(nv + 1, 1);
 	s->dirty_next = calloc(nv + 1, 1);
+	s->carried = calloc(nv + 1, 1);
 	self_half_edge *he = malloc(3 * nt * sizeof *he + 1);
 	if (s->tris == NULL || s->tri_skip == NULL || s->tri_edges == NULL || s->tri_box == NULL ||
 	    s->tri_stamp == NULL || s->p_pred == NULL || s->x0 == NULL || s->dirty == NULL ||
-	    s->dirty_next == NULL || he == NULL ||
+	    s->dirty_next == NULL || s->carried == NULL || he == NULL ||
 	    sim_hash_init(&s->hash, triangle_count) != DRAPE_OK) {
 		free(he);
 		sim_self_destroy(s);
@@ -786,11 +789,13 @@ static inline float rel_motion_len(const sim_vec4 *x, const sim_vec4 *p, uint32_
 
 /*
  * Bounds on how much the distance between the two sides of a pair can
- * shrink from x to p under linear motion. Seen from the frame of one vertex
- * (which removes a common translation, so a cloth falling as a whole gives
- * 0), every point of a triangle or segment moves at most as far as its
- * farthest corner, so the distance shrinks at most by the sum of the two
- * sides' largest relative motions.
+ * shrink from x to p under linear motion. A point of either side is a convex
+ * combination of its corners, so the motion of one side's point relative to
+ * the other's is a convex combination of the relative motions of corner
+ * pairs (one from each side), and the distance shrinks at most by the
+ * largest of those. Relative motions remove a common translation, so a cloth
+ * falling as a whole gives 0. Each one changes by at most twice a vertex's
+ * stray from its prediction, which sim_self_end_substep relies on.
  */
 static inline float vt_motion_bound(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4])
 {
@@ -798,10 +803,13 @@ static inline float vt_motion_bound(const sim_vec4 *x, const sim_vec4 *p, const 
 		    maxf(rel_motion_len(x, p, idx[0], idx[2]), rel_motion_len(x, p, idx[0], idx[3])));
 }
 
+/* (An earlier form, |a1 - a0| + max |b - a0| in relative motions, is
+ * larger and grows by four times the stray, so a pair it dropped could touch
+ * after a stray the end-of-substep check let pass.) */
 static inline float ee_motion_bound(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4])
 {
-	return rel_motion_len(x, p, idx[0], idx[1]) +
-	       maxf(rel_motion_len(x, p, idx[0], idx[2]), rel_motion_len(x, p, idx[0], idx[3]));
+	return maxf(maxf(rel_motion_len(x, p, idx[0], idx[2]), rel_motion_len(x, p, idx[0], idx[3])),
+		    maxf(rel_motion_len(x, p, idx[1], idx[2]), rel_motion_len(x, p, idx[1], idx[3])));
 }
 
 /* 1 when some vertex of a[0..na) is joined by a mesh edge to some vertex of
@@ -1359,6 +1367,17 @@ static double vt_toi(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4]
 		if (point_triangle_distance(qt, at, bt, ct) <= tol)
 			return samples[k];
 	}
+	/* Touching at p without a root: the coplanarity cubic is rounding
+	 * noise at t = 1 when the pair ends in one plane (two layers pressed
+	 * onto the ground at the same height), and a vertex left on a face
+	 * intersects it as much as one that went through. */
+	if (nr == 0 || samples[nr - 1] != 1.0) {
+		sim_v3 ap = v3_of4(p[idx[1]]), bp = v3_of4(p[idx[2]]), cp = v3_of4(p[idx[3]]);
+		sim_v3 np;
+		if (!tri_degenerate(ap, bp, cp, &np) &&
+		    point_triangle_distance(v3_of4(p[idx[0]]), ap, bp, cp) <= tol)
+			return 1.0;
+	}
 	return -1.0;
 }
 
@@ -1404,6 +1423,11 @@ static double ee_toi(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4]
 		if (segment_distance(pa0, pa1, pb0, pb1) <= tol)
 			return samples[k];
 	}
+	/* Touching at p without a root, as in vt_toi. */
+	if ((nr == 0 || samples[nr - 1] != 1.0) &&
+	    segment_distance(v3_of4(p[idx[0]]), v3_of4(p[idx[1]]), v3_of4(p[idx[2]]),
+			     v3_of4(p[idx[3]])) <= tol)
+		return 1.0;
 	return -1.0;
 }
 
@@ -1421,22 +1445,29 @@ static inline int pair_moved(const sim_vec4 *x, const sim_vec4 *p, const uint32_
 	return moved;
 }
 
+/* A vertex the guard cannot move back: pinned (w = 0, possibly animated by
+ * a collider) or already carried along by one in this guard (see carry). */
+static inline int immovable(const sim_self *s, const sim_vec4 *p, uint32_t v)
+{
+	return p[v].w == 0.0f || s->carried[v];
+}
+
 /* Moves the free vertices of a crossing pair back along their path to
  * fraction tau; returns how many actually moved. */
-static int revert(sim_vec4 *restrict p, const sim_vec4 *restrict x, const uint32_t idx[4],
-		  float tau, uint8_t *dirty_next)
+static int revert(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+		  const uint32_t idx[4], float tau)
 {
 	int moved = 0;
 	for (int k = 0; k < 4; k++) {
 		uint32_t v = idx[k];
-		if (p[v].w == 0.0f)
+		if (immovable(s, p, v))
 			continue;
 		sim_v3 np = at_time(x, p, v, tau);
 		if (np.x != p[v].x || np.y != p[v].y || np.z != p[v].z) {
 			p[v].x = np.x;
 			p[v].y = np.y;
 			p[v].z = np.z;
-			dirty_next[v] = 1;
+			s->dirty_next[v] = 1;
 			moved++;
 		}
 	}
@@ -1444,39 +1475,88 @@ static int revert(sim_vec4 *restrict p, const sim_vec4 *restrict x, const uint32
 }
 
 /*
- * Moves a pair found crossing at time toi back to fraction backoff of it.
- * When that moves nothing (a vertex that moved less than a float step, so
- * that the fraction rounds to p), the pair goes back to x instead: a crossing
- * that moves no vertex would end the guard's rounds with the crossing left
- * in place.
+ * A pair still crossing with its free vertices back at x was crossed by its
+ * immovable side: a pinned vertex carried by its collider through the cloth
+ * (or a vertex carried by one). Moving back cannot help, so the free
+ * vertices are carried instead: each goes to x plus the mean motion of the
+ * pair's moving immovable vertices. With one driver, or drivers that move
+ * together, the pair's relative motion is then zero and it stays as it was
+ * at x, apart. The carried vertices become immovable for the rest of the
+ * guard, so a layer they are pushed into is carried in turn (a hand pushed
+ * through a stack of cloth takes every layer with it). Returns how many
+ * vertices moved.
  */
-static int stop_pair(sim_vec4 *restrict p, const sim_vec4 *restrict x, const uint32_t idx[4],
-		     double toi, float backoff, uint8_t *dirty_next)
+static int carry(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+		 const uint32_t idx[4])
 {
-	int moved = revert(p, x, idx, (float)(backoff * toi), dirty_next);
+	sim_v3 d = v3(0.0f, 0.0f, 0.0f);
+	int drivers = 0;
+	for (int k = 0; k < 4; k++) {
+		uint32_t v = idx[k];
+		if (!immovable(s, p, v))
+			continue;
+		sim_v3 dv = v3_sub(v3_of4(p[v]), v3_of4(x[v]));
+		if (dv.x != 0.0f || dv.y != 0.0f || dv.z != 0.0f) {
+			d = v3_add(d, dv);
+			drivers++;
+		}
+	}
+	if (drivers == 0)
+		return 0;
+	d = v3_scale(d, 1.0f / (float)drivers);
+	int moved = 0;
+	for (int k = 0; k < 4; k++) {
+		uint32_t v = idx[k];
+		if (immovable(s, p, v))
+			continue;
+		sim_v3 np = v3_add(v3_of4(x[v]), d);
+		moved += np.x != p[v].x || np.y != p[v].y || np.z != p[v].z;
+		p[v].x = np.x;
+		p[v].y = np.y;
+		p[v].z = np.z;
+		s->carried[v] = 1;
+		s->dirty_next[v] = 1;
+	}
+	return moved;
+}
+
+/*
+ * Stops a pair found crossing at time toi: its free vertices go back to
+ * fraction backoff of toi. When that moves nothing (a vertex that moved less
+ * than a float step, so that the fraction rounds to p), the pair goes back
+ * to x instead, and when the free vertices are at x already, the crossing is
+ * the immovable side's and they are carried (carry). A crossing that moves
+ * no vertex would end the guard's rounds with the crossing left in place.
+ */
+static int stop_pair(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+		     const uint32_t idx[4], double toi, float backoff)
+{
+	int moved = revert(s, p, x, idx, (float)(backoff * toi));
 	if (moved == 0 && backoff > 0.0f)
-		moved = revert(p, x, idx, 0.0f, dirty_next);
+		moved = revert(s, p, x, idx, 0.0f);
+	if (moved == 0)
+		moved = carry(s, p, x, idx);
 	return moved;
 }
 
 /* Swept tests of one vertex-triangle or edge-edge pair; a crossing pair is
  * stopped (stop_pair). Returns the number of vertices moved. */
-static int guard_vt(sim_vec4 *restrict p, const sim_vec4 *restrict x, const uint32_t idx[4],
-		    float backoff, uint8_t *dirty_next)
+static int guard_vt(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+		    const uint32_t idx[4], float backoff)
 {
 	if (!pair_moved(x, p, idx))
 		return 0;
 	double toi = vt_toi(x, p, idx);
-	return toi >= 0.0 ? stop_pair(p, x, idx, toi, backoff, dirty_next) : 0;
+	return toi >= 0.0 ? stop_pair(s, p, x, idx, toi, backoff) : 0;
 }
 
-static int guard_ee(sim_vec4 *restrict p, const sim_vec4 *restrict x, const uint32_t idx[4],
-		    float backoff, uint8_t *dirty_next)
+static int guard_ee(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+		    const uint32_t idx[4], float backoff)
 {
 	if (!pair_moved(x, p, idx))
 		return 0;
 	double toi = ee_toi(x, p, idx);
-	return toi >= 0.0 ? stop_pair(p, x, idx, toi, backoff, dirty_next) : 0;
+	return toi >= 0.0 ? stop_pair(s, p, x, idx, toi, backoff) : 0;
 }
 
 static inline int tri_has(const uint32_t *tv, uint32_t v)
@@ -1489,23 +1569,23 @@ static int guard_vertex_triangle(sim_self *s, sim_vec4 *restrict p, const sim_ve
 {
 	const uint32_t *tb = &s->tris[3 * (size_t)t];
 	const uint32_t idx[4] = {v, tb[0], tb[1], tb[2]};
-	return guard_vt(p, x, idx, backoff, s->dirty_next);
+	return guard_vt(s, p, x, idx, backoff);
 }
 
 /* Every vertex-triangle and edge-edge pair between triangles a and b. */
-static int guard_triangle_pair(const sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
-			       uint32_t a, uint32_t b, float backoff, uint8_t *dirty_next)
+static int guard_triangle_pair(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+			       uint32_t a, uint32_t b, float backoff)
 {
 	const uint32_t *ta = &s->tris[3 * (size_t)a], *tb = &s->tris[3 * (size_t)b];
 	int changed = 0;
 	for (int k = 0; k < 3; k++) {
 		if (!tri_has(tb, ta[k])) {
 			const uint32_t idx[4] = {ta[k], tb[0], tb[1], tb[2]};
-			changed += guard_vt(p, x, idx, backoff, dirty_next);
+			changed += guard_vt(s, p, x, idx, backoff);
 		}
 		if (!tri_has(ta, tb[k])) {
 			const uint32_t idx[4] = {tb[k], ta[0], ta[1], ta[2]};
-			changed += guard_vt(p, x, idx, backoff, dirty_next);
+			changed += guard_vt(s, p, x, idx, backoff);
 		}
 	}
 	for (int k = 0; k < 3; k++)
@@ -1513,7 +1593,7 @@ static int guard_triangle_pair(const sim_self *s, sim_vec4 *restrict p, const si
 			const uint32_t idx[4] = {ta[k], ta[(k + 1) % 3], tb[m], tb[(m + 1) % 3]};
 			if (idx[0] == idx[2] || idx[0] == idx[3] || idx[1] == idx[2] || idx[1] == idx[3])
 				continue;
-			changed += guard_ee(p, x, idx, backoff, dirty_next);
+			changed += guard_ee(s, p, x, idx, backoff);
 		}
 	return changed;
 }
@@ -1528,7 +1608,8 @@ static int guard_triangle_pair(const sim_self *s, sim_vec4 *restrict p, const si
  * every triangle the hash finds near its current swept box, without the
  * relative-motion cull. The hash is still valid: its boxes enclose every
  * vertex's segment x -> p grown by the reach, and moving back stays on that
- * segment.
+ * segment. (Carried vertices leave it; sim_self_end_substep keeps them in
+ * the dirty set, so they search from their own side.)
  */
 static int guard_neighbourhood(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
 			       float backoff)
@@ -1564,8 +1645,7 @@ static int guard_neighbourhood(sim_self *s, sim_vec4 *restrict p, const sim_vec4
 				if (s->tri_stamp[t_] != stamp && t_ != a && !s->tri_skip[t_]) {
 					s->tri_stamp[t_] = stamp;
 					if (sim_box_overlap(ab, &s->tri_box[6 * (size_t)t_]))
-						changed += guard_triangle_pair(s, p, x, a, t_, backoff,
-									       s->dirty_next);
+						changed += guard_triangle_pair(s, p, x, a, t_, backoff);
 				}
 			});
 		}
@@ -1587,15 +1667,37 @@ static int guard_neighbourhood(sim_self *s, sim_vec4 *restrict p, const sim_vec4
 	return changed;
 }
 
+/* The last resort when the rounds do not settle: every free vertex goes
+ * back to x, where nothing intersected. Crossings can then remain only with
+ * immovable vertices, and each further round carries at least one more
+ * vertex along, so the rounds end. */
+static void revert_all(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x)
+{
+	for (uint32_t v = 0; v < s->nv; v++) {
+		if (immovable(s, p, v))
+			continue;
+		if (p[v].x != x[v].x || p[v].y != x[v].y || p[v].z != x[v].z) {
+			p[v].x = x[v].x;
+			p[v].y = x[v].y;
+			p[v].z = x[v].z;
+			s->dirty_next[v] = 1;
+		}
+	}
+}
+
 /*
  * The guard. Every candidate pair that moved gets a swept test on the
- * straight paths x -> p; a pair that touches at time toi has its free
- * vertices moved back to x + tau (p - x), tau = 0.8 toi in the first two
- * rounds and tau = 0 (the start positions, which were intersection-free)
- * after that. Moved vertices are re-verified in the next round. Once tau is
- * 0 every round that finds a crossing returns at least one more vertex to x,
- * so the loop ends; a crossing made only by pinned (w = 0, possibly
- * animated) vertices cannot be undone here and is left.
+ * straight paths x -> p; a pair that touches at time toi (or ends touching)
+ * has its free vertices moved back to x + tau (p - x), tau = 0.8 toi in the
+ * first two rounds and tau = 0 (the start positions, which were
+ * intersection-free) after that. A pair that still crosses with its free
+ * vertices at x was crossed by a moving pinned vertex, and they are carried
+ * along with it instead (carry). Moved vertices are re-verified in the next
+ * round. Once tau is 0 every round that finds a crossing returns at least
+ * one more vertex to x or carries one, so the loop ends; if it has not
+ * settled after SELF_GUARD_MAX_ROUNDS, every free vertex goes back to x at
+ * once. Only a crossing made by pinned vertices alone (two animated pins
+ * through each other) cannot be undone here and is left.
  *
  * Momentum: this is not a momentum-conserving projection; it is an
  * inelastic stop of the involved vertices for the rest of the substep (their
@@ -1626,7 +1728,8 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 	}
 
 	memset(s->dirty, 1, nv);
-	for (int round = 0; round < SELF_GUARD_MAX_ROUNDS; round++) {
+	memset(s->carried, 0, nv);
+	for (int round = 0;; round++) {
 		memset(s->dirty_next, 0, nv);
 		int changed = 0;
 		float backoff = round < SELF_GUARD_PARTIAL_ROUNDS ? (float)SELF_GUARD_BACKOFF : 0.0f;
@@ -1637,7 +1740,7 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 			if (!(s->dirty[idx[0]] | s->dirty[idx[1]] | s->dirty[idx[2]] |
 			      s->dirty[idx[3]]))
 				continue;
-			changed += guard_vt(p, x, idx, backoff, s->dirty_next);
+			changed += guard_vt(s, p, x, idx, backoff);
 		}
 		for (uint32_t i = 0; i < s->ee_count; i++) {
 			const self_ee *r = &s->ee[i];
@@ -1646,7 +1749,7 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 			if (!(s->dirty[idx[0]] | s->dirty[idx[1]] | s->dirty[idx[2]] |
 			      s->dirty[idx[3]]))
 				continue;
-			changed += guard_ee(p, x, idx, backoff, s->dirty_next);
+			changed += guard_ee(s, p, x, idx, backoff);
 		}
 		/* Round 0's dirty set is every vertex: nothing has been moved
 		 * back yet, so the candidates are complete. */
@@ -1654,6 +1757,13 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 			changed += guard_neighbourhood(s, p, x, backoff);
 		if (!changed)
 			break;
+		if (round + 1 == SELF_GUARD_MAX_ROUNDS)
+			revert_all(s, p, x);
+		/* Carried vertices have left the boxes the hash was built from,
+		 * so a triangle that moves back later may not find theirs: they
+		 * search from their own side in every round instead. */
+		for (uint32_t v = 0; v < nv; v++)
+			s->dirty_next[v] |= s->carried[v];
 		uint8_t *t = s->dirty;
 		s->dirty = s->dirty_next;
 		s->dirty_next = t;

@@ -283,6 +283,58 @@ static void test_degenerate_triangle(void)
 		       plane_dist(p[k], p[3], p[4], p[5]));
 }
 
+/* ---- kinematic pins ------------------------------------------------------------ */
+
+/*
+ * A pinned patch (w = 0, moved this substep as a collider-attached pin is)
+ * sweeps 10 cm down through a free 0.6 m sheet in one substep: its corners
+ * go through the sheet's faces, the sheet's vertex (3, 3) through the
+ * patch's face, and edges through edges. The pinned side cannot be moved
+ * back, so the free side must be pushed ahead of it: no triangle pair
+ * intersects at the end, the sheet under the patch ends below it, and the
+ * patch is exactly where it was sent. Mode 0 has the projections and the
+ * guard, mode 1 the guard alone (thickness 0).
+ */
+static void test_kinematic_patch_through_sheet(void)
+{
+	enum { N = 6, NS = (N + 1) * (N + 1), NV = NS + 4, NT = 2 * N * N + 2 };
+	const float lo[2] = {0.25f, 0.26f}, hi[2] = {0.37f, 0.38f};
+	sim_vec4 x[NV], p[NV];
+	uint32_t tris[3 * NT];
+	grid(N, N, 0.1f, 0.0f, 1.0f, x, tris, 0);
+	for (int k = 0; k < 4; k++)
+		x[NS + k] = V4(k & 1 ? hi[0] : lo[0], k & 2 ? hi[1] : lo[1], 0.05f, 0.0f);
+	const uint32_t patch[6] = {NS, NS + 1, NS + 3, NS, NS + 3, NS + 2};
+	memcpy(&tris[3 * (NT - 2)], patch, sizeof patch);
+	CHECK(intersections(x, NV, tris, NT) == 0);
+	for (int mode = 0; mode < 2; mode++) {
+		const float th = mode ? 0.0f : 0.01f;
+		memcpy(p, x, sizeof x);
+		for (int k = 0; k < 4; k++)
+			p[NS + k].z = -0.05f;
+		sim_self *s = NULL;
+		CHECK_OK(sim_self_create(tris, NT, NV, x, &s, NULL));
+		substep(s, x, p, th, 0.0f, mode ? 0 : 10);
+		sim_self_destroy(s);
+		uint64_t crossed = intersections(p, NV, tris, NT);
+		/* Sheet vertex (3, 3) at (0.3, 0.3) lies under the patch. */
+		float under = p[3 * (N + 1) + 3].z;
+		printf("  kinematic patch through a sheet, %s: %llu intersecting pairs, sheet "
+		       "under the patch at z %.4f (patch at -0.05)\n",
+		       mode ? "guard only" : "projections and guard", (unsigned long long)crossed,
+		       under);
+		CHECK(all_finite(p, NV));
+		CHECKF(crossed == 0, "mode %d: %llu intersecting triangle pairs", mode,
+		       (unsigned long long)crossed);
+		CHECKF(under < -0.05f, "mode %d: the sheet (z %.4f) is not below the patch", mode,
+		       under);
+		for (int k = 0; k < 4; k++)
+			CHECKF(p[NS + k].x == x[NS + k].x && p[NS + k].y == x[NS + k].y &&
+				       p[NS + k].z == -0.05f && p[NS + k].w == 0.0f,
+			       "mode %d: pinned vertex %d moved off its path", mode, k);
+	}
+}
+
 /* ---- edge-edge ---------------------------------------------------------------- */
 
 /*
@@ -1155,6 +1207,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_resting_push_conserves_momentum),
 	CHECK_TEST(test_pinned_never_move),
 	CHECK_TEST(test_degenerate_triangle),
+	CHECK_TEST(test_kinematic_patch_through_sheet),
 	CHECK_TEST(test_edge_edge_strips),
 	CHECK_TEST(test_shared_vertex_pairs_skipped),
 	CHECK_TEST(test_folded_sheet_no_push),
