@@ -75,11 +75,23 @@
 /* Contact tolerance of the swept test, relative to the pair's size. */
 #define SELF_GUARD_TOL 1e-4f
 
+/* Triangles per chunk of the broad phase (see build_chunks). */
+#define SELF_CHUNK 8u
+
+/*
+ * `lb` of a pair is a lower bound on its distance while its vertices move
+ * from x to the prediction p of begin_substep: the distance at x less the
+ * motion bound (vt_motion_bound). sim_self_project skips a pair whose lb is
+ * more than the thickness plus twice the largest stray of any vertex from
+ * that prediction: it cannot be within the thickness, nor have crossed, so
+ * its projection would do nothing. -INFINITY when no bound is known.
+ */
 typedef struct self_vt {
 	uint32_t v, t;
 	int32_t side;     /* +1 or -1: side of the triangle's plane at x */
 	uint16_t trusted; /* 1 when the vertex was over the triangle at x */
 	uint16_t rest_close; /* 1 for mesh neighbours closer than the thickness at rest */
+	float lb;
 } self_vt;
 
 typedef struct self_ee {
@@ -87,6 +99,7 @@ typedef struct self_ee {
 	int32_t side;     /* sign of the line-line separation at x; 0 unknown */
 	uint16_t trusted; /* 1 when the lines' closest points lay on both segments at x */
 	uint16_t rest_close;
+	float lb;
 } self_ee;
 
 struct sim_self {
@@ -97,7 +110,27 @@ struct sim_self {
 	uint32_t *tri_edges; /* 3 per triangle: indices into edges */
 	float base_cell;     /* mean rest edge length */
 	float *tri_box;      /* 6 per triangle: swept box grown by the reach */
-	float *edge_boxes;   /* 6 per edge: swept box, per substep */
+	/*
+	 * Chunks (build_chunks): the nh non-degenerate triangles in Morton
+	 * order of their rest centroids, cut into runs of SELF_CHUNK, so that a
+	 * chunk is a small patch of cloth, with the vertices and edges its
+	 * triangles own (tri_own). The hash holds chunks, not triangles: a
+	 * chunk pair whose boxes meet has its vertex, edge and triangle boxes
+	 * tested against each other from flat arrays, which costs far less
+	 * than a hash visit per triangle pair.
+	 */
+	uint32_t nh, chunk_count;
+	uint32_t *chunk_tri; /* nh triangle indices, chunk after chunk */
+	uint32_t *cv_start, *cv; /* owned vertices of chunk c: cv[cv_start[c] .. cv_start[c + 1]) */
+	uint32_t *ce_start, *ce; /* owned edges, the same way */
+	uint32_t *ce_v;      /* 2 arrays of ce_start[chunk_count]: the owned edges' vertices */
+	uint32_t *ct_v;      /* 3 arrays of nh: the vertices of the triangles in chunk order */
+	float *sbox;         /* 6 arrays of nh floats: swept triangle boxes in chunk order */
+	float *vsbox;        /* 6 arrays of cv_start[chunk_count]: swept vertex boxes, in cv order */
+	float *esbox;        /* 6 arrays of ce_start[chunk_count]: swept edge boxes, in ce order */
+	float *chunk_sbox;   /* 6 per chunk: union of its triangles' swept boxes */
+	float *chunk_box;    /* 6 per chunk: the same grown by the reach (what is hashed) */
+	float chunk_scale;   /* mean largest extent of a chunk's box at rest */
 	sim_hash hash;
 	uint32_t *tri_stamp;
 	/* Ownership, so that every vertex and edge is searched for exactly once
@@ -400,6 +433,149 @@ static int half_edge_cmp(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* One past the last slot of chunk c in chunk_tri and sbox. */
+static inline uint32_t chunk_end(const sim_self *s, uint32_t c)
+{
+	uint64_t e = (uint64_t)(c + 1) * SELF_CHUNK;
+	return e < s->nh ? (uint32_t)e : s->nh;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Spreads the low 10 bits of v to every third bit (Morton code). */
+static uint32_t spread3(uint32_t v)
+{
+	v &= 0x3ffu;
+	v = (v | (v << 16)) & 0x030000ffu;
+	v = (v | (v << 8)) & 0x0300f00fu;
+	v = (v | (v << 4)) & 0x030c30c3u;
+	v = (v | (v << 2)) & 0x09249249u;
+	return v;
+}
+
+/*
+ * Orders the non-degenerate triangles along a Morton curve through their
+ * rest centroids and cuts the order into chunks of SELF_CHUNK, so that each
+ * chunk is a compact patch of the rest mesh (it stays one while the cloth
+ * bends; a fold inside a chunk only makes its box larger). Sizes the hash
+ * for the chunks. Returns -1 when out of memory.
+ */
+static int build_chunks(sim_self *s)
+{
+	const uint32_t nt = s->nt;
+	uint32_t nh = 0;
+	for (uint32_t t = 0; t < nt; t++)
+		nh += !s->tri_skip[t];
+	s->nh = nh;
+	s->chunk_count = (nh + SELF_CHUNK - 1) / SELF_CHUNK;
+	uint64_t *key = malloc((size_t)nh * sizeof *key + 1);
+	s->chunk_tri = malloc((size_t)nh * sizeof *s->chunk_tri + 1);
+	s->sbox = malloc(6 * (size_t)nh * sizeof *s->sbox + 1);
+	s->chunk_sbox = malloc(6 * (size_t)s->chunk_count * sizeof *s->chunk_sbox + 1);
+	s->chunk_box = malloc(6 * (size_t)s->chunk_count * sizeof *s->chunk_box + 1);
+	if (key == NULL || s->chunk_tri == NULL || s->sbox == NULL || s->chunk_sbox == NULL ||
+	    s->chunk_box == NULL || sim_hash_init(&s->hash, s->chunk_count) != DRAPE_OK) {
+		free(key);
+		return -1;
+	}
+	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+	for (uint32_t v = 0; v < s->nv; v++) {
+		const float c[3] = {s->x0[v].x, s->x0[v].y, s->x0[v].z};
+		for (int k = 0; k < 3; k++) {
+			lo[k] = minf(lo[k], c[k]);
+			hi[k] = maxf(hi[k], c[k]);
+		}
+	}
+	float scale[3];
+	for (int k = 0; k < 3; k++)
+		scale[k] = hi[k] > lo[k] ? 1023.0f / (hi[k] - lo[k]) : 0.0f;
+	uint32_t n = 0;
+	for (uint32_t t = 0; t < nt; t++) {
+		if (s->tri_skip[t])
+			continue;
+		const uint32_t *tv = &s->tris[3 * (size_t)t];
+		sim_v3 c = v3_scale(v3_add(v3_add(s->x0[tv[0]], s->x0[tv[1]]), s->x0[tv[2]]),
+				    1.0f / 3.0f);
+		const float cc[3] = {c.x, c.y, c.z};
+		uint32_t q[3];
+		for (int k = 0; k < 3; k++) {
+			float f = (cc[k] - lo[k]) * scale[k];
+			q[k] = f > 0.0f ? (f < 1023.0f ? (uint32_t)f : 1023u) : 0u;
+		}
+		uint32_t code = spread3(q[0]) | (spread3(q[1]) << 1) | (spread3(q[2]) << 2);
+		key[n++] = ((uint64_t)code << 32) | t;
+	}
+	qsort(key, nh, sizeof *key, u64_cmp);
+	for (uint32_t i = 0; i < nh; i++)
+		s->chunk_tri[i] = (uint32_t)key[i];
+	free(key);
+	/* The chunks' typical size at rest sets the hash cell (collect). */
+	double extent = 0.0;
+	for (uint32_t c = 0; c < s->chunk_count; c++) {
+		float b[6] = {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY};
+		uint32_t end = (c + 1) * SELF_CHUNK < nh ? (c + 1) * SELF_CHUNK : nh;
+		for (uint32_t i = c * SELF_CHUNK; i < end; i++)
+			for (int k = 0; k < 3; k++) {
+				uint32_t v = s->tris[3 * (size_t)s->chunk_tri[i] + k];
+				const float p[3] = {s->x0[v].x, s->x0[v].y, s->x0[v].z};
+				for (int a = 0; a < 3; a++) {
+					b[a] = minf(b[a], p[a]);
+					b[a + 3] = maxf(b[a + 3], p[a]);
+				}
+			}
+		extent += maxf(b[3] - b[0], maxf(b[4] - b[1], b[5] - b[2]));
+	}
+	float mean = s->chunk_count ? (float)(extent / s->chunk_count) : 0.0f;
+	s->chunk_scale = mean > 0.0f && isfinite(mean) ? mean : s->base_cell;
+	return 0;
+}
+
+/* The vertices and edges owned by each chunk's triangles, in chunk order,
+ * and room for their boxes. Returns -1 when out of memory. */
+static int build_chunk_members(sim_self *s)
+{
+	const uint32_t nc = s->chunk_count;
+	s->cv_start = malloc(((size_t)nc + 1) * sizeof *s->cv_start);
+	s->ce_start = malloc(((size_t)nc + 1) * sizeof *s->ce_start);
+	s->cv = malloc((size_t)s->nv * sizeof *s->cv + 1);
+	s->ce = malloc((size_t)s->ne * sizeof *s->ce + 1);
+	s->vsbox = malloc(6 * (size_t)s->nv * sizeof *s->vsbox + 1);
+	s->esbox = malloc(6 * (size_t)s->ne * sizeof *s->esbox + 1);
+	s->ce_v = malloc(2 * (size_t)s->ne * sizeof *s->ce_v + 1);
+	s->ct_v = malloc(3 * (size_t)s->nh * sizeof *s->ct_v + 1);
+	if (s->cv_start == NULL || s->ce_start == NULL || s->cv == NULL || s->ce == NULL ||
+	    s->vsbox == NULL || s->esbox == NULL || s->ce_v == NULL || s->ct_v == NULL)
+		return -1;
+	for (uint32_t i = 0; i < s->nh; i++)
+		for (int k = 0; k < 3; k++)
+			s->ct_v[(size_t)k * s->nh + i] = s->tris[3 * (size_t)s->chunk_tri[i] + k];
+	uint32_t nvo = 0, neo = 0;
+	for (uint32_t c = 0; c < nc; c++) {
+		s->cv_start[c] = nvo;
+		s->ce_start[c] = neo;
+		for (uint32_t i = c * SELF_CHUNK, e = chunk_end(s, c); i < e; i++) {
+			const uint32_t t = s->chunk_tri[i];
+			for (int k = 0; k < 3; k++) {
+				if (s->tri_own[t] & (1u << k))
+					s->cv[nvo++] = s->tris[3 * (size_t)t + k];
+				if (s->tri_own[t] & (8u << k))
+					s->ce[neo++] = s->tri_edges[3 * (size_t)t + k];
+			}
+		}
+	}
+	s->cv_start[nc] = nvo;
+	s->ce_start[nc] = neo;
+	for (uint32_t k = 0; k < neo; k++) {
+		s->ce_v[k] = s->edges[2 * (size_t)s->ce[k]];
+		s->ce_v[neo + k] = s->edges[2 * (size_t)s->ce[k] + 1];
+	}
+	return 0;
+}
+
 void sim_self_destroy(sim_self *s)
 {
 	if (s == NULL)
@@ -409,7 +585,18 @@ void sim_self_destroy(sim_self *s)
 	free(s->edges);
 	free(s->tri_edges);
 	free(s->tri_box);
-	free(s->edge_boxes);
+	free(s->chunk_tri);
+	free(s->cv_start);
+	free(s->cv);
+	free(s->ce_start);
+	free(s->ce);
+	free(s->ce_v);
+	free(s->ct_v);
+	free(s->vsbox);
+	free(s->esbox);
+	free(s->sbox);
+	free(s->chunk_sbox);
+	free(s->chunk_box);
 	sim_hash_free(&s->hash);
 	free(s->tri_stamp);
 	free(s->tri_own);
@@ -449,8 +636,7 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 	self_half_edge *he = malloc(3 * nt * sizeof *he + 1);
 	if (s->tris == NULL || s->tri_skip == NULL || s->tri_edges == NULL || s->tri_box == NULL ||
 	    s->tri_stamp == NULL || s->p_pred == NULL || s->x0 == NULL || s->dirty == NULL ||
-	    s->dirty_next == NULL || he == NULL ||
-	    sim_hash_init(&s->hash, triangle_count) != DRAPE_OK) {
+	    s->dirty_next == NULL || he == NULL) {
 		free(he);
 		sim_self_destroy(s);
 		return drape_error_setf(err, DRAPE_ENOMEM, "self-collision: out of memory");
@@ -477,8 +663,7 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 	s->ne = ne;
 	s->edges = malloc(2 * (size_t)ne * sizeof *s->edges + 1);
 	s->tri_own = calloc(nt + 1, 1);
-	s->edge_boxes = malloc(6 * (size_t)ne * sizeof *s->edge_boxes + 1);
-	if (s->edges == NULL || s->tri_own == NULL || s->edge_boxes == NULL) {
+	if (s->edges == NULL || s->tri_own == NULL) {
 		free(he);
 		sim_self_destroy(s);
 		return drape_error_setf(err, DRAPE_ENOMEM, "self-collision: out of memory");
@@ -506,6 +691,11 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 		s->tri_skip[t] = (uint8_t)tri_degenerate(v3_of4(x0[triangles[3 * t]]),
 							 v3_of4(x0[triangles[3 * t + 1]]),
 							 v3_of4(x0[triangles[3 * t + 2]]), &n);
+	}
+
+	if (build_chunks(s) != 0) {
+		sim_self_destroy(s);
+		return drape_error_setf(err, DRAPE_ENOMEM, "self-collision: out of memory");
 	}
 
 	/* Adjacency in CSR form: counts, prefix sum, fill. */
@@ -590,6 +780,10 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 			if (!s->tri_skip[t] && owner[s->tri_edges[3 * t + k]] == t)
 				s->tri_own[t] |= (uint8_t)(8u << k);
 	free(owner);
+	if (build_chunk_members(s) != 0) {
+		sim_self_destroy(s);
+		return drape_error_setf(err, DRAPE_ENOMEM, "self-collision: out of memory");
+	}
 
 	/* Candidate capacity: a few pairs per vertex and per edge covers a
 	 * folded cloth; more is grown in begin_substep. */
@@ -645,15 +839,6 @@ static inline void box_grow(float *box, float g)
 	}
 }
 
-static inline void edge_box(const sim_self *s, const sim_vec4 *x, const sim_vec4 *p, uint32_t e,
-			    float *box)
-{
-	uint32_t a = s->edges[2 * (size_t)e], b = s->edges[2 * (size_t)e + 1];
-	float o[6];
-	swept_box(x[a], p[a], box);
-	swept_box(x[b], p[b], o);
-	box_union(box, o);
-}
 
 /*
  * Side of the vertex relative to the triangle's plane at x. A vertex lying
@@ -816,19 +1001,19 @@ static int neighbours(const sim_self *s, const uint32_t *a, int na, const uint32
 	return 0;
 }
 
-/* Considers triangle t as a candidate for vertex v (its box already known). */
-static inline void vt_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p, uint32_t v,
-			       const float *vbox, uint32_t t, float reach)
+/* Considers triangle t as a candidate for vertex v, their swept boxes
+ * within the reach. */
+static void vt_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p, uint32_t v, uint32_t t,
+			float reach)
 {
 	const uint32_t *tv = &s->tris[3 * (size_t)t];
 	if (tv[0] == v || tv[1] == v || tv[2] == v)
-		return;
-	if (!sim_box_overlap(vbox, &s->tri_box[6 * (size_t)t]))
 		return;
 	if (p[v].w == 0.0f && p[tv[0]].w == 0.0f && p[tv[1]].w == 0.0f && p[tv[2]].w == 0.0f)
 		return;
 	sim_v3 q = v3_of4(x[v]), a = v3_of4(x[tv[0]]), b = v3_of4(x[tv[1]]), c = v3_of4(x[tv[2]]);
 	sim_v3 n;
+	float lb = -INFINITY;
 	if (!tri_degenerate(a, b, c, &n)) {
 		const uint32_t idx[4] = {v, tv[0], tv[1], tv[2]};
 		float M = vt_motion_bound(x, p, idx);
@@ -842,7 +1027,8 @@ static inline void vt_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p
 		float ra = maxf(v3_len(v3_sub(b, a)), v3_len(v3_sub(c, a)));
 		if (v3_len(qa) - ra - M > reach)
 			return;
-		if (point_triangle_distance(q, a, b, c) - M > reach)
+		lb = point_triangle_distance(q, a, b, c) - M;
+		if (lb > reach)
 			return;
 	}
 	if (s->vt_count == s->vt_cap && grow_vt(s) != 0)
@@ -850,6 +1036,7 @@ static inline void vt_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p
 	self_vt *r = &s->vt[s->vt_count++];
 	r->v = v;
 	r->t = t;
+	r->lb = lb;
 	uint32_t trusted;
 	vt_side(q, a, b, c, v3_of4(p[v]), v3_of4(p[tv[0]]), v3_of4(p[tv[1]]), v3_of4(p[tv[2]]),
 		&r->side, &trusted);
@@ -859,18 +1046,18 @@ static inline void vt_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p
 	r->rest_close = point_triangle_distance(s->x0[v], s->x0[tv[0]], s->x0[tv[1]],
 						s->x0[tv[2]]) < s->thickness &&
 			neighbours(s, &v, 1, tv, 3);
+	if (r->rest_close)
+		r->lb = INFINITY;
 }
 
-/* Considers edge j as a partner of edge i, whose swept box grown by the
- * reach is ibox. */
-static inline void ee_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p, uint32_t i,
-			       const float *ibox, uint32_t j, float reach)
+/* Considers edge j as a partner of edge i, their swept boxes within the
+ * reach. */
+static void ee_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p, uint32_t i, uint32_t j,
+			float reach)
 {
 	const uint32_t a0 = s->edges[2 * (size_t)i], a1 = s->edges[2 * (size_t)i + 1];
 	const uint32_t b0 = s->edges[2 * (size_t)j], b1 = s->edges[2 * (size_t)j + 1];
 	if (a0 == b0 || a0 == b1 || a1 == b0 || a1 == b1)
-		return;
-	if (!sim_box_overlap(ibox, &s->edge_boxes[6 * (size_t)j]))
 		return;
 	if (p[a0].w == 0.0f && p[a1].w == 0.0f && p[b0].w == 0.0f && p[b1].w == 0.0f)
 		return;
@@ -890,24 +1077,30 @@ static inline void ee_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p
 	float nl2 = v3_dot(nl, nl);
 	if (nl2 > 0.0f && fabsf(v3_dot(v3_sub(xa0, xb0), nl)) / sqrtf(nl2) - M > reach)
 		return;
-	if (segment_distance(xa0, xa1, xb0, xb1) - M > reach)
+	float lb = segment_distance(xa0, xa1, xb0, xb1) - M;
+	if (lb > reach)
 		return;
 	if (s->ee_count == s->ee_cap && grow_ee(s) != 0)
 		return;
 	self_ee *r = &s->ee[s->ee_count++];
 	r->a = i;
 	r->b = j;
+	r->lb = lb;
 	uint32_t trusted;
 	ee_side(xa0, xa1, xb0, xb1, v3_of4(p[a0]), v3_of4(p[a1]), v3_of4(p[b0]), v3_of4(p[b1]),
 		&r->side, &trusted);
 	r->trusted = (uint16_t)trusted;
 	r->rest_close = segment_distance(s->x0[a0], s->x0[a1], s->x0[b0], s->x0[b1]) < s->thickness &&
 			neighbours(s, &idx[0], 2, &idx[2], 2);
+	if (r->rest_close)
+		r->lb = INFINITY;
 }
 
-/* Visits the hashed triangles whose cells overlap box cb (and the big list);
- * `body` sees the triangle index as `t_`. A query box covering too many
- * cells scans every triangle instead. */
+/* Visits the hashed triangles of every chunk whose grown box overlaps `box`
+ * (through the hash of chunks and its big list); `body` sees the triangle
+ * index as `t_`. A chunk met in two cells is visited twice, so bodies
+ * deduplicate (tri_stamp). A query box covering too many cells scans every
+ * triangle instead. */
 #define SELF_FOR_TRIANGLES(s, h, box, body)                                               \
 	do {                                                                               \
 		sim_cellbox c_ = sim_hash_cells((h), (box));                               \
@@ -923,97 +1116,281 @@ static inline void ee_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p
 					uint32_t sl_ = sim_hash_slot((h), cx_, cy_, cz_);  \
 					for (uint32_t e_ = (h)->start[sl_];                \
 					     e_ < (h)->start[sl_ + 1]; e_++) {             \
-						uint32_t t_ = (h)->entries[e_];            \
-						body;                                      \
+						SELF_FOR_CHUNK_(s, (h)->entries[e_], box,  \
+								body);                     \
 					}                                                  \
 				}                                                          \
-		for (uint32_t k_ = 0; k_ < (h)->big_count; k_++) {                         \
-			uint32_t t_ = (h)->big[k_];                                        \
+		for (uint32_t k_ = 0; k_ < (h)->big_count; k_++)                           \
+			SELF_FOR_CHUNK_(s, (h)->big[k_], box, body);                       \
+	} while (0)
+
+#define SELF_FOR_CHUNK_(s, chunk, box, body)                                               \
+	do {                                                                               \
+		uint32_t ch_ = (chunk);                                                    \
+		if (!sim_box_overlap((box), &(s)->chunk_box[6 * (size_t)ch_]))             \
+			break;                                                             \
+		uint32_t ce_ = chunk_end((s), ch_);                                        \
+		for (uint32_t ci_ = ch_ * SELF_CHUNK; ci_ < ce_; ci_++) {                   \
+			uint32_t t_ = (s)->chunk_tri[ci_];                                 \
 			body;                                                              \
 		}                                                                          \
 	} while (0)
 
-/* Builds the hash over swept triangle boxes grown by the reach and collects
- * the candidate pairs with their sides at x. */
-static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p, float reach)
+
+/* 1 when box j of `soa` (6 arrays of `stride` floats: min x, y, z, max x,
+ * y, z) overlaps box g, else 0; without branches. */
+static inline uint32_t soa_overlap(const float *restrict soa, size_t stride, uint32_t j,
+				   const float g[6])
 {
-	const uint32_t nt = s->nt;
-	float *restrict tb = s->tri_box;
-	s->vt_count = 0;
-	s->ee_count = 0;
-	for (uint32_t t = 0; t < nt; t++) {
-		float *b = &tb[6 * (size_t)t];
+	return (uint32_t)((soa[j] <= g[3]) & (g[0] <= soa[3 * stride + j]) &
+			  (soa[stride + j] <= g[4]) & (g[1] <= soa[4 * stride + j]) &
+			  (soa[2 * stride + j] <= g[5]) & (g[2] <= soa[5 * stride + j]));
+}
+
+/* Indices j in [j0, j1) of the boxes of `soa` that overlap box g, written
+ * to out; returns how many. Branch-free, so that the many misses cost no
+ * mispredictions. */
+static inline uint32_t box_hits(const float *restrict soa, size_t stride, uint32_t j0, uint32_t j1,
+				const float g[6], uint32_t *restrict out)
+{
+	uint32_t n = 0;
+	for (uint32_t j = j0; j < j1; j++) {
+		out[n] = j;
+		n += soa_overlap(soa, stride, j, g);
+	}
+	return n;
+}
+
+/* Box k of `soa` (6 arrays of `stride` floats) grown by g. */
+static inline void soa_box(const float *soa, size_t stride, uint32_t k, float g, float *box)
+{
+	for (int a = 0; a < 3; a++) {
+		box[a] = soa[(size_t)a * stride + k] - g;
+		box[a + 3] = soa[(size_t)(a + 3) * stride + k] + g;
+	}
+}
+
+/* Most members of one kind a chunk can have: three per triangle. */
+#define SELF_CHUNK_MEMBERS (3u * SELF_CHUNK)
+
+/* Owned vertices of chunk V against the triangles of chunk T. The members
+ * of each side that cannot reach the other chunk are dropped first. */
+static void vt_chunks(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+		      uint32_t V, uint32_t T, float reach)
+{
+	uint32_t vi[SELF_CHUNK_MEMBERS], ti[SELF_CHUNK], hit[SELF_CHUNK];
+	const size_t nvo = s->cv_start[s->chunk_count];
+	uint32_t nvi = box_hits(s->vsbox, nvo, s->cv_start[V], s->cv_start[V + 1],
+				&s->chunk_box[6 * (size_t)T], vi);
+	if (nvi == 0)
+		return;
+	uint32_t nti = box_hits(s->sbox, s->nh, T * SELF_CHUNK, chunk_end(s, T),
+				&s->chunk_box[6 * (size_t)V], ti);
+	for (uint32_t a = 0; a < nvi; a++) {
+		float g[6];
+		soa_box(s->vsbox, nvo, vi[a], reach, g);
+		const uint32_t v = s->cv[vi[a]];
+		const uint32_t *restrict t0 = s->ct_v, *restrict t1 = t0 + s->nh, *restrict t2 = t1 + s->nh;
+		uint32_t nh = 0;
+		for (uint32_t b = 0; b < nti; b++) {
+			const uint32_t k = ti[b];
+			hit[nh] = k;
+			nh += soa_overlap(s->sbox, s->nh, k, g) &
+			      (uint32_t)((t0[k] != v) & (t1[k] != v) & (t2[k] != v));
+		}
+		for (uint32_t b = 0; b < nh; b++)
+			vt_consider(s, x, p, v, s->chunk_tri[hit[b]], reach);
+	}
+}
+
+/* Owned edges of chunk A against those of chunk B (A <= B; the pairs within
+ * A when equal), recorded with the smaller edge index first. */
+static void ee_chunks(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+		      uint32_t A, uint32_t B, float reach)
+{
+	uint32_t ai[SELF_CHUNK_MEMBERS], bi[SELF_CHUNK_MEMBERS], hit[SELF_CHUNK_MEMBERS];
+	const size_t neo = s->ce_start[s->chunk_count];
+	uint32_t na, nb;
+	if (A == B) {
+		na = nb = 0;
+		for (uint32_t k = s->ce_start[A]; k < s->ce_start[A + 1]; k++)
+			ai[na++] = k;
+	} else {
+		na = box_hits(s->esbox, neo, s->ce_start[A], s->ce_start[A + 1],
+			      &s->chunk_box[6 * (size_t)B], ai);
+		if (na == 0)
+			return;
+		nb = box_hits(s->esbox, neo, s->ce_start[B], s->ce_start[B + 1],
+			      &s->chunk_box[6 * (size_t)A], bi);
+	}
+	for (uint32_t a = 0; a < na; a++) {
+		float g[6];
+		soa_box(s->esbox, neo, ai[a], reach, g);
+		if (A == B) {
+			nb = 0;
+			for (uint32_t k = ai[a] + 1; k < s->ce_start[A + 1]; k++)
+				bi[nb++] = k;
+		}
+		/* Box overlap, and no shared vertex (most box hits share one). */
+		const uint32_t *restrict v0 = s->ce_v, *restrict v1 = v0 + neo;
+		const uint32_t a0 = v0[ai[a]], a1 = v1[ai[a]];
+		uint32_t nh = 0;
+		for (uint32_t b = 0; b < nb; b++) {
+			const uint32_t k = bi[b];
+			hit[nh] = k;
+			nh += soa_overlap(s->esbox, neo, k, g) &
+			      (uint32_t)((v0[k] != a0) & (v0[k] != a1) & (v1[k] != a0) & (v1[k] != a1));
+		}
+		const uint32_t i = s->ce[ai[a]];
+		for (uint32_t b = 0; b < nh; b++) {
+			const uint32_t j = s->ce[hit[b]];
+			ee_consider(s, x, p, i < j ? i : j, i < j ? j : i, reach);
+		}
+	}
+}
+
+/*
+ * Every candidate pair between chunks A and B (A <= B; A == B means the
+ * pairs within A): the vertices each owns against the other's triangles,
+ * and the edges each owns against the other's. Every vertex and edge is
+ * owned by one chunk and every unordered chunk pair is met once (collect),
+ * so every vertex-triangle and edge-edge pair is considered once.
+ */
+static void chunk_pair(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+		       uint32_t A, uint32_t B, float reach)
+{
+	vt_chunks(s, x, p, A, B, reach);
+	if (A != B)
+		vt_chunks(s, x, p, B, A, reach);
+	ee_chunks(s, x, p, A, B, reach);
+}
+
+/* 1 when cell (cx, cy, cz), met while querying cell box q, is the first
+ * cell that q shares with chunk B's cells: each chunk pair is then taken
+ * in one cell only, and a chunk met through a colliding slot is dropped. */
+static inline int first_shared_cell(const sim_hash *h, const sim_cellbox *q, const float *bbox,
+				    int32_t cx, int32_t cy, int32_t cz)
+{
+	sim_cellbox cb = sim_hash_cells(h, bbox);
+	int32_t rx = q->lo[0] > cb.lo[0] ? q->lo[0] : cb.lo[0];
+	int32_t ry = q->lo[1] > cb.lo[1] ? q->lo[1] : cb.lo[1];
+	int32_t rz = q->lo[2] > cb.lo[2] ? q->lo[2] : cb.lo[2];
+	return rx == cx && ry == cy && rz == cz;
+}
+
+static inline void soa_store(float *soa, size_t stride, uint32_t k, const float *box)
+{
+	for (int a = 0; a < 6; a++)
+		soa[(size_t)a * stride + k] = box[a];
+}
+
+/* Swept boxes of the triangles (plain in sbox and per chunk, grown by the
+ * reach in tri_box and chunk_box), the owned vertices and the owned edges. */
+static void compute_boxes(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+			  float reach)
+{
+	const size_t nh = s->nh, nvo = s->cv_start[s->chunk_count];
+	const size_t neo = s->ce_start[s->chunk_count];
+	for (uint32_t t = 0; t < s->nt; t++)
 		if (s->tri_skip[t]) {
+			float *b = &s->tri_box[6 * (size_t)t];
 			b[0] = b[1] = b[2] = INFINITY;
 			b[3] = b[4] = b[5] = -INFINITY;
-			continue;
 		}
-		const uint32_t *tv = &s->tris[3 * (size_t)t];
-		float o[6];
-		swept_box(x[tv[0]], p[tv[0]], b);
-		swept_box(x[tv[1]], p[tv[1]], o);
-		box_union(b, o);
-		swept_box(x[tv[2]], p[tv[2]], o);
-		box_union(b, o);
-		box_grow(b, reach);
+	for (uint32_t c = 0; c < s->chunk_count; c++) {
+		float *cs = &s->chunk_sbox[6 * (size_t)c];
+		cs[0] = cs[1] = cs[2] = INFINITY;
+		cs[3] = cs[4] = cs[5] = -INFINITY;
+		for (uint32_t i = c * SELF_CHUNK, e = chunk_end(s, c); i < e; i++) {
+			const uint32_t t = s->chunk_tri[i];
+			const uint32_t *tv = &s->tris[3 * (size_t)t];
+			float b[6], o[6];
+			swept_box(x[tv[0]], p[tv[0]], b);
+			swept_box(x[tv[1]], p[tv[1]], o);
+			box_union(b, o);
+			swept_box(x[tv[2]], p[tv[2]], o);
+			box_union(b, o);
+			soa_store(s->sbox, nh, i, b);
+			box_union(cs, b);
+			box_grow(b, reach);
+			memcpy(&s->tri_box[6 * (size_t)t], b, sizeof b);
+		}
+		float *cg = &s->chunk_box[6 * (size_t)c];
+		memcpy(cg, cs, 6 * sizeof *cg);
+		box_grow(cg, reach);
+		for (uint32_t k = s->cv_start[c]; k < s->cv_start[c + 1]; k++) {
+			float b[6];
+			swept_box(x[s->cv[k]], p[s->cv[k]], b);
+			soa_store(s->vsbox, nvo, k, b);
+		}
+		for (uint32_t k = s->ce_start[c]; k < s->ce_start[c + 1]; k++) {
+			uint32_t a = s->edges[2 * (size_t)s->ce[k]], b = s->edges[2 * (size_t)s->ce[k] + 1];
+			float eb[6], o[6];
+			swept_box(x[a], p[a], eb);
+			swept_box(x[b], p[b], o);
+			box_union(eb, o);
+			soa_store(s->esbox, neo, k, eb);
+		}
 	}
-	for (uint32_t e = 0; e < s->ne; e++)
-		edge_box(s, x, p, e, &s->edge_boxes[6 * (size_t)e]);
-	/* Cells about the size of a grown triangle box: each box then covers
-	 * a handful of cells and a vertex's query one or two. */
-	float cell = maxf(s->base_cell + reach, 2.0f * reach);
-	if (sim_hash_build(&s->hash, tb, nt, cell) != 0) {
+}
+
+/*
+ * Builds the hash over the chunks' grown boxes and collects the candidate
+ * pairs with their sides at x. Each chunk A queries the cells of its plain
+ * box and takes the chunks B > A found there whose grown boxes it overlaps,
+ * in the first cell they share (first_shared_cell), so each chunk pair is
+ * met once without marks (a chunk with two cells hashed to one slot sits
+ * there twice in a row, and the second is skipped); chunk_pair and
+ * triangle_pair do the rest.
+ */
+static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p, float reach)
+{
+	s->vt_count = 0;
+	s->ee_count = 0;
+	compute_boxes(s, x, p, reach);
+	/* Cells about the size of a grown chunk box less the reach: the
+	 * geometric mean of the query and the hashed box sizes, which
+	 * minimizes the entries a query meets. */
+	float cell = maxf(s->chunk_scale + reach, 2.0f * reach);
+	if (sim_hash_build(&s->hash, s->chunk_box, s->chunk_count, cell) != 0) {
 		/* No memory for the entries: no pairs this substep. */
 		return;
 	}
 	const sim_hash *h = &s->hash;
-
-	/*
-	 * One query per triangle A with its own swept box (ungrown) against the
-	 * grown boxes of the hashed triangles B. Every vertex and edge is owned
-	 * by one triangle and its box lies inside the owner's, so each
-	 * vertex-triangle pair (v owned by A, triangle B) is met exactly once,
-	 * and each edge pair (i owned by A, j owned by B) twice, from A and from
-	 * B, of which the one with i < j is kept. This visits the hash half as
-	 * often as one query per vertex and one per edge would.
-	 */
-	for (uint32_t a = 0; a < nt; a++) {
-		const uint8_t own = s->tri_own[a];
-		if (own == 0)
+	const uint32_t nc = s->chunk_count;
+	for (uint32_t A = 0; A < nc; A++) {
+		const float *ab = &s->chunk_sbox[6 * (size_t)A];
+		chunk_pair(s, x, p, A, A, reach);
+		sim_cellbox q = sim_hash_cells(h, ab);
+		if (sim_cellbox_count(&q) > SIM_HASH_MAX_CELLS) {
+			for (uint32_t B = A + 1; B < nc; B++)
+				if (sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
+					chunk_pair(s, x, p, A, B, reach);
 			continue;
-		const uint32_t *tv = &s->tris[3 * (size_t)a];
-		const uint32_t *te = &s->tri_edges[3 * (size_t)a];
-		float ab[6], vb[3][6], eb[3][6];
-		for (int k = 0; k < 3; k++)
-			swept_box(x[tv[k]], p[tv[k]], vb[k]);
-		memcpy(ab, vb[0], sizeof ab);
-		box_union(ab, vb[1]);
-		box_union(ab, vb[2]);
-		for (int k = 0; k < 3; k++)
-			if (own & (8u << k)) {
-				memcpy(eb[k], &s->edge_boxes[6 * (size_t)te[k]], sizeof eb[k]);
-				box_grow(eb[k], reach);
-			}
-		uint32_t stamp = next_stamp(s);
-		SELF_FOR_TRIANGLES(s, h, ab, {
-			if (s->tri_stamp[t_] != stamp && t_ != a) {
-				s->tri_stamp[t_] = stamp;
-				if (sim_box_overlap(ab, &tb[6 * (size_t)t_])) {
-					const uint32_t *tbe = &s->tri_edges[3 * (size_t)t_];
-					const uint8_t bown = s->tri_own[t_];
-					for (int k = 0; k < 3; k++) {
-						if (own & (1u << k))
-							vt_consider(s, x, p, tv[k], vb[k], t_, reach);
-						if (!(own & (8u << k)))
+		}
+		for (int32_t cz = q.lo[2]; cz <= q.hi[2]; cz++)
+			for (int32_t cy = q.lo[1]; cy <= q.hi[1]; cy++)
+				for (int32_t cx = q.lo[0]; cx <= q.hi[0]; cx++) {
+					uint32_t sl = sim_hash_slot(h, cx, cy, cz);
+					const uint32_t e0 = h->start[sl], e1 = h->start[sl + 1];
+					for (uint32_t e = e0; e < e1; e++) {
+						uint32_t B = h->entries[e];
+						/* Two cells of B in this slot: the
+						 * build puts them side by side. */
+						if (e > e0 && h->entries[e - 1] == B)
 							continue;
-						for (int m = 0; m < 3; m++)
-							if ((bown & (8u << m)) && tbe[m] > te[k])
-								ee_consider(s, x, p, te[k], eb[k], tbe[m],
-									    reach);
+						const float *bb = &s->chunk_box[6 * (size_t)B];
+						if (B > A && sim_box_overlap(ab, bb) &&
+						    first_shared_cell(h, &q, bb, cx, cy, cz))
+							chunk_pair(s, x, p, A, B, reach);
 					}
 				}
-			}
-		});
+		/* Chunks too large for the cells (flung across the scene). */
+		for (uint32_t k = 0; k < h->big_count; k++) {
+			uint32_t B = h->big[k];
+			if (B > A && sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
+				chunk_pair(s, x, p, A, B, reach);
+		}
 	}
 	/* Vertices of zero-area triangles only: a query of their own. */
 	for (uint32_t k = 0; k < s->orphan_count; k++) {
@@ -1024,7 +1401,8 @@ static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *res
 		SELF_FOR_TRIANGLES(s, h, vb, {
 			if (s->tri_stamp[t_] != stamp) {
 				s->tri_stamp[t_] = stamp;
-				vt_consider(s, x, p, v, vb, t_, reach);
+				if (sim_box_overlap(vb, &s->tri_box[6 * (size_t)t_]))
+					vt_consider(s, x, p, v, t_, reach);
 			}
 		});
 	}
@@ -1185,6 +1563,25 @@ static void project_ee(const sim_self *s, const self_ee *r, sim_vec4 *restrict p
 		apply_friction(p, x, idx, wt, 4, g, W, friction, thickness - d);
 }
 
+/*
+ * The largest distance of any vertex from the prediction p_pred that the
+ * pairs' lower bounds were computed for (begin_substep), or INFINITY when a
+ * position is not finite (then no pair is skipped).
+ */
+static float stray_since_begin(const sim_self *s, const sim_vec4 *restrict p)
+{
+	const sim_vec4 *restrict q = s->p_pred;
+	float m2 = 0.0f;
+	uint32_t bad = 0;
+	for (uint32_t v = 0; v < s->nv; v++) {
+		float dx = p[v].x - q[v].x, dy = p[v].y - q[v].y, dz = p[v].z - q[v].z;
+		float d2 = dx * dx + dy * dy + dz * dz;
+		bad |= (uint32_t)!(d2 <= INFINITY);
+		m2 = d2 > m2 ? d2 : m2;
+	}
+	return bad ? INFINITY : sqrtf(m2);
+}
+
 void sim_self_project(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x, float thickness,
 		      float friction)
 {
@@ -1194,12 +1591,23 @@ void sim_self_project(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restric
 		friction = 0.0f;
 	if (friction > 1.0f)
 		friction = 1.0f;
+	/*
+	 * A pair whose distance stayed above lb on the predicted motion x ->
+	 * p_pred is now at least lb - 2 stray apart (each side moved at most
+	 * `stray` since), and cannot have crossed on the way: it is skipped
+	 * when that exceeds the thickness, with a relative margin for the
+	 * rounding of lb. Most candidates are the cloth's own neighbours,
+	 * further apart than the thickness, so most are skipped.
+	 */
+	const float skip = (thickness + 2.0f * stray_since_begin(s, p)) * 1.001f + 1e-7f;
 	const self_vt *vt = s->vt;
 	for (uint32_t i = 0, n = s->vt_count; i < n; i++)
-		project_vt(s, &vt[i], p, x, thickness, friction);
+		if (!(vt[i].lb > skip))
+			project_vt(s, &vt[i], p, x, thickness, friction);
 	const self_ee *ee = s->ee;
 	for (uint32_t i = 0, n = s->ee_count; i < n; i++)
-		project_ee(s, &ee[i], p, x, thickness, friction);
+		if (!(ee[i].lb > skip))
+			project_ee(s, &ee[i], p, x, thickness, friction);
 }
 
 /* ---- continuous guard ------------------------------------------------------- */
