@@ -47,6 +47,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 /* Same sliver criterion as topology.c: twice the area below this fraction of
  * the longest edge squared means the normal is rounding noise. */
 #define SELF_SLIVER_RATIO 1e-6f
@@ -77,6 +81,10 @@
 
 /* Triangles per chunk of the broad phase (see build_chunks). */
 #define SELF_CHUNK 8u
+
+/* Zeroed slack after the flat arrays that member_hits reads eight at a
+ * time. */
+#define SELF_PAD 8u
 
 /*
  * `lb` of a pair is a lower bound on its distance while its vertices move
@@ -474,7 +482,7 @@ static int build_chunks(sim_self *s)
 	s->chunk_count = (nh + SELF_CHUNK - 1) / SELF_CHUNK;
 	uint64_t *key = malloc((size_t)nh * sizeof *key + 1);
 	s->chunk_tri = malloc((size_t)nh * sizeof *s->chunk_tri + 1);
-	s->sbox = malloc(6 * (size_t)nh * sizeof *s->sbox + 1);
+	s->sbox = calloc(6 * (size_t)nh + SELF_PAD, sizeof *s->sbox);
 	s->chunk_sbox = malloc(6 * (size_t)s->chunk_count * sizeof *s->chunk_sbox + 1);
 	s->chunk_box = malloc(6 * (size_t)s->chunk_count * sizeof *s->chunk_box + 1);
 	if (key == NULL || s->chunk_tri == NULL || s->sbox == NULL || s->chunk_sbox == NULL ||
@@ -543,10 +551,12 @@ static int build_chunk_members(sim_self *s)
 	s->ce_start = malloc(((size_t)nc + 1) * sizeof *s->ce_start);
 	s->cv = malloc((size_t)s->nv * sizeof *s->cv + 1);
 	s->ce = malloc((size_t)s->ne * sizeof *s->ce + 1);
-	s->vsbox = malloc(6 * (size_t)s->nv * sizeof *s->vsbox + 1);
-	s->esbox = malloc(6 * (size_t)s->ne * sizeof *s->esbox + 1);
-	s->ce_v = malloc(2 * (size_t)s->ne * sizeof *s->ce_v + 1);
-	s->ct_v = malloc(3 * (size_t)s->nh * sizeof *s->ct_v + 1);
+	/* Rows sized for the owned members (at most nv and ne), padded for
+	 * member_hits. */
+	s->vsbox = calloc(6 * (size_t)s->nv + SELF_PAD, sizeof *s->vsbox);
+	s->esbox = calloc(6 * (size_t)s->ne + SELF_PAD, sizeof *s->esbox);
+	s->ce_v = calloc(2 * (size_t)s->ne + SELF_PAD, sizeof *s->ce_v);
+	s->ct_v = calloc(3 * (size_t)s->nh + SELF_PAD, sizeof *s->ct_v);
 	if (s->cv_start == NULL || s->ce_start == NULL || s->cv == NULL || s->ce == NULL ||
 	    s->vsbox == NULL || s->esbox == NULL || s->ce_v == NULL || s->ct_v == NULL)
 		return -1;
@@ -1137,30 +1147,6 @@ static void ee_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p, uint3
 	} while (0)
 
 
-/* 1 when box j of `soa` (6 arrays of `stride` floats: min x, y, z, max x,
- * y, z) overlaps box g, else 0; without branches. */
-static inline uint32_t soa_overlap(const float *restrict soa, size_t stride, uint32_t j,
-				   const float g[6])
-{
-	return (uint32_t)((soa[j] <= g[3]) & (g[0] <= soa[3 * stride + j]) &
-			  (soa[stride + j] <= g[4]) & (g[1] <= soa[4 * stride + j]) &
-			  (soa[2 * stride + j] <= g[5]) & (g[2] <= soa[5 * stride + j]));
-}
-
-/* Indices j in [j0, j1) of the boxes of `soa` that overlap box g, written
- * to out; returns how many. Branch-free, so that the many misses cost no
- * mispredictions. */
-static inline uint32_t box_hits(const float *restrict soa, size_t stride, uint32_t j0, uint32_t j1,
-				const float g[6], uint32_t *restrict out)
-{
-	uint32_t n = 0;
-	for (uint32_t j = j0; j < j1; j++) {
-		out[n] = j;
-		n += soa_overlap(soa, stride, j, g);
-	}
-	return n;
-}
-
 /* Box k of `soa` (6 arrays of `stride` floats) grown by g. */
 static inline void soa_box(const float *soa, size_t stride, uint32_t k, float g, float *box)
 {
@@ -1173,74 +1159,126 @@ static inline void soa_box(const float *soa, size_t stride, uint32_t k, float g,
 /* Most members of one kind a chunk can have: three per triangle. */
 #define SELF_CHUNK_MEMBERS (3u * SELF_CHUNK)
 
-/* Owned vertices of chunk V against the triangles of chunk T. The members
- * of each side that cannot reach the other chunk are dropped first. */
+/*
+ * Eight box tests at once, written with GCC/Clang vector extensions: one
+ * AVX2 instruction per operation in the avx2 build, two SSE2 ones or plain
+ * code otherwise. Comparisons are exact, so every build finds the same
+ * hits. The arrays read here carry SELF_PAD zeroed floats at their end, so
+ * that the last group of eight never reads past them.
+ */
+typedef float self_f8 __attribute__((vector_size(32)));
+typedef int32_t self_i8 __attribute__((vector_size(32)));
+
+static inline self_f8 load_f8(const float *p)
+{
+	self_f8 v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static inline self_i8 load_i8(const uint32_t *p)
+{
+	self_i8 v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+/* Bit l set when lane l of m is true (all ones). */
+static inline uint32_t mask_bits(self_i8 m)
+{
+#if defined(__AVX__)
+	return (uint32_t)_mm256_movemask_ps((__m256)m);
+#else
+	uint32_t b = 0;
+	for (int l = 0; l < 8; l++)
+		b |= ((uint32_t)m[l] & 1u) << l;
+	return b;
+#endif
+}
+
+/*
+ * The members j in [j0, j1) whose boxes in `soa` (6 rows of `stride`
+ * floats) overlap box g and none of whose `nv` vertices (rows of `vrows`,
+ * `stride` apart) is a0 or a1, written to out (room for j1 - j0 + 8);
+ * returns how many.
+ */
+static inline uint32_t member_hits(const float *restrict soa, size_t stride,
+				   const uint32_t *restrict vrows, int nv, uint32_t a0, uint32_t a1,
+				   uint32_t j0, uint32_t j1, const float g[6], uint32_t *restrict out)
+{
+	const self_i8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
+	const self_f8 gx0 = {g[0], g[0], g[0], g[0], g[0], g[0], g[0], g[0]};
+	const self_f8 gy0 = {g[1], g[1], g[1], g[1], g[1], g[1], g[1], g[1]};
+	const self_f8 gz0 = {g[2], g[2], g[2], g[2], g[2], g[2], g[2], g[2]};
+	const self_f8 gx1 = {g[3], g[3], g[3], g[3], g[3], g[3], g[3], g[3]};
+	const self_f8 gy1 = {g[4], g[4], g[4], g[4], g[4], g[4], g[4], g[4]};
+	const self_f8 gz1 = {g[5], g[5], g[5], g[5], g[5], g[5], g[5], g[5]};
+	const self_i8 va = {(int32_t)a0, (int32_t)a0, (int32_t)a0, (int32_t)a0,
+			    (int32_t)a0, (int32_t)a0, (int32_t)a0, (int32_t)a0};
+	const self_i8 vb = {(int32_t)a1, (int32_t)a1, (int32_t)a1, (int32_t)a1,
+			    (int32_t)a1, (int32_t)a1, (int32_t)a1, (int32_t)a1};
+	uint32_t n = 0;
+	for (uint32_t j = j0; j < j1; j += 8) {
+		const int32_t left = (int32_t)(j1 - j);
+		self_i8 m = lane < (self_i8){left, left, left, left, left, left, left, left};
+		m &= (load_f8(&soa[j]) <= gx1) & (gx0 <= load_f8(&soa[3 * stride + j]));
+		m &= (load_f8(&soa[stride + j]) <= gy1) & (gy0 <= load_f8(&soa[4 * stride + j]));
+		m &= (load_f8(&soa[2 * stride + j]) <= gz1) & (gz0 <= load_f8(&soa[5 * stride + j]));
+		for (int r = 0; r < nv; r++) {
+			self_i8 w = load_i8(&vrows[(size_t)r * stride + j]);
+			m &= (w != va) & (w != vb);
+		}
+		for (uint32_t b = mask_bits(m); b != 0; b &= b - 1)
+			out[n++] = j + (uint32_t)__builtin_ctz(b);
+	}
+	return n;
+}
+
+/* Owned vertices of chunk V against the triangles of chunk T (the vertices
+ * that cannot reach T's box dropped first), less the triangles that have
+ * the vertex. */
 static void vt_chunks(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
 		      uint32_t V, uint32_t T, float reach)
 {
-	uint32_t vi[SELF_CHUNK_MEMBERS], ti[SELF_CHUNK], hit[SELF_CHUNK];
+	uint32_t vi[SELF_CHUNK_MEMBERS + SELF_PAD], hit[SELF_CHUNK + SELF_PAD];
 	const size_t nvo = s->cv_start[s->chunk_count];
-	uint32_t nvi = box_hits(s->vsbox, nvo, s->cv_start[V], s->cv_start[V + 1],
-				&s->chunk_box[6 * (size_t)T], vi);
-	if (nvi == 0)
-		return;
-	uint32_t nti = box_hits(s->sbox, s->nh, T * SELF_CHUNK, chunk_end(s, T),
-				&s->chunk_box[6 * (size_t)V], ti);
+	uint32_t nvi = member_hits(s->vsbox, nvo, NULL, 0, 0, 0, s->cv_start[V], s->cv_start[V + 1],
+				   &s->chunk_box[6 * (size_t)T], vi);
 	for (uint32_t a = 0; a < nvi; a++) {
 		float g[6];
 		soa_box(s->vsbox, nvo, vi[a], reach, g);
 		const uint32_t v = s->cv[vi[a]];
-		const uint32_t *restrict t0 = s->ct_v, *restrict t1 = t0 + s->nh, *restrict t2 = t1 + s->nh;
-		uint32_t nh = 0;
-		for (uint32_t b = 0; b < nti; b++) {
-			const uint32_t k = ti[b];
-			hit[nh] = k;
-			nh += soa_overlap(s->sbox, s->nh, k, g) &
-			      (uint32_t)((t0[k] != v) & (t1[k] != v) & (t2[k] != v));
-		}
+		uint32_t nh = member_hits(s->sbox, s->nh, s->ct_v, 3, v, v, T * SELF_CHUNK,
+					  chunk_end(s, T), g, hit);
 		for (uint32_t b = 0; b < nh; b++)
 			vt_consider(s, x, p, v, s->chunk_tri[hit[b]], reach);
 	}
 }
 
 /* Owned edges of chunk A against those of chunk B (A <= B; the pairs within
- * A when equal), recorded with the smaller edge index first. */
+ * A when equal), less the pairs that share a vertex (most box hits do),
+ * recorded with the smaller edge index first. */
 static void ee_chunks(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
 		      uint32_t A, uint32_t B, float reach)
 {
-	uint32_t ai[SELF_CHUNK_MEMBERS], bi[SELF_CHUNK_MEMBERS], hit[SELF_CHUNK_MEMBERS];
+	uint32_t ai[SELF_CHUNK_MEMBERS + SELF_PAD], hit[SELF_CHUNK_MEMBERS + SELF_PAD];
 	const size_t neo = s->ce_start[s->chunk_count];
-	uint32_t na, nb;
+	const uint32_t *restrict v0 = s->ce_v, *restrict v1 = v0 + neo;
+	uint32_t na;
 	if (A == B) {
-		na = nb = 0;
+		na = 0;
 		for (uint32_t k = s->ce_start[A]; k < s->ce_start[A + 1]; k++)
 			ai[na++] = k;
 	} else {
-		na = box_hits(s->esbox, neo, s->ce_start[A], s->ce_start[A + 1],
-			      &s->chunk_box[6 * (size_t)B], ai);
-		if (na == 0)
-			return;
-		nb = box_hits(s->esbox, neo, s->ce_start[B], s->ce_start[B + 1],
-			      &s->chunk_box[6 * (size_t)A], bi);
+		na = member_hits(s->esbox, neo, NULL, 0, 0, 0, s->ce_start[A], s->ce_start[A + 1],
+				 &s->chunk_box[6 * (size_t)B], ai);
 	}
 	for (uint32_t a = 0; a < na; a++) {
 		float g[6];
 		soa_box(s->esbox, neo, ai[a], reach, g);
-		if (A == B) {
-			nb = 0;
-			for (uint32_t k = ai[a] + 1; k < s->ce_start[A + 1]; k++)
-				bi[nb++] = k;
-		}
-		/* Box overlap, and no shared vertex (most box hits share one). */
-		const uint32_t *restrict v0 = s->ce_v, *restrict v1 = v0 + neo;
-		const uint32_t a0 = v0[ai[a]], a1 = v1[ai[a]];
-		uint32_t nh = 0;
-		for (uint32_t b = 0; b < nb; b++) {
-			const uint32_t k = bi[b];
-			hit[nh] = k;
-			nh += soa_overlap(s->esbox, neo, k, g) &
-			      (uint32_t)((v0[k] != a0) & (v0[k] != a1) & (v1[k] != a0) & (v1[k] != a1));
-		}
+		uint32_t j0 = A == B ? ai[a] + 1 : s->ce_start[B];
+		uint32_t nh = member_hits(s->esbox, neo, s->ce_v, 2, v0[ai[a]], v1[ai[a]], j0,
+					  s->ce_start[B + 1], g, hit);
 		const uint32_t i = s->ce[ai[a]];
 		for (uint32_t b = 0; b < nh; b++) {
 			const uint32_t j = s->ce[hit[b]];
