@@ -41,6 +41,7 @@
  */
 #include "server/sim/selfcollide.h"
 
+#include "server/sim/pool.h"
 #include "server/sim/selfhash.h"
 
 #include <math.h>
@@ -110,6 +111,19 @@ typedef struct self_ee {
 	float lb;
 } self_ee;
 
+/* Candidate pairs found by one block of chunks (collect), grown by doubling
+ * in begin_substep only. */
+typedef struct self_pairs {
+	self_vt *vt;
+	uint32_t vt_count, vt_cap;
+	self_ee *ee;
+	uint32_t ee_count, ee_cap;
+} self_pairs;
+
+/* Chunks per block of the parallel collection: the blocks, not the threads,
+ * fix the order of the pairs, so it is the same for any thread count. */
+#define SELF_COLLECT_BLOCK 64u
+
 struct sim_self {
 	uint32_t nv, nt, ne;
 	uint32_t *tris;      /* 3 per triangle */
@@ -140,6 +154,9 @@ struct sim_self {
 	float *chunk_box;    /* 6 per chunk: the same grown by the reach (what is hashed) */
 	float chunk_scale;   /* mean largest extent of a chunk's box at rest */
 	sim_hash hash;
+	drape_pool *pool;    /* may be NULL: everything on the caller's thread */
+	self_pairs *blocks;  /* one per SELF_COLLECT_BLOCK chunks, and one for orphans */
+	uint32_t block_count;
 	uint32_t *tri_stamp;
 	/* Ownership, so that every vertex and edge is searched for exactly once
 	 * through one triangle: bits 0-2 of tri_own[t] mark the corners k whose
@@ -611,6 +628,11 @@ void sim_self_destroy(sim_self *s)
 	free(s->tri_stamp);
 	free(s->tri_own);
 	free(s->orphans);
+	for (uint32_t b = 0; s->blocks != NULL && b < s->block_count; b++) {
+		free(s->blocks[b].vt);
+		free(s->blocks[b].ee);
+	}
+	free(s->blocks);
 	free(s->vt);
 	free(s->ee);
 	free(s->p_pred);
@@ -801,13 +823,20 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 	s->ee_cap = ne < 64u ? 256u : (ne > (1u << 28) ? 1u << 30 : 4u * ne);
 	s->vt = malloc((size_t)s->vt_cap * sizeof *s->vt);
 	s->ee = malloc((size_t)s->ee_cap * sizeof *s->ee);
-	if (s->vt == NULL || s->ee == NULL) {
+	s->block_count = (s->chunk_count + SELF_COLLECT_BLOCK - 1) / SELF_COLLECT_BLOCK + 1;
+	s->blocks = calloc(s->block_count, sizeof *s->blocks);
+	if (s->vt == NULL || s->ee == NULL || s->blocks == NULL) {
 		sim_self_destroy(s);
 		return drape_error_setf(err, DRAPE_ENOMEM, "self-collision: out of memory");
 	}
 	s->stamp = 0;
 	*out = s;
 	return DRAPE_OK;
+}
+
+void sim_self_set_pool(sim_self *s, drape_pool *pool)
+{
+	s->pool = pool;
 }
 
 uint32_t sim_self_pair_count(const sim_self *s)
@@ -924,29 +953,24 @@ static void ee_side(sim_v3 a0, sim_v3 a1, sim_v3 b0, sim_v3 b1, sim_v3 pa0, sim_
 		   tp >= -SELF_TRUST_MARGIN && tp <= 1.0f + SELF_TRUST_MARGIN;
 }
 
-static int grow_vt(sim_self *s)
+/* Room for at least `need` records in *arr of capacity *cap: doubled
+ * (from 256), amortized. Returns -1 when that fails, leaving it as it was. */
+static int reserve(void **arr, uint32_t *cap, size_t size, uint64_t need)
 {
-	uint32_t cap = s->vt_cap > UINT32_MAX / 2 ? UINT32_MAX : s->vt_cap * 2;
-	if (cap == s->vt_cap)
+	if (need <= *cap)
+		return 0;
+	uint64_t c = *cap ? *cap : 256u;
+	while (c < need)
+		c *= 2;
+	if (c > UINT32_MAX)
+		c = UINT32_MAX;
+	if (c < need)
 		return -1;
-	self_vt *n = realloc(s->vt, (size_t)cap * sizeof *n);
+	void *n = realloc(*arr, (size_t)c * size);
 	if (n == NULL)
 		return -1;
-	s->vt = n;
-	s->vt_cap = cap;
-	return 0;
-}
-
-static int grow_ee(sim_self *s)
-{
-	uint32_t cap = s->ee_cap > UINT32_MAX / 2 ? UINT32_MAX : s->ee_cap * 2;
-	if (cap == s->ee_cap)
-		return -1;
-	self_ee *n = realloc(s->ee, (size_t)cap * sizeof *n);
-	if (n == NULL)
-		return -1;
-	s->ee = n;
-	s->ee_cap = cap;
+	*arr = n;
+	*cap = (uint32_t)c;
 	return 0;
 }
 
@@ -1013,8 +1037,8 @@ static int neighbours(const sim_self *s, const uint32_t *a, int na, const uint32
 
 /* Considers triangle t as a candidate for vertex v, their swept boxes
  * within the reach. */
-static void vt_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p, uint32_t v, uint32_t t,
-			float reach)
+static void vt_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, const sim_vec4 *p,
+			uint32_t v, uint32_t t, float reach)
 {
 	const uint32_t *tv = &s->tris[3 * (size_t)t];
 	if (tv[0] == v || tv[1] == v || tv[2] == v)
@@ -1041,9 +1065,10 @@ static void vt_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p, uint3
 		if (lb > reach)
 			return;
 	}
-	if (s->vt_count == s->vt_cap && grow_vt(s) != 0)
+	if (out->vt_count == out->vt_cap &&
+	    reserve((void **)&out->vt, &out->vt_cap, sizeof *out->vt, (uint64_t)out->vt_count + 1) != 0)
 		return;
-	self_vt *r = &s->vt[s->vt_count++];
+	self_vt *r = &out->vt[out->vt_count++];
 	r->v = v;
 	r->t = t;
 	r->lb = lb;
@@ -1062,8 +1087,8 @@ static void vt_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p, uint3
 
 /* Considers edge j as a partner of edge i, their swept boxes within the
  * reach. */
-static void ee_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p, uint32_t i, uint32_t j,
-			float reach)
+static void ee_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, const sim_vec4 *p,
+			uint32_t i, uint32_t j, float reach)
 {
 	const uint32_t a0 = s->edges[2 * (size_t)i], a1 = s->edges[2 * (size_t)i + 1];
 	const uint32_t b0 = s->edges[2 * (size_t)j], b1 = s->edges[2 * (size_t)j + 1];
@@ -1090,9 +1115,10 @@ static void ee_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p, uint3
 	float lb = segment_distance(xa0, xa1, xb0, xb1) - M;
 	if (lb > reach)
 		return;
-	if (s->ee_count == s->ee_cap && grow_ee(s) != 0)
+	if (out->ee_count == out->ee_cap &&
+	    reserve((void **)&out->ee, &out->ee_cap, sizeof *out->ee, (uint64_t)out->ee_count + 1) != 0)
 		return;
-	self_ee *r = &s->ee[s->ee_count++];
+	self_ee *r = &out->ee[out->ee_count++];
 	r->a = i;
 	r->b = j;
 	r->lb = lb;
@@ -1237,8 +1263,8 @@ static inline uint32_t member_hits(const float *restrict soa, size_t stride,
 /* Owned vertices of chunk V against the triangles of chunk T (the vertices
  * that cannot reach T's box dropped first), less the triangles that have
  * the vertex. */
-static void vt_chunks(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
-		      uint32_t V, uint32_t T, float reach)
+static void vt_chunks(const sim_self *s, self_pairs *out, const sim_vec4 *restrict x,
+		      const sim_vec4 *restrict p, uint32_t V, uint32_t T, float reach)
 {
 	uint32_t vi[SELF_CHUNK_MEMBERS + SELF_PAD], hit[SELF_CHUNK + SELF_PAD];
 	const size_t nvo = s->cv_start[s->chunk_count];
@@ -1251,15 +1277,15 @@ static void vt_chunks(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *r
 		uint32_t nh = member_hits(s->sbox, s->nh, s->ct_v, 3, v, v, T * SELF_CHUNK,
 					  chunk_end(s, T), g, hit);
 		for (uint32_t b = 0; b < nh; b++)
-			vt_consider(s, x, p, v, s->chunk_tri[hit[b]], reach);
+			vt_consider(s, out, x, p, v, s->chunk_tri[hit[b]], reach);
 	}
 }
 
 /* Owned edges of chunk A against those of chunk B (A <= B; the pairs within
  * A when equal), less the pairs that share a vertex (most box hits do),
  * recorded with the smaller edge index first. */
-static void ee_chunks(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
-		      uint32_t A, uint32_t B, float reach)
+static void ee_chunks(const sim_self *s, self_pairs *out, const sim_vec4 *restrict x,
+		      const sim_vec4 *restrict p, uint32_t A, uint32_t B, float reach)
 {
 	uint32_t ai[SELF_CHUNK_MEMBERS + SELF_PAD], hit[SELF_CHUNK_MEMBERS + SELF_PAD];
 	const size_t neo = s->ce_start[s->chunk_count];
@@ -1282,7 +1308,7 @@ static void ee_chunks(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *r
 		const uint32_t i = s->ce[ai[a]];
 		for (uint32_t b = 0; b < nh; b++) {
 			const uint32_t j = s->ce[hit[b]];
-			ee_consider(s, x, p, i < j ? i : j, i < j ? j : i, reach);
+			ee_consider(s, out, x, p, i < j ? i : j, i < j ? j : i, reach);
 		}
 	}
 }
@@ -1294,13 +1320,13 @@ static void ee_chunks(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *r
  * owned by one chunk and every unordered chunk pair is met once (collect),
  * so every vertex-triangle and edge-edge pair is considered once.
  */
-static void chunk_pair(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
-		       uint32_t A, uint32_t B, float reach)
+static void chunk_pair(const sim_self *s, self_pairs *out, const sim_vec4 *restrict x,
+		       const sim_vec4 *restrict p, uint32_t A, uint32_t B, float reach)
 {
-	vt_chunks(s, x, p, A, B, reach);
+	vt_chunks(s, out, x, p, A, B, reach);
 	if (A != B)
-		vt_chunks(s, x, p, B, A, reach);
-	ee_chunks(s, x, p, A, B, reach);
+		vt_chunks(s, out, x, p, B, A, reach);
+	ee_chunks(s, out, x, p, A, B, reach);
 }
 
 /* 1 when cell (cx, cy, cz), met while querying cell box q, is the first
@@ -1372,14 +1398,77 @@ static void compute_boxes(sim_self *s, const sim_vec4 *restrict x, const sim_vec
 	}
 }
 
+/* The chunk pairs (A, B >= A) of one chunk A; see collect. */
+static void collect_chunk(const sim_self *s, self_pairs *out, const sim_vec4 *restrict x,
+			  const sim_vec4 *restrict p, uint32_t A, float reach)
+{
+	const sim_hash *h = &s->hash;
+	const uint32_t nc = s->chunk_count;
+	const float *ab = &s->chunk_sbox[6 * (size_t)A];
+	chunk_pair(s, out, x, p, A, A, reach);
+	sim_cellbox q = sim_hash_cells(h, ab);
+	if (sim_cellbox_count(&q) > SIM_HASH_MAX_CELLS) {
+		for (uint32_t B = A + 1; B < nc; B++)
+			if (sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
+				chunk_pair(s, out, x, p, A, B, reach);
+		return;
+	}
+	for (int32_t cz = q.lo[2]; cz <= q.hi[2]; cz++)
+		for (int32_t cy = q.lo[1]; cy <= q.hi[1]; cy++)
+			for (int32_t cx = q.lo[0]; cx <= q.hi[0]; cx++) {
+				uint32_t sl = sim_hash_slot(h, cx, cy, cz);
+				const uint32_t e0 = h->start[sl], e1 = h->start[sl + 1];
+				for (uint32_t e = e0; e < e1; e++) {
+					uint32_t B = h->entries[e];
+					/* Two cells of B in this slot: the build
+					 * puts them side by side. */
+					if (e > e0 && h->entries[e - 1] == B)
+						continue;
+					const float *bb = &s->chunk_box[6 * (size_t)B];
+					if (B > A && sim_box_overlap(ab, bb) &&
+					    first_shared_cell(h, &q, bb, cx, cy, cz))
+						chunk_pair(s, out, x, p, A, B, reach);
+				}
+			}
+	/* Chunks too large for the cells (flung across the scene). */
+	for (uint32_t k = 0; k < h->big_count; k++) {
+		uint32_t B = h->big[k];
+		if (B > A && sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
+			chunk_pair(s, out, x, p, A, B, reach);
+	}
+}
+
+typedef struct self_collect_job {
+	const sim_self *s;
+	const sim_vec4 *x, *p;
+	float reach;
+} self_collect_job;
+
+/* Blocks [begin, end) of chunks, each into its own pair buffer. */
+static void collect_blocks(void *ctx, uint32_t begin, uint32_t end)
+{
+	const self_collect_job *job = ctx;
+	const sim_self *s = job->s;
+	for (uint32_t b = begin; b < end; b++) {
+		self_pairs *out = &s->blocks[b];
+		out->vt_count = out->ee_count = 0;
+		uint32_t c1 = (b + 1) * SELF_COLLECT_BLOCK;
+		if (c1 > s->chunk_count)
+			c1 = s->chunk_count;
+		for (uint32_t A = b * SELF_COLLECT_BLOCK; A < c1; A++)
+			collect_chunk(s, out, job->x, job->p, A, job->reach);
+	}
+}
+
 /*
  * Builds the hash over the chunks' grown boxes and collects the candidate
  * pairs with their sides at x. Each chunk A queries the cells of its plain
  * box and takes the chunks B > A found there whose grown boxes it overlaps,
  * in the first cell they share (first_shared_cell), so each chunk pair is
  * met once without marks (a chunk with two cells hashed to one slot sits
- * there twice in a row, and the second is skipped); chunk_pair and
- * triangle_pair do the rest.
+ * there twice in a row, and the second is skipped); chunk_pair does the
+ * rest. Blocks of chunks run on the pool into their own buffers, which are
+ * then joined in block order: the list is the same for any thread count.
  */
 static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p, float reach)
 {
@@ -1394,43 +1483,15 @@ static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *res
 		/* No memory for the entries: no pairs this substep. */
 		return;
 	}
+	const uint32_t nb = s->block_count - 1;
+	self_collect_job job = {s, x, p, reach};
+	sim_pool_for(s->pool, nb, 1, collect_blocks, &job);
+
+	/* Vertices of zero-area triangles only: a query of their own, into
+	 * the last buffer. */
 	const sim_hash *h = &s->hash;
-	const uint32_t nc = s->chunk_count;
-	for (uint32_t A = 0; A < nc; A++) {
-		const float *ab = &s->chunk_sbox[6 * (size_t)A];
-		chunk_pair(s, x, p, A, A, reach);
-		sim_cellbox q = sim_hash_cells(h, ab);
-		if (sim_cellbox_count(&q) > SIM_HASH_MAX_CELLS) {
-			for (uint32_t B = A + 1; B < nc; B++)
-				if (sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
-					chunk_pair(s, x, p, A, B, reach);
-			continue;
-		}
-		for (int32_t cz = q.lo[2]; cz <= q.hi[2]; cz++)
-			for (int32_t cy = q.lo[1]; cy <= q.hi[1]; cy++)
-				for (int32_t cx = q.lo[0]; cx <= q.hi[0]; cx++) {
-					uint32_t sl = sim_hash_slot(h, cx, cy, cz);
-					const uint32_t e0 = h->start[sl], e1 = h->start[sl + 1];
-					for (uint32_t e = e0; e < e1; e++) {
-						uint32_t B = h->entries[e];
-						/* Two cells of B in this slot: the
-						 * build puts them side by side. */
-						if (e > e0 && h->entries[e - 1] == B)
-							continue;
-						const float *bb = &s->chunk_box[6 * (size_t)B];
-						if (B > A && sim_box_overlap(ab, bb) &&
-						    first_shared_cell(h, &q, bb, cx, cy, cz))
-							chunk_pair(s, x, p, A, B, reach);
-					}
-				}
-		/* Chunks too large for the cells (flung across the scene). */
-		for (uint32_t k = 0; k < h->big_count; k++) {
-			uint32_t B = h->big[k];
-			if (B > A && sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
-				chunk_pair(s, x, p, A, B, reach);
-		}
-	}
-	/* Vertices of zero-area triangles only: a query of their own. */
+	self_pairs *orph = &s->blocks[nb];
+	orph->vt_count = orph->ee_count = 0;
 	for (uint32_t k = 0; k < s->orphan_count; k++) {
 		uint32_t v = s->orphans[k];
 		float vb[6];
@@ -1440,9 +1501,32 @@ static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *res
 			if (s->tri_stamp[t_] != stamp) {
 				s->tri_stamp[t_] = stamp;
 				if (sim_box_overlap(vb, &s->tri_box[6 * (size_t)t_]))
-					vt_consider(s, x, p, v, t_, reach);
+					vt_consider(s, orph, x, p, v, t_, reach);
 			}
 		});
+	}
+
+	uint64_t nvt = 0, nee = 0;
+	for (uint32_t b = 0; b <= nb; b++) {
+		nvt += s->blocks[b].vt_count;
+		nee += s->blocks[b].ee_count;
+	}
+	/* Without room for all, the pairs that do not fit are dropped. */
+	if (reserve((void **)&s->vt, &s->vt_cap, sizeof *s->vt, nvt) != 0)
+		nvt = s->vt_cap;
+	if (reserve((void **)&s->ee, &s->ee_cap, sizeof *s->ee, nee) != 0)
+		nee = s->ee_cap;
+	for (uint32_t b = 0; b <= nb; b++) {
+		const self_pairs *o = &s->blocks[b];
+		uint32_t nv = o->vt_count, ne = o->ee_count;
+		if (nv > nvt - s->vt_count)
+			nv = (uint32_t)(nvt - s->vt_count);
+		if (ne > nee - s->ee_count)
+			ne = (uint32_t)(nee - s->ee_count);
+		memcpy(&s->vt[s->vt_count], o->vt, (size_t)nv * sizeof *s->vt);
+		memcpy(&s->ee[s->ee_count], o->ee, (size_t)ne * sizeof *s->ee);
+		s->vt_count += nv;
+		s->ee_count += ne;
 	}
 }
 
