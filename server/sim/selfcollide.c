@@ -5,17 +5,20 @@
  * at the end of the substep. See selfcollide.h for the call order.
  *
  * Broad phase (Müller, Ten Minute Physics "spatial hashing"; selfhash.h):
- * every triangle is inserted into each cell that its box swept from x to p
- * and grown by the reach (1.5 times the thickness, see SELF_REACH_FACTOR)
- * overlaps. The cell size is the mean edge length of the rest mesh plus the
- * reach, about the size of a grown box, so a box covers a few cells and a
- * query a few. Each triangle then queries the cells of its own swept box
- * once, on behalf of the vertices and edges it owns (see collect), and meets
- * the triangles, and their edges, found there. Box-overlapping pairs then
- * pass a cheap distance bound at x before they become candidates.
+ * the triangles are grouped at create into chunks of SELF_CHUNK along a
+ * Morton curve (compact patches of cloth), and every chunk's box swept from
+ * x to p and grown by the reach (1.5 times the thickness, see
+ * SELF_REACH_FACTOR) is inserted into the cells it overlaps, cells about a
+ * chunk in size. Each chunk queries the cells of its own swept box once and
+ * meets every overlapping chunk pair once; inside a pair the vertices,
+ * edges and triangles the two chunks own are tested box against box, eight
+ * at a time, from flat arrays (collect). Box-overlapping pairs then pass
+ * cheap distance bounds at x before they become candidates. Blocks of
+ * chunks run on the worker pool, joined in a fixed order.
  *
- * Memory: every buffer is sized at create. The candidate arrays and the hash
- * entry array may grow, by doubling (amortized), only inside
+ * Memory: every buffer is sized at create. The candidate arrays (those of
+ * the blocks too) and the hash entry array may grow, by doubling
+ * (amortized), only inside
  * sim_self_begin_substep (and the guard's rare re-collection in
  * sim_self_end_substep, outside the iteration loop); sim_self_project never
  * allocates. If a growth fails the pairs that do not fit are dropped for that
