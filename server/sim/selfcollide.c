@@ -1526,8 +1526,11 @@ static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *res
 			nv = (uint32_t)(nvt - s->vt_count);
 		if (ne > nee - s->ee_count)
 			ne = (uint32_t)(nee - s->ee_count);
-		memcpy(&s->vt[s->vt_count], o->vt, (size_t)nv * sizeof *s->vt);
-		memcpy(&s->ee[s->ee_count], o->ee, (size_t)ne * sizeof *s->ee);
+		/* A block that never found a pair has no buffer (NULL). */
+		if (nv > 0)
+			memcpy(&s->vt[s->vt_count], o->vt, (size_t)nv * sizeof *s->vt);
+		if (ne > 0)
+			memcpy(&s->ee[s->ee_count], o->ee, (size_t)ne * sizeof *s->ee);
 		s->vt_count += nv;
 		s->ee_count += ne;
 	}
