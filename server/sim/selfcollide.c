@@ -5,17 +5,20 @@
  * at the end of the substep. See selfcollide.h for the call order.
  *
  * Broad phase (Müller, Ten Minute Physics "spatial hashing"; selfhash.h):
- * every triangle is inserted into each cell that its box swept from x to p
- * and grown by the reach (1.5 times the thickness, see SELF_REACH_FACTOR)
- * overlaps. The cell size is the mean edge length of the rest mesh plus the
- * reach, about the size of a grown box, so a box covers a few cells and a
- * query a few. Each triangle then queries the cells of its own swept box
- * once, on behalf of the vertices and edges it owns (see collect), and meets
- * the triangles, and their edges, found there. Box-overlapping pairs then
- * pass a cheap distance bound at x before they become candidates.
+ * the triangles are grouped at create into chunks of SELF_CHUNK along a
+ * Morton curve (compact patches of cloth), and every chunk's box swept from
+ * x to p and grown by the reach (1.5 times the thickness, see
+ * SELF_REACH_FACTOR) is inserted into the cells it overlaps, cells about a
+ * chunk in size. Each chunk queries the cells of its own swept box once and
+ * meets every overlapping chunk pair once; inside a pair the vertices,
+ * edges and triangles the two chunks own are tested box against box, eight
+ * at a time, from flat arrays (collect). Box-overlapping pairs then pass
+ * cheap distance bounds at x before they become candidates. Blocks of
+ * chunks run on the worker pool, joined in a fixed order.
  *
- * Memory: every buffer is sized at create. The candidate arrays and the hash
- * entry array may grow, by doubling (amortized), only inside
+ * Memory: every buffer is sized at create. The candidate arrays (those of
+ * the blocks too) and the hash entry array may grow, by doubling
+ * (amortized), only inside
  * sim_self_begin_substep (and the guard's rare re-collection in
  * sim_self_end_substep, outside the iteration loop); sim_self_project never
  * allocates. If a growth fails the pairs that do not fit are dropped for that
@@ -41,11 +44,16 @@
  */
 #include "server/sim/selfcollide.h"
 
+#include "server/sim/pool.h"
 #include "server/sim/selfhash.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 /* Same sliver criterion as topology.c: twice the area below this fraction of
  * the longest edge squared means the normal is rounding noise. */
@@ -75,11 +83,27 @@
 /* Contact tolerance of the swept test, relative to the pair's size. */
 #define SELF_GUARD_TOL 1e-4f
 
+/* Triangles per chunk of the broad phase (see build_chunks). */
+#define SELF_CHUNK 8u
+
+/* Zeroed slack after the flat arrays that member_hits reads eight at a
+ * time. */
+#define SELF_PAD 8u
+
+/*
+ * `lb` of a pair is a lower bound on its distance while its vertices move
+ * from x to the prediction p of begin_substep: the distance at x less the
+ * motion bound (vt_motion_bound). sim_self_project skips a pair whose lb is
+ * more than the thickness plus twice the largest stray of any vertex from
+ * that prediction: it cannot be within the thickness, nor have crossed, so
+ * its projection would do nothing. -INFINITY when no bound is known.
+ */
 typedef struct self_vt {
 	uint32_t v, t;
 	int32_t side;     /* +1 or -1: side of the triangle's plane at x */
 	uint16_t trusted; /* 1 when the vertex was over the triangle at x */
 	uint16_t rest_close; /* 1 for mesh neighbours closer than the thickness at rest */
+	float lb;
 } self_vt;
 
 typedef struct self_ee {
@@ -87,7 +111,21 @@ typedef struct self_ee {
 	int32_t side;     /* sign of the line-line separation at x; 0 unknown */
 	uint16_t trusted; /* 1 when the lines' closest points lay on both segments at x */
 	uint16_t rest_close;
+	float lb;
 } self_ee;
+
+/* Candidate pairs found by one block of chunks (collect), grown by doubling
+ * in begin_substep only. */
+typedef struct self_pairs {
+	self_vt *vt;
+	uint32_t vt_count, vt_cap;
+	self_ee *ee;
+	uint32_t ee_count, ee_cap;
+} self_pairs;
+
+/* Chunks per block of the parallel collection: the blocks, not the threads,
+ * fix the order of the pairs, so it is the same for any thread count. */
+#define SELF_COLLECT_BLOCK 64u
 
 struct sim_self {
 	uint32_t nv, nt, ne;
@@ -97,8 +135,31 @@ struct sim_self {
 	uint32_t *tri_edges; /* 3 per triangle: indices into edges */
 	float base_cell;     /* mean rest edge length */
 	float *tri_box;      /* 6 per triangle: swept box grown by the reach */
-	float *edge_boxes;   /* 6 per edge: swept box, per substep */
+	/*
+	 * Chunks (build_chunks): the nh non-degenerate triangles in Morton
+	 * order of their rest centroids, cut into runs of SELF_CHUNK, so that a
+	 * chunk is a small patch of cloth, with the vertices and edges its
+	 * triangles own (tri_own). The hash holds chunks, not triangles: a
+	 * chunk pair whose boxes meet has its vertex, edge and triangle boxes
+	 * tested against each other from flat arrays, which costs far less
+	 * than a hash visit per triangle pair.
+	 */
+	uint32_t nh, chunk_count;
+	uint32_t *chunk_tri; /* nh triangle indices, chunk after chunk */
+	uint32_t *cv_start, *cv; /* owned vertices of chunk c: cv[cv_start[c] .. cv_start[c + 1]) */
+	uint32_t *ce_start, *ce; /* owned edges, the same way */
+	uint32_t *ce_v;      /* 2 arrays of ce_start[chunk_count]: the owned edges' vertices */
+	uint32_t *ct_v;      /* 3 arrays of nh: the vertices of the triangles in chunk order */
+	float *sbox;         /* 6 arrays of nh floats: swept triangle boxes in chunk order */
+	float *vsbox;        /* 6 arrays of cv_start[chunk_count]: swept vertex boxes, in cv order */
+	float *esbox;        /* 6 arrays of ce_start[chunk_count]: swept edge boxes, in ce order */
+	float *chunk_sbox;   /* 6 per chunk: union of its triangles' swept boxes */
+	float *chunk_box;    /* 6 per chunk: the same grown by the reach (what is hashed) */
+	float chunk_scale;   /* mean largest extent of a chunk's box at rest */
 	sim_hash hash;
+	drape_pool *pool;    /* may be NULL: everything on the caller's thread */
+	self_pairs *blocks;  /* one per SELF_COLLECT_BLOCK chunks, and one for orphans */
+	uint32_t block_count;
 	uint32_t *tri_stamp;
 	/* Ownership, so that every vertex and edge is searched for exactly once
 	 * through one triangle: bits 0-2 of tri_own[t] mark the corners k whose
@@ -401,6 +462,151 @@ static int half_edge_cmp(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* One past the last slot of chunk c in chunk_tri and sbox. */
+static inline uint32_t chunk_end(const sim_self *s, uint32_t c)
+{
+	uint64_t e = (uint64_t)(c + 1) * SELF_CHUNK;
+	return e < s->nh ? (uint32_t)e : s->nh;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Spreads the low 10 bits of v to every third bit (Morton code). */
+static uint32_t spread3(uint32_t v)
+{
+	v &= 0x3ffu;
+	v = (v | (v << 16)) & 0x030000ffu;
+	v = (v | (v << 8)) & 0x0300f00fu;
+	v = (v | (v << 4)) & 0x030c30c3u;
+	v = (v | (v << 2)) & 0x09249249u;
+	return v;
+}
+
+/*
+ * Orders the non-degenerate triangles along a Morton curve through their
+ * rest centroids and cuts the order into chunks of SELF_CHUNK, so that each
+ * chunk is a compact patch of the rest mesh (it stays one while the cloth
+ * bends; a fold inside a chunk only makes its box larger). Sizes the hash
+ * for the chunks. Returns -1 when out of memory.
+ */
+static int build_chunks(sim_self *s)
+{
+	const uint32_t nt = s->nt;
+	uint32_t nh = 0;
+	for (uint32_t t = 0; t < nt; t++)
+		nh += !s->tri_skip[t];
+	s->nh = nh;
+	s->chunk_count = (nh + SELF_CHUNK - 1) / SELF_CHUNK;
+	uint64_t *key = malloc((size_t)nh * sizeof *key + 1);
+	s->chunk_tri = malloc((size_t)nh * sizeof *s->chunk_tri + 1);
+	s->sbox = calloc(6 * (size_t)nh + SELF_PAD, sizeof *s->sbox);
+	s->chunk_sbox = malloc(6 * (size_t)s->chunk_count * sizeof *s->chunk_sbox + 1);
+	s->chunk_box = malloc(6 * (size_t)s->chunk_count * sizeof *s->chunk_box + 1);
+	if (key == NULL || s->chunk_tri == NULL || s->sbox == NULL || s->chunk_sbox == NULL ||
+	    s->chunk_box == NULL || sim_hash_init(&s->hash, s->chunk_count) != DRAPE_OK) {
+		free(key);
+		return -1;
+	}
+	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+	for (uint32_t v = 0; v < s->nv; v++) {
+		const float c[3] = {s->x0[v].x, s->x0[v].y, s->x0[v].z};
+		for (int k = 0; k < 3; k++) {
+			lo[k] = minf(lo[k], c[k]);
+			hi[k] = maxf(hi[k], c[k]);
+		}
+	}
+	float scale[3];
+	for (int k = 0; k < 3; k++)
+		scale[k] = hi[k] > lo[k] ? 1023.0f / (hi[k] - lo[k]) : 0.0f;
+	uint32_t n = 0;
+	for (uint32_t t = 0; t < nt; t++) {
+		if (s->tri_skip[t])
+			continue;
+		const uint32_t *tv = &s->tris[3 * (size_t)t];
+		sim_v3 c = v3_scale(v3_add(v3_add(s->x0[tv[0]], s->x0[tv[1]]), s->x0[tv[2]]),
+				    1.0f / 3.0f);
+		const float cc[3] = {c.x, c.y, c.z};
+		uint32_t q[3];
+		for (int k = 0; k < 3; k++) {
+			float f = (cc[k] - lo[k]) * scale[k];
+			q[k] = f > 0.0f ? (f < 1023.0f ? (uint32_t)f : 1023u) : 0u;
+		}
+		uint32_t code = spread3(q[0]) | (spread3(q[1]) << 1) | (spread3(q[2]) << 2);
+		key[n++] = ((uint64_t)code << 32) | t;
+	}
+	qsort(key, nh, sizeof *key, u64_cmp);
+	for (uint32_t i = 0; i < nh; i++)
+		s->chunk_tri[i] = (uint32_t)key[i];
+	free(key);
+	/* The chunks' typical size at rest sets the hash cell (collect). */
+	double extent = 0.0;
+	for (uint32_t c = 0; c < s->chunk_count; c++) {
+		float b[6] = {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY};
+		uint32_t end = (c + 1) * SELF_CHUNK < nh ? (c + 1) * SELF_CHUNK : nh;
+		for (uint32_t i = c * SELF_CHUNK; i < end; i++)
+			for (int k = 0; k < 3; k++) {
+				uint32_t v = s->tris[3 * (size_t)s->chunk_tri[i] + k];
+				const float p[3] = {s->x0[v].x, s->x0[v].y, s->x0[v].z};
+				for (int a = 0; a < 3; a++) {
+					b[a] = minf(b[a], p[a]);
+					b[a + 3] = maxf(b[a + 3], p[a]);
+				}
+			}
+		extent += maxf(b[3] - b[0], maxf(b[4] - b[1], b[5] - b[2]));
+	}
+	float mean = s->chunk_count ? (float)(extent / s->chunk_count) : 0.0f;
+	s->chunk_scale = mean > 0.0f && isfinite(mean) ? mean : s->base_cell;
+	return 0;
+}
+
+/* The vertices and edges owned by each chunk's triangles, in chunk order,
+ * and room for their boxes. Returns -1 when out of memory. */
+static int build_chunk_members(sim_self *s)
+{
+	const uint32_t nc = s->chunk_count;
+	s->cv_start = malloc(((size_t)nc + 1) * sizeof *s->cv_start);
+	s->ce_start = malloc(((size_t)nc + 1) * sizeof *s->ce_start);
+	s->cv = malloc((size_t)s->nv * sizeof *s->cv + 1);
+	s->ce = malloc((size_t)s->ne * sizeof *s->ce + 1);
+	/* Rows sized for the owned members (at most nv and ne), padded for
+	 * member_hits. */
+	s->vsbox = calloc(6 * (size_t)s->nv + SELF_PAD, sizeof *s->vsbox);
+	s->esbox = calloc(6 * (size_t)s->ne + SELF_PAD, sizeof *s->esbox);
+	s->ce_v = calloc(2 * (size_t)s->ne + SELF_PAD, sizeof *s->ce_v);
+	s->ct_v = calloc(3 * (size_t)s->nh + SELF_PAD, sizeof *s->ct_v);
+	if (s->cv_start == NULL || s->ce_start == NULL || s->cv == NULL || s->ce == NULL ||
+	    s->vsbox == NULL || s->esbox == NULL || s->ce_v == NULL || s->ct_v == NULL)
+		return -1;
+	for (uint32_t i = 0; i < s->nh; i++)
+		for (int k = 0; k < 3; k++)
+			s->ct_v[(size_t)k * s->nh + i] = s->tris[3 * (size_t)s->chunk_tri[i] + k];
+	uint32_t nvo = 0, neo = 0;
+	for (uint32_t c = 0; c < nc; c++) {
+		s->cv_start[c] = nvo;
+		s->ce_start[c] = neo;
+		for (uint32_t i = c * SELF_CHUNK, e = chunk_end(s, c); i < e; i++) {
+			const uint32_t t = s->chunk_tri[i];
+			for (int k = 0; k < 3; k++) {
+				if (s->tri_own[t] & (1u << k))
+					s->cv[nvo++] = s->tris[3 * (size_t)t + k];
+				if (s->tri_own[t] & (8u << k))
+					s->ce[neo++] = s->tri_edges[3 * (size_t)t + k];
+			}
+		}
+	}
+	s->cv_start[nc] = nvo;
+	s->ce_start[nc] = neo;
+	for (uint32_t k = 0; k < neo; k++) {
+		s->ce_v[k] = s->edges[2 * (size_t)s->ce[k]];
+		s->ce_v[neo + k] = s->edges[2 * (size_t)s->ce[k] + 1];
+	}
+	return 0;
+}
+
 void sim_self_destroy(sim_self *s)
 {
 	if (s == NULL)
@@ -410,11 +616,27 @@ void sim_self_destroy(sim_self *s)
 	free(s->edges);
 	free(s->tri_edges);
 	free(s->tri_box);
-	free(s->edge_boxes);
+	free(s->chunk_tri);
+	free(s->cv_start);
+	free(s->cv);
+	free(s->ce_start);
+	free(s->ce);
+	free(s->ce_v);
+	free(s->ct_v);
+	free(s->vsbox);
+	free(s->esbox);
+	free(s->sbox);
+	free(s->chunk_sbox);
+	free(s->chunk_box);
 	sim_hash_free(&s->hash);
 	free(s->tri_stamp);
 	free(s->tri_own);
 	free(s->orphans);
+	for (uint32_t b = 0; s->blocks != NULL && b < s->block_count; b++) {
+		free(s->blocks[b].vt);
+		free(s->blocks[b].ee);
+	}
+	free(s->blocks);
 	free(s->vt);
 	free(s->ee);
 	free(s->p_pred);
@@ -452,8 +674,7 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 	self_half_edge *he = malloc(3 * nt * sizeof *he + 1);
 	if (s->tris == NULL || s->tri_skip == NULL || s->tri_edges == NULL || s->tri_box == NULL ||
 	    s->tri_stamp == NULL || s->p_pred == NULL || s->x0 == NULL || s->dirty == NULL ||
-	    s->dirty_next == NULL || s->carried == NULL || he == NULL ||
-	    sim_hash_init(&s->hash, triangle_count) != DRAPE_OK) {
+	    s->dirty_next == NULL || s->carried == NULL || he == NULL) {
 		free(he);
 		sim_self_destroy(s);
 		return drape_error_setf(err, DRAPE_ENOMEM, "self-collision: out of memory");
@@ -480,8 +701,7 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 	s->ne = ne;
 	s->edges = malloc(2 * (size_t)ne * sizeof *s->edges + 1);
 	s->tri_own = calloc(nt + 1, 1);
-	s->edge_boxes = malloc(6 * (size_t)ne * sizeof *s->edge_boxes + 1);
-	if (s->edges == NULL || s->tri_own == NULL || s->edge_boxes == NULL) {
+	if (s->edges == NULL || s->tri_own == NULL) {
 		free(he);
 		sim_self_destroy(s);
 		return drape_error_setf(err, DRAPE_ENOMEM, "self-collision: out of memory");
@@ -509,6 +729,11 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 		s->tri_skip[t] = (uint8_t)tri_degenerate(v3_of4(x0[triangles[3 * t]]),
 							 v3_of4(x0[triangles[3 * t + 1]]),
 							 v3_of4(x0[triangles[3 * t + 2]]), &n);
+	}
+
+	if (build_chunks(s) != 0) {
+		sim_self_destroy(s);
+		return drape_error_setf(err, DRAPE_ENOMEM, "self-collision: out of memory");
 	}
 
 	/* Adjacency in CSR form: counts, prefix sum, fill. */
@@ -593,6 +818,10 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 			if (!s->tri_skip[t] && owner[s->tri_edges[3 * t + k]] == t)
 				s->tri_own[t] |= (uint8_t)(8u << k);
 	free(owner);
+	if (build_chunk_members(s) != 0) {
+		sim_self_destroy(s);
+		return drape_error_setf(err, DRAPE_ENOMEM, "self-collision: out of memory");
+	}
 
 	/* Candidate capacity: a few pairs per vertex and per edge covers a
 	 * folded cloth; more is grown in begin_substep. */
@@ -600,13 +829,20 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 	s->ee_cap = ne < 64u ? 256u : (ne > (1u << 28) ? 1u << 30 : 4u * ne);
 	s->vt = malloc((size_t)s->vt_cap * sizeof *s->vt);
 	s->ee = malloc((size_t)s->ee_cap * sizeof *s->ee);
-	if (s->vt == NULL || s->ee == NULL) {
+	s->block_count = (s->chunk_count + SELF_COLLECT_BLOCK - 1) / SELF_COLLECT_BLOCK + 1;
+	s->blocks = calloc(s->block_count, sizeof *s->blocks);
+	if (s->vt == NULL || s->ee == NULL || s->blocks == NULL) {
 		sim_self_destroy(s);
 		return drape_error_setf(err, DRAPE_ENOMEM, "self-collision: out of memory");
 	}
 	s->stamp = 0;
 	*out = s;
 	return DRAPE_OK;
+}
+
+void sim_self_set_pool(sim_self *s, drape_pool *pool)
+{
+	s->pool = pool;
 }
 
 uint32_t sim_self_pair_count(const sim_self *s)
@@ -648,15 +884,6 @@ static inline void box_grow(float *box, float g)
 	}
 }
 
-static inline void edge_box(const sim_self *s, const sim_vec4 *x, const sim_vec4 *p, uint32_t e,
-			    float *box)
-{
-	uint32_t a = s->edges[2 * (size_t)e], b = s->edges[2 * (size_t)e + 1];
-	float o[6];
-	swept_box(x[a], p[a], box);
-	swept_box(x[b], p[b], o);
-	box_union(box, o);
-}
 
 /*
  * Side of the vertex relative to the triangle's plane at x. A vertex lying
@@ -732,29 +959,24 @@ static void ee_side(sim_v3 a0, sim_v3 a1, sim_v3 b0, sim_v3 b1, sim_v3 pa0, sim_
 		   tp >= -SELF_TRUST_MARGIN && tp <= 1.0f + SELF_TRUST_MARGIN;
 }
 
-static int grow_vt(sim_self *s)
+/* Room for at least `need` records in *arr of capacity *cap: doubled
+ * (from 256), amortized. Returns -1 when that fails, leaving it as it was. */
+static int reserve(void **arr, uint32_t *cap, size_t size, uint64_t need)
 {
-	uint32_t cap = s->vt_cap > UINT32_MAX / 2 ? UINT32_MAX : s->vt_cap * 2;
-	if (cap == s->vt_cap)
+	if (need <= *cap)
+		return 0;
+	uint64_t c = *cap ? *cap : 256u;
+	while (c < need)
+		c *= 2;
+	if (c > UINT32_MAX)
+		c = UINT32_MAX;
+	if (c < need)
 		return -1;
-	self_vt *n = realloc(s->vt, (size_t)cap * sizeof *n);
+	void *n = realloc(*arr, (size_t)c * size);
 	if (n == NULL)
 		return -1;
-	s->vt = n;
-	s->vt_cap = cap;
-	return 0;
-}
-
-static int grow_ee(sim_self *s)
-{
-	uint32_t cap = s->ee_cap > UINT32_MAX / 2 ? UINT32_MAX : s->ee_cap * 2;
-	if (cap == s->ee_cap)
-		return -1;
-	self_ee *n = realloc(s->ee, (size_t)cap * sizeof *n);
-	if (n == NULL)
-		return -1;
-	s->ee = n;
-	s->ee_cap = cap;
+	*arr = n;
+	*cap = (uint32_t)c;
 	return 0;
 }
 
@@ -824,19 +1046,19 @@ static int neighbours(const sim_self *s, const uint32_t *a, int na, const uint32
 	return 0;
 }
 
-/* Considers triangle t as a candidate for vertex v (its box already known). */
-static inline void vt_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p, uint32_t v,
-			       const float *vbox, uint32_t t, float reach)
+/* Considers triangle t as a candidate for vertex v, their swept boxes
+ * within the reach. */
+static void vt_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, const sim_vec4 *p,
+			uint32_t v, uint32_t t, float reach)
 {
 	const uint32_t *tv = &s->tris[3 * (size_t)t];
 	if (tv[0] == v || tv[1] == v || tv[2] == v)
-		return;
-	if (!sim_box_overlap(vbox, &s->tri_box[6 * (size_t)t]))
 		return;
 	if (p[v].w == 0.0f && p[tv[0]].w == 0.0f && p[tv[1]].w == 0.0f && p[tv[2]].w == 0.0f)
 		return;
 	sim_v3 q = v3_of4(x[v]), a = v3_of4(x[tv[0]]), b = v3_of4(x[tv[1]]), c = v3_of4(x[tv[2]]);
 	sim_v3 n;
+	float lb = -INFINITY;
 	if (!tri_degenerate(a, b, c, &n)) {
 		const uint32_t idx[4] = {v, tv[0], tv[1], tv[2]};
 		float M = vt_motion_bound(x, p, idx);
@@ -850,14 +1072,17 @@ static inline void vt_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p
 		float ra = maxf(v3_len(v3_sub(b, a)), v3_len(v3_sub(c, a)));
 		if (v3_len(qa) - ra - M > reach)
 			return;
-		if (point_triangle_distance(q, a, b, c) - M > reach)
+		lb = point_triangle_distance(q, a, b, c) - M;
+		if (lb > reach)
 			return;
 	}
-	if (s->vt_count == s->vt_cap && grow_vt(s) != 0)
+	if (out->vt_count == out->vt_cap &&
+	    reserve((void **)&out->vt, &out->vt_cap, sizeof *out->vt, (uint64_t)out->vt_count + 1) != 0)
 		return;
-	self_vt *r = &s->vt[s->vt_count++];
+	self_vt *r = &out->vt[out->vt_count++];
 	r->v = v;
 	r->t = t;
+	r->lb = lb;
 	uint32_t trusted;
 	vt_side(q, a, b, c, v3_of4(p[v]), v3_of4(p[tv[0]]), v3_of4(p[tv[1]]), v3_of4(p[tv[2]]),
 		&r->side, &trusted);
@@ -867,18 +1092,18 @@ static inline void vt_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p
 	r->rest_close = point_triangle_distance(s->x0[v], s->x0[tv[0]], s->x0[tv[1]],
 						s->x0[tv[2]]) < s->thickness &&
 			neighbours(s, &v, 1, tv, 3);
+	if (r->rest_close)
+		r->lb = INFINITY;
 }
 
-/* Considers edge j as a partner of edge i, whose swept box grown by the
- * reach is ibox. */
-static inline void ee_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p, uint32_t i,
-			       const float *ibox, uint32_t j, float reach)
+/* Considers edge j as a partner of edge i, their swept boxes within the
+ * reach. */
+static void ee_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, const sim_vec4 *p,
+			uint32_t i, uint32_t j, float reach)
 {
 	const uint32_t a0 = s->edges[2 * (size_t)i], a1 = s->edges[2 * (size_t)i + 1];
 	const uint32_t b0 = s->edges[2 * (size_t)j], b1 = s->edges[2 * (size_t)j + 1];
 	if (a0 == b0 || a0 == b1 || a1 == b0 || a1 == b1)
-		return;
-	if (!sim_box_overlap(ibox, &s->edge_boxes[6 * (size_t)j]))
 		return;
 	if (p[a0].w == 0.0f && p[a1].w == 0.0f && p[b0].w == 0.0f && p[b1].w == 0.0f)
 		return;
@@ -898,24 +1123,31 @@ static inline void ee_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p
 	float nl2 = v3_dot(nl, nl);
 	if (nl2 > 0.0f && fabsf(v3_dot(v3_sub(xa0, xb0), nl)) / sqrtf(nl2) - M > reach)
 		return;
-	if (segment_distance(xa0, xa1, xb0, xb1) - M > reach)
+	float lb = segment_distance(xa0, xa1, xb0, xb1) - M;
+	if (lb > reach)
 		return;
-	if (s->ee_count == s->ee_cap && grow_ee(s) != 0)
+	if (out->ee_count == out->ee_cap &&
+	    reserve((void **)&out->ee, &out->ee_cap, sizeof *out->ee, (uint64_t)out->ee_count + 1) != 0)
 		return;
-	self_ee *r = &s->ee[s->ee_count++];
+	self_ee *r = &out->ee[out->ee_count++];
 	r->a = i;
 	r->b = j;
+	r->lb = lb;
 	uint32_t trusted;
 	ee_side(xa0, xa1, xb0, xb1, v3_of4(p[a0]), v3_of4(p[a1]), v3_of4(p[b0]), v3_of4(p[b1]),
 		&r->side, &trusted);
 	r->trusted = (uint16_t)trusted;
 	r->rest_close = segment_distance(s->x0[a0], s->x0[a1], s->x0[b0], s->x0[b1]) < s->thickness &&
 			neighbours(s, &idx[0], 2, &idx[2], 2);
+	if (r->rest_close)
+		r->lb = INFINITY;
 }
 
-/* Visits the hashed triangles whose cells overlap box cb (and the big list);
- * `body` sees the triangle index as `t_`. A query box covering too many
- * cells scans every triangle instead. */
+/* Visits the hashed triangles of every chunk whose grown box overlaps `box`
+ * (through the hash of chunks and its big list); `body` sees the triangle
+ * index as `t_`. A chunk met in two cells is visited twice, so bodies
+ * deduplicate (tri_stamp). A query box covering too many cells scans every
+ * triangle instead. */
 #define SELF_FOR_TRIANGLES(s, h, box, body)                                               \
 	do {                                                                               \
 		sim_cellbox c_ = sim_hash_cells((h), (box));                               \
@@ -931,99 +1163,346 @@ static inline void ee_consider(sim_self *s, const sim_vec4 *x, const sim_vec4 *p
 					uint32_t sl_ = sim_hash_slot((h), cx_, cy_, cz_);  \
 					for (uint32_t e_ = (h)->start[sl_];                \
 					     e_ < (h)->start[sl_ + 1]; e_++) {             \
-						uint32_t t_ = (h)->entries[e_];            \
-						body;                                      \
+						SELF_FOR_CHUNK_(s, (h)->entries[e_], box,  \
+								body);                     \
 					}                                                  \
 				}                                                          \
-		for (uint32_t k_ = 0; k_ < (h)->big_count; k_++) {                         \
-			uint32_t t_ = (h)->big[k_];                                        \
+		for (uint32_t k_ = 0; k_ < (h)->big_count; k_++)                           \
+			SELF_FOR_CHUNK_(s, (h)->big[k_], box, body);                       \
+	} while (0)
+
+#define SELF_FOR_CHUNK_(s, chunk, box, body)                                               \
+	do {                                                                               \
+		uint32_t ch_ = (chunk);                                                    \
+		if (!sim_box_overlap((box), &(s)->chunk_box[6 * (size_t)ch_]))             \
+			break;                                                             \
+		uint32_t ce_ = chunk_end((s), ch_);                                        \
+		for (uint32_t ci_ = ch_ * SELF_CHUNK; ci_ < ce_; ci_++) {                   \
+			uint32_t t_ = (s)->chunk_tri[ci_];                                 \
 			body;                                                              \
 		}                                                                          \
 	} while (0)
 
-/* Builds the hash over swept triangle boxes grown by the reach and collects
- * the candidate pairs with their sides at x. */
-static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p, float reach)
+
+/* Box k of `soa` (6 arrays of `stride` floats) grown by g. */
+static inline void soa_box(const float *soa, size_t stride, uint32_t k, float g, float *box)
 {
-	const uint32_t nt = s->nt;
-	float *restrict tb = s->tri_box;
-	s->vt_count = 0;
-	s->ee_count = 0;
-	for (uint32_t t = 0; t < nt; t++) {
-		float *b = &tb[6 * (size_t)t];
+	for (int a = 0; a < 3; a++) {
+		box[a] = soa[(size_t)a * stride + k] - g;
+		box[a + 3] = soa[(size_t)(a + 3) * stride + k] + g;
+	}
+}
+
+/* Most members of one kind a chunk can have: three per triangle. */
+#define SELF_CHUNK_MEMBERS (3u * SELF_CHUNK)
+
+/*
+ * Eight box tests at once, written with GCC/Clang vector extensions: one
+ * AVX2 instruction per operation in the avx2 build, two SSE2 ones or plain
+ * code otherwise. Comparisons are exact, so every build finds the same
+ * hits. The arrays read here carry SELF_PAD zeroed floats at their end, so
+ * that the last group of eight never reads past them.
+ */
+typedef float self_f8 __attribute__((vector_size(32)));
+typedef int32_t self_i8 __attribute__((vector_size(32)));
+
+static inline self_f8 load_f8(const float *p)
+{
+	self_f8 v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static inline self_i8 load_i8(const uint32_t *p)
+{
+	self_i8 v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+/* Bit l set when lane l of m is true (all ones). */
+static inline uint32_t mask_bits(self_i8 m)
+{
+#if defined(__AVX__)
+	return (uint32_t)_mm256_movemask_ps((__m256)m);
+#else
+	uint32_t b = 0;
+	for (int l = 0; l < 8; l++)
+		b |= ((uint32_t)m[l] & 1u) << l;
+	return b;
+#endif
+}
+
+/*
+ * The members j in [j0, j1) whose boxes in `soa` (6 rows of `stride`
+ * floats) overlap box g and none of whose `nv` vertices (rows of `vrows`,
+ * `stride` apart) is a0 or a1, written to out (room for j1 - j0 + 8);
+ * returns how many.
+ */
+static inline uint32_t member_hits(const float *restrict soa, size_t stride,
+				   const uint32_t *restrict vrows, int nv, uint32_t a0, uint32_t a1,
+				   uint32_t j0, uint32_t j1, const float g[6], uint32_t *restrict out)
+{
+	const self_i8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
+	const self_f8 gx0 = {g[0], g[0], g[0], g[0], g[0], g[0], g[0], g[0]};
+	const self_f8 gy0 = {g[1], g[1], g[1], g[1], g[1], g[1], g[1], g[1]};
+	const self_f8 gz0 = {g[2], g[2], g[2], g[2], g[2], g[2], g[2], g[2]};
+	const self_f8 gx1 = {g[3], g[3], g[3], g[3], g[3], g[3], g[3], g[3]};
+	const self_f8 gy1 = {g[4], g[4], g[4], g[4], g[4], g[4], g[4], g[4]};
+	const self_f8 gz1 = {g[5], g[5], g[5], g[5], g[5], g[5], g[5], g[5]};
+	const self_i8 va = {(int32_t)a0, (int32_t)a0, (int32_t)a0, (int32_t)a0,
+			    (int32_t)a0, (int32_t)a0, (int32_t)a0, (int32_t)a0};
+	const self_i8 vb = {(int32_t)a1, (int32_t)a1, (int32_t)a1, (int32_t)a1,
+			    (int32_t)a1, (int32_t)a1, (int32_t)a1, (int32_t)a1};
+	uint32_t n = 0;
+	for (uint32_t j = j0; j < j1; j += 8) {
+		const int32_t left = (int32_t)(j1 - j);
+		self_i8 m = lane < (self_i8){left, left, left, left, left, left, left, left};
+		m &= (load_f8(&soa[j]) <= gx1) & (gx0 <= load_f8(&soa[3 * stride + j]));
+		m &= (load_f8(&soa[stride + j]) <= gy1) & (gy0 <= load_f8(&soa[4 * stride + j]));
+		m &= (load_f8(&soa[2 * stride + j]) <= gz1) & (gz0 <= load_f8(&soa[5 * stride + j]));
+		for (int r = 0; r < nv; r++) {
+			self_i8 w = load_i8(&vrows[(size_t)r * stride + j]);
+			m &= (w != va) & (w != vb);
+		}
+		for (uint32_t b = mask_bits(m); b != 0; b &= b - 1)
+			out[n++] = j + (uint32_t)__builtin_ctz(b);
+	}
+	return n;
+}
+
+/* Owned vertices of chunk V against the triangles of chunk T (the vertices
+ * that cannot reach T's box dropped first), less the triangles that have
+ * the vertex. */
+static void vt_chunks(const sim_self *s, self_pairs *out, const sim_vec4 *restrict x,
+		      const sim_vec4 *restrict p, uint32_t V, uint32_t T, float reach)
+{
+	uint32_t vi[SELF_CHUNK_MEMBERS + SELF_PAD], hit[SELF_CHUNK + SELF_PAD];
+	const size_t nvo = s->cv_start[s->chunk_count];
+	uint32_t nvi = member_hits(s->vsbox, nvo, NULL, 0, 0, 0, s->cv_start[V], s->cv_start[V + 1],
+				   &s->chunk_box[6 * (size_t)T], vi);
+	for (uint32_t a = 0; a < nvi; a++) {
+		float g[6];
+		soa_box(s->vsbox, nvo, vi[a], reach, g);
+		const uint32_t v = s->cv[vi[a]];
+		uint32_t nh = member_hits(s->sbox, s->nh, s->ct_v, 3, v, v, T * SELF_CHUNK,
+					  chunk_end(s, T), g, hit);
+		for (uint32_t b = 0; b < nh; b++)
+			vt_consider(s, out, x, p, v, s->chunk_tri[hit[b]], reach);
+	}
+}
+
+/* Owned edges of chunk A against those of chunk B (A <= B; the pairs within
+ * A when equal), less the pairs that share a vertex (most box hits do),
+ * recorded with the smaller edge index first. */
+static void ee_chunks(const sim_self *s, self_pairs *out, const sim_vec4 *restrict x,
+		      const sim_vec4 *restrict p, uint32_t A, uint32_t B, float reach)
+{
+	uint32_t ai[SELF_CHUNK_MEMBERS + SELF_PAD], hit[SELF_CHUNK_MEMBERS + SELF_PAD];
+	const size_t neo = s->ce_start[s->chunk_count];
+	const uint32_t *restrict v0 = s->ce_v, *restrict v1 = v0 + neo;
+	uint32_t na;
+	if (A == B) {
+		na = 0;
+		for (uint32_t k = s->ce_start[A]; k < s->ce_start[A + 1]; k++)
+			ai[na++] = k;
+	} else {
+		na = member_hits(s->esbox, neo, NULL, 0, 0, 0, s->ce_start[A], s->ce_start[A + 1],
+				 &s->chunk_box[6 * (size_t)B], ai);
+	}
+	for (uint32_t a = 0; a < na; a++) {
+		float g[6];
+		soa_box(s->esbox, neo, ai[a], reach, g);
+		uint32_t j0 = A == B ? ai[a] + 1 : s->ce_start[B];
+		uint32_t nh = member_hits(s->esbox, neo, s->ce_v, 2, v0[ai[a]], v1[ai[a]], j0,
+					  s->ce_start[B + 1], g, hit);
+		const uint32_t i = s->ce[ai[a]];
+		for (uint32_t b = 0; b < nh; b++) {
+			const uint32_t j = s->ce[hit[b]];
+			ee_consider(s, out, x, p, i < j ? i : j, i < j ? j : i, reach);
+		}
+	}
+}
+
+/*
+ * Every candidate pair between chunks A and B (A <= B; A == B means the
+ * pairs within A): the vertices each owns against the other's triangles,
+ * and the edges each owns against the other's. Every vertex and edge is
+ * owned by one chunk and every unordered chunk pair is met once (collect),
+ * so every vertex-triangle and edge-edge pair is considered once.
+ */
+static void chunk_pair(const sim_self *s, self_pairs *out, const sim_vec4 *restrict x,
+		       const sim_vec4 *restrict p, uint32_t A, uint32_t B, float reach)
+{
+	vt_chunks(s, out, x, p, A, B, reach);
+	if (A != B)
+		vt_chunks(s, out, x, p, B, A, reach);
+	ee_chunks(s, out, x, p, A, B, reach);
+}
+
+/* 1 when cell (cx, cy, cz), met while querying cell box q, is the first
+ * cell that q shares with chunk B's cells: each chunk pair is then taken
+ * in one cell only, and a chunk met through a colliding slot is dropped. */
+static inline int first_shared_cell(const sim_hash *h, const sim_cellbox *q, const float *bbox,
+				    int32_t cx, int32_t cy, int32_t cz)
+{
+	sim_cellbox cb = sim_hash_cells(h, bbox);
+	int32_t rx = q->lo[0] > cb.lo[0] ? q->lo[0] : cb.lo[0];
+	int32_t ry = q->lo[1] > cb.lo[1] ? q->lo[1] : cb.lo[1];
+	int32_t rz = q->lo[2] > cb.lo[2] ? q->lo[2] : cb.lo[2];
+	return rx == cx && ry == cy && rz == cz;
+}
+
+static inline void soa_store(float *soa, size_t stride, uint32_t k, const float *box)
+{
+	for (int a = 0; a < 6; a++)
+		soa[(size_t)a * stride + k] = box[a];
+}
+
+/* Swept boxes of the triangles (plain in sbox and per chunk, grown by the
+ * reach in tri_box and chunk_box), the owned vertices and the owned edges. */
+static void compute_boxes(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+			  float reach)
+{
+	const size_t nh = s->nh, nvo = s->cv_start[s->chunk_count];
+	const size_t neo = s->ce_start[s->chunk_count];
+	for (uint32_t t = 0; t < s->nt; t++)
 		if (s->tri_skip[t]) {
+			float *b = &s->tri_box[6 * (size_t)t];
 			b[0] = b[1] = b[2] = INFINITY;
 			b[3] = b[4] = b[5] = -INFINITY;
-			continue;
 		}
-		const uint32_t *tv = &s->tris[3 * (size_t)t];
-		float o[6];
-		swept_box(x[tv[0]], p[tv[0]], b);
-		swept_box(x[tv[1]], p[tv[1]], o);
-		box_union(b, o);
-		swept_box(x[tv[2]], p[tv[2]], o);
-		box_union(b, o);
-		box_grow(b, reach);
+	for (uint32_t c = 0; c < s->chunk_count; c++) {
+		float *cs = &s->chunk_sbox[6 * (size_t)c];
+		cs[0] = cs[1] = cs[2] = INFINITY;
+		cs[3] = cs[4] = cs[5] = -INFINITY;
+		for (uint32_t i = c * SELF_CHUNK, e = chunk_end(s, c); i < e; i++) {
+			const uint32_t t = s->chunk_tri[i];
+			const uint32_t *tv = &s->tris[3 * (size_t)t];
+			float b[6], o[6];
+			swept_box(x[tv[0]], p[tv[0]], b);
+			swept_box(x[tv[1]], p[tv[1]], o);
+			box_union(b, o);
+			swept_box(x[tv[2]], p[tv[2]], o);
+			box_union(b, o);
+			soa_store(s->sbox, nh, i, b);
+			box_union(cs, b);
+			box_grow(b, reach);
+			memcpy(&s->tri_box[6 * (size_t)t], b, sizeof b);
+		}
+		float *cg = &s->chunk_box[6 * (size_t)c];
+		memcpy(cg, cs, 6 * sizeof *cg);
+		box_grow(cg, reach);
+		for (uint32_t k = s->cv_start[c]; k < s->cv_start[c + 1]; k++) {
+			float b[6];
+			swept_box(x[s->cv[k]], p[s->cv[k]], b);
+			soa_store(s->vsbox, nvo, k, b);
+		}
+		for (uint32_t k = s->ce_start[c]; k < s->ce_start[c + 1]; k++) {
+			uint32_t a = s->edges[2 * (size_t)s->ce[k]], b = s->edges[2 * (size_t)s->ce[k] + 1];
+			float eb[6], o[6];
+			swept_box(x[a], p[a], eb);
+			swept_box(x[b], p[b], o);
+			box_union(eb, o);
+			soa_store(s->esbox, neo, k, eb);
+		}
 	}
-	for (uint32_t e = 0; e < s->ne; e++)
-		edge_box(s, x, p, e, &s->edge_boxes[6 * (size_t)e]);
-	/* Cells about the size of a grown triangle box: each box then covers
-	 * a handful of cells and a vertex's query one or two. */
-	float cell = maxf(s->base_cell + reach, 2.0f * reach);
-	if (sim_hash_build(&s->hash, tb, nt, cell) != 0) {
+}
+
+/* The chunk pairs (A, B >= A) of one chunk A; see collect. */
+static void collect_chunk(const sim_self *s, self_pairs *out, const sim_vec4 *restrict x,
+			  const sim_vec4 *restrict p, uint32_t A, float reach)
+{
+	const sim_hash *h = &s->hash;
+	const uint32_t nc = s->chunk_count;
+	const float *ab = &s->chunk_sbox[6 * (size_t)A];
+	chunk_pair(s, out, x, p, A, A, reach);
+	sim_cellbox q = sim_hash_cells(h, ab);
+	if (sim_cellbox_count(&q) > SIM_HASH_MAX_CELLS) {
+		for (uint32_t B = A + 1; B < nc; B++)
+			if (sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
+				chunk_pair(s, out, x, p, A, B, reach);
+		return;
+	}
+	for (int32_t cz = q.lo[2]; cz <= q.hi[2]; cz++)
+		for (int32_t cy = q.lo[1]; cy <= q.hi[1]; cy++)
+			for (int32_t cx = q.lo[0]; cx <= q.hi[0]; cx++) {
+				uint32_t sl = sim_hash_slot(h, cx, cy, cz);
+				const uint32_t e0 = h->start[sl], e1 = h->start[sl + 1];
+				for (uint32_t e = e0; e < e1; e++) {
+					uint32_t B = h->entries[e];
+					/* Two cells of B in this slot: the build
+					 * puts them side by side. */
+					if (e > e0 && h->entries[e - 1] == B)
+						continue;
+					const float *bb = &s->chunk_box[6 * (size_t)B];
+					if (B > A && sim_box_overlap(ab, bb) &&
+					    first_shared_cell(h, &q, bb, cx, cy, cz))
+						chunk_pair(s, out, x, p, A, B, reach);
+				}
+			}
+	/* Chunks too large for the cells (flung across the scene). */
+	for (uint32_t k = 0; k < h->big_count; k++) {
+		uint32_t B = h->big[k];
+		if (B > A && sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
+			chunk_pair(s, out, x, p, A, B, reach);
+	}
+}
+
+typedef struct self_collect_job {
+	const sim_self *s;
+	const sim_vec4 *x, *p;
+	float reach;
+} self_collect_job;
+
+/* Blocks [begin, end) of chunks, each into its own pair buffer. */
+static void collect_blocks(void *ctx, uint32_t begin, uint32_t end)
+{
+	const self_collect_job *job = ctx;
+	const sim_self *s = job->s;
+	for (uint32_t b = begin; b < end; b++) {
+		self_pairs *out = &s->blocks[b];
+		out->vt_count = out->ee_count = 0;
+		uint32_t c1 = (b + 1) * SELF_COLLECT_BLOCK;
+		if (c1 > s->chunk_count)
+			c1 = s->chunk_count;
+		for (uint32_t A = b * SELF_COLLECT_BLOCK; A < c1; A++)
+			collect_chunk(s, out, job->x, job->p, A, job->reach);
+	}
+}
+
+/*
+ * Builds the hash over the chunks' grown boxes and collects the candidate
+ * pairs with their sides at x. Each chunk A queries the cells of its plain
+ * box and takes the chunks B > A found there whose grown boxes it overlaps,
+ * in the first cell they share (first_shared_cell), so each chunk pair is
+ * met once without marks (a chunk with two cells hashed to one slot sits
+ * there twice in a row, and the second is skipped); chunk_pair does the
+ * rest. Blocks of chunks run on the pool into their own buffers, which are
+ * then joined in block order: the list is the same for any thread count.
+ */
+static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p, float reach)
+{
+	s->vt_count = 0;
+	s->ee_count = 0;
+	compute_boxes(s, x, p, reach);
+	/* Cells about the size of a grown chunk box less the reach: the
+	 * geometric mean of the query and the hashed box sizes, which
+	 * minimizes the entries a query meets. */
+	float cell = maxf(s->chunk_scale + reach, 2.0f * reach);
+	if (sim_hash_build(&s->hash, s->chunk_box, s->chunk_count, cell) != 0) {
 		/* No memory for the entries: no pairs this substep. */
 		return;
 	}
-	const sim_hash *h = &s->hash;
+	const uint32_t nb = s->block_count - 1;
+	self_collect_job job = {s, x, p, reach};
+	sim_pool_for(s->pool, nb, 1, collect_blocks, &job);
 
-	/*
-	 * One query per triangle A with its own swept box (ungrown) against the
-	 * grown boxes of the hashed triangles B. Every vertex and edge is owned
-	 * by one triangle and its box lies inside the owner's, so each
-	 * vertex-triangle pair (v owned by A, triangle B) is met exactly once,
-	 * and each edge pair (i owned by A, j owned by B) twice, from A and from
-	 * B, of which the one with i < j is kept. This visits the hash half as
-	 * often as one query per vertex and one per edge would.
-	 */
-	for (uint32_t a = 0; a < nt; a++) {
-		const uint8_t own = s->tri_own[a];
-		if (own == 0)
-			continue;
-		const uint32_t *tv = &s->tris[3 * (size_t)a];
-		const uint32_t *te = &s->tri_edges[3 * (size_t)a];
-		float ab[6], vb[3][6], eb[3][6];
-		for (int k = 0; k < 3; k++)
-			swept_box(x[tv[k]], p[tv[k]], vb[k]);
-		memcpy(ab, vb[0], sizeof ab);
-		box_union(ab, vb[1]);
-		box_union(ab, vb[2]);
-		for (int k = 0; k < 3; k++)
-			if (own & (8u << k)) {
-				memcpy(eb[k], &s->edge_boxes[6 * (size_t)te[k]], sizeof eb[k]);
-				box_grow(eb[k], reach);
-			}
-		uint32_t stamp = next_stamp(s);
-		SELF_FOR_TRIANGLES(s, h, ab, {
-			if (s->tri_stamp[t_] != stamp && t_ != a) {
-				s->tri_stamp[t_] = stamp;
-				if (sim_box_overlap(ab, &tb[6 * (size_t)t_])) {
-					const uint32_t *tbe = &s->tri_edges[3 * (size_t)t_];
-					const uint8_t bown = s->tri_own[t_];
-					for (int k = 0; k < 3; k++) {
-						if (own & (1u << k))
-							vt_consider(s, x, p, tv[k], vb[k], t_, reach);
-						if (!(own & (8u << k)))
-							continue;
-						for (int m = 0; m < 3; m++)
-							if ((bown & (8u << m)) && tbe[m] > te[k])
-								ee_consider(s, x, p, te[k], eb[k], tbe[m],
-									    reach);
-					}
-				}
-			}
-		});
-	}
-	/* Vertices of zero-area triangles only: a query of their own. */
+	/* Vertices of zero-area triangles only: a query of their own, into
+	 * the last buffer. */
+	const sim_hash *h = &s->hash;
+	self_pairs *orph = &s->blocks[nb];
+	orph->vt_count = orph->ee_count = 0;
 	for (uint32_t k = 0; k < s->orphan_count; k++) {
 		uint32_t v = s->orphans[k];
 		float vb[6];
@@ -1032,9 +1511,36 @@ static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *res
 		SELF_FOR_TRIANGLES(s, h, vb, {
 			if (s->tri_stamp[t_] != stamp) {
 				s->tri_stamp[t_] = stamp;
-				vt_consider(s, x, p, v, vb, t_, reach);
+				if (sim_box_overlap(vb, &s->tri_box[6 * (size_t)t_]))
+					vt_consider(s, orph, x, p, v, t_, reach);
 			}
 		});
+	}
+
+	uint64_t nvt = 0, nee = 0;
+	for (uint32_t b = 0; b <= nb; b++) {
+		nvt += s->blocks[b].vt_count;
+		nee += s->blocks[b].ee_count;
+	}
+	/* Without room for all, the pairs that do not fit are dropped. */
+	if (reserve((void **)&s->vt, &s->vt_cap, sizeof *s->vt, nvt) != 0)
+		nvt = s->vt_cap;
+	if (reserve((void **)&s->ee, &s->ee_cap, sizeof *s->ee, nee) != 0)
+		nee = s->ee_cap;
+	for (uint32_t b = 0; b <= nb; b++) {
+		const self_pairs *o = &s->blocks[b];
+		uint32_t nv = o->vt_count, ne = o->ee_count;
+		if (nv > nvt - s->vt_count)
+			nv = (uint32_t)(nvt - s->vt_count);
+		if (ne > nee - s->ee_count)
+			ne = (uint32_t)(nee - s->ee_count);
+		/* A block that never found a pair has no buffer (NULL). */
+		if (nv > 0)
+			memcpy(&s->vt[s->vt_count], o->vt, (size_t)nv * sizeof *s->vt);
+		if (ne > 0)
+			memcpy(&s->ee[s->ee_count], o->ee, (size_t)ne * sizeof *s->ee);
+		s->vt_count += nv;
+		s->ee_count += ne;
 	}
 }
 
@@ -1193,6 +1699,25 @@ static void project_ee(const sim_self *s, const self_ee *r, sim_vec4 *restrict p
 		apply_friction(p, x, idx, wt, 4, g, W, friction, thickness - d);
 }
 
+/*
+ * The largest distance of any vertex from the prediction p_pred that the
+ * pairs' lower bounds were computed for (begin_substep), or INFINITY when a
+ * position is not finite (then no pair is skipped).
+ */
+static float stray_since_begin(const sim_self *s, const sim_vec4 *restrict p)
+{
+	const sim_vec4 *restrict q = s->p_pred;
+	float m2 = 0.0f;
+	uint32_t bad = 0;
+	for (uint32_t v = 0; v < s->nv; v++) {
+		float dx = p[v].x - q[v].x, dy = p[v].y - q[v].y, dz = p[v].z - q[v].z;
+		float d2 = dx * dx + dy * dy + dz * dz;
+		bad |= (uint32_t)!(d2 <= INFINITY);
+		m2 = d2 > m2 ? d2 : m2;
+	}
+	return bad ? INFINITY : sqrtf(m2);
+}
+
 void sim_self_project(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x, float thickness,
 		      float friction)
 {
@@ -1202,12 +1727,23 @@ void sim_self_project(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restric
 		friction = 0.0f;
 	if (friction > 1.0f)
 		friction = 1.0f;
+	/*
+	 * A pair whose distance stayed above lb on the predicted motion x ->
+	 * p_pred is now at least lb - 2 stray apart (each side moved at most
+	 * `stray` since), and cannot have crossed on the way: it is skipped
+	 * when that exceeds the thickness, with a relative margin for the
+	 * rounding of lb. Most candidates are the cloth's own neighbours,
+	 * further apart than the thickness, so most are skipped.
+	 */
+	const float skip = (thickness + 2.0f * stray_since_begin(s, p)) * 1.001f + 1e-7f;
 	const self_vt *vt = s->vt;
 	for (uint32_t i = 0, n = s->vt_count; i < n; i++)
-		project_vt(s, &vt[i], p, x, thickness, friction);
+		if (!(vt[i].lb > skip))
+			project_vt(s, &vt[i], p, x, thickness, friction);
 	const self_ee *ee = s->ee;
 	for (uint32_t i = 0, n = s->ee_count; i < n; i++)
-		project_ee(s, &ee[i], p, x, thickness, friction);
+		if (!(ee[i].lb > skip))
+			project_ee(s, &ee[i], p, x, thickness, friction);
 }
 
 /* ---- continuous guard ------------------------------------------------------- */

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "drape/error.h"
+#include "drape/sim.h"
 #include "server/sim/vec.h"
 
 typedef struct sim_self sim_self;
@@ -45,6 +46,10 @@ void sim_self_project(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restric
  * stopped on its own side. */
 void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
 			  float thickness);
+
+/* The worker pool that collects candidates in parallel (may be NULL; the
+ * pairs and their order do not depend on it). The caller keeps it alive. */
+void sim_self_set_pool(sim_self *s, drape_pool *pool);
 
 /* Candidate pairs collected in the current substep. */
 uint32_t sim_self_pair_count(const sim_self *s);

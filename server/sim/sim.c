@@ -350,6 +350,8 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 		drape_sim_destroy(sim);
 		return rc;
 	}
+	if (sim->self != NULL)
+		sim_self_set_pool(sim->self, sim->pool);
 	*out = sim;
 	drape_error_clear(err);
 	return DRAPE_OK;
@@ -368,9 +370,12 @@ drape_err drape_sim_set_params(drape_sim *sim, const drape_sim_params *p, drape_
 	/* The self-collision buffers are sized for the mesh once, the first
 	 * time it is switched on; x's rest pose is no longer at hand, so the
 	 * hash cell size comes from the current positions. */
-	if (p->self_collision && sim->self == NULL &&
-	    (rc = sim_self_create(sim->tris, sim->ntri, sim->n, sim->x, &sim->self, err)) != DRAPE_OK)
-		return rc;
+	if (p->self_collision && sim->self == NULL) {
+		if ((rc = sim_self_create(sim->tris, sim->ntri, sim->n, sim->x, &sim->self, err)) !=
+		    DRAPE_OK)
+			return rc;
+		sim_self_set_pool(sim->self, sim->pool);
+	}
 	sim->params = *p;
 	derive(sim);
 	return DRAPE_OK;
