@@ -556,30 +556,6 @@ static void test_self_collision_same_for_1_2_4_threads(void)
 }
 
 
-/* The candidate pairs are collected on the worker pool in blocks of chunks:
- * their order, and so every position, must not depend on the thread count.
- * The sheet has several blocks of chunks, so two and four threads split
- * the collection. */
-static void test_same_result_for_1_2_4_threads(void)
-{
-	drape_pool *p2 = NULL, *p4 = NULL;
-	CHECK(drape_pool_create(2, &p2, NULL) == DRAPE_OK);
-	CHECK(drape_pool_create(4, &p4, NULL) == DRAPE_OK);
-	uint32_t n1, n2, n4;
-	uint64_t h1 = fold_hash(NULL, 40, &n1);
-	uint64_t h2 = fold_hash(p2, 40, &n2);
-	uint64_t h4 = fold_hash(p4, 40, &n4);
-	drape_pool_destroy(p2);
-	drape_pool_destroy(p4);
-	printf("  32 x 32 fold, 40 frames: hash %016llx (1 thread), %016llx (2), %016llx (4); up to "
-	       "%u candidate pairs\n",
-	       (unsigned long long)h1, (unsigned long long)h2, (unsigned long long)h4, n1);
-	CHECK(h1 != 0);
-	CHECK(n1 > 0);
-	CHECKF(h1 == h2 && h1 == h4, "positions differ with the thread count");
-	CHECKF(n1 == n2 && n1 == n4, "candidate pairs %u, %u, %u", n1, n2, n4);
-}
-
 /* ---- speed figure ---------------------------------------------------------------- */
 
 /*
