@@ -257,6 +257,10 @@ drape_err drape_sim_create(const drape_sim_desc *desc, drape_sim **out, drape_er
 void drape_sim_set_pool(drape_sim *sim, drape_pool *pool)
 {
 	sim->pool = pool;
+	/* Self-collision collects its candidates on the same pool: it must
+	 * never keep one the caller has taken back (and may destroy). */
+	if (sim->self != NULL)
+		sim_self_set_pool(sim->self, pool);
 }
 
 /* The caller's index of internal vertex i, and the internal index of the
@@ -350,8 +354,7 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 		drape_sim_destroy(sim);
 		return rc;
 	}
-	if (sim->self != NULL)
-		sim_self_set_pool(sim->self, sim->pool);
+	drape_sim_set_pool(sim, sim->pool);
 	*out = sim;
 	drape_error_clear(err);
 	return DRAPE_OK;
@@ -374,7 +377,7 @@ drape_err drape_sim_set_params(drape_sim *sim, const drape_sim_params *p, drape_
 		if ((rc = sim_self_create(sim->tris, sim->ntri, sim->n, sim->x, &sim->self, err)) !=
 		    DRAPE_OK)
 			return rc;
-		sim_self_set_pool(sim->self, sim->pool);
+		drape_sim_set_pool(sim, sim->pool);
 	}
 	sim->params = *p;
 	derive(sim);

@@ -556,6 +556,35 @@ static void test_self_collision_same_for_1_2_4_threads(void)
 }
 
 
+/*
+ * drape_sim_set_pool takes the pool back from self-collision too: a sim
+ * built on a pool, then set to none, keeps stepping after the pool is
+ * destroyed (a daemon hands its shared pool out frame by frame). A
+ * self-collision that kept the old pool would use freed memory here, which
+ * the sanitizer pass of `make test` reports.
+ */
+static void test_set_pool_reaches_self_collision(void)
+{
+	drape_pool *pool = NULL;
+	CHECK_OK(drape_pool_create(2, &pool, NULL));
+	grid g;
+	drape_sim *sim = sphere_scene(&g, 1, pool);
+	CHECK(sim != NULL);
+	int ok = 1;
+	for (int f = 0; f < 12 && ok; f++)
+		ok = drape_sim_step(sim, NULL, NULL) == DRAPE_OK;
+	drape_sim_set_pool(sim, NULL);
+	drape_pool_destroy(pool);
+	drape_sim_stats st;
+	for (int f = 0; f < 3 && ok; f++)
+		ok = drape_sim_step(sim, &st, NULL) == DRAPE_OK;
+	drape_sim_destroy(sim);
+	grid_free(&g);
+	CHECK(ok);
+	CHECKF(st.self_pairs > 0, "the sheet had not reached the sphere (no candidate pairs)");
+}
+
+
 /* ---- speed figure ---------------------------------------------------------------- */
 
 /*
@@ -611,6 +640,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_stacked_sheets_pulled_apart),
 	CHECK_TEST(test_attached_patch_through_sheet),
 	CHECK_TEST(test_self_collision_same_for_1_2_4_threads),
+	CHECK_TEST(test_set_pool_reaches_self_collision),
 };
 
 int main(int argc, char **argv)
