@@ -59,10 +59,10 @@ typedef struct drape_sim_params {
 	float shear;        /* default 0.9 */
 	float bend;         /* default 0.1 */
 	float thickness;    /* cloth half-thickness for collisions, m, [0, 1]; default 0.005 */
-	/* Long-range attachments (Kim et al. 2012) and, with them, a strain
-	 * limit that keeps every edge within 1 % of its rest length at the
-	 * end of each iteration: -1 on whenever there are pins (default), 0
-	 * off, 1 on. */
+	/* Long-range attachments (Kim et al. 2012) and, with them when
+	 * stretch is 1, a strain limit that keeps every edge within 1 % of its
+	 * rest length at the end of each iteration: -1 on whenever there are
+	 * pins (default), 0 off, 1 on. */
 	int32_t long_range;
 	/* Self-collision (0 off, 1 on; default off), its thickness in metres
 	 * (0 = use `thickness`) and the friction between cloth layers [0, 1]. */

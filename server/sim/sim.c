@@ -509,6 +509,10 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 	/* long_range -1 means on whenever there are pins; lra_count is 0
 	 * without pins. */
 	const int lra = P->long_range != 0 && sim->lra_count > 0;
+	/* The 1 % strain limit comes with the tethers, for cloth asked to be
+	 * inextensible: a stretch stiffness below 1 asks for cloth that
+	 * stretches, which the limit would overrule. */
+	const int limit = lra && P->stretch >= 1.0f;
 	double collide_ms = 0.0, self_ms = 0.0;
 	uint32_t contacts = 0;
 	/* Self-collision keeps its own thickness, by default the cloth's. */
@@ -550,10 +554,10 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 				sim_dist_solve(sim, sim->shear, &sim->shear_col, sim->k_shear);
 			if (sim->k_stretch > 0.0f)
 				sim_dist_solve(sim, sim->stretch, &sim->stretch_col, sim->k_stretch);
-			if (lra) {
+			if (lra)
 				sim_lra_solve(sim);
+			if (limit)
 				sim_strain_limit_solve(sim);
-			}
 			/* Self-collision before obstacles: the obstacles are the
 			 * strictest constraint, so no self push is left to shove a
 			 * bottom layer into the ground. */
@@ -610,7 +614,7 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			((sim->k_stretch > 0.0f ? (uint64_t)sim->stretch_count : 0) +
 			 (sim->k_shear > 0.0f ? (uint64_t)sim->shear_count : 0) +
 			 (sim->k_bend > 0.0f ? (uint64_t)sim->bend_count : 0) +
-			 (lra ? (uint64_t)sim->lra_count + sim->stretch_count : 0));
+			 (lra ? (uint64_t)sim->lra_count : 0) + (limit ? (uint64_t)sim->stretch_count : 0));
 		stats->collide_ms = collide_ms;
 		stats->contacts = contacts;
 		stats->self_ms = self_ms;

@@ -1,7 +1,7 @@
 /*
- * The end-of-substep strain limit on the stretch edges (Provot, "Deformation
- * Constraints in a Mass-Spring Model to Describe Rigid Cloth Behavior",
- * Graphics Interface 1995, section 5): after the constraint iterations, every
+ * The strain limit on the stretch edges (Provot, "Deformation Constraints in
+ * a Mass-Spring Model to Describe Rigid Cloth Behavior", Graphics Interface
+ * 1995, section 5): at the end of each iteration, after the tethers, every
  * edge longer than (1 + SIM_STRAIN_LIMIT) times its rest length is shortened
  * to exactly that length, the correction split by inverse masses as in the
  * stretch projection (Müller 2006, section 3.3); shorter edges are left
