@@ -210,7 +210,7 @@ typedef struct bend_job {
  * records r[0..SIMD_W-1], lane by lane and in the same order; lanes the
  * scalar code would skip keep their positions, and only the first n lanes
  * are stored. */
-static inline void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n, simd_f k)
+SIMD_KERNEL void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n, simd_f k)
 {
 	const simd_f zero = simd_splat(0.0f), one = simd_splat(1.0f), minus_one = simd_splat(-1.0f);
 	const simd_f tiny = simd_splat(FLT_MIN);
@@ -268,6 +268,17 @@ static void bend_block(void *ctx, uint32_t begin, uint32_t end)
 			tmp[l] = J->c[i + l < end ? i + l : end - 1];
 		bend_group(J->p, tmp, end - i, k);
 	}
+}
+
+void sim_bend_range(sim_vec4 *restrict p, const sim_bend *c, uint32_t count, float k, int scalar)
+{
+	if (scalar) {
+		for (uint32_t i = 0; i < count; i++)
+			sim_bend_project(p, &c[i], k);
+		return;
+	}
+	bend_job job = {p, c, k};
+	bend_block(&job, 0, count);
 }
 
 void sim_bend_solve(const drape_sim *sim)

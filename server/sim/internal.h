@@ -37,6 +37,29 @@
  * many chunks to share among threads. */
 #define SIM_WIND_CHUNK 256u
 
+/*
+ * Tiles (sweep.c): the internal vertex order is a locality order (order.c),
+ * so a run of SIM_TILE_VERTICES consecutive vertices is a compact patch of
+ * the cloth whose positions (64 KB) stay in a core's L1 and L2 caches. A record whose
+ * vertices all lie in one tile is that tile's; the others are boundary
+ * records. An iteration projects each tile's records, every kind and colour
+ * of it, while its positions stay in cache, tiles in parallel (no two share
+ * a vertex), then the boundary records colour by colour over the whole mesh.
+ */
+#define SIM_TILE_VERTICES 4096u
+
+/*
+ * The tiled layout of one constraint kind's records: the tiles' records
+ * first, tile by tile, each tile's in colour runs (no two records of a run
+ * share a vertex); then the boundary records, coloured over the whole mesh
+ * by the kind's sim_colouring (absolute record indices).
+ */
+typedef struct sim_tiling {
+	uint32_t *first;  /* tiles + 1 entries: tile t owns runs first[t] .. first[t + 1] - 1 */
+	uint32_t *run;    /* runs + 1 entries: run r is records run[r] .. run[r + 1] - 1 */
+	uint8_t *serial;  /* per run: 1 for a tile's overflow colour (records may share vertices) */
+} sim_tiling;
+
 /* A distance constraint |p[a] - p[b]| = rest: stretch edges and shear wings. */
 typedef struct sim_dist {
 	uint32_t a, b;
@@ -103,15 +126,22 @@ struct drape_sim {
 	uint32_t wind_chunks;
 	sim_colouring wind_col;
 
+	/* Each kind's records in their tiled layout (sim_tiling above): *_col
+	 * colours the boundary records, or every record when there are no
+	 * tiles (tiles = 0 with SIM_CREATE_NATURAL). */
+	uint32_t tiles;
 	sim_dist *stretch;
 	uint32_t stretch_count;
 	sim_colouring stretch_col;
+	sim_tiling stretch_tiles;
 	sim_dist *shear;
 	uint32_t shear_count;
 	sim_colouring shear_col;
+	sim_tiling shear_tiles;
 	sim_bend *bend;
 	uint32_t bend_count;
 	sim_colouring bend_col;
+	sim_tiling bend_tiles;
 	/* Long-range attachments (a = free vertex, b = its nearest pinned
 	 * vertex along the mesh, rest = that geodesic distance), sorted by a.
 	 * Each record writes only its own free vertex (pins have w = 0), so
@@ -119,6 +149,10 @@ struct drape_sim {
 	 * projected when params.long_range asks for it. */
 	sim_dist *lra;
 	uint32_t lra_count;
+	/* With tiles: tile t's attachments are lra[lra_tile[t]] ..
+	 * lra[lra_tile[t + 1] - 1] (a free vertex belongs to one tile; the pin
+	 * it reads never moves during the iterations). */
+	uint32_t *lra_tile;
 
 	/* Per-projection stiffness k' = 1 - (1 - k)^(1/(substeps*iterations))
 	 * and per-substep velocity factor damping^(1/substeps), derived from
@@ -194,6 +228,10 @@ void sim_dist_project_all(sim_vec4 *restrict p, const sim_dist *c, const sim_col
  * they fall back to the scalar *_project_all loops. Bit-identical either way.
  */
 void sim_dist_solve(const drape_sim *sim, const sim_dist *c, const sim_colouring *col, float k);
+/* Records c[0 .. count - 1] of one colour run (attachments: any run of the
+ * array), as the sweeps do, or serially with the scalar code when `scalar`. */
+void sim_dist_range(sim_vec4 *restrict p, const sim_dist *c, uint32_t count, float k, int scalar);
+void sim_lra_range(sim_vec4 *restrict p, const sim_dist *c, uint32_t count, int scalar);
 void sim_lra_solve(const drape_sim *sim);
 void sim_bend_solve(const drape_sim *sim);
 
@@ -219,6 +257,30 @@ void sim_strain_limit_solve(const drape_sim *sim);
 void sim_strain_limit_project_all(sim_vec4 *restrict p, const sim_dist *c,
 				  const sim_colouring *col, float smax);
 
+/* The same pass over records c[0 .. count - 1] of one colour run (serially
+ * with the scalar expressions when `scalar`); sweep.c calls it per tile. */
+void sim_strain_limit_range(sim_vec4 *restrict p, const sim_dist *c, uint32_t count, float smax,
+			    int scalar);
+
+/* ---- sweep.c -------------------------------------------------------------- */
+
+/* The kinds an iteration projects, in this order. */
+#define SIM_SWEEP_BEND 1u
+#define SIM_SWEEP_SHEAR 2u
+#define SIM_SWEEP_STRETCH 4u
+#define SIM_SWEEP_LRA 8u
+#define SIM_SWEEP_LIMIT 16u
+
+/*
+ * One iteration of the kinds in `kinds` (SIM_SWEEP_* bits): every tile's
+ * records, tiles split over sim->pool, each tile projecting bend, shear,
+ * stretch, attachments and strain limit over its colour runs; then the
+ * boundary records kind by kind in the same order, colour by colour. The
+ * result does not depend on the thread count, and SIM_CREATE_REFERENCE
+ * gives the same bits with the scalar kernels.
+ */
+void sim_sweep(const drape_sim *sim, unsigned kinds);
+
 /* ---- bend.c --------------------------------------------------------------- */
 
 /*
@@ -235,6 +297,10 @@ void sim_bend_project(sim_vec4 *restrict p, const sim_bend *c, float k);
 
 void sim_bend_project_all(sim_vec4 *restrict p, const sim_bend *c, const sim_colouring *col,
 			  float k);
+
+/* Records c[0 .. count - 1] of one colour run: SIMD groups, or the scalar
+ * sim_bend_project one by one when `scalar` (same bits either way). */
+void sim_bend_range(sim_vec4 *restrict p, const sim_bend *c, uint32_t count, float k, int scalar);
 
 /* Rest dihedral angle of four points, in [0, pi]; pi for a flat pair, and
  * pi also when a triangle is degenerate (the angle is then undefined). */

@@ -209,6 +209,13 @@ void drape_sim_destroy(drape_sim *sim)
 	free(sim->stretch_col.start);
 	free(sim->shear_col.start);
 	free(sim->bend_col.start);
+	const sim_tiling *tl[3] = {&sim->stretch_tiles, &sim->shear_tiles, &sim->bend_tiles};
+	for (int k = 0; k < 3; k++) {
+		free(tl[k]->first);
+		free(tl[k]->run);
+		free(tl[k]->serial);
+	}
+	free(sim->lra_tile);
 	sim_colliders_free(&sim->colliders);
 	sim_self_destroy(sim->self);
 	free(sim->attach);
@@ -513,6 +520,12 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 	 * inextensible: a stretch stiffness below 1 asks for cloth that
 	 * stretches, which the limit would overrule. */
 	const int limit = lra && P->stretch >= 1.0f;
+	/* A kind with stiffness 0 would only add zero corrections, so its
+	 * sweep is skipped. */
+	const unsigned kinds = (sim->k_bend > 0.0f ? SIM_SWEEP_BEND : 0u) |
+			       (sim->k_shear > 0.0f ? SIM_SWEEP_SHEAR : 0u) |
+			       (sim->k_stretch > 0.0f ? SIM_SWEEP_STRETCH : 0u) |
+			       (lra ? SIM_SWEEP_LRA : 0u) | (limit ? SIM_SWEEP_LIMIT : 0u);
 	double collide_ms = 0.0, self_ms = 0.0;
 	uint32_t contacts = 0;
 	/* Self-collision keeps its own thickness, by default the cloth's. */
@@ -546,18 +559,9 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			 * and the strain limit (the local one: the tethers pull
 			 * a vertex towards its pin, which at a bend in the cloth
 			 * lengthens the edge below it; strainlimit.c has the
-			 * figures). A kind with stiffness 0 would only add zero
-			 * corrections, so its sweep is skipped. */
-			if (sim->k_bend > 0.0f)
-				sim_bend_solve(sim);
-			if (sim->k_shear > 0.0f)
-				sim_dist_solve(sim, sim->shear, &sim->shear_col, sim->k_shear);
-			if (sim->k_stretch > 0.0f)
-				sim_dist_solve(sim, sim->stretch, &sim->stretch_col, sim->k_stretch);
-			if (lra)
-				sim_lra_solve(sim);
-			if (limit)
-				sim_strain_limit_solve(sim);
+			 * figures). sim_sweep keeps that order within each tile
+			 * and then on the tiles' boundaries (sweep.c). */
+			sim_sweep(sim, kinds);
 			/* Self-collision before obstacles: the obstacles are the
 			 * strictest constraint, so no self push is left to shove a
 			 * bottom layer into the ground. */
@@ -705,6 +709,15 @@ size_t sim_memory_bytes(const drape_sim *sim)
 	b += ((size_t)sim->stretch_count + sim->shear_count + sim->lra_count) * sizeof(sim_dist);
 	b += (size_t)sim->bend_count * sizeof(sim_bend);
 	b += 4 * (SIM_MAX_COLOURS + 1) * sizeof(uint32_t);
+	/* The tilings: first, run and serial per kind, and the attachments'
+	 * cut points. */
+	const sim_tiling *tl[3] = {&sim->stretch_tiles, &sim->shear_tiles, &sim->bend_tiles};
+	for (int k = 0; k < 3; k++)
+		if (tl[k]->first != NULL) {
+			size_t runs = tl[k]->first[sim->tiles];
+			b += ((size_t)sim->tiles + 1 + runs + 1) * sizeof(uint32_t) + runs;
+		}
+	b += sim->lra_tile ? ((size_t)sim->tiles + 1) * sizeof(uint32_t) : 0;
 	b += (sim->order ? 2 * (size_t)sim->n * sizeof(uint32_t) : 0);
 	b += (size_t)sim->attach_count * sizeof(sim_attach);
 	return b;

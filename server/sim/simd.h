@@ -22,6 +22,11 @@
 
 #include "server/sim/vec.h"
 
+/* For the kernels' group functions: inlined into their block loops, where
+ * the full groups' lane count is a constant and the partial store of the
+ * last group's scatter drops out. */
+#define SIMD_KERNEL static inline __attribute__((always_inline))
+
 #if defined(DRAPE_SIMD_avx2) && defined(__AVX2__)
 #include <immintrin.h>
 #define SIMD_W 8
@@ -44,6 +49,8 @@ static inline simd_m simd_le(simd_f a, simd_f b) { return _mm256_cmp_ps(a, b, _C
 static inline simd_m simd_ne(simd_f a, simd_f b) { return _mm256_cmp_ps(a, b, _CMP_NEQ_UQ); }
 static inline simd_m simd_and(simd_m a, simd_m b) { return _mm256_and_ps(a, b); }
 static inline simd_m simd_andnot(simd_m a, simd_m b) { return _mm256_andnot_ps(a, b); }
+/* Nonzero when any lane of m is set. */
+static inline int simd_any(simd_m m) { return _mm256_movemask_ps(m) != 0; }
 /* m ? a : b, lane by lane. */
 static inline simd_f simd_select(simd_m m, simd_f a, simd_f b) { return _mm256_blendv_ps(b, a, m); }
 
@@ -114,6 +121,7 @@ static inline simd_m simd_le(simd_f a, simd_f b) { return _mm_cmple_ps(a, b); }
 static inline simd_m simd_ne(simd_f a, simd_f b) { return _mm_cmpneq_ps(a, b); }
 static inline simd_m simd_and(simd_m a, simd_m b) { return _mm_and_ps(a, b); }
 static inline simd_m simd_andnot(simd_m a, simd_m b) { return _mm_andnot_ps(a, b); }
+static inline int simd_any(simd_m m) { return _mm_movemask_ps(m) != 0; }
 static inline simd_f simd_select(simd_m m, simd_f a, simd_f b)
 {
 	return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b));
@@ -158,6 +166,7 @@ static inline simd_m simd_le(simd_f a, simd_f b) { return a <= b; }
 static inline simd_m simd_ne(simd_f a, simd_f b) { return a != b; }
 static inline simd_m simd_and(simd_m a, simd_m b) { return a && b; }
 static inline simd_m simd_andnot(simd_m a, simd_m b) { return !a && b; }
+static inline int simd_any(simd_m m) { return m != 0; }
 static inline simd_f simd_select(simd_m m, simd_f a, simd_f b) { return m ? a : b; }
 
 static inline void simd_gather_s(const sim_vec4 *p, const uint32_t *idx, uint32_t s, simd_f *x,

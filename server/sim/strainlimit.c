@@ -62,7 +62,7 @@ typedef struct limit_job {
 
 /* limit_one for SIMD_W records r[0..SIMD_W-1], lane by lane; lanes within
  * the limit keep their positions, and only the first n lanes are stored. */
-static inline void limit_group(sim_vec4 *restrict p, const sim_dist *r, uint32_t n, simd_f smax)
+SIMD_KERNEL void limit_group(sim_vec4 *restrict p, const sim_dist *r, uint32_t n, simd_f smax)
 {
 	const simd_f zero = simd_splat(0.0f);
 	const uint32_t *ia = SIMD_IDX(r, .a), *ib = SIMD_IDX(r, .b);
@@ -74,6 +74,10 @@ static inline void limit_group(sim_vec4 *restrict p, const sim_dist *r, uint32_t
 	simd_f len = simd_sqrt(simd_add(simd_add(simd_mul(dx, dx), simd_mul(dy, dy)), simd_mul(dz, dz)));
 	simd_f lmax = simd_mul(SIMD_FLT(r, .rest), smax);
 	simd_m ok = simd_and(simd_gt(wsum, zero), simd_gt(len, lmax));
+	/* Most groups of cloth that holds its length have no edge over the
+	 * limit: storing their unchanged positions back is most of the cost. */
+	if (!simd_any(ok))
+		return;
 	simd_f s = simd_div(simd_sub(len, lmax), simd_mul(len, wsum));
 	simd_f sa = simd_mul(s, aw), sb = simd_mul(s, bw);
 	simd_scatter(p, ia, n, simd_select(ok, simd_sub(ax, simd_mul(sa, dx)), ax),
@@ -99,6 +103,18 @@ static void limit_block(void *ctx, uint32_t begin, uint32_t end)
 			tmp[l] = J->c[i + l < end ? i + l : end - 1];
 		limit_group(J->p, tmp, end - i, smax);
 	}
+}
+
+void sim_strain_limit_range(sim_vec4 *restrict p, const sim_dist *c, uint32_t count, float smax,
+			    int scalar)
+{
+	if (scalar) {
+		for (uint32_t i = 0; i < count; i++)
+			limit_one(p, &c[i], smax);
+		return;
+	}
+	limit_job job = {p, c, smax};
+	limit_block(&job, 0, count);
 }
 
 void sim_strain_limit_solve(const drape_sim *sim)

@@ -77,7 +77,7 @@ typedef struct dist_job {
 /* The expressions of sim_dist_project for SIMD_W records r[0..SIMD_W-1],
  * lane by lane, in the same order; lanes that sim_dist_project would skip
  * keep their old positions, and only the first n lanes are stored. */
-static inline void dist_group(sim_vec4 *restrict p, const sim_dist *r, uint32_t n, simd_f k)
+SIMD_KERNEL void dist_group(sim_vec4 *restrict p, const sim_dist *r, uint32_t n, simd_f k)
 {
 	const simd_f zero = simd_splat(0.0f);
 	simd_f ax, ay, az, aw, bx, by, bz, bw;
@@ -120,6 +120,17 @@ static void dist_block(void *ctx, uint32_t begin, uint32_t end)
 	}
 }
 
+void sim_dist_range(sim_vec4 *restrict p, const sim_dist *c, uint32_t count, float k, int scalar)
+{
+	if (scalar) {
+		for (uint32_t i = 0; i < count; i++)
+			sim_dist_project(p, &c[i], k);
+		return;
+	}
+	dist_job job = {p, c, k};
+	dist_block(&job, 0, count);
+}
+
 void sim_dist_solve(const drape_sim *sim, const sim_dist *c, const sim_colouring *col, float k)
 {
 	if (sim->flags & SIM_CREATE_REFERENCE) {
@@ -147,7 +158,7 @@ typedef struct lra_job {
 /* The expressions of sim_lra_project_all, lane by lane. Each record writes
  * only its free vertex a, and no two records share one, so the whole array
  * is a single colour (b, the pin, is only read). */
-static inline void lra_group(sim_vec4 *restrict p, const sim_dist *r, uint32_t n)
+SIMD_KERNEL void lra_group(sim_vec4 *restrict p, const sim_dist *r, uint32_t n)
 {
 	const simd_f zero = simd_splat(0.0f);
 	const uint32_t *ia = SIMD_IDX(r, .a), *ib = SIMD_IDX(r, .b);
@@ -175,6 +186,16 @@ static void lra_block(void *ctx, uint32_t begin, uint32_t end)
 		SIM_TAIL(tmp, J->c, i, end);
 		lra_group(J->p, tmp, end - i);
 	}
+}
+
+void sim_lra_range(sim_vec4 *restrict p, const sim_dist *c, uint32_t count, int scalar)
+{
+	if (scalar) {
+		sim_lra_project_all(p, c, count);
+		return;
+	}
+	lra_job job = {p, c};
+	lra_block(&job, 0, count);
 }
 
 void sim_lra_solve(const drape_sim *sim)

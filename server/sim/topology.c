@@ -62,9 +62,16 @@ drape_err sim_colour_records(void *records, size_t size, uint32_t count, uint32_
 		col->start = NULL;
 		return DRAPE_ENOMEM;
 	}
-	memset(mask, 0, (size_t)vertex_count * sizeof *mask);
-	uint32_t used = 0;
+	(void)vertex_count;
 	unsigned char *rec = records;
+	/* Only the records' own vertices are read: clear just those, so that
+	 * colouring a tile's few records costs no sweep of the whole mask. */
+	for (uint32_t i = 0; i < count; i++) {
+		const uint32_t *v = (const uint32_t *)(const void *)(rec + (size_t)i * size);
+		for (uint32_t j = 0; j < arity; j++)
+			mask[v[j]] = 0;
+	}
+	uint32_t used = 0;
 	for (uint32_t i = 0; i < count; i++) {
 		const uint32_t *v = (const uint32_t *)(const void *)(rec + (size_t)i * size);
 		uint64_t busy = 0;
@@ -101,6 +108,87 @@ drape_err sim_colour_records(void *records, size_t size, uint32_t count, uint32_
 	free(colour);
 	free(tmp);
 	return DRAPE_OK;
+}
+
+/*
+ * The tiled layout (internal.h, sim_tiling) of one kind's records, which
+ * arrive sorted by vertex: a stable sort by tile (the boundary records
+ * last) keeps each tile's records in vertex order; each tile is coloured on
+ * its own, and the boundary records over the whole mesh into col, whose
+ * starts are then made absolute.
+ */
+static drape_err tile_records(void *records, size_t size, uint32_t count, uint32_t arity,
+			      uint64_t *mask, uint32_t n, uint32_t tiles, sim_tiling *tl,
+			      sim_colouring *col)
+{
+	unsigned char *rec = records;
+	uint32_t *tile = malloc((count ? count : 1) * sizeof *tile);
+	uint32_t *at = calloc((size_t)tiles + 2, sizeof *at);
+	unsigned char *tmp = malloc(count ? (size_t)count * size : 1);
+	tl->first = calloc((size_t)tiles + 1, sizeof *tl->first);
+	tl->run = malloc(((size_t)tiles * SIM_MAX_COLOURS + 1) * sizeof *tl->run);
+	tl->serial = malloc((size_t)tiles * SIM_MAX_COLOURS + 1);
+	drape_err rc = DRAPE_ENOMEM;
+	if (!tile || !at || !tmp || !tl->first || !tl->run || !tl->serial)
+		goto done;
+	for (uint32_t i = 0; i < count; i++) {
+		const uint32_t *v = (const uint32_t *)(const void *)(rec + (size_t)i * size);
+		uint32_t t = v[0] / SIM_TILE_VERTICES;
+		for (uint32_t j = 1; j < arity; j++)
+			if (v[j] / SIM_TILE_VERTICES != t)
+				t = tiles;
+		tile[i] = t;
+		at[t + 1]++;
+	}
+	for (uint32_t t = 0; t <= tiles; t++)
+		at[t + 1] += at[t];
+	for (uint32_t i = 0; i < count; i++)
+		memcpy(tmp + (size_t)at[tile[i]]++ * size, rec + (size_t)i * size, size);
+	if (count)
+		memcpy(records, tmp, (size_t)count * size);
+	/* at[t] is now the end of tile t's records, at[tiles] the end of the
+	 * boundary records (count). */
+	uint32_t runs = 0, begin = 0;
+	for (uint32_t t = 0; t < tiles; t++) {
+		uint32_t end = at[t];
+		tl->first[t] = runs;
+		if (end > begin) {
+			sim_colouring c;
+			rc = sim_colour_records(rec + (size_t)begin * size, size, end - begin, arity, mask,
+						n, &c);
+			if (rc != DRAPE_OK)
+				goto done;
+			for (uint32_t g = 0; g < c.colours; g++) {
+				tl->run[runs] = begin + c.start[g];
+				tl->serial[runs] = c.overflow && g + 1 == c.colours;
+				runs++;
+			}
+			free(c.start);
+		}
+		begin = end;
+	}
+	tl->first[tiles] = runs;
+	tl->run[runs] = begin;
+	rc = sim_colour_records(rec + (size_t)begin * size, size, count - begin, arity, mask, n, col);
+	if (rc == DRAPE_OK)
+		for (uint32_t c = 0; c <= SIM_MAX_COLOURS; c++)
+			col->start[c] += begin;
+done:
+	free(tile);
+	free(at);
+	free(tmp);
+	return rc;
+}
+
+/* Colours of the busiest tile plus the boundary colours: the most colour
+ * runs one vertex can be swept in per iteration of a kind. */
+static uint32_t tiled_colours(const sim_tiling *tl, uint32_t tiles, const sim_colouring *col)
+{
+	uint32_t most = 0;
+	for (uint32_t t = 0; t < tiles; t++)
+		if (tl->first[t + 1] - tl->first[t] > most)
+			most = tl->first[t + 1] - tl->first[t];
+	return most + col->colours;
 }
 
 static float dist3(sim_vec4 a, sim_vec4 b)
@@ -387,22 +475,27 @@ drape_err sim_topology_build(drape_sim *sim, drape_error *err)
 		topo->colours = 0;
 		return DRAPE_OK;
 	}
-	/* Box2D v3-style graph colouring (constraint_graph.c): greedy in
-	 * record order, so each colour keeps the records sorted by vertex
-	 * and a sweep of one colour walks the position array forwards. */
-	rc = sim_colour_records(sim->stretch, sizeof *sim->stretch, ns, 2, mask, n,
-				&sim->stretch_col);
+	/* Tiles of the locality order, each coloured Box2D v3-style
+	 * (constraint_graph.c): greedy in record order, so each colour keeps
+	 * the records sorted by vertex and walks the positions forwards. */
+	const uint32_t tiles = (n + SIM_TILE_VERTICES - 1) / SIM_TILE_VERTICES;
+	sim->tiles = tiles;
+	rc = tile_records(sim->stretch, sizeof *sim->stretch, ns, 2, mask, n, tiles,
+			  &sim->stretch_tiles, &sim->stretch_col);
 	if (rc == DRAPE_OK)
-		rc = sim_colour_records(sim->bend, sizeof *sim->bend, nb, 4, mask, n, &sim->bend_col);
+		rc = tile_records(sim->bend, sizeof *sim->bend, nb, 4, mask, n, tiles, &sim->bend_tiles,
+				  &sim->bend_col);
 	if (rc == DRAPE_OK)
-		rc = sim_colour_records(sim->shear, sizeof *sim->shear, nsh, 2, mask, n,
-					&sim->shear_col);
+		rc = tile_records(sim->shear, sizeof *sim->shear, nsh, 2, mask, n, tiles,
+				  &sim->shear_tiles, &sim->shear_col);
 	if (rc == DRAPE_OK)
 		rc = wind_order(sim, mask);
 	free(mask);
 	if (rc != DRAPE_OK)
 		return drape_error_setf(err, rc, "topology: cannot allocate colour groups");
-	topo->colours = sim->stretch_col.colours + sim->bend_col.colours + sim->shear_col.colours;
+	topo->colours = tiled_colours(&sim->stretch_tiles, tiles, &sim->stretch_col) +
+			tiled_colours(&sim->bend_tiles, tiles, &sim->bend_col) +
+			tiled_colours(&sim->shear_tiles, tiles, &sim->shear_col);
 	return DRAPE_OK;
 }
 
@@ -526,6 +619,20 @@ drape_err sim_lra_build(drape_sim *sim, drape_error *err)
 		if (sim->x[i].w != 0.0f && src[i] != UINT32_MAX)
 			sim->lra[sim->lra_count++] = (sim_dist){i, src[i], (float)dist[i]};
 	sim->topo.long_range = sim->lra_count;
+	if (sim->tiles > 0) {
+		/* The records are sorted by free vertex: cut them at the tiles. */
+		sim->lra_tile = malloc(((size_t)sim->tiles + 1) * sizeof *sim->lra_tile);
+		if (sim->lra_tile == NULL) {
+			rc = drape_error_setf(err, DRAPE_ENOMEM, "long-range attachments: out of memory");
+			goto done;
+		}
+		uint32_t r = 0;
+		for (uint32_t t = 0; t <= sim->tiles; t++) {
+			while (r < sim->lra_count && sim->lra[r].a < t * SIM_TILE_VERTICES)
+				r++;
+			sim->lra_tile[t] = t == sim->tiles ? sim->lra_count : r;
+		}
+	}
 	/* The attachments form one colour of their own (see internal.h). */
 	if (sim->lra_count > 0)
 		sim->topo.colours++;

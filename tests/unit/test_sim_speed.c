@@ -410,7 +410,101 @@ static void test_colours_walk_forwards(void)
 	grid_free(&s.g);
 }
 
+/* Checks one kind's tiled layout: every record is in exactly one place (a
+ * tile's colour run or a boundary colour), a tile's records have all their
+ * vertices in that tile, boundary records span two tiles or more, and no
+ * two records of a run or of a boundary colour share a vertex. *boundary is
+ * the number of boundary records. */
+static void check_tiling(const drape_sim *sim, const void *records, size_t size, uint32_t count,
+			 uint32_t arity, const sim_tiling *tl, const sim_colouring *col,
+			 uint32_t *seen, uint32_t *boundary)
+{
+	const unsigned char *rec = records;
+	const uint32_t T = SIM_TILE_VERTICES;
+	uint32_t mark = 0;
+	memset(seen, 0, sim->n * sizeof *seen);
+	CHECK(tl->first[0] == 0 && tl->run[0] == 0);
+	for (uint32_t t = 0; t < sim->tiles; t++)
+		for (uint32_t r = tl->first[t]; r < tl->first[t + 1]; r++) {
+			CHECK(tl->run[r] <= tl->run[r + 1]);
+			mark++;
+			for (uint32_t i = tl->run[r]; i < tl->run[r + 1]; i++) {
+				const uint32_t *v = (const uint32_t *)(const void *)(rec + i * size);
+				for (uint32_t j = 0; j < arity; j++) {
+					CHECK(v[j] / T == t);
+					CHECK(tl->serial[r] || seen[v[j]] != mark);
+					seen[v[j]] = mark;
+				}
+			}
+		}
+	uint32_t interior = tl->run[tl->first[sim->tiles]];
+	CHECK(col->start[0] == interior && col->start[col->colours] == count);
+	for (uint32_t g = 0; g < col->colours; g++) {
+		mark++;
+		for (uint32_t i = col->start[g]; i < col->start[g + 1]; i++) {
+			const uint32_t *v = (const uint32_t *)(const void *)(rec + i * size);
+			int spans = 0;
+			for (uint32_t j = 0; j < arity; j++) {
+				spans |= v[j] / T != v[0] / T;
+				CHECK(seen[v[j]] != mark);
+				seen[v[j]] = mark;
+			}
+			CHECK(spans);
+		}
+	}
+	*boundary = count - interior;
+}
+
+/* The tiles of a sheet big enough for several: a partition of every kind's
+ * records, most of them inside a tile, and the attachments cut at the tile
+ * boundaries. */
+static void test_tiles_partition_records(void)
+{
+	grid g;
+	const float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+	CHECK(grid_make(&g, 150, 150, o, u, v));
+	drape_sim_desc d;
+	drape_sim_desc_default(&d);
+	d.positions = g.pos;
+	d.vertex_count = g.nv;
+	d.triangles = g.tri;
+	d.triangle_count = g.nt;
+	uint32_t pins[150];
+	for (uint32_t i = 0; i < 150; i++)
+		pins[i] = i;
+	d.pins = pins;
+	d.pin_count = 150;
+	drape_sim *sim = NULL;
+	CHECK_OK(drape_sim_create(&d, &sim, NULL));
+	CHECK(sim->tiles == (g.nv + SIM_TILE_VERTICES - 1) / SIM_TILE_VERTICES && sim->tiles > 2);
+	uint32_t *seen = calloc(sim->n, sizeof *seen);
+	CHECK(seen != NULL);
+	uint32_t bs = 0, bb = 0, bh = 0;
+	check_tiling(sim, sim->stretch, sizeof *sim->stretch, sim->stretch_count, 2,
+		     &sim->stretch_tiles, &sim->stretch_col, seen, &bs);
+	check_tiling(sim, sim->bend, sizeof *sim->bend, sim->bend_count, 4, &sim->bend_tiles,
+		     &sim->bend_col, seen, &bb);
+	check_tiling(sim, sim->shear, sizeof *sim->shear, sim->shear_count, 2, &sim->shear_tiles,
+		     &sim->shear_col, seen, &bh);
+	/* The locality order makes tiles compact patches: their boundaries
+	 * hold a small share of the records. */
+	printf("  %u tiles; boundary records: stretch %.1f %%, bend %.1f %%, shear %.1f %%\n",
+	       sim->tiles, 100.0 * bs / sim->stretch_count, 100.0 * bb / sim->bend_count,
+	       100.0 * bh / sim->shear_count);
+	CHECK(bs > 0 && bs < sim->stretch_count / 10);
+	CHECK(bb > 0 && bb < sim->bend_count / 5);
+	CHECK(sim->lra_tile != NULL && sim->lra_tile[0] == 0 &&
+	      sim->lra_tile[sim->tiles] == sim->lra_count);
+	for (uint32_t t = 0; t < sim->tiles; t++)
+		for (uint32_t r = sim->lra_tile[t]; r < sim->lra_tile[t + 1]; r++)
+			CHECK(sim->lra[r].a / SIM_TILE_VERTICES == t);
+	free(seen);
+	drape_sim_destroy(sim);
+	grid_free(&g);
+}
+
 static const check_test tests[] = {
+	CHECK_TEST(test_tiles_partition_records),
 	CHECK_TEST(test_pool_covers_range),
 	CHECK_TEST(test_bend_kernel_lanes),
 	CHECK_TEST(test_hash_equal_for_1_2_4_threads),
