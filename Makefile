@@ -15,7 +15,12 @@ BUILD   ?= build
 endif
 comma := ,
 
-OPT     := -O2
+# -O3: the solver's kernels gain about 6 % over -O2 on sheet300 (make bench,
+# 1 thread, 80.8 against 85.3 ms per frame, medians of 3 interleaved runs);
+# no -ffast-math, so every result stays IEEE and bit-identical across builds.
+# -fno-math-errno: nothing reads errno after a math call, and with it sqrtf
+# is one instruction instead of a call that checks for a negative argument.
+OPT     := -O3 -fno-math-errno
 ifdef DEBUG
 OPT     := -O0 -g3
 endif
