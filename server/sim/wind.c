@@ -122,19 +122,19 @@ static inline void wind_group(const wind_job *restrict J, sim_vec4 *restrict for
 	f = (simd_v3){simd_select(capped, simd_mul(f.x, scale), f.x), simd_select(capped, simd_mul(f.y, scale), f.y),
 		      simd_select(capped, simd_mul(f.z, scale), f.z)};
 	f = simd_v3_scale(f, simd_splat(1.0f / 3.0f));
-	float fx[SIMD_W], fy[SIMD_W], fz[SIMD_W], add[SIMD_W];
-	simd_store(fx, f.x);
-	simd_store(fy, f.y);
-	simd_store(fz, f.z);
-	simd_store(add, simd_select(ok, simd_splat(1.0f), zero));
-	for (uint32_t l = 0; l < SIMD_W; l++) {
-		if (add[l] == 0.0f)
-			continue;
+	/* Each lane's force as one (x, y, z, 0) record, +0 for a lane the
+	 * scalar code skips: a sum of forces starts at +0 and never becomes
+	 * -0, so adding +0 leaves it exactly as skipping does, and the w sum
+	 * stays +0. A record is added with one four-wide operation. */
+	static const uint32_t lanes[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	sim_vec4 fq[SIMD_W];
+	simd_scatter(fq, lanes, SIMD_W, simd_select(ok, f.x, zero), simd_select(ok, f.y, zero),
+		     simd_select(ok, f.z, zero), zero);
+	for (uint32_t l = 0; l < SIMD_W; l++)
 		for (int j = 0; j < 3; j++) {
 			sim_vec4 *q = &force[tri[3 * l + (uint32_t)j]];
-			q->x += fx[l], q->y += fy[l], q->z += fz[l];
+			q->x += fq[l].x, q->y += fq[l].y, q->z += fq[l].z, q->w += fq[l].w;
 		}
-	}
 }
 
 /* Chunks [begin, end) of the job's colour, one after the other. */
