@@ -149,10 +149,6 @@ struct drape_sim {
 	 * projected when params.long_range asks for it. */
 	sim_dist *lra;
 	uint32_t lra_count;
-	/* With tiles: tile t's attachments are lra[lra_tile[t]] ..
-	 * lra[lra_tile[t + 1] - 1] (a free vertex belongs to one tile; the pin
-	 * it reads never moves during the iterations). */
-	uint32_t *lra_tile;
 
 	/* Per-projection stiffness k' = 1 - (1 - k)^(1/(substeps*iterations))
 	 * and per-substep velocity factor damping^(1/substeps), derived from
@@ -228,10 +224,9 @@ void sim_dist_project_all(sim_vec4 *restrict p, const sim_dist *c, const sim_col
  * they fall back to the scalar *_project_all loops. Bit-identical either way.
  */
 void sim_dist_solve(const drape_sim *sim, const sim_dist *c, const sim_colouring *col, float k);
-/* Records c[0 .. count - 1] of one colour run (attachments: any run of the
- * array), as the sweeps do, or serially with the scalar code when `scalar`. */
+/* Records c[0 .. count - 1] of one colour run, as the sweeps do, or
+ * serially with the scalar code when `scalar`. */
 void sim_dist_range(sim_vec4 *restrict p, const sim_dist *c, uint32_t count, float k, int scalar);
-void sim_lra_range(sim_vec4 *restrict p, const sim_dist *c, uint32_t count, int scalar);
 void sim_lra_solve(const drape_sim *sim);
 void sim_bend_solve(const drape_sim *sim);
 
@@ -264,7 +259,7 @@ void sim_strain_limit_range(sim_vec4 *restrict p, const sim_dist *c, uint32_t co
 
 /* ---- sweep.c -------------------------------------------------------------- */
 
-/* The kinds an iteration projects, in this order. */
+/* The kinds an iteration projects. */
 #define SIM_SWEEP_BEND 1u
 #define SIM_SWEEP_SHEAR 2u
 #define SIM_SWEEP_STRETCH 4u
@@ -272,12 +267,12 @@ void sim_strain_limit_range(sim_vec4 *restrict p, const sim_dist *c, uint32_t co
 #define SIM_SWEEP_LIMIT 16u
 
 /*
- * One iteration of the kinds in `kinds` (SIM_SWEEP_* bits): every tile's
- * records, tiles split over sim->pool, each tile projecting bend, shear,
- * stretch, attachments and strain limit over its colour runs; then the
- * boundary records kind by kind in the same order, colour by colour. The
- * result does not depend on the thread count, and SIM_CREATE_REFERENCE
- * gives the same bits with the scalar kernels.
+ * One iteration of the kinds in `kinds` (SIM_SWEEP_* bits): bend, shear and
+ * stretch over every tile's colour runs, tiles split over sim->pool, then
+ * over the boundary records colour by colour; then the attachments, and the
+ * strain limit, tiles then boundary. The result does not depend on the
+ * thread count, and SIM_CREATE_REFERENCE gives the same bits with the
+ * scalar kernels.
  */
 void sim_sweep(const drape_sim *sim, unsigned kinds);
 

@@ -215,7 +215,6 @@ void drape_sim_destroy(drape_sim *sim)
 		free(tl[k]->run);
 		free(tl[k]->serial);
 	}
-	free(sim->lra_tile);
 	sim_colliders_free(&sim->colliders);
 	sim_self_destroy(sim->self);
 	free(sim->attach);
@@ -709,15 +708,13 @@ size_t sim_memory_bytes(const drape_sim *sim)
 	b += ((size_t)sim->stretch_count + sim->shear_count + sim->lra_count) * sizeof(sim_dist);
 	b += (size_t)sim->bend_count * sizeof(sim_bend);
 	b += 4 * (SIM_MAX_COLOURS + 1) * sizeof(uint32_t);
-	/* The tilings: first, run and serial per kind, and the attachments'
-	 * cut points. */
+	/* The tilings: first, run and serial per kind. */
 	const sim_tiling *tl[3] = {&sim->stretch_tiles, &sim->shear_tiles, &sim->bend_tiles};
 	for (int k = 0; k < 3; k++)
 		if (tl[k]->first != NULL) {
 			size_t runs = tl[k]->first[sim->tiles];
 			b += ((size_t)sim->tiles + 1 + runs + 1) * sizeof(uint32_t) + runs;
 		}
-	b += sim->lra_tile ? ((size_t)sim->tiles + 1) * sizeof(uint32_t) : 0;
 	b += (sim->order ? 2 * (size_t)sim->n * sizeof(uint32_t) : 0);
 	b += (size_t)sim->attach_count * sizeof(sim_attach);
 	return b;

@@ -188,16 +188,6 @@ static void lra_block(void *ctx, uint32_t begin, uint32_t end)
 	}
 }
 
-void sim_lra_range(sim_vec4 *restrict p, const sim_dist *c, uint32_t count, int scalar)
-{
-	if (scalar) {
-		sim_lra_project_all(p, c, count);
-		return;
-	}
-	lra_job job = {p, c};
-	lra_block(&job, 0, count);
-}
-
 void sim_lra_solve(const drape_sim *sim)
 {
 	if (sim->flags & SIM_CREATE_REFERENCE) {

@@ -10,12 +10,12 @@
  * over the whole mesh afterwards.
  *
  * The Gauss-Seidel order is fixed by the layout: tile by tile (each tile's
- * kinds in the order bend, shear, stretch, attachments, strain limit, each
- * kind colour by colour), then the boundary kinds in the same order. Tiles
- * write disjoint vertices and read only their own and pinned ones (which no
- * projection moves), so running them on any threads in any order gives the
- * same bits; SIM_CREATE_REFERENCE walks the same order with the scalar
- * kernels.
+ * kinds in the order bend, shear, stretch, each kind colour by colour), then
+ * the boundary records in the same order; then the long-range attachments
+ * over the whole mesh, and the strain limit, tiles then boundary. Tiles read
+ * and write only their own vertices, so running them on any threads in any
+ * order gives the same bits; SIM_CREATE_REFERENCE walks the same order with
+ * the scalar kernels.
  */
 #include "server/sim/internal.h"
 #include "server/sim/pool.h"
@@ -48,9 +48,6 @@ static void sweep_tile(const sweep_job *J, uint32_t t)
 		for (uint32_t r = st->first[t]; r < st->first[t + 1]; r++)
 			sim_dist_range(p, sim->stretch + st->run[r], st->run[r + 1] - st->run[r],
 				       sim->k_stretch, scalar || st->serial[r]);
-	if ((J->kinds & SIM_SWEEP_LRA) && sim->lra_tile != NULL)
-		sim_lra_range(p, sim->lra + sim->lra_tile[t], sim->lra_tile[t + 1] - sim->lra_tile[t],
-			      scalar);
 	if (J->kinds & SIM_SWEEP_LIMIT)
 		for (uint32_t r = st->first[t]; r < st->first[t + 1]; r++)
 			sim_strain_limit_range(p, sim->stretch + st->run[r], st->run[r + 1] - st->run[r],
@@ -84,10 +81,12 @@ void sim_sweep(const drape_sim *sim, unsigned kinds)
 	if (kinds & SIM_SWEEP_STRETCH)
 		sim_dist_solve(sim, sim->stretch, &sim->stretch_col, sim->k_stretch);
 	/* The bounds on stretching get the last word over every edge, the
-	 * boundary edges too, so they come after the whole constraint pass. */
-	tiles_pass(sim, kinds & (SIM_SWEEP_LRA | SIM_SWEEP_LIMIT));
-	if ((kinds & SIM_SWEEP_LRA) && sim->tiles == 0)
+	 * boundary edges too, so they come after the whole constraint pass:
+	 * the tethers in one pass over the mesh (each reads a pin that may lie
+	 * in another tile), then the strain limit, tiles then boundary. */
+	if (kinds & SIM_SWEEP_LRA)
 		sim_lra_solve(sim);
+	tiles_pass(sim, kinds & SIM_SWEEP_LIMIT);
 	if (kinds & SIM_SWEEP_LIMIT)
 		sim_strain_limit_solve(sim);
 }

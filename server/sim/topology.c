@@ -619,20 +619,6 @@ drape_err sim_lra_build(drape_sim *sim, drape_error *err)
 		if (sim->x[i].w != 0.0f && src[i] != UINT32_MAX)
 			sim->lra[sim->lra_count++] = (sim_dist){i, src[i], (float)dist[i]};
 	sim->topo.long_range = sim->lra_count;
-	if (sim->tiles > 0) {
-		/* The records are sorted by free vertex: cut them at the tiles. */
-		sim->lra_tile = malloc(((size_t)sim->tiles + 1) * sizeof *sim->lra_tile);
-		if (sim->lra_tile == NULL) {
-			rc = drape_error_setf(err, DRAPE_ENOMEM, "long-range attachments: out of memory");
-			goto done;
-		}
-		uint32_t r = 0;
-		for (uint32_t t = 0; t <= sim->tiles; t++) {
-			while (r < sim->lra_count && sim->lra[r].a < t * SIM_TILE_VERTICES)
-				r++;
-			sim->lra_tile[t] = t == sim->tiles ? sim->lra_count : r;
-		}
-	}
 	/* The attachments form one colour of their own (see internal.h). */
 	if (sim->lra_count > 0)
 		sim->topo.colours++;

@@ -456,8 +456,7 @@ static void check_tiling(const drape_sim *sim, const void *records, size_t size,
 }
 
 /* The tiles of a sheet big enough for several: a partition of every kind's
- * records, most of them inside a tile, and the attachments cut at the tile
- * boundaries. */
+ * records, most of them inside a tile. */
 static void test_tiles_partition_records(void)
 {
 	grid g;
@@ -493,11 +492,6 @@ static void test_tiles_partition_records(void)
 	       100.0 * bh / sim->shear_count);
 	CHECK(bs > 0 && bs < sim->stretch_count / 10);
 	CHECK(bb > 0 && bb < sim->bend_count / 5);
-	CHECK(sim->lra_tile != NULL && sim->lra_tile[0] == 0 &&
-	      sim->lra_tile[sim->tiles] == sim->lra_count);
-	for (uint32_t t = 0; t < sim->tiles; t++)
-		for (uint32_t r = sim->lra_tile[t]; r < sim->lra_tile[t + 1]; r++)
-			CHECK(sim->lra[r].a / SIM_TILE_VERTICES == t);
 	free(seen);
 	drape_sim_destroy(sim);
 	grid_free(&g);
