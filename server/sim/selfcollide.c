@@ -97,13 +97,21 @@
  * more than the thickness plus twice the largest stray of any vertex from
  * that prediction: it cannot be within the thickness, nor have crossed, so
  * its projection would do nothing. -INFINITY when no bound is known.
+ *
+ * `dx` is the pair's distance at x itself (-INFINITY when the triangle is
+ * degenerate there) and `tol` the guard's contact tolerance for it
+ * (SELF_GUARD_TOL times the longest edge at x). x does not change within a
+ * substep, so both hold until its end: the guard clears a pair with
+ * dx > M + tol, M its motion bound over x -> p as p is then, by the very
+ * test vt_toi and ee_toi would make first, without the distance
+ * computation (guard_clears).
  */
 typedef struct self_vt {
 	uint32_t v, t;
 	int32_t side;     /* +1 or -1: side of the triangle's plane at x */
 	uint16_t trusted; /* 1 when the vertex was over the triangle at x */
 	uint16_t rest_close; /* 1 for mesh neighbours closer than the thickness at rest */
-	float lb;
+	float lb, dx, tol;
 } self_vt;
 
 typedef struct self_ee {
@@ -111,7 +119,7 @@ typedef struct self_ee {
 	int32_t side;     /* sign of the line-line separation at x; 0 unknown */
 	uint16_t trusted; /* 1 when the lines' closest points lay on both segments at x */
 	uint16_t rest_close;
-	float lb;
+	float lb, dx, tol;
 } self_ee;
 
 /* Candidate pairs found by one block of chunks (collect), grown by doubling
@@ -1046,6 +1054,14 @@ static int neighbours(const sim_self *s, const uint32_t *a, int na, const uint32
 	return 0;
 }
 
+/* The swept test's contact tolerance for triangle abc at x, as vt_toi
+ * computes it. */
+static inline float guard_tol(sim_v3 a, sim_v3 b, sim_v3 c)
+{
+	sim_v3 ab = v3_sub(b, a), ac = v3_sub(c, a), bc = v3_sub(c, b);
+	return SELF_GUARD_TOL * sqrtf(maxf(v3_dot(ab, ab), maxf(v3_dot(ac, ac), v3_dot(bc, bc))));
+}
+
 /* Considers triangle t as a candidate for vertex v, their swept boxes
  * within the reach. */
 static void vt_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, const sim_vec4 *p,
@@ -1058,7 +1074,7 @@ static void vt_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 		return;
 	sim_v3 q = v3_of4(x[v]), a = v3_of4(x[tv[0]]), b = v3_of4(x[tv[1]]), c = v3_of4(x[tv[2]]);
 	sim_v3 n;
-	float lb = -INFINITY;
+	float lb = -INFINITY, dx = -INFINITY;
 	if (!tri_degenerate(a, b, c, &n)) {
 		const uint32_t idx[4] = {v, tv[0], tv[1], tv[2]};
 		float M = vt_motion_bound(x, p, idx);
@@ -1072,7 +1088,8 @@ static void vt_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 		float ra = maxf(v3_len(v3_sub(b, a)), v3_len(v3_sub(c, a)));
 		if (v3_len(qa) - ra - M > reach)
 			return;
-		lb = point_triangle_distance(q, a, b, c) - M;
+		dx = point_triangle_distance(q, a, b, c);
+		lb = dx - M;
 		if (lb > reach)
 			return;
 	}
@@ -1083,6 +1100,8 @@ static void vt_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 	r->v = v;
 	r->t = t;
 	r->lb = lb;
+	r->dx = dx;
+	r->tol = guard_tol(a, b, c);
 	uint32_t trusted;
 	vt_side(q, a, b, c, v3_of4(p[v]), v3_of4(p[tv[0]]), v3_of4(p[tv[1]]), v3_of4(p[tv[2]]),
 		&r->side, &trusted);
@@ -1123,7 +1142,8 @@ static void ee_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 	float nl2 = v3_dot(nl, nl);
 	if (nl2 > 0.0f && fabsf(v3_dot(v3_sub(xa0, xb0), nl)) / sqrtf(nl2) - M > reach)
 		return;
-	float lb = segment_distance(xa0, xa1, xb0, xb1) - M;
+	const float dx = segment_distance(xa0, xa1, xb0, xb1);
+	float lb = dx - M;
 	if (lb > reach)
 		return;
 	if (out->ee_count == out->ee_cap &&
@@ -1133,6 +1153,8 @@ static void ee_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 	r->a = i;
 	r->b = j;
 	r->lb = lb;
+	r->dx = dx;
+	r->tol = SELF_GUARD_TOL * sqrtf(maxf(v3_dot(ea, ea), v3_dot(eb, eb)));
 	uint32_t trusted;
 	ee_side(xa0, xa1, xb0, xb1, v3_of4(p[a0]), v3_of4(p[a1]), v3_of4(p[b0]), v3_of4(p[b1]),
 		&r->side, &trusted);
@@ -2241,6 +2263,11 @@ static void revert_all(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restri
  * zones of Provot 1997 / Bridson et al. 2002 but without the averaging. It
  * only acts where the projections failed, which the tests show is rare.
  *
+ * A candidate pair whose distance at x, recorded at collection (dx),
+ * exceeds its motion bound over x -> p plus the contact tolerance is
+ * cleared before the swept test: that is the test vt_toi and ee_toi begin
+ * with, on the same numbers, so only the distance computation is saved.
+ *
  * Candidate pairs were found for the motion x -> p as predicted at begin;
  * the iterations have since moved p. A pair left out (boxes more than the
  * reach apart, or farther apart at x than its motion plus the reach) can
@@ -2276,6 +2303,8 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 			if (!(s->dirty[idx[0]] | s->dirty[idx[1]] | s->dirty[idx[2]] |
 			      s->dirty[idx[3]]))
 				continue;
+			if (r->dx > vt_motion_bound(x, p, idx) + r->tol)
+				continue;
 			changed += guard_vt(s, p, x, idx, backoff);
 		}
 		for (uint32_t i = 0; i < s->ee_count; i++) {
@@ -2284,6 +2313,8 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 					   s->edges[2 * (size_t)r->b], s->edges[2 * (size_t)r->b + 1]};
 			if (!(s->dirty[idx[0]] | s->dirty[idx[1]] | s->dirty[idx[2]] |
 			      s->dirty[idx[3]]))
+				continue;
+			if (r->dx > ee_motion_bound(x, p, idx) + r->tol)
 				continue;
 			changed += guard_ee(s, p, x, idx, backoff);
 		}
