@@ -1627,6 +1627,50 @@ static inline void apply_push(sim_vec4 *restrict p, const uint32_t *idx, const f
 	}
 }
 
+/* Motion x -> p of vertex v, for bound_now. */
+static inline sim_v3 disp(const sim_vec4 *x, const sim_vec4 *p, uint32_t v)
+{
+	return v3(p[v].x - x[v].x, p[v].y - x[v].y, p[v].z - x[v].z);
+}
+
+static inline float dist2(sim_v3 a, sim_v3 b)
+{
+	sim_v3 d = v3_sub(a, b);
+	return v3_dot(d, d);
+}
+
+/*
+ * The motion bound of a pair (vt_motion_bound, ee_motion_bound) over x -> p
+ * as p is now, with one square root: a vertex against each corner of the
+ * triangle (ee = 0), or each end of one edge against each of the other's
+ * (ee = 1).
+ */
+static inline float bound_now(const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+			      const uint32_t idx[4], int ee)
+{
+	sim_v3 d0 = disp(x, p, idx[0]), d1 = disp(x, p, idx[1]), d2 = disp(x, p, idx[2]),
+	       d3 = disp(x, p, idx[3]);
+	float m = maxf(dist2(d0, d2), dist2(d0, d3));
+	m = maxf(m, ee ? maxf(dist2(d1, d2), dist2(d1, d3)) : dist2(d0, d1));
+	return sqrtf(m);
+}
+
+/*
+ * 1 when the pair is provably farther apart than the thickness all along
+ * x -> p as p is now: its distance at x less its motion bound over that path
+ * (see vt_motion_bound), with a relative margin for rounding. Then it is not
+ * in contact and has not crossed, and its projection would do nothing. This
+ * is the per-pair form of sim_self_project's skip: the iterations move
+ * whole regions of the cloth away from the prediction together (a collider
+ * stops the part that lands on it), which the global stray counts against
+ * every pair but the relative motion of a pair's own vertices does not.
+ */
+static inline int apart_now(const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+			    const uint32_t idx[4], int ee, float dx, float thickness)
+{
+	return dx > (thickness + bound_now(x, p, idx, ee)) * 1.001f + 1e-7f;
+}
+
 static void project_vt(const sim_self *s, const self_vt *r, sim_vec4 *restrict p,
 		       const sim_vec4 *restrict x, float thickness, float friction)
 {
@@ -1634,6 +1678,8 @@ static void project_vt(const sim_self *s, const self_vt *r, sim_vec4 *restrict p
 		return;
 	const uint32_t *tv = &s->tris[3 * (size_t)r->t];
 	uint32_t idx[4] = {r->v, tv[0], tv[1], tv[2]};
+	if (apart_now(x, p, idx, 0, r->dx, thickness))
+		return;
 	sim_v3 q = v3_of4(p[idx[0]]), a = v3_of4(p[idx[1]]), b = v3_of4(p[idx[2]]),
 	       c = v3_of4(p[idx[3]]);
 	sim_v3 n;
@@ -1688,6 +1734,8 @@ static void project_ee(const sim_self *s, const self_ee *r, sim_vec4 *restrict p
 		return;
 	uint32_t idx[4] = {s->edges[2 * (size_t)r->a], s->edges[2 * (size_t)r->a + 1],
 			   s->edges[2 * (size_t)r->b], s->edges[2 * (size_t)r->b + 1]};
+	if (apart_now(x, p, idx, 1, r->dx, thickness))
+		return;
 	sim_v3 a0 = v3_of4(p[idx[0]]), a1 = v3_of4(p[idx[1]]), b0 = v3_of4(p[idx[2]]),
 	       b1 = v3_of4(p[idx[3]]);
 	sim_v3 ea = v3_sub(a1, a0), eb = v3_sub(b1, b0);
