@@ -110,9 +110,15 @@ typedef struct self_vt {
 	uint32_t v, t;
 	int32_t side;     /* +1 or -1: side of the triangle's plane at x */
 	uint16_t trusted; /* 1 when the vertex was over the triangle at x */
-	uint16_t rest_close; /* 1 for mesh neighbours closer than the thickness at rest */
+	uint16_t rest_close; /* 1 for mesh neighbours closer than the thickness at rest, see
+			      * SELF_REST_UNKNOWN */
 	float lb, dx, tol;
 } self_vt;
+
+/* rest_close is worked out when a projection first needs it: most pairs
+ * are skipped before (apart_now), and the test costs a closest-point
+ * computation at rest. */
+#define SELF_REST_UNKNOWN 2u
 
 typedef struct self_ee {
 	uint32_t a, b;    /* edge indices */
@@ -1010,12 +1016,35 @@ static inline float motion(const sim_vec4 *x, const sim_vec4 *p, uint32_t v)
 	return v3_len(v3_sub(v3_of4(p[v]), v3_of4(x[v])));
 }
 
-/* Motion of vertex v relative to vertex o. */
-static inline float rel_motion_len(const sim_vec4 *x, const sim_vec4 *p, uint32_t o, uint32_t v)
+/* Motion x -> p of vertex v, for bound_now. */
+static inline sim_v3 disp(const sim_vec4 *x, const sim_vec4 *p, uint32_t v)
 {
-	sim_v3 d = v3_sub(v3_sub(v3_of4(p[v]), v3_of4(x[v])), v3_sub(v3_of4(p[o]), v3_of4(x[o])));
-	return v3_len(d);
+	return v3(p[v].x - x[v].x, p[v].y - x[v].y, p[v].z - x[v].z);
 }
+
+static inline float dist2(sim_v3 a, sim_v3 b)
+{
+	sim_v3 d = v3_sub(a, b);
+	return v3_dot(d, d);
+}
+
+/*
+ * The largest relative motion x -> p of a vertex and a corner of the
+ * triangle (ee = 0: idx[0] against idx[1..3]), or of an end of one edge and
+ * an end of the other (ee = 1: idx[0..1] against idx[2..3]). The square
+ * root of the largest square: sqrtf is monotonic and correctly rounded, so
+ * this is the largest of the lengths to the bit, with one root.
+ */
+static inline float bound_now(const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+			      const uint32_t idx[4], int ee)
+{
+	sim_v3 d0 = disp(x, p, idx[0]), d1 = disp(x, p, idx[1]), d2 = disp(x, p, idx[2]),
+	       d3 = disp(x, p, idx[3]);
+	float m = maxf(dist2(d0, d2), dist2(d0, d3));
+	m = maxf(m, ee ? maxf(dist2(d1, d2), dist2(d1, d3)) : dist2(d0, d1));
+	return sqrtf(m);
+}
+
 
 /*
  * Bounds on how much the distance between the two sides of a pair can
@@ -1029,8 +1058,7 @@ static inline float rel_motion_len(const sim_vec4 *x, const sim_vec4 *p, uint32_
  */
 static inline float vt_motion_bound(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4])
 {
-	return maxf(rel_motion_len(x, p, idx[0], idx[1]),
-		    maxf(rel_motion_len(x, p, idx[0], idx[2]), rel_motion_len(x, p, idx[0], idx[3])));
+	return bound_now(x, p, idx, 0);
 }
 
 /* (An earlier form, |a1 - a0| + max |b - a0| in relative motions, is
@@ -1038,8 +1066,7 @@ static inline float vt_motion_bound(const sim_vec4 *x, const sim_vec4 *p, const 
  * after a stray the end-of-substep check let pass.) */
 static inline float ee_motion_bound(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4])
 {
-	return maxf(maxf(rel_motion_len(x, p, idx[0], idx[2]), rel_motion_len(x, p, idx[0], idx[3])),
-		    maxf(rel_motion_len(x, p, idx[1], idx[2]), rel_motion_len(x, p, idx[1], idx[3])));
+	return bound_now(x, p, idx, 1);
 }
 
 /* 1 when some vertex of a[0..na) is joined by a mesh edge to some vertex of
@@ -1106,13 +1133,7 @@ static void vt_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 	vt_side(q, a, b, c, v3_of4(p[v]), v3_of4(p[tv[0]]), v3_of4(p[tv[1]]), v3_of4(p[tv[2]]),
 		&r->side, &trusted);
 	r->trusted = (uint16_t)trusted;
-	/* Hashed triangles are not degenerate at rest, so the distance is
-	 * defined. */
-	r->rest_close = point_triangle_distance(s->x0[v], s->x0[tv[0]], s->x0[tv[1]],
-						s->x0[tv[2]]) < s->thickness &&
-			neighbours(s, &v, 1, tv, 3);
-	if (r->rest_close)
-		r->lb = INFINITY;
+	r->rest_close = SELF_REST_UNKNOWN;
 }
 
 /* Considers edge j as a partner of edge i, their swept boxes within the
@@ -1159,10 +1180,7 @@ static void ee_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 	ee_side(xa0, xa1, xb0, xb1, v3_of4(p[a0]), v3_of4(p[a1]), v3_of4(p[b0]), v3_of4(p[b1]),
 		&r->side, &trusted);
 	r->trusted = (uint16_t)trusted;
-	r->rest_close = segment_distance(s->x0[a0], s->x0[a1], s->x0[b0], s->x0[b1]) < s->thickness &&
-			neighbours(s, &idx[0], 2, &idx[2], 2);
-	if (r->rest_close)
-		r->lb = INFINITY;
+	r->rest_close = SELF_REST_UNKNOWN;
 }
 
 /* Visits the hashed triangles of every chunk whose grown box overlaps `box`
@@ -1627,34 +1645,6 @@ static inline void apply_push(sim_vec4 *restrict p, const uint32_t *idx, const f
 	}
 }
 
-/* Motion x -> p of vertex v, for bound_now. */
-static inline sim_v3 disp(const sim_vec4 *x, const sim_vec4 *p, uint32_t v)
-{
-	return v3(p[v].x - x[v].x, p[v].y - x[v].y, p[v].z - x[v].z);
-}
-
-static inline float dist2(sim_v3 a, sim_v3 b)
-{
-	sim_v3 d = v3_sub(a, b);
-	return v3_dot(d, d);
-}
-
-/*
- * The motion bound of a pair (vt_motion_bound, ee_motion_bound) over x -> p
- * as p is now, with one square root: a vertex against each corner of the
- * triangle (ee = 0), or each end of one edge against each of the other's
- * (ee = 1).
- */
-static inline float bound_now(const sim_vec4 *restrict x, const sim_vec4 *restrict p,
-			      const uint32_t idx[4], int ee)
-{
-	sim_v3 d0 = disp(x, p, idx[0]), d1 = disp(x, p, idx[1]), d2 = disp(x, p, idx[2]),
-	       d3 = disp(x, p, idx[3]);
-	float m = maxf(dist2(d0, d2), dist2(d0, d3));
-	m = maxf(m, ee ? maxf(dist2(d1, d2), dist2(d1, d3)) : dist2(d0, d1));
-	return sqrtf(m);
-}
-
 /*
  * 1 when the pair is provably farther apart than the thickness all along
  * x -> p as p is now: its distance at x less its motion bound over that path
@@ -1671,15 +1661,24 @@ static inline int apart_now(const sim_vec4 *restrict x, const sim_vec4 *restrict
 	return dx > (thickness + bound_now(x, p, idx, ee)) * 1.001f + 1e-7f;
 }
 
-static void project_vt(const sim_self *s, const self_vt *r, sim_vec4 *restrict p,
+static void project_vt(const sim_self *s, self_vt *r, sim_vec4 *restrict p,
 		       const sim_vec4 *restrict x, float thickness, float friction)
 {
-	if (r->rest_close)
+	if (r->rest_close == 1)
 		return;
 	const uint32_t *tv = &s->tris[3 * (size_t)r->t];
 	uint32_t idx[4] = {r->v, tv[0], tv[1], tv[2]};
 	if (apart_now(x, p, idx, 0, r->dx, thickness))
 		return;
+	if (r->rest_close == SELF_REST_UNKNOWN) {
+		/* Hashed triangles are not degenerate at rest, so the distance
+		 * is defined. */
+		r->rest_close = point_triangle_distance(s->x0[r->v], s->x0[tv[0]], s->x0[tv[1]],
+							s->x0[tv[2]]) < s->thickness &&
+				neighbours(s, &r->v, 1, tv, 3);
+		if (r->rest_close)
+			return;
+	}
 	sim_v3 q = v3_of4(p[idx[0]]), a = v3_of4(p[idx[1]]), b = v3_of4(p[idx[2]]),
 	       c = v3_of4(p[idx[3]]);
 	sim_v3 n;
@@ -1727,15 +1726,22 @@ static void project_vt(const sim_self *s, const self_vt *r, sim_vec4 *restrict p
 		apply_friction(p, x, idx, wt, 4, g, W, friction, -C);
 }
 
-static void project_ee(const sim_self *s, const self_ee *r, sim_vec4 *restrict p,
+static void project_ee(const sim_self *s, self_ee *r, sim_vec4 *restrict p,
 		       const sim_vec4 *restrict x, float thickness, float friction)
 {
-	if (r->rest_close)
+	if (r->rest_close == 1)
 		return;
 	uint32_t idx[4] = {s->edges[2 * (size_t)r->a], s->edges[2 * (size_t)r->a + 1],
 			   s->edges[2 * (size_t)r->b], s->edges[2 * (size_t)r->b + 1]};
 	if (apart_now(x, p, idx, 1, r->dx, thickness))
 		return;
+	if (r->rest_close == SELF_REST_UNKNOWN) {
+		r->rest_close = segment_distance(s->x0[idx[0]], s->x0[idx[1]], s->x0[idx[2]],
+						 s->x0[idx[3]]) < s->thickness &&
+				neighbours(s, &idx[0], 2, &idx[2], 2);
+		if (r->rest_close)
+			return;
+	}
 	sim_v3 a0 = v3_of4(p[idx[0]]), a1 = v3_of4(p[idx[1]]), b0 = v3_of4(p[idx[2]]),
 	       b1 = v3_of4(p[idx[3]]);
 	sim_v3 ea = v3_sub(a1, a0), eb = v3_sub(b1, b0);
@@ -1806,11 +1812,11 @@ void sim_self_project(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restric
 	 * further apart than the thickness, so most are skipped.
 	 */
 	const float skip = (thickness + 2.0f * stray_since_begin(s, p)) * 1.001f + 1e-7f;
-	const self_vt *vt = s->vt;
+	self_vt *vt = s->vt;
 	for (uint32_t i = 0, n = s->vt_count; i < n; i++)
 		if (!(vt[i].lb > skip))
 			project_vt(s, &vt[i], p, x, thickness, friction);
-	const self_ee *ee = s->ee;
+	self_ee *ee = s->ee;
 	for (uint32_t i = 0, n = s->ee_count; i < n; i++)
 		if (!(ee[i].lb > skip))
 			project_ee(s, &ee[i], p, x, thickness, friction);
