@@ -115,9 +115,10 @@ typedef struct self_vt {
 	float lb, dx, tol;
 } self_vt;
 
-/* rest_close is worked out when a projection first needs it: most pairs
- * are skipped before (apart_now), and the test costs a closest-point
- * computation at rest. */
+/* rest_close, side and trusted are worked out when a projection first
+ * needs them (settle_vt, settle_ee): most pairs are skipped before
+ * (apart_now), and they cost a closest-point computation at rest and a
+ * plane or line test at x. Until then rest_close is SELF_REST_UNKNOWN. */
 #define SELF_REST_UNKNOWN 2u
 
 typedef struct self_ee {
@@ -1129,10 +1130,8 @@ static void vt_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 	r->lb = lb;
 	r->dx = dx;
 	r->tol = guard_tol(a, b, c);
-	uint32_t trusted;
-	vt_side(q, a, b, c, v3_of4(p[v]), v3_of4(p[tv[0]]), v3_of4(p[tv[1]]), v3_of4(p[tv[2]]),
-		&r->side, &trusted);
-	r->trusted = (uint16_t)trusted;
+	r->side = 0;
+	r->trusted = 0;
 	r->rest_close = SELF_REST_UNKNOWN;
 }
 
@@ -1176,10 +1175,8 @@ static void ee_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 	r->lb = lb;
 	r->dx = dx;
 	r->tol = SELF_GUARD_TOL * sqrtf(maxf(v3_dot(ea, ea), v3_dot(eb, eb)));
-	uint32_t trusted;
-	ee_side(xa0, xa1, xb0, xb1, v3_of4(p[a0]), v3_of4(p[a1]), v3_of4(p[b0]), v3_of4(p[b1]),
-		&r->side, &trusted);
-	r->trusted = (uint16_t)trusted;
+	r->side = 0;
+	r->trusted = 0;
 	r->rest_close = SELF_REST_UNKNOWN;
 }
 
@@ -1661,6 +1658,48 @@ static inline int apart_now(const sim_vec4 *restrict x, const sim_vec4 *restrict
 	return dx > (thickness + bound_now(x, p, idx, ee)) * 1.001f + 1e-7f;
 }
 
+/*
+ * Works out a candidate's rest_close and, unless it is a rest neighbour,
+ * its side and trust at x, with p as predicted at begin_substep (p_pred,
+ * what collect saw), so they are what collect would have recorded.
+ * Returns rest_close.
+ */
+static int settle_vt(const sim_self *s, self_vt *r, const sim_vec4 *restrict x,
+		     const uint32_t *tv)
+{
+	/* Hashed triangles are not degenerate at rest, so the distance is
+	 * defined. */
+	r->rest_close = point_triangle_distance(s->x0[r->v], s->x0[tv[0]], s->x0[tv[1]],
+						s->x0[tv[2]]) < s->thickness &&
+			neighbours(s, &r->v, 1, tv, 3);
+	if (r->rest_close)
+		return 1;
+	const sim_vec4 *q = s->p_pred;
+	uint32_t trusted;
+	vt_side(v3_of4(x[r->v]), v3_of4(x[tv[0]]), v3_of4(x[tv[1]]), v3_of4(x[tv[2]]),
+		v3_of4(q[r->v]), v3_of4(q[tv[0]]), v3_of4(q[tv[1]]), v3_of4(q[tv[2]]), &r->side,
+		&trusted);
+	r->trusted = (uint16_t)trusted;
+	return 0;
+}
+
+static int settle_ee(const sim_self *s, self_ee *r, const sim_vec4 *restrict x,
+		     const uint32_t idx[4])
+{
+	r->rest_close = segment_distance(s->x0[idx[0]], s->x0[idx[1]], s->x0[idx[2]],
+					 s->x0[idx[3]]) < s->thickness &&
+			neighbours(s, &idx[0], 2, &idx[2], 2);
+	if (r->rest_close)
+		return 1;
+	const sim_vec4 *q = s->p_pred;
+	uint32_t trusted;
+	ee_side(v3_of4(x[idx[0]]), v3_of4(x[idx[1]]), v3_of4(x[idx[2]]), v3_of4(x[idx[3]]),
+		v3_of4(q[idx[0]]), v3_of4(q[idx[1]]), v3_of4(q[idx[2]]), v3_of4(q[idx[3]]), &r->side,
+		&trusted);
+	r->trusted = (uint16_t)trusted;
+	return 0;
+}
+
 static void project_vt(const sim_self *s, self_vt *r, sim_vec4 *restrict p,
 		       const sim_vec4 *restrict x, float thickness, float friction)
 {
@@ -1670,15 +1709,8 @@ static void project_vt(const sim_self *s, self_vt *r, sim_vec4 *restrict p,
 	uint32_t idx[4] = {r->v, tv[0], tv[1], tv[2]};
 	if (apart_now(x, p, idx, 0, r->dx, thickness))
 		return;
-	if (r->rest_close == SELF_REST_UNKNOWN) {
-		/* Hashed triangles are not degenerate at rest, so the distance
-		 * is defined. */
-		r->rest_close = point_triangle_distance(s->x0[r->v], s->x0[tv[0]], s->x0[tv[1]],
-							s->x0[tv[2]]) < s->thickness &&
-				neighbours(s, &r->v, 1, tv, 3);
-		if (r->rest_close)
-			return;
-	}
+	if (r->rest_close == SELF_REST_UNKNOWN && settle_vt(s, r, x, tv))
+		return;
 	sim_v3 q = v3_of4(p[idx[0]]), a = v3_of4(p[idx[1]]), b = v3_of4(p[idx[2]]),
 	       c = v3_of4(p[idx[3]]);
 	sim_v3 n;
@@ -1735,13 +1767,8 @@ static void project_ee(const sim_self *s, self_ee *r, sim_vec4 *restrict p,
 			   s->edges[2 * (size_t)r->b], s->edges[2 * (size_t)r->b + 1]};
 	if (apart_now(x, p, idx, 1, r->dx, thickness))
 		return;
-	if (r->rest_close == SELF_REST_UNKNOWN) {
-		r->rest_close = segment_distance(s->x0[idx[0]], s->x0[idx[1]], s->x0[idx[2]],
-						 s->x0[idx[3]]) < s->thickness &&
-				neighbours(s, &idx[0], 2, &idx[2], 2);
-		if (r->rest_close)
-			return;
-	}
+	if (r->rest_close == SELF_REST_UNKNOWN && settle_ee(s, r, x, idx))
+		return;
 	sim_v3 a0 = v3_of4(p[idx[0]]), a1 = v3_of4(p[idx[1]]), b0 = v3_of4(p[idx[2]]),
 	       b1 = v3_of4(p[idx[3]]);
 	sim_v3 ea = v3_sub(a1, a0), eb = v3_sub(b1, b0);
