@@ -97,21 +97,36 @@
  * more than the thickness plus twice the largest stray of any vertex from
  * that prediction: it cannot be within the thickness, nor have crossed, so
  * its projection would do nothing. -INFINITY when no bound is known.
+ *
+ * `dx` is the pair's distance at x itself (-INFINITY when the triangle is
+ * degenerate there) and `tol` the guard's contact tolerance for it
+ * (SELF_GUARD_TOL times the longest edge at x). x does not change within a
+ * substep, so both hold until its end: the guard clears a pair with
+ * dx > M + tol, M its motion bound over x -> p as p is then, by the very
+ * test vt_toi and ee_toi would make first, without the distance
+ * computation (guard_clears).
  */
 typedef struct self_vt {
 	uint32_t v, t;
 	int32_t side;     /* +1 or -1: side of the triangle's plane at x */
 	uint16_t trusted; /* 1 when the vertex was over the triangle at x */
-	uint16_t rest_close; /* 1 for mesh neighbours closer than the thickness at rest */
-	float lb;
+	uint16_t rest_close; /* 1 for mesh neighbours closer than the thickness at rest, see
+			      * SELF_REST_UNKNOWN */
+	float lb, dx, tol;
 } self_vt;
+
+/* rest_close, side and trusted are worked out when a projection first
+ * needs them (settle_vt, settle_ee): most pairs are skipped before
+ * (apart_now), and they cost a closest-point computation at rest and a
+ * plane or line test at x. Until then rest_close is SELF_REST_UNKNOWN. */
+#define SELF_REST_UNKNOWN 2u
 
 typedef struct self_ee {
 	uint32_t a, b;    /* edge indices */
 	int32_t side;     /* sign of the line-line separation at x; 0 unknown */
 	uint16_t trusted; /* 1 when the lines' closest points lay on both segments at x */
 	uint16_t rest_close;
-	float lb;
+	float lb, dx, tol;
 } self_ee;
 
 /* Candidate pairs found by one block of chunks (collect), grown by doubling
@@ -1002,12 +1017,35 @@ static inline float motion(const sim_vec4 *x, const sim_vec4 *p, uint32_t v)
 	return v3_len(v3_sub(v3_of4(p[v]), v3_of4(x[v])));
 }
 
-/* Motion of vertex v relative to vertex o. */
-static inline float rel_motion_len(const sim_vec4 *x, const sim_vec4 *p, uint32_t o, uint32_t v)
+/* Motion x -> p of vertex v, for bound_now. */
+static inline sim_v3 disp(const sim_vec4 *x, const sim_vec4 *p, uint32_t v)
 {
-	sim_v3 d = v3_sub(v3_sub(v3_of4(p[v]), v3_of4(x[v])), v3_sub(v3_of4(p[o]), v3_of4(x[o])));
-	return v3_len(d);
+	return v3(p[v].x - x[v].x, p[v].y - x[v].y, p[v].z - x[v].z);
 }
+
+static inline float dist2(sim_v3 a, sim_v3 b)
+{
+	sim_v3 d = v3_sub(a, b);
+	return v3_dot(d, d);
+}
+
+/*
+ * The largest relative motion x -> p of a vertex and a corner of the
+ * triangle (ee = 0: idx[0] against idx[1..3]), or of an end of one edge and
+ * an end of the other (ee = 1: idx[0..1] against idx[2..3]). The square
+ * root of the largest square: sqrtf is monotonic and correctly rounded, so
+ * this is the largest of the lengths to the bit, with one root.
+ */
+static inline float bound_now(const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+			      const uint32_t idx[4], int ee)
+{
+	sim_v3 d0 = disp(x, p, idx[0]), d1 = disp(x, p, idx[1]), d2 = disp(x, p, idx[2]),
+	       d3 = disp(x, p, idx[3]);
+	float m = maxf(dist2(d0, d2), dist2(d0, d3));
+	m = maxf(m, ee ? maxf(dist2(d1, d2), dist2(d1, d3)) : dist2(d0, d1));
+	return sqrtf(m);
+}
+
 
 /*
  * Bounds on how much the distance between the two sides of a pair can
@@ -1021,8 +1059,7 @@ static inline float rel_motion_len(const sim_vec4 *x, const sim_vec4 *p, uint32_
  */
 static inline float vt_motion_bound(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4])
 {
-	return maxf(rel_motion_len(x, p, idx[0], idx[1]),
-		    maxf(rel_motion_len(x, p, idx[0], idx[2]), rel_motion_len(x, p, idx[0], idx[3])));
+	return bound_now(x, p, idx, 0);
 }
 
 /* (An earlier form, |a1 - a0| + max |b - a0| in relative motions, is
@@ -1030,8 +1067,7 @@ static inline float vt_motion_bound(const sim_vec4 *x, const sim_vec4 *p, const 
  * after a stray the end-of-substep check let pass.) */
 static inline float ee_motion_bound(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4])
 {
-	return maxf(maxf(rel_motion_len(x, p, idx[0], idx[2]), rel_motion_len(x, p, idx[0], idx[3])),
-		    maxf(rel_motion_len(x, p, idx[1], idx[2]), rel_motion_len(x, p, idx[1], idx[3])));
+	return bound_now(x, p, idx, 1);
 }
 
 /* 1 when some vertex of a[0..na) is joined by a mesh edge to some vertex of
@@ -1046,6 +1082,14 @@ static int neighbours(const sim_self *s, const uint32_t *a, int na, const uint32
 	return 0;
 }
 
+/* The swept test's contact tolerance for triangle abc at x, as vt_toi
+ * computes it. */
+static inline float guard_tol(sim_v3 a, sim_v3 b, sim_v3 c)
+{
+	sim_v3 ab = v3_sub(b, a), ac = v3_sub(c, a), bc = v3_sub(c, b);
+	return SELF_GUARD_TOL * sqrtf(maxf(v3_dot(ab, ab), maxf(v3_dot(ac, ac), v3_dot(bc, bc))));
+}
+
 /* Considers triangle t as a candidate for vertex v, their swept boxes
  * within the reach. */
 static void vt_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, const sim_vec4 *p,
@@ -1058,7 +1102,7 @@ static void vt_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 		return;
 	sim_v3 q = v3_of4(x[v]), a = v3_of4(x[tv[0]]), b = v3_of4(x[tv[1]]), c = v3_of4(x[tv[2]]);
 	sim_v3 n;
-	float lb = -INFINITY;
+	float lb = -INFINITY, dx = -INFINITY;
 	if (!tri_degenerate(a, b, c, &n)) {
 		const uint32_t idx[4] = {v, tv[0], tv[1], tv[2]};
 		float M = vt_motion_bound(x, p, idx);
@@ -1072,7 +1116,8 @@ static void vt_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 		float ra = maxf(v3_len(v3_sub(b, a)), v3_len(v3_sub(c, a)));
 		if (v3_len(qa) - ra - M > reach)
 			return;
-		lb = point_triangle_distance(q, a, b, c) - M;
+		dx = point_triangle_distance(q, a, b, c);
+		lb = dx - M;
 		if (lb > reach)
 			return;
 	}
@@ -1083,17 +1128,11 @@ static void vt_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 	r->v = v;
 	r->t = t;
 	r->lb = lb;
-	uint32_t trusted;
-	vt_side(q, a, b, c, v3_of4(p[v]), v3_of4(p[tv[0]]), v3_of4(p[tv[1]]), v3_of4(p[tv[2]]),
-		&r->side, &trusted);
-	r->trusted = (uint16_t)trusted;
-	/* Hashed triangles are not degenerate at rest, so the distance is
-	 * defined. */
-	r->rest_close = point_triangle_distance(s->x0[v], s->x0[tv[0]], s->x0[tv[1]],
-						s->x0[tv[2]]) < s->thickness &&
-			neighbours(s, &v, 1, tv, 3);
-	if (r->rest_close)
-		r->lb = INFINITY;
+	r->dx = dx;
+	r->tol = guard_tol(a, b, c);
+	r->side = 0;
+	r->trusted = 0;
+	r->rest_close = SELF_REST_UNKNOWN;
 }
 
 /* Considers edge j as a partner of edge i, their swept boxes within the
@@ -1123,7 +1162,8 @@ static void ee_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 	float nl2 = v3_dot(nl, nl);
 	if (nl2 > 0.0f && fabsf(v3_dot(v3_sub(xa0, xb0), nl)) / sqrtf(nl2) - M > reach)
 		return;
-	float lb = segment_distance(xa0, xa1, xb0, xb1) - M;
+	const float dx = segment_distance(xa0, xa1, xb0, xb1);
+	float lb = dx - M;
 	if (lb > reach)
 		return;
 	if (out->ee_count == out->ee_cap &&
@@ -1133,14 +1173,11 @@ static void ee_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 	r->a = i;
 	r->b = j;
 	r->lb = lb;
-	uint32_t trusted;
-	ee_side(xa0, xa1, xb0, xb1, v3_of4(p[a0]), v3_of4(p[a1]), v3_of4(p[b0]), v3_of4(p[b1]),
-		&r->side, &trusted);
-	r->trusted = (uint16_t)trusted;
-	r->rest_close = segment_distance(s->x0[a0], s->x0[a1], s->x0[b0], s->x0[b1]) < s->thickness &&
-			neighbours(s, &idx[0], 2, &idx[2], 2);
-	if (r->rest_close)
-		r->lb = INFINITY;
+	r->dx = dx;
+	r->tol = SELF_GUARD_TOL * sqrtf(maxf(v3_dot(ea, ea), v3_dot(eb, eb)));
+	r->side = 0;
+	r->trusted = 0;
+	r->rest_close = SELF_REST_UNKNOWN;
 }
 
 /* Visits the hashed triangles of every chunk whose grown box overlaps `box`
@@ -1473,13 +1510,25 @@ static void collect_blocks(void *ctx, uint32_t begin, uint32_t end)
 
 /*
  * Builds the hash over the chunks' grown boxes and collects the candidate
- * pairs with their sides at x. Each chunk A queries the cells of its plain
- * box and takes the chunks B > A found there whose grown boxes it overlaps,
- * in the first cell they share (first_shared_cell), so each chunk pair is
- * met once without marks (a chunk with two cells hashed to one slot sits
- * there twice in a row, and the second is skipped); chunk_pair does the
- * rest. Blocks of chunks run on the pool into their own buffers, which are
+ * pairs (their sides at x are worked out later, see settle_vt). Each chunk
+ * A queries the cells of its plain box and takes the chunks B > A found
+ * there whose grown boxes it overlaps, in the first cell they share
+ * (first_shared_cell), so each chunk pair is met once without marks (a
+ * chunk with two cells hashed to one slot sits there twice in a row, and
+ * the second is skipped); chunk_pair does the rest. Blocks of chunks run on the pool into their own buffers, which are
  * then joined in block order: the list is the same for any thread count.
+ *
+ * The pairs are collected afresh every substep. Verlet lists (a list per
+ * block built at earlier positions X with a margin, kept while every chunk
+ * pair's relative displacement since X stays within it) were tried and
+ * measured worse on a sheet folding over a sphere: the relative motion
+ * between chunks a few centimetres apart is 1 to 2 mm per substep there,
+ * so a margin that lasts a few substeps must be several millimetres, and
+ * the pair distances of a flat mesh cluster at 0.71 and 1 edge length, so
+ * such a margin takes in ten times the candidates (60 to 80 per vertex
+ * against 6). Reusing a list over an extrapolated two-substep path fails
+ * for a like reason: the iterations (a collider stopping the cloth) move
+ * vertices 2 to 4 mm from their prediction in most substeps.
  */
 static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p, float reach)
 {
@@ -1605,13 +1654,75 @@ static inline void apply_push(sim_vec4 *restrict p, const uint32_t *idx, const f
 	}
 }
 
-static void project_vt(const sim_self *s, const self_vt *r, sim_vec4 *restrict p,
+/*
+ * 1 when the pair is provably farther apart than the thickness all along
+ * x -> p as p is now: its distance at x less its motion bound over that path
+ * (see vt_motion_bound), with a relative margin for rounding. Then it is not
+ * in contact and has not crossed, and its projection would do nothing. This
+ * is the per-pair form of sim_self_project's skip: the iterations move
+ * whole regions of the cloth away from the prediction together (a collider
+ * stops the part that lands on it), which the global stray counts against
+ * every pair but the relative motion of a pair's own vertices does not.
+ */
+static inline int apart_now(const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+			    const uint32_t idx[4], int ee, float dx, float thickness)
+{
+	return dx > (thickness + bound_now(x, p, idx, ee)) * 1.001f + 1e-7f;
+}
+
+/*
+ * Works out a candidate's rest_close and, unless it is a rest neighbour,
+ * its side and trust at x, with p as predicted at begin_substep (p_pred,
+ * what collect saw), so they are what collect would have recorded.
+ * Returns rest_close.
+ */
+static int settle_vt(const sim_self *s, self_vt *r, const sim_vec4 *restrict x,
+		     const uint32_t *tv)
+{
+	/* Hashed triangles are not degenerate at rest, so the distance is
+	 * defined. */
+	r->rest_close = point_triangle_distance(s->x0[r->v], s->x0[tv[0]], s->x0[tv[1]],
+						s->x0[tv[2]]) < s->thickness &&
+			neighbours(s, &r->v, 1, tv, 3);
+	if (r->rest_close)
+		return 1;
+	const sim_vec4 *q = s->p_pred;
+	uint32_t trusted;
+	vt_side(v3_of4(x[r->v]), v3_of4(x[tv[0]]), v3_of4(x[tv[1]]), v3_of4(x[tv[2]]),
+		v3_of4(q[r->v]), v3_of4(q[tv[0]]), v3_of4(q[tv[1]]), v3_of4(q[tv[2]]), &r->side,
+		&trusted);
+	r->trusted = (uint16_t)trusted;
+	return 0;
+}
+
+static int settle_ee(const sim_self *s, self_ee *r, const sim_vec4 *restrict x,
+		     const uint32_t idx[4])
+{
+	r->rest_close = segment_distance(s->x0[idx[0]], s->x0[idx[1]], s->x0[idx[2]],
+					 s->x0[idx[3]]) < s->thickness &&
+			neighbours(s, &idx[0], 2, &idx[2], 2);
+	if (r->rest_close)
+		return 1;
+	const sim_vec4 *q = s->p_pred;
+	uint32_t trusted;
+	ee_side(v3_of4(x[idx[0]]), v3_of4(x[idx[1]]), v3_of4(x[idx[2]]), v3_of4(x[idx[3]]),
+		v3_of4(q[idx[0]]), v3_of4(q[idx[1]]), v3_of4(q[idx[2]]), v3_of4(q[idx[3]]), &r->side,
+		&trusted);
+	r->trusted = (uint16_t)trusted;
+	return 0;
+}
+
+static void project_vt(const sim_self *s, self_vt *r, sim_vec4 *restrict p,
 		       const sim_vec4 *restrict x, float thickness, float friction)
 {
-	if (r->rest_close)
+	if (r->rest_close == 1)
 		return;
 	const uint32_t *tv = &s->tris[3 * (size_t)r->t];
 	uint32_t idx[4] = {r->v, tv[0], tv[1], tv[2]};
+	if (apart_now(x, p, idx, 0, r->dx, thickness))
+		return;
+	if (r->rest_close == SELF_REST_UNKNOWN && settle_vt(s, r, x, tv))
+		return;
 	sim_v3 q = v3_of4(p[idx[0]]), a = v3_of4(p[idx[1]]), b = v3_of4(p[idx[2]]),
 	       c = v3_of4(p[idx[3]]);
 	sim_v3 n;
@@ -1659,13 +1770,17 @@ static void project_vt(const sim_self *s, const self_vt *r, sim_vec4 *restrict p
 		apply_friction(p, x, idx, wt, 4, g, W, friction, -C);
 }
 
-static void project_ee(const sim_self *s, const self_ee *r, sim_vec4 *restrict p,
+static void project_ee(const sim_self *s, self_ee *r, sim_vec4 *restrict p,
 		       const sim_vec4 *restrict x, float thickness, float friction)
 {
-	if (r->rest_close)
+	if (r->rest_close == 1)
 		return;
 	uint32_t idx[4] = {s->edges[2 * (size_t)r->a], s->edges[2 * (size_t)r->a + 1],
 			   s->edges[2 * (size_t)r->b], s->edges[2 * (size_t)r->b + 1]};
+	if (apart_now(x, p, idx, 1, r->dx, thickness))
+		return;
+	if (r->rest_close == SELF_REST_UNKNOWN && settle_ee(s, r, x, idx))
+		return;
 	sim_v3 a0 = v3_of4(p[idx[0]]), a1 = v3_of4(p[idx[1]]), b0 = v3_of4(p[idx[2]]),
 	       b1 = v3_of4(p[idx[3]]);
 	sim_v3 ea = v3_sub(a1, a0), eb = v3_sub(b1, b0);
@@ -1736,11 +1851,11 @@ void sim_self_project(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restric
 	 * further apart than the thickness, so most are skipped.
 	 */
 	const float skip = (thickness + 2.0f * stray_since_begin(s, p)) * 1.001f + 1e-7f;
-	const self_vt *vt = s->vt;
+	self_vt *vt = s->vt;
 	for (uint32_t i = 0, n = s->vt_count; i < n; i++)
 		if (!(vt[i].lb > skip))
 			project_vt(s, &vt[i], p, x, thickness, friction);
-	const self_ee *ee = s->ee;
+	self_ee *ee = s->ee;
 	for (uint32_t i = 0, n = s->ee_count; i < n; i++)
 		if (!(ee[i].lb > skip))
 			project_ee(s, &ee[i], p, x, thickness, friction);
@@ -2241,6 +2356,11 @@ static void revert_all(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restri
  * zones of Provot 1997 / Bridson et al. 2002 but without the averaging. It
  * only acts where the projections failed, which the tests show is rare.
  *
+ * A candidate pair whose distance at x, recorded at collection (dx),
+ * exceeds its motion bound over x -> p plus the contact tolerance is
+ * cleared before the swept test: that is the test vt_toi and ee_toi begin
+ * with, on the same numbers, so only the distance computation is saved.
+ *
  * Candidate pairs were found for the motion x -> p as predicted at begin;
  * the iterations have since moved p. A pair left out (boxes more than the
  * reach apart, or farther apart at x than its motion plus the reach) can
@@ -2276,6 +2396,8 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 			if (!(s->dirty[idx[0]] | s->dirty[idx[1]] | s->dirty[idx[2]] |
 			      s->dirty[idx[3]]))
 				continue;
+			if (r->dx > vt_motion_bound(x, p, idx) + r->tol)
+				continue;
 			changed += guard_vt(s, p, x, idx, backoff);
 		}
 		for (uint32_t i = 0; i < s->ee_count; i++) {
@@ -2284,6 +2406,8 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 					   s->edges[2 * (size_t)r->b], s->edges[2 * (size_t)r->b + 1]};
 			if (!(s->dirty[idx[0]] | s->dirty[idx[1]] | s->dirty[idx[2]] |
 			      s->dirty[idx[3]]))
+				continue;
+			if (r->dx > ee_motion_bound(x, p, idx) + r->tol)
 				continue;
 			changed += guard_ee(s, p, x, idx, backoff);
 		}

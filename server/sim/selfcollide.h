@@ -30,9 +30,9 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 void sim_self_destroy(sim_self *s);
 
 /* Builds the hash over triangle boxes swept from x to p and grown by
- * thickness, collects candidate pairs and records on which side of each
- * candidate triangle (and edge pair) the vertices are at the start of the
- * substep. */
+ * thickness and collects candidate pairs. The side of each candidate
+ * triangle (and edge pair) the vertices are on at the start of the substep,
+ * x, is the side the projection keeps them on. */
 void sim_self_begin_substep(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
 			    float thickness);
 

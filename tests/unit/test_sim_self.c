@@ -231,6 +231,43 @@ static void test_resting_push_conserves_momentum(void)
 	sim_self_destroy(s);
 }
 
+/*
+ * A vertex that the iterations move towards a triangle after begin_substep
+ * is still pushed out to the thickness, whether or not another part of the
+ * cloth strayed far from its prediction meanwhile (a collider stopping it,
+ * say). Before, one large stray anywhere disabled the projection's skip for
+ * every pair; now each pair is skipped only by its own motion since x,
+ * which must never hide a pair that came within the thickness.
+ */
+static void test_projection_after_stray(void)
+{
+	enum { N = 4, NV1 = (N + 1) * (N + 1), NV = 2 * NV1 };
+	const float h = 0.1f, th = 0.02f;
+	for (int far = 0; far < 2; far++) {
+		sim_vec4 x[NV], p[NV];
+		uint32_t tris[2 * 3 * 2 * N * N];
+		uint32_t nt = grid(N, N, h, 0.0f, 1.0f, x, tris, 0);
+		nt += grid(N, N, h, 1.2f * th, 1.0f, x + NV1, tris + 3 * nt, NV1);
+		for (uint32_t i = NV1; i < NV; i++)
+			x[i].x += 0.05f, x[i].y += 0.03f;
+		memcpy(p, x, sizeof x);
+		sim_self *s = NULL;
+		CHECK_OK(sim_self_create(tris, nt, NV, x, &s, NULL));
+		sim_self_begin_substep(s, x, p, th);
+		/* Upper vertex (2, 2) over lower triangle (a, b, d) of quad (2, 2). */
+		const uint32_t v = NV1 + 2 * (N + 1) + 2;
+		const uint32_t a = 2 * (N + 1) + 2, b = a + 1, d = a + N + 2;
+		p[v].z -= 0.9f * th;
+		if (far)
+			p[0].z -= 10.0f * th; /* a corner far from v strays */
+		sim_self_project(s, p, x, th, 0.0f);
+		double dist = plane_dist(p[v], p[a], p[b], p[d]);
+		CHECKF(dist > 0.99 * th, "far stray %d: vertex left %.4g above the triangle (thickness %g)",
+		       far, dist, (double)th);
+		sim_self_destroy(s);
+	}
+}
+
 /* Pinned vertices (w = 0) never move, whichever side of the pair they are. */
 static void test_pinned_never_move(void)
 {
@@ -1205,6 +1242,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_guard_alone_stops_vertex),
 	CHECK_TEST(test_vertex_on_plane),
 	CHECK_TEST(test_resting_push_conserves_momentum),
+	CHECK_TEST(test_projection_after_stray),
 	CHECK_TEST(test_pinned_never_move),
 	CHECK_TEST(test_degenerate_triangle),
 	CHECK_TEST(test_kinematic_patch_through_sheet),
