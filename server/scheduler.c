@@ -77,7 +77,7 @@ uint32_t srv_sched_solved(const srv_session *s)
  * target is not solved yet (frames still in the output stage count). */
 static void srv_sched_requeue(srv_server *srv, srv_session *s)
 {
-	if (s->busy || s->in_queue || s->pending || s->deleted)
+	if (s->busy || s->in_queue || s->pending || s->fail_pending || s->deleted)
 		return;
 	if (s->target != 0 && srv_sched_solved(s) >= s->target)
 		return;
@@ -242,6 +242,27 @@ static void srv_out_start(srv_server *srv, srv_session *s)
 	}
 }
 
+/* Loop: the solve of frame frames_done + 1 failed (work_rc, work_err and
+ * fail_status say how) and no earlier frame is in flight: the run fails. */
+static void srv_fail_run(srv_server *srv, srv_session *s)
+{
+	const int status = s->fail_status;
+	s->fail_pending = false;
+	s->has_error = true;
+	if (status != 0)
+		drape_error_setf(&s->error, DRAPE_EINTERNAL, "frame %u: the work item failed: %s",
+				 (unsigned)s->frames_done + 1, uv_strerror(status));
+	else
+		s->error = s->work_err;
+	s->error_frame = s->frames_done + 1;
+	s->has_stats = true;
+	s->stats = s->work_stats;
+	srv_ckpt_snap_free(s->work_ckpt);
+	s->work_ckpt = NULL;
+	srv_warn("session %u failed at frame %u: %s", (unsigned)s->id, (unsigned)s->error_frame, s->error.message);
+	srv_finish_run(srv, s, PROTO_STATE_FAILED, "failed");
+}
+
 /* Loop: the solve of a frame of s landed. A failed frame still lets a
  * parked job run (failed sessions accept collider changes like idle ones). */
 static void srv_after_work(uv_work_t *w, int status)
@@ -259,21 +280,14 @@ static void srv_after_work(uv_work_t *w, int status)
 	}
 	s->last_active_ms = srv_now_ms(srv);
 	if (status != 0 || s->work_rc != DRAPE_OK) {
-		s->has_error = true;
-		if (status != 0)
-			drape_error_setf(&s->error, DRAPE_EINTERNAL, "frame %u: the work item failed: %s",
-					 (unsigned)srv_sched_solved(s) + 1, uv_strerror(status));
-		else
-			s->error = s->work_err;
-		s->error_frame = srv_sched_solved(s) + 1;
-		s->has_stats = true;
-		s->stats = s->work_stats;
-		srv_ckpt_snap_free(s->work_ckpt);
-		s->work_ckpt = NULL;
 		srv_sched_dequeue(srv, s);
-		srv_warn("session %u failed at frame %u: %s", (unsigned)s->id, (unsigned)s->error_frame,
-			 s->error.message);
-		srv_finish_run(srv, s, PROTO_STATE_FAILED, "failed");
+		s->fail_status = status;
+		/* The run fails after its last good frame has landed, so a
+		 * client that sees "failed" can fetch every frame before it. */
+		if (s->writing)
+			s->fail_pending = true;
+		else
+			srv_fail_run(srv, s);
 		goto landed;
 	}
 
@@ -340,7 +354,9 @@ static void srv_out_done(uv_work_t *w, int status)
 		srv_out_start(srv, s);
 	}
 	const bool wanted = s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED;
-	if (wanted && s->target != 0 && s->frames_done >= s->target) {
+	if (s->fail_pending) {
+		srv_fail_run(srv, s);
+	} else if (wanted && s->target != 0 && s->frames_done >= s->target) {
 		srv_finish_run(srv, s, PROTO_STATE_DONE, "done");
 		srv_ckpt_save_state(srv, s);
 	} else if (wanted && !srv->stopping) {

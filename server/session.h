@@ -40,6 +40,10 @@ typedef struct srv_session {
 				* solved and waits in the work fields for the
 				* output stage; the session solves no further */
 	bool ckpt_want;        /* a checkpoint was asked for while busy or writing */
+	bool fail_pending;     /* the solve after the frame being written failed
+				* (work_rc, work_err, fail_status); the run fails
+				* when that frame has landed */
+	int fail_status;       /* libuv status of the failed solve */
 	struct srv_job *parked; /* a collider op waiting for the frame in flight */
 	uint64_t intersections; /* preflight count of the input mesh */
 	bool deleted;          /* deleted while busy; freed when the frame lands */
