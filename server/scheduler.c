@@ -190,7 +190,8 @@ static void srv_out_work(uv_work_t *w)
 					  s->work_record);
 	srv_ckpt_write_snapshot(s, s->out_ckpt);
 	s->out_ckpt = NULL;
-	/* Encoding here keeps the loop free of per-vertex work. */
+	/* Encoding here, into the message nng will send, keeps the loop free
+	 * of per-vertex work. */
 	proto_stream_msg m;
 	memset(&m, 0, sizeof m);
 	m.kind = PROTO_STREAM_FRAME;
@@ -200,10 +201,9 @@ static void srv_out_work(uv_work_t *w)
 	m.frame.positions = s->out_positions;
 	m.frame.stats = s->out_stats;
 	proto_buf b = { NULL, 0 };
-	if (proto_stream_encode(&m, &b, NULL) == DRAPE_OK) {
-		s->out_msg = b.data;
-		s->out_msg_len = b.len;
-	}
+	if (proto_stream_encode(&m, &b, NULL) == DRAPE_OK)
+		s->out_msg = srv_stream_msg_new(b.data, b.len);
+	proto_buf_free(&b);
 }
 
 static void srv_out_done(uv_work_t *w, int status);
@@ -228,7 +228,6 @@ static void srv_out_start(srv_server *srv, srv_session *s)
 	}
 	s->out_disk_ok = false;
 	s->out_msg = NULL;
-	s->out_msg_len = 0;
 	s->writing = true;
 	srv->outputs++;
 	s->out_work.data = s;
@@ -319,7 +318,7 @@ static void srv_out_done(uv_work_t *w, int status)
 	s->writing = false;
 	srv->outputs--;
 	if (s->deleted) {
-		free(s->out_msg);
+		srv_stream_msg_free(s->out_msg);
 		s->out_msg = NULL;
 		/* A frame solved meanwhile is dropped with the session. */
 		s->pending = false;
@@ -342,9 +341,8 @@ static void srv_out_done(uv_work_t *w, int status)
 	s->has_stats = true;
 	srv->counters.frames_solved++;
 	if (s->out_msg != NULL) {
-		srv_stream_publish(srv->stream, s->out_msg, s->out_msg_len);
+		srv_stream_send(srv->stream, s->out_msg);
 		srv->counters.frames_served++;
-		free(s->out_msg);
 		s->out_msg = NULL;
 	}
 	/* The frame solved meanwhile goes next, even when stopping: no solved

@@ -81,7 +81,7 @@ void srv_session_free(srv_session *s)
 	free(s->work_positions);
 	free(s->out_positions);
 	free(s->work_record);
-	free(s->out_msg);
+	srv_stream_msg_free(s->out_msg);
 	srv_ckpt_snap_free(s->work_ckpt);
 	srv_ckpt_snap_free(s->out_ckpt);
 	free(s->name);

@@ -82,8 +82,7 @@ typedef struct srv_session {
 	drape_sim_stats out_stats;
 	bool out_disk_ok;
 	srv_ckpt_snap *out_ckpt; /* written after the frame's record, or NULL */
-	uint8_t *out_msg;       /* encoded stream message, published by the loop */
-	size_t out_msg_len;
+	struct srv_stream_msg *out_msg; /* stream message, published by the loop */
 } srv_session;
 
 typedef struct srv_sessions {
