@@ -320,10 +320,14 @@ static void srv_out_done(uv_work_t *w, int status)
 	if (s->deleted) {
 		srv_stream_msg_free(s->out_msg);
 		s->out_msg = NULL;
-		/* A frame solved meanwhile is dropped with the session. */
-		s->pending = false;
-		srv_ckpt_snap_free(s->work_ckpt);
-		s->work_ckpt = NULL;
+		/* A frame solved meanwhile is dropped with the session. (Without
+		 * one, a solve may be in flight and its worker owns work_ckpt;
+		 * srv_after_work drops that.) */
+		if (s->pending) {
+			s->pending = false;
+			srv_ckpt_snap_free(s->work_ckpt);
+			s->work_ckpt = NULL;
+		}
 		srv_sched_settle(srv, s);
 		goto next;
 	}
