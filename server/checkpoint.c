@@ -223,46 +223,66 @@ static void srv_ckpt_save_next_id(srv_server *srv)
 	srv_file_write(srv->cfg->state_dir, "server.bin", SRV_KIND_SERVER, &part, 1);
 }
 
-/* Writes state.bin from the sim and the given run fields. Reads only what
- * the caller owns at that moment (the sim, and immutable session fields),
- * so a worker holding the session may call it. */
-static void srv_ckpt_write_state(srv_session *s, uint32_t state, uint32_t target, uint32_t last_target,
+struct srv_ckpt_snap {
+	srv_state_head head;
+	float buf[]; /* positions, then velocities: vertices * 3 floats each */
+};
+
+srv_ckpt_snap *srv_ckpt_snapshot(const srv_session *s, uint32_t state, uint32_t target, uint32_t last_target,
 				 const drape_sim_params *params)
 {
-	srv_state_head h;
-	memset(&h, 0, sizeof h);
-	h.id = s->id;
-	h.last_target = last_target;
-	h.target = target;
-	h.state = state;
-	h.vertices = s->vertices;
-	h.params_size = (uint32_t)sizeof h.params;
-	h.params = *params;
 	const size_t n = (size_t)s->vertices * 3u;
-	float *buf = malloc(n * 2u * sizeof(float));
-	if (buf == NULL) {
+	srv_ckpt_snap *snap = malloc(sizeof *snap + n * 2u * sizeof(float));
+	if (snap == NULL) {
 		srv_warn("session %u: out of memory for its checkpoint", (unsigned)s->id);
-		return;
+		return NULL;
 	}
-	drape_sim_get_state(s->sim, buf, buf + n, &h.frame);
-	const srv_part parts[2] = { { &h, sizeof h }, { buf, n * 2u * sizeof(float) } };
-	srv_file_write(s->dir, "state.bin", SRV_KIND_STATE, parts, 2);
-	free(buf);
+	srv_state_head *h = &snap->head;
+	memset(h, 0, sizeof *h);
+	h->id = s->id;
+	h->last_target = last_target;
+	h->target = target;
+	h->state = state;
+	h->vertices = s->vertices;
+	h->params_size = (uint32_t)sizeof h->params;
+	h->params = *params;
+	drape_sim_get_state(s->sim, snap->buf, snap->buf + n, &h->frame);
+	return snap;
+}
+
+void srv_ckpt_snap_free(srv_ckpt_snap *snap)
+{
+	free(snap);
+}
+
+void srv_ckpt_write_snapshot(const srv_session *s, srv_ckpt_snap *snap)
+{
+	if (snap == NULL)
+		return;
+	if (s->dir != NULL) {
+		const size_t bytes = (size_t)snap->head.vertices * 6u * sizeof(float);
+		const srv_part parts[2] = { { &snap->head, sizeof snap->head }, { snap->buf, bytes } };
+		srv_file_write(s->dir, "state.bin", SRV_KIND_STATE, parts, 2);
+	}
+	free(snap);
 }
 
 void srv_ckpt_save_state(srv_server *srv, srv_session *s)
 {
 	(void)srv;
-	if (s->dir == NULL || s->busy || s->deleted)
+	if (s->dir == NULL || s->deleted)
 		return;
-	srv_ckpt_write_state(s, (uint32_t)s->state, s->target, s->last_target, &s->params);
-}
-
-void srv_ckpt_save_state_worker(srv_session *s)
-{
-	if (s->dir == NULL)
+	/* The sim belongs to a worker, or a frame's output (which may write
+	 * state.bin itself) is in flight: writing now could race that write or
+	 * be overtaken by an older checkpoint, and could get ahead of the
+	 * frames on disk. The scheduler writes it once they have landed, or
+	 * hands it to the next frame's output (srv_sched_settle). */
+	if (s->busy || s->writing) {
+		s->ckpt_want = true;
 		return;
-	srv_ckpt_write_state(s, PROTO_STATE_RUNNING, s->work_target, s->work_last_target, &s->work_params);
+	}
+	s->ckpt_want = false;
+	srv_ckpt_write_snapshot(s, srv_ckpt_snapshot(s, (uint32_t)s->state, s->target, s->last_target, &s->params));
 }
 
 void srv_ckpt_save_params(srv_server *srv, srv_session *s)
@@ -305,7 +325,7 @@ void srv_ckpt_remove_session(srv_server *srv, srv_session *s)
 		if (unlink(path) != 0 && errno != ENOENT)
 			srv_warn("session %u: cannot remove %s: %s", (unsigned)s->id, path, strerror(errno));
 	}
-	if (rmdir(s->dir) != 0)
+	if (rmdir(s->dir) != 0 && errno != ENOENT)
 		srv_warn("session %u: cannot remove %s: %s", (unsigned)s->id, s->dir, strerror(errno));
 }
 

@@ -16,14 +16,16 @@
  * and never a mix; each ends with an FNV-1a 64 checksum of the rest, so a
  * torn or corrupted file is reported and skipped instead of loaded.
  *
- * state.bin is written every --checkpoint-every frames, when a run ends, on
- * parameter updates, run and cancel (when no frame is in flight), and on
+ * state.bin is written every --checkpoint-every frames (by that frame's
+ * output stage, right after its record in frames.bin), when a run ends, on
+ * parameter updates, run and cancel (after the frames in flight), and on
  * shutdown. A reloaded session restores the checkpoint, then re-solves the
  * frames its cache holds beyond it (the solver is deterministic, so it ends
  * bit-identical to where the daemon stopped), and an interrupted run is
  * continued with session.resume.
  *
- * Loop thread only. Files are host-endian: the state dir belongs to one host.
+ * Loop thread only, except srv_ckpt_snapshot and srv_ckpt_write_snapshot
+ * as marked. Files are host-endian: the state dir belongs to one host.
  */
 #ifndef DRAPE_SRV_CHECKPOINT_H
 #define DRAPE_SRV_CHECKPOINT_H
@@ -39,13 +41,23 @@ int srv_ckpt_prepare(struct srv_server *srv);
 /* Writes session.bin from the create request bytes, server.bin, and a first
  * state.bin. Failures are logged: the session then lives in memory only. */
 void srv_ckpt_save_session(struct srv_server *srv, srv_session *s, const void *create, size_t len);
-/* Writes state.bin (skipped while a frame is in flight; the frame's landing
- * checkpoints again). */
+/* Writes state.bin now when the session is quiet; while its sim is held by
+ * a worker or a frame's output is in flight it only sets s->ckpt_want, and
+ * the scheduler writes it after the frames in flight (never ahead of the
+ * frames on disk, never overtaken by an older checkpoint). */
 void srv_ckpt_save_state(struct srv_server *srv, srv_session *s);
-/* Worker: the periodic checkpoint of a running session, written by the
- * worker that solved the frame (so fsync never stalls the loop), from the
- * run fields snapshotted when its frame was queued. */
-void srv_ckpt_save_state_worker(srv_session *s);
+/* A copy of the sim's state with the given run fields, taken by whoever
+ * holds the sim (the solving worker, or the loop when the sim is idle), to
+ * be written later by the frame's output stage after the frame's record, so
+ * state.bin never claims a frame that is not on disk. NULL on out of
+ * memory (logged; that checkpoint is skipped). */
+srv_ckpt_snap *srv_ckpt_snapshot(const srv_session *s, uint32_t state, uint32_t target, uint32_t last_target,
+				 const drape_sim_params *params);
+void srv_ckpt_snap_free(srv_ckpt_snap *snap);
+/* Writes a snapshot as state.bin (when the session has a directory) and
+ * frees it; NULL is a no-op. Any thread, one writer per session at a time:
+ * it touches only the snapshot and immutable session fields. */
+void srv_ckpt_write_snapshot(const srv_session *s, srv_ckpt_snap *snap);
 void srv_ckpt_save_params(struct srv_server *srv, srv_session *s);
 void srv_ckpt_save_run(struct srv_server *srv, srv_session *s);
 /* Appends a successful collider op's request bytes to ops.bin (one

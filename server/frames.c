@@ -7,12 +7,18 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "server/checksum.h"
 #include "server/log.h"
 
-#define SRV_FRAME_MAGIC 0x31465244u /* "DRF1" */
+/* Version 1 records end with FNV-1a 64 of the rest; version 2 (written
+ * since) with XXH64 of the positions seeded with XXH64 of head and stats.
+ * Both are read, so a cache written before the change stays servable and a
+ * reloaded session keeps its frames. */
+#define SRV_FRAME_MAGIC_V1 0x31465244u /* "DRF1" */
+#define SRV_FRAME_MAGIC 0x32465244u    /* "DRF2" */
 /* magic, index, vertex_count, reserved, then the stats block. */
 #define SRV_FRAME_HEAD 16u
 #define SRV_FRAME_STATS 56u
@@ -89,6 +95,13 @@ static void srv_get_stats(const unsigned char *p, drape_sim_stats *s)
 	memcpy(&s->projections, p + 48, 8);
 }
 
+/* The version 2 checksum of a record's head and stats (72 bytes at head)
+ * and its positions (body bytes). */
+static uint64_t srv_frame_sum(const void *head, const void *positions, size_t body)
+{
+	return srv_xxh64(positions, body, srv_xxh64(head, SRV_FRAME_HEAD + SRV_FRAME_STATS, 0));
+}
+
 static off_t srv_frame_offset(const srv_frames *f, uint32_t index)
 {
 	return (off_t)(index - 1u) * (off_t)f->record;
@@ -99,23 +112,42 @@ bool srv_frames_write(const srv_frames *f, uint32_t index, const drape_sim_stats
 {
 	if (f->fd < 0)
 		return false;
+	/* Head and stats go through scratch; the positions are written from
+	 * where they are (no 1 MB copy per frame of sheet300). */
 	unsigned char *p = scratch;
 	const uint32_t head[4] = { SRV_FRAME_MAGIC, index, f->vertex_count, 0 };
 	memcpy(p, head, sizeof head);
 	srv_put_stats(p + SRV_FRAME_HEAD, stats);
 	const size_t body = (size_t)f->vertex_count * 12u;
-	memcpy(p + SRV_FRAME_HEAD + SRV_FRAME_STATS, positions, body);
-	const size_t n = SRV_FRAME_HEAD + SRV_FRAME_STATS + body;
-	const uint64_t h = srv_fnv1a64(SRV_FNV_INIT, p, n);
-	memcpy(p + n, &h, 8);
-	size_t done = 0;
-	while (done < f->record) {
-		ssize_t w = pwrite(f->fd, p + done, f->record - done, srv_frame_offset(f, index) + (off_t)done);
+	const uint64_t h = srv_frame_sum(p, positions, body);
+	unsigned char tail[8];
+	memcpy(tail, &h, 8);
+	struct iovec iov[3] = {
+		{ p, SRV_FRAME_HEAD + SRV_FRAME_STATS },
+		{ (void *)positions, body },
+		{ tail, sizeof tail },
+	};
+	struct iovec *v = iov;
+	int nv = 3;
+	off_t at = srv_frame_offset(f, index);
+	while (nv > 0) {
+		ssize_t w = pwritev(f->fd, v, nv, at);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
 			return false;
-		done += (size_t)w;
+		at += (off_t)w;
+		/* A short write: skip what went out and go on. */
+		size_t left = (size_t)w;
+		while (nv > 0 && left >= v->iov_len) {
+			left -= v->iov_len;
+			v++;
+			nv--;
+		}
+		if (nv > 0) {
+			v->iov_base = (unsigned char *)v->iov_base + left;
+			v->iov_len -= left;
+		}
 	}
 	return true;
 }
@@ -167,12 +199,17 @@ static bool srv_record_ok(const srv_frames *f, const unsigned char *p, uint32_t 
 {
 	uint32_t head[4];
 	memcpy(head, p, sizeof head);
-	if (head[0] != SRV_FRAME_MAGIC || head[1] != index || head[2] != f->vertex_count)
+	if (head[1] != index || head[2] != f->vertex_count)
 		return false;
 	const size_t n = f->record - 8u;
 	uint64_t want;
 	memcpy(&want, p + n, 8);
-	return srv_fnv1a64(SRV_FNV_INIT, p, n) == want;
+	if (head[0] == SRV_FRAME_MAGIC)
+		return srv_frame_sum(p, p + SRV_FRAME_HEAD + SRV_FRAME_STATS, n - SRV_FRAME_HEAD - SRV_FRAME_STATS) ==
+		       want;
+	if (head[0] == SRV_FRAME_MAGIC_V1)
+		return srv_fnv1a64(SRV_FNV_INIT, p, n) == want;
+	return false;
 }
 
 static bool srv_record_read(const srv_frames *f, uint32_t index, unsigned char *p)

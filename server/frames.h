@@ -9,8 +9,9 @@
  * stored the frame); everything else runs on the loop.
  *
  * Records are in host byte order: the cache is private to this daemon and
- * its host. Each ends with an FNV-1a 64 of the rest, so a record torn by a
- * crash is detected and never served.
+ * its host. Each ends with a checksum of the rest (XXH64 in version 2
+ * records, FNV-1a 64 in version 1 ones, which are still read), so a record
+ * torn by a crash is detected and never served.
  */
 #ifndef DRAPE_SRV_FRAMES_H
 #define DRAPE_SRV_FRAMES_H

@@ -105,10 +105,8 @@ static void srv_job_done(uv_work_t *w, int status)
 				job->rc = drape_error_setf(&job->err, DRAPE_ENOTFOUND,
 							   "session %u was deleted while %s ran", (unsigned)s->id,
 							   proto_op_name(job->req.op));
-			if (s->end_pending)
-				srv_sched_publish_end(srv, s);
-			srv_sessions_remove(&srv->sessions, s);
-			srv_session_free(s);
+			/* Freed here, or when the frame being written lands. */
+			srv_sched_settle(srv, s);
 		} else {
 			s->last_active_ms = srv_now_ms(srv);
 			if (job->rc == DRAPE_OK) {
@@ -117,13 +115,11 @@ static void srv_job_done(uv_work_t *w, int status)
 				srv_ckpt_append_op(srv, s, job->raw, job->raw_len);
 			}
 			/* A run (started before or during the job) goes on; one
-			 * canceled during it ends now. */
-			if (s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED) {
+			 * canceled during it ends now, after any frame still
+			 * being written. */
+			if (s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED)
 				srv_sched_enqueue(srv, s);
-			} else if (s->end_pending) {
-				s->end_pending = false;
-				srv_sched_publish_end(srv, s);
-			}
+			srv_sched_settle(srv, s);
 		}
 	}
 	srv_job_reply(job);

@@ -58,9 +58,13 @@ int main(int argc, char **argv)
 			 token_ok ? "read the token and every frame off the network" : "read and change every session");
 	}
 	/* libuv sizes its threadpool from this variable at the first
-	 * uv_queue_work, so it must be set before the loop starts. */
+	 * uv_queue_work, so it must be set before the loop starts. Twice the
+	 * solver workers: each solving session's output stage (scheduler.c)
+	 * then finds a thread at once instead of waiting behind a solve; the
+	 * scheduler still starts at most --threads solves. */
 	char threads[16];
-	snprintf(threads, sizeof threads, "%u", (unsigned)cfg.threads);
+	const uint32_t pool = cfg.threads > 512 ? 1024u : 2u * cfg.threads;
+	snprintf(threads, sizeof threads, "%u", (unsigned)pool);
 	setenv("UV_THREADPOOL_SIZE", threads, 1);
 
 	srv_server srv;

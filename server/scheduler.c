@@ -1,16 +1,32 @@
 /*
- * Running sessions: the run queue and the solver work items.
+ * Running sessions: the run queue, the solver work items and the output
+ * stage.
  *
- * Every runnable session waits in one FIFO. A free worker takes the head,
- * solves exactly one frame on libuv's threadpool, and after_work (back on
- * the loop) stores and publishes that frame and puts the session at the
- * tail again if it is still running. So sessions interleave frame by frame
- * whatever their size, no session waits behind another's whole run, and a
- * cancel takes effect within one frame.
+ * Every runnable session waits in one FIFO. A free worker takes the head
+ * and solves exactly one frame on libuv's threadpool; after_work (back on
+ * the loop) hands the frame to the session's output stage and puts the
+ * session at the tail again if it is still running. So sessions interleave
+ * frame by frame whatever their size, no session waits behind another's
+ * whole run, and a cancel takes effect within one frame.
  *
- * While a work item is in flight the session is `busy`: the worker owns its
- * sim and work buffers, and the loop touches neither (update and collider
- * ops answer EBUSY, delete is deferred until the frame lands).
+ * The output stage is a second work item per session: it writes the frame
+ * to the on-disk cache, writes a checkpoint when one is due (after the
+ * frame's record, so state.bin never gets ahead of frames.bin) and encodes
+ * the stream message; when it lands, the loop stores the frame in the ring,
+ * counts it done and publishes it. It runs while the session's next frame
+ * is solving, so a running session's frame interval approaches its solve
+ * time instead of solve + output. A session has at most one frame in the
+ * output stage and one solved frame waiting for it (`pending`, which holds
+ * the session out of the run queue), so frames are stored, written and
+ * published strictly in order and its memory stays two frame buffers.
+ *
+ * While a solve or an op job is in flight the session is `busy`: the worker
+ * owns its sim and work fields, and the loop touches neither (update and
+ * collider ops answer EBUSY or wait, delete is deferred until the frame
+ * lands). While `writing`, the output worker owns the out fields; the sim
+ * is free for a collider op, but anything that ends with the session (the
+ * END message, a delete, a checkpoint asked for on the loop) waits for the
+ * frames in flight to land (srv_sched_settle).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,12 +67,28 @@ static void srv_sched_append(srv_server *srv, srv_session *s)
 	s->in_queue = true;
 }
 
+uint32_t srv_sched_solved(const srv_session *s)
+{
+	return s->frames_done + (s->writing ? 1u : 0u) + (s->pending ? 1u : 0u);
+}
+
+/* Puts a running session back in the queue if it may solve another frame:
+ * its sim is free, no solved frame waits for the output stage, and its
+ * target is not solved yet (frames still in the output stage count). */
+static void srv_sched_requeue(srv_server *srv, srv_session *s)
+{
+	if (s->busy || s->in_queue || s->pending || s->fail_pending || s->deleted)
+		return;
+	if (s->target != 0 && srv_sched_solved(s) >= s->target)
+		return;
+	srv_sched_append(srv, s);
+}
+
 void srv_sched_enqueue(srv_server *srv, srv_session *s)
 {
 	if (!s->started)
 		s->state = PROTO_STATE_QUEUED;
-	if (!s->busy && !s->in_queue)
-		srv_sched_append(srv, s);
+	srv_sched_requeue(srv, s);
 	srv_sched_kick(srv);
 }
 
@@ -92,51 +124,146 @@ void srv_sched_publish_end(srv_server *srv, srv_session *s)
 	proto_buf_free(&b);
 }
 
+/* Ends the run in `state`. Its END message follows the run's last frame:
+ * while a frame or job is in flight it waits for srv_sched_settle. */
+static void srv_finish_run(srv_server *srv, srv_session *s, proto_state state, const char *how)
+{
+	s->state = state;
+	srv_info("session %u %s at frame %u", (unsigned)s->id, how, (unsigned)srv_sched_solved(s));
+	if (s->busy || s->writing) {
+		s->end_pending = true;
+		return;
+	}
+	s->end_pending = false;
+	srv_sched_publish_end(srv, s);
+}
+
+void srv_sched_settle(srv_server *srv, srv_session *s)
+{
+	if (s->busy || s->writing)
+		return;
+	if (s->deleted) {
+		if (s->end_pending)
+			srv_sched_publish_end(srv, s);
+		/* Its directory went at delete time, but the output stage may
+		 * have written a checkpoint into it since. */
+		srv_ckpt_remove_session(srv, s);
+		srv_sessions_remove(&srv->sessions, s);
+		srv_session_free(s);
+		return;
+	}
+	if (s->end_pending) {
+		s->end_pending = false;
+		srv_sched_publish_end(srv, s);
+	}
+	if (s->ckpt_want)
+		srv_ckpt_save_state(srv, s);
+}
+
 /* Worker thread: one frame. Touches only s->sim and the work fields. */
 static void srv_work(uv_work_t *w)
 {
 	srv_session *s = w->data;
 	drape_error_clear(&s->work_err);
 	memset(&s->work_stats, 0, sizeof s->work_stats);
-	s->work_disk_ok = false;
-	s->work_msg = NULL;
-	s->work_msg_len = 0;
 	drape_sim_set_pool(s->sim, s->work_pool);
 	s->work_rc = drape_sim_step(s->sim, &s->work_stats, &s->work_err);
 	if (s->work_rc != DRAPE_OK)
 		return;
 	drape_sim_get_positions(s->sim, s->work_positions);
-	s->work_disk_ok = srv_frames_write(&s->frames, s->work_stats.frame, &s->work_stats, s->work_positions,
-					   s->work_record);
+	/* The state is copied now, while this worker holds the sim; the
+	 * output stage writes it after the frame's record. */
 	const uint64_t every = s->server->cfg->checkpoint_every;
-	if (every != 0 && s->work_stats.frame % every == 0)
-		srv_ckpt_save_state_worker(s);
-	/* Encoding here keeps the loop free of per-vertex work. */
+	if (s->dir != NULL && every != 0 && s->work_stats.frame % every == 0)
+		s->work_ckpt = srv_ckpt_snapshot(s, PROTO_STATE_RUNNING, s->work_target, s->work_last_target,
+						 &s->work_params);
+}
+
+/* Worker thread: the output of frame frames_done + 1. Touches only the out
+ * fields, the output stage's record scratch, the cache file's record of
+ * this frame (nobody reads it before the loop has stored the frame) and
+ * state.bin (the loop leaves it alone while writing). */
+static void srv_out_work(uv_work_t *w)
+{
+	srv_session *s = w->data;
+	s->out_disk_ok = srv_frames_write(&s->frames, s->out_stats.frame, &s->out_stats, s->out_positions,
+					  s->work_record);
+	srv_ckpt_write_snapshot(s, s->out_ckpt);
+	s->out_ckpt = NULL;
+	/* Encoding here, into the message nng will send, keeps the loop free
+	 * of per-vertex work. */
 	proto_stream_msg m;
 	memset(&m, 0, sizeof m);
 	m.kind = PROTO_STREAM_FRAME;
 	m.session = s->id;
-	m.frame.index = s->work_stats.frame;
+	m.frame.index = s->out_stats.frame;
 	m.frame.vertex_count = s->vertices;
-	m.frame.positions = s->work_positions;
-	m.frame.stats = s->work_stats;
+	m.frame.positions = s->out_positions;
+	m.frame.stats = s->out_stats;
 	proto_buf b = { NULL, 0 };
-	if (proto_stream_encode(&m, &b, NULL) == DRAPE_OK) {
-		s->work_msg = b.data;
-		s->work_msg_len = b.len;
+	if (proto_stream_encode(&m, &b, NULL) == DRAPE_OK)
+		s->out_msg = srv_stream_msg_new(b.data, b.len);
+	proto_buf_free(&b);
+}
+
+static void srv_out_done(uv_work_t *w, int status);
+
+/* Loop: hands the solved frame in the work fields to the output stage
+ * (which must be free). */
+static void srv_out_start(srv_server *srv, srv_session *s)
+{
+	float *t = s->out_positions;
+	s->out_positions = s->work_positions;
+	s->work_positions = t; /* may be NULL; srv_sched_kick allocates it */
+	s->out_stats = s->work_stats;
+	s->out_ckpt = s->work_ckpt;
+	s->work_ckpt = NULL;
+	if (s->ckpt_want && !s->busy) {
+		/* Asked for on the loop meanwhile: it goes out with this frame,
+		 * with the run fields as they are now (the sim is at this
+		 * frame), so a session that keeps running still gets it. */
+		srv_ckpt_snap_free(s->out_ckpt);
+		s->out_ckpt = srv_ckpt_snapshot(s, (uint32_t)s->state, s->target, s->last_target, &s->params);
+		s->ckpt_want = false;
+	}
+	s->out_disk_ok = false;
+	s->out_msg = NULL;
+	s->writing = true;
+	srv->outputs++;
+	s->out_work.data = s;
+	if (uv_queue_work(&srv->loop, &s->out_work, srv_out_work, srv_out_done) != 0) {
+		/* libuv refuses work only for a missing callback; should it ever,
+		 * the frame is still written and published, here on the loop. */
+		srv_error("session %u: cannot queue the output of frame %u; writing it on the loop", (unsigned)s->id,
+			  (unsigned)s->out_stats.frame);
+		srv_out_work(&s->out_work);
+		srv_out_done(&s->out_work, 0);
 	}
 }
 
-static void srv_finish_run(srv_server *srv, srv_session *s, proto_state state, const char *how)
+/* Loop: the solve of frame frames_done + 1 failed (work_rc, work_err and
+ * fail_status say how) and no earlier frame is in flight: the run fails. */
+static void srv_fail_run(srv_server *srv, srv_session *s)
 {
-	s->state = state;
-	s->end_pending = false;
-	srv_sched_publish_end(srv, s);
-	srv_info("session %u %s at frame %u", (unsigned)s->id, how, (unsigned)s->frames_done);
+	const int status = s->fail_status;
+	s->fail_pending = false;
+	s->has_error = true;
+	if (status != 0)
+		drape_error_setf(&s->error, DRAPE_EINTERNAL, "frame %u: the work item failed: %s",
+				 (unsigned)s->frames_done + 1, uv_strerror(status));
+	else
+		s->error = s->work_err;
+	s->error_frame = s->frames_done + 1;
+	s->has_stats = true;
+	s->stats = s->work_stats;
+	srv_ckpt_snap_free(s->work_ckpt);
+	s->work_ckpt = NULL;
+	srv_warn("session %u failed at frame %u: %s", (unsigned)s->id, (unsigned)s->error_frame, s->error.message);
+	srv_finish_run(srv, s, PROTO_STATE_FAILED, "failed");
 }
 
-/* Loop: the frame of s landed. A failed frame still lets a parked job run
- * (failed sessions accept collider changes like idle ones). */
+/* Loop: the solve of a frame of s landed. A failed frame still lets a
+ * parked job run (failed sessions accept collider changes like idle ones). */
 static void srv_after_work(uv_work_t *w, int status)
 {
 	srv_session *s = w->data;
@@ -144,73 +271,100 @@ static void srv_after_work(uv_work_t *w, int status)
 	s->busy = false;
 	srv->in_flight--;
 	if (s->deleted) {
-		free(s->work_msg);
-		s->work_msg = NULL;
-		if (s->end_pending)
-			srv_sched_publish_end(srv, s);
-		srv_sessions_remove(&srv->sessions, s);
-		srv_session_free(s);
+		/* Its solved frame is dropped. */
+		srv_ckpt_snap_free(s->work_ckpt);
+		s->work_ckpt = NULL;
+		srv_sched_settle(srv, s);
 		goto next;
 	}
 	s->last_active_ms = srv_now_ms(srv);
-	const bool wanted = s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED;
 	if (status != 0 || s->work_rc != DRAPE_OK) {
-		s->has_error = true;
-		if (status != 0)
-			drape_error_setf(&s->error, DRAPE_EINTERNAL, "frame %u: the work item failed: %s",
-					 (unsigned)s->frames_done + 1, uv_strerror(status));
-		else
-			s->error = s->work_err;
-		s->error_frame = s->frames_done + 1;
-		s->has_stats = true;
-		s->stats = s->work_stats;
 		srv_sched_dequeue(srv, s);
-		srv_warn("session %u failed at frame %u: %s", (unsigned)s->id, (unsigned)s->error_frame,
-			 s->error.message);
-		srv_finish_run(srv, s, PROTO_STATE_FAILED, "failed");
+		s->fail_status = status;
+		/* The run fails after its last good frame has landed, so a
+		 * client that sees "failed" can fetch every frame before it. */
+		if (s->writing)
+			s->fail_pending = true;
+		else
+			srv_fail_run(srv, s);
 		goto landed;
 	}
 
-	const uint32_t index = s->work_stats.frame;
-	srv_frames_store(&s->frames, index, &s->work_stats, &s->work_positions, s->work_disk_ok);
-	if (s->work_positions == NULL)
-		s->work_positions = malloc((size_t)s->vertices * 12u);
-	s->frames_done = index;
-	s->stats = s->work_stats;
-	s->has_stats = true;
-	srv->counters.frames_solved++;
-	if (s->work_msg != NULL) {
-		srv_stream_publish(srv->stream, s->work_msg, s->work_msg_len);
-		srv->counters.frames_served++;
-		free(s->work_msg);
-		s->work_msg = NULL;
-	}
-
-	if (s->work_positions == NULL) {
-		s->has_error = true;
-		drape_error_setf(&s->error, DRAPE_ENOMEM, "frame %u: out of memory for the next frame buffer",
-				 (unsigned)index + 1);
-		s->error_frame = index + 1;
-		srv_sched_dequeue(srv, s);
-		srv_finish_run(srv, s, PROTO_STATE_FAILED, "failed");
-	} else if (!wanted) {
-		/* Canceled while this frame was solving: the frame is kept (the
-		 * sim has advanced), and the end goes out after it. */
-		if (s->end_pending) {
-			s->end_pending = false;
-			srv_finish_run(srv, s, PROTO_STATE_CANCELED, "canceled");
-		}
-	} else if (s->target != 0 && s->frames_done >= s->target) {
-		srv_finish_run(srv, s, PROTO_STATE_DONE, "done");
-		srv_ckpt_save_state(srv, s);
-	} else if (!srv->stopping) {
-		s->state = PROTO_STATE_RUNNING;
-		srv_sched_append(srv, s);
-	}
+	/* The frame is kept even when the run was canceled while it solved
+	 * (the sim has advanced); the END goes out after it. */
+	if (s->writing)
+		s->pending = true; /* srv_out_done starts it */
+	else
+		srv_out_start(srv, s);
+	if ((s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED) && !srv->stopping)
+		srv_sched_requeue(srv, s);
 	/* A collider op that waited for this frame goes first; the session
 	 * rejoins the queue when it is done. */
 landed:
 	srv_job_unpark(srv, s);
+	srv_sched_settle(srv, s);
+next:
+	srv_sched_kick(srv);
+	if (srv->stopping)
+		srv_server_maybe_finish(srv);
+}
+
+/* Loop: the output of frame frames_done + 1 landed: store, count and
+ * publish it, in order. */
+static void srv_out_done(uv_work_t *w, int status)
+{
+	srv_session *s = w->data;
+	srv_server *srv = s->server;
+	s->writing = false;
+	srv->outputs--;
+	if (s->deleted) {
+		srv_stream_msg_free(s->out_msg);
+		s->out_msg = NULL;
+		/* A frame solved meanwhile is dropped with the session. (Without
+		 * one, a solve may be in flight and its worker owns work_ckpt;
+		 * srv_after_work drops that.) */
+		if (s->pending) {
+			s->pending = false;
+			srv_ckpt_snap_free(s->work_ckpt);
+			s->work_ckpt = NULL;
+		}
+		srv_sched_settle(srv, s);
+		goto next;
+	}
+	if (status != 0) {
+		/* Never canceled, so this does not happen; if it did, the frame
+		 * is kept in memory and the disk stops being trusted before it. */
+		srv_error("session %u: the output of frame %u failed: %s", (unsigned)s->id,
+			  (unsigned)s->out_stats.frame, uv_strerror(status));
+		s->out_disk_ok = false;
+	}
+	const uint32_t index = s->out_stats.frame;
+	srv_frames_store(&s->frames, index, &s->out_stats, &s->out_positions, s->out_disk_ok);
+	s->frames_done = index;
+	s->stats = s->out_stats;
+	s->has_stats = true;
+	srv->counters.frames_solved++;
+	if (s->out_msg != NULL) {
+		srv_stream_send(srv->stream, s->out_msg);
+		srv->counters.frames_served++;
+		s->out_msg = NULL;
+	}
+	/* The frame solved meanwhile goes next, even when stopping: no solved
+	 * frame is lost. */
+	if (s->pending) {
+		s->pending = false;
+		srv_out_start(srv, s);
+	}
+	const bool wanted = s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED;
+	if (s->fail_pending) {
+		srv_fail_run(srv, s);
+	} else if (wanted && s->target != 0 && s->frames_done >= s->target) {
+		srv_finish_run(srv, s, PROTO_STATE_DONE, "done");
+		srv_ckpt_save_state(srv, s);
+	} else if (wanted && !srv->stopping) {
+		srv_sched_requeue(srv, s);
+	}
+	srv_sched_settle(srv, s);
 next:
 	srv_sched_kick(srv);
 	if (srv->stopping)
@@ -230,6 +384,17 @@ void srv_sched_kick(srv_server *srv)
 		s->work_target = s->target;
 		s->work_last_target = s->last_target;
 		s->work_params = s->params;
+		s->work_ckpt = NULL;
+		/* The ring hands back the buffer of the frame it dropped, or
+		 * none while it fills up. */
+		if (s->work_positions == NULL && (s->work_positions = malloc((size_t)s->vertices * 12u)) == NULL) {
+			s->has_error = true;
+			drape_error_setf(&s->error, DRAPE_ENOMEM, "frame %u: out of memory for the frame buffer",
+					 (unsigned)srv_sched_solved(s) + 1);
+			s->error_frame = srv_sched_solved(s) + 1;
+			srv_finish_run(srv, s, PROTO_STATE_FAILED, "failed");
+			continue;
+		}
 		/* The shared pool goes to a frame that will solve alone: with
 		 * other frames in flight, or others waiting for a free worker,
 		 * the cores are already busy with sessions, and pool threads
@@ -247,7 +412,7 @@ void srv_sched_kick(srv_server *srv)
 			s->busy = false;
 			s->has_error = true;
 			drape_error_setf(&s->error, DRAPE_EINTERNAL, "cannot queue a frame: %s", uv_strerror(rv));
-			s->error_frame = s->frames_done + 1;
+			s->error_frame = srv_sched_solved(s) + 1;
 			srv_finish_run(srv, s, PROTO_STATE_FAILED, "failed");
 			continue;
 		}
@@ -273,7 +438,7 @@ static drape_err srv_start_run(srv_server *srv, srv_session *s, uint32_t target,
 	memset(&s->error, 0, sizeof s->error);
 	srv_sched_enqueue(srv, s);
 	rep->u.run.state = s->state;
-	rep->u.run.frames_done = s->frames_done;
+	rep->u.run.frames_done = srv_sched_solved(s);
 	rep->u.run.frames_target = target;
 	rep->u.run.queue_position = srv_sched_position(srv, s);
 	srv_ckpt_save_run(srv, s);
@@ -291,13 +456,16 @@ drape_err srv_op_run(srv_server *srv, srv_session *s, const proto_request *req, 
 	if (s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED)
 		return drape_error_setf(err, DRAPE_ESTATE, "session %u is already %s", (unsigned)s->id,
 					proto_state_name(s->state));
+	/* Counted from the frames already solved, including those the output
+	 * stage has not stored yet (after a cancel), as the cancel reported. */
+	const uint32_t solved = srv_sched_solved(s);
 	const uint32_t n = req->u.run.frames;
-	if (n != 0 && (uint64_t)s->frames_done + n >= UINT32_MAX)
+	if (n != 0 && (uint64_t)solved + n >= UINT32_MAX)
 		return drape_error_setf(err, DRAPE_EINVAL,
 					"session.run: frames: %u more frames after frame %u overflow the "
 					"frame counter",
-					(unsigned)n, (unsigned)s->frames_done);
-	return srv_start_run(srv, s, n ? s->frames_done + n : 0, rep, err);
+					(unsigned)n, (unsigned)solved);
+	return srv_start_run(srv, s, n ? solved + n : 0, rep, err);
 }
 
 drape_err srv_op_resume(srv_server *srv, srv_session *s, proto_reply *rep, drape_error *err)
@@ -305,12 +473,12 @@ drape_err srv_op_resume(srv_server *srv, srv_session *s, proto_reply *rep, drape
 	if (s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED)
 		return drape_error_setf(err, DRAPE_ESTATE, "session %u is already %s", (unsigned)s->id,
 					proto_state_name(s->state));
-	if (s->last_target != 0 && s->frames_done >= s->last_target)
+	if (s->last_target != 0 && srv_sched_solved(s) >= s->last_target)
 		return drape_error_setf(err, DRAPE_ESTATE,
 					"session %u has nothing to resume: its last run ended at frame %u, "
 					"its target",
-					(unsigned)s->id, (unsigned)s->frames_done);
-	if (s->last_target == 0 && s->state == PROTO_STATE_IDLE && s->frames_done == 0)
+					(unsigned)s->id, (unsigned)srv_sched_solved(s));
+	if (s->last_target == 0 && s->state == PROTO_STATE_IDLE && srv_sched_solved(s) == 0)
 		return drape_error_setf(err, DRAPE_ESTATE,
 					"session %u has never run; use session.run", (unsigned)s->id);
 	return srv_start_run(srv, s, s->last_target, rep, err);
@@ -320,14 +488,15 @@ drape_err srv_op_cancel(srv_server *srv, srv_session *s, proto_reply *rep, drape
 {
 	if (s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED) {
 		srv_sched_dequeue(srv, s);
-		s->state = PROTO_STATE_CANCELED;
-		if (s->busy)
-			s->end_pending = true;
-		else
-			srv_finish_run(srv, s, PROTO_STATE_CANCELED, "canceled");
+		/* A frame solving or being written now is kept; the END goes
+		 * out after it (srv_finish_run). */
+		srv_finish_run(srv, s, PROTO_STATE_CANCELED, "canceled");
 		srv_ckpt_save_run(srv, s);
 	}
 	rep->u.cancel.state = s->state;
-	rep->u.cancel.frames_done = s->frames_done;
+	/* Every frame solved so far is kept, those still in the output stage
+	 * included, so that is what the run has done: at most the one frame
+	 * solving now follows it. */
+	rep->u.cancel.frames_done = srv_sched_solved(s);
 	return DRAPE_OK;
 }

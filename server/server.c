@@ -39,7 +39,7 @@ static void srv_cron(uv_timer_t *t)
 		/* Backwards, because destroying swaps the last item into place. */
 		for (size_t i = srv->sessions.count; i-- > 0;) {
 			srv_session *s = srv->sessions.items[i];
-			if (s->deleted || s->busy || s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED)
+			if (s->deleted || s->busy || s->writing || s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED)
 				continue;
 			if (now - s->last_active_ms >= idle * 1000u) {
 				char why[64];
@@ -64,7 +64,7 @@ static void srv_close_cb(uv_handle_t *h)
 
 void srv_server_maybe_finish(srv_server *srv)
 {
-	if (!srv->stopping || srv->in_flight != 0 || srv->jobs != 0 || srv->closed)
+	if (!srv->stopping || srv->in_flight != 0 || srv->outputs != 0 || srv->jobs != 0 || srv->closed)
 		return;
 	srv->closed = true;
 	size_t saved = 0;

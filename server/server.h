@@ -50,6 +50,7 @@ typedef struct srv_server {
 	 * and goes back to the tail, so sessions share the workers fairly. */
 	srv_session *runq_head, *runq_tail;
 	uint32_t in_flight; /* frame work items queued to libuv */
+	uint32_t outputs;   /* output work items (scheduler.c) queued to libuv */
 	uint32_t jobs;      /* op work items (create, colliders, preflight) in flight or parked */
 	uint32_t creating;  /* creates admitted and still being built */
 	struct srv_job *jobs_head; /* every live job (jobs.c) */
@@ -110,10 +111,18 @@ void srv_sched_enqueue(srv_server *srv, srv_session *s);
 void srv_sched_dequeue(srv_server *srv, srv_session *s);
 /* Starts work items while workers are free. */
 void srv_sched_kick(srv_server *srv);
+/* Frames the sim of s has solved: frames_done (stored, retrievable) plus
+ * the frame in the output stage and the one waiting for it. */
+uint32_t srv_sched_solved(const srv_session *s);
 /* 1-based place of s among the queued (not yet started) sessions; 0 if none. */
 uint32_t srv_sched_position(const srv_server *srv, const srv_session *s);
 /* Publishes the END message of a run that stopped. */
 void srv_sched_publish_end(srv_server *srv, srv_session *s);
+/* After a solve, an output or a job of s landed: once nothing of s is in
+ * flight, publishes the END of a stopped run (after its last frame),
+ * writes a checkpoint asked for meanwhile, and frees s if it was deleted
+ * (s must not be used after a call when s->deleted). */
+void srv_sched_settle(srv_server *srv, srv_session *s);
 /* Called by the server when in_flight drops to zero during shutdown. */
 void srv_server_maybe_finish(srv_server *srv);
 

@@ -79,8 +79,11 @@ void srv_session_free(srv_session *s)
 	drape_sim_destroy(s->sim);
 	srv_frames_free(&s->frames);
 	free(s->work_positions);
+	free(s->out_positions);
 	free(s->work_record);
-	free(s->work_msg);
+	srv_stream_msg_free(s->out_msg);
+	srv_ckpt_snap_free(s->work_ckpt);
+	srv_ckpt_snap_free(s->out_ckpt);
 	free(s->name);
 	free(s->dir);
 	free(s);
@@ -102,9 +105,10 @@ size_t srv_session_estimate(uint32_t vertices, uint32_t triangles, uint64_t fram
 	 * masses (about 64 bytes) and roughly three edges of constraint
 	 * records (about 48 bytes each with bending and shear); per triangle
 	 * its indices and wind/collision scratch (about 48 bytes). The frame
-	 * ring adds 12 bytes per vertex per frame kept in memory. */
+	 * ring adds 12 bytes per vertex per frame kept in memory, and the
+	 * solve and the output stage one frame buffer each. */
 	return (size_t)vertices * (64u + 3u * 48u + 24u) + (size_t)triangles * 48u +
-	       (size_t)vertices * 12u * (size_t)(frames_in_memory + 1);
+	       (size_t)vertices * 12u * (size_t)(frames_in_memory + 2);
 }
 
 static drape_err srv_check_limit(uint64_t value, uint64_t limit, const char *what, const char *name,
@@ -131,9 +135,12 @@ static drape_err srv_session_buffers(srv_server *srv, srv_session *s, bool keep_
 				       (uint32_t)c->max_frames_retained, cache, keep_cache, err);
 	if (rc != DRAPE_OK)
 		return rc;
+	/* Two frame buffers: the solve of one frame fills one while the output
+	 * stage writes the frame before it from the other. */
 	s->work_positions = malloc((size_t)s->vertices * 12u);
+	s->out_positions = malloc((size_t)s->vertices * 12u);
 	s->work_record = malloc(srv_frames_record_size(s->vertices));
-	if (s->work_positions == NULL || s->work_record == NULL)
+	if (s->work_positions == NULL || s->out_positions == NULL || s->work_record == NULL)
 		return drape_error_setf(err, DRAPE_ENOMEM, "session %u: out of memory for frame buffers",
 					(unsigned)s->id);
 	return DRAPE_OK;
@@ -356,18 +363,20 @@ void srv_session_destroy(srv_server *srv, srv_session *s, const char *why)
 	srv_job_drop_parked(srv, s, "deleted");
 	srv_sched_dequeue(srv, s);
 	const bool was_running = s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED;
+	const bool in_flight = s->busy || s->writing;
 	if (was_running) {
 		s->state = PROTO_STATE_CANCELED;
-		if (s->busy)
+		if (in_flight)
 			s->end_pending = true;
 		else
 			srv_sched_publish_end(srv, s);
 	}
 	srv_ckpt_remove_session(srv, s);
 	srv_info("session %u deleted (%s)", (unsigned)s->id, why);
-	if (s->busy) {
-		/* The worker still holds the sim; scheduler.c frees the session
-		 * when the frame lands. */
+	if (in_flight) {
+		/* A worker still holds the sim or the frame being written;
+		 * scheduler.c frees the session when they have landed (a frame
+		 * solved and not yet written is dropped). */
 		s->deleted = true;
 		return;
 	}

@@ -14,6 +14,7 @@
 #include "server/frames.h"
 
 struct srv_server;
+typedef struct srv_ckpt_snap srv_ckpt_snap; /* checkpoint.c */
 
 typedef struct srv_session {
 	uint32_t id;
@@ -34,6 +35,15 @@ typedef struct srv_session {
 	bool in_queue;         /* in the server's run queue */
 	struct srv_session *qnext;
 	bool busy;             /* a work item holds sim; the loop must not touch it */
+	bool writing;          /* frame frames_done + 1 is in the output stage */
+	bool pending;          /* (only while writing) frame frames_done + 2 is
+				* solved and waits in the work fields for the
+				* output stage; the session solves no further */
+	bool ckpt_want;        /* a checkpoint was asked for while busy or writing */
+	bool fail_pending;     /* the solve after the frame being written failed
+				* (work_rc, work_err, fail_status); the run fails
+				* when that frame has landed */
+	int fail_status;       /* libuv status of the failed solve */
 	struct srv_job *parked; /* a collider op waiting for the frame in flight */
 	uint64_t intersections; /* preflight count of the input mesh */
 	bool deleted;          /* deleted while busy; freed when the frame lands */
@@ -53,18 +63,26 @@ typedef struct srv_session {
 	/* Worker: the frame being solved. */
 	uv_work_t work;
 	struct srv_server *server;
-	float *work_positions;  /* vertex_count * 3, swapped into the ring */
-	void *work_record;      /* srv_frames_record_size bytes */
+	float *work_positions;  /* vertex_count * 3, handed to the output stage */
 	drape_sim_stats work_stats;
 	drape_err work_rc;
 	drape_error work_err;
-	bool work_disk_ok;
 	uint32_t work_target, work_last_target; /* run fields for the worker's checkpoint */
 	drape_sim_params work_params;
 	drape_pool *work_pool;   /* the pool this frame may use (srv_sched_kick), or NULL */
 	uint32_t work_colliders; /* collider count after a collider job */
-	uint8_t *work_msg;      /* encoded stream message, published by the loop */
-	size_t work_msg_len;
+	srv_ckpt_snap *work_ckpt; /* checkpoint due with this frame, or NULL */
+
+	/* Output stage (worker while writing): frame frames_done + 1 is
+	 * written to the cache, checkpointed when due and encoded, while the
+	 * solve of the next frame goes on (scheduler.c). */
+	uv_work_t out_work;
+	float *out_positions;   /* vertex_count * 3, swapped into the ring */
+	void *work_record;      /* srv_frames_record_size bytes, the output stage's */
+	drape_sim_stats out_stats;
+	bool out_disk_ok;
+	srv_ckpt_snap *out_ckpt; /* written after the frame's record, or NULL */
+	struct srv_stream_msg *out_msg; /* stream message, published by the loop */
 } srv_session;
 
 typedef struct srv_sessions {

@@ -6,6 +6,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/pub.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "server/log.h"
 
@@ -54,6 +55,38 @@ void srv_stream_publish(srv_stream *st, const void *data, size_t len)
 	int rv = nng_send(st->pub, (void *)data, len, NNG_FLAG_NONBLOCK);
 	if (rv != 0 && rv != NNG_EAGAIN)
 		srv_warn("stream: publish failed: %s", nng_strerror(rv));
+}
+
+srv_stream_msg *srv_stream_msg_new(const void *data, size_t len)
+{
+	nng_msg *m;
+	if (nng_msg_alloc(&m, len) != 0)
+		return NULL;
+	memcpy(nng_msg_body(m), data, len);
+	return (srv_stream_msg *)m;
+}
+
+void srv_stream_send(srv_stream *st, srv_stream_msg *m)
+{
+	if (m == NULL)
+		return;
+	if (st == NULL) {
+		srv_stream_msg_free(m);
+		return;
+	}
+	/* On success nng owns the message; on failure it is still ours. */
+	int rv = nng_sendmsg(st->pub, (nng_msg *)m, NNG_FLAG_NONBLOCK);
+	if (rv != 0) {
+		srv_stream_msg_free(m);
+		if (rv != NNG_EAGAIN)
+			srv_warn("stream: publish failed: %s", nng_strerror(rv));
+	}
+}
+
+void srv_stream_msg_free(srv_stream_msg *m)
+{
+	if (m != NULL)
+		nng_msg_free((nng_msg *)m);
 }
 
 void srv_stream_close(srv_stream *st)

@@ -21,6 +21,16 @@ typedef struct srv_stream srv_stream;
 int srv_stream_open(const srv_config *cfg, srv_stream **out, const char **bad_url);
 /* Publishes one encoded message (copied). Any thread. */
 void srv_stream_publish(srv_stream *st, const void *data, size_t len);
+
+/* An encoded message made ready for sending, so that the copy into nng's
+ * message happens on the thread that made it (a frame's output stage), not
+ * on the loop. NULL on out of memory. Any thread. */
+typedef struct srv_stream_msg srv_stream_msg;
+srv_stream_msg *srv_stream_msg_new(const void *data, size_t len);
+/* Publishes m without copying it and frees it. Any thread. */
+void srv_stream_send(srv_stream *st, srv_stream_msg *m);
+/* Frees a message that will not be sent; NULL is a no-op. */
+void srv_stream_msg_free(srv_stream_msg *m);
 void srv_stream_close(srv_stream *st);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "server/checksum.h"
 #include "server/frames.h"
 #include "tests/unit/check.h"
 
@@ -124,10 +125,79 @@ static void test_memory_only(void)
 	free(scratch);
 }
 
+
+/* XXH64 as xxHash computes it (values from libxxhash 0.8.1's XXH64): the
+ * short-input path, the 32-byte stripes with a tail of every size class,
+ * and a seed. */
+static void test_xxh64_vectors(void)
+{
+	CHECK(srv_xxh64("", 0, 0) == 0xef46db3751d8e999ull);
+	CHECK(srv_xxh64("abc", 3, 0) == 0x44bc2cf5ad770999ull);
+	unsigned char b[101];
+	for (int i = 0; i < 101; i++)
+		b[i] = (unsigned char)i;
+	CHECK(srv_xxh64(b, sizeof b, 0) == 0xe99038495f85381eull);
+	CHECK(srv_xxh64(b, sizeof b, 0x9e3779b185ebca87ull) == 0xa18f7e69160478faull);
+}
+
+/* A cache written before version 2 (FNV-1a 64 records, "DRF1") is still
+ * read and verified after an upgrade, new frames are appended as version 2,
+ * and a damaged version-1 record is refused like a version-2 one. */
+static void test_version1_records_still_read(void)
+{
+	char path[] = "/tmp/drape-frames-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	const size_t rec = srv_frames_record_size(NV);
+	unsigned char *r = malloc(rec);
+	for (uint32_t i = 1; i <= 3; i++) {
+		/* The version 1 layout: magic, index, vertex count, 0, the stats
+		 * block (frame first), positions, FNV-1a 64 of all that. */
+		memset(r, 0, rec);
+		const uint32_t head[4] = { 0x31465244u, i, NV, 0 };
+		memcpy(r, head, sizeof head);
+		memcpy(r + 16, &i, 4);
+		float p[NV * 3];
+		fill(p, i);
+		memcpy(r + 16 + 56, p, sizeof p);
+		const uint64_t h = srv_fnv1a64(SRV_FNV_INIT, r, rec - 8);
+		memcpy(r + rec - 8, &h, 8);
+		CHECK(pwrite(fd, r, rec, (off_t)(i - 1) * (off_t)rec) == (ssize_t)rec);
+	}
+	close(fd);
+	srv_frames f;
+	void *scratch = malloc(rec);
+	CHECK_OK(srv_frames_init(&f, NV, 2, 0, path, true, NULL));
+	CHECK(srv_frames_verify(&f, 3, scratch) == 3);
+	CHECK(produce(&f, 4, 6, scratch) == 0);
+	float got[NV * 3], want[NV * 3];
+	drape_sim_stats st;
+	for (uint32_t i = 1; i <= 6; i++) {
+		CHECK_OK(srv_frames_read(&f, i, got, &st, scratch, NULL));
+		fill(want, i);
+		CHECK(memcmp(got, want, sizeof got) == 0 && st.frame == i);
+	}
+	srv_frames_free(&f);
+	fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	uint32_t magic = 0;
+	CHECK(pread(fd, &magic, 4, (off_t)5 * (off_t)rec) == 4 && magic == 0x32465244u);
+	CHECK(pwrite(fd, "\x7f", 1, (off_t)rec + 100) == 1);
+	close(fd);
+	CHECK_OK(srv_frames_init(&f, NV, 2, 0, path, true, NULL));
+	CHECK(srv_frames_verify(&f, 6, scratch) == 1);
+	srv_frames_free(&f);
+	free(scratch);
+	free(r);
+	unlink(path);
+}
+
 static const check_test tests[] = {
 	CHECK_TEST(test_memory_and_disk),
 	CHECK_TEST(test_retention_window),
 	CHECK_TEST(test_memory_only),
+	CHECK_TEST(test_xxh64_vectors),
+	CHECK_TEST(test_version1_records_still_read),
 };
 
 int main(int argc, char **argv)
