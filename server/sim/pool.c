@@ -18,7 +18,6 @@
 #include "server/sim/pool.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -38,6 +37,15 @@
  * than the serial work between two colours, shorter than a frame. */
 #define SIM_POOL_SPIN_NS 200000
 
+/* How long the poster spins for the last blocks of its job before it
+ * sleeps until they are done. Longer than a block normally takes (a tile of
+ * the sweep is about 150 us on sheet300), so a balanced job never sleeps;
+ * short next to a time slice, so a worker preempted mid-block (by the
+ * daemon's output stage, say) costs that worker's delay only: the poster's
+ * core falls idle and the kernel moves the preempted worker onto it, where
+ * spinning would have kept both cores busy until the next load balance. */
+#define SIM_POOL_WAIT_SPIN_NS 250000
+
 typedef struct sim_pool_job {
 	sim_pool_fn *fn;
 	void *ctx;
@@ -54,11 +62,13 @@ struct drape_pool {
 	_Atomic uint32_t done; /* blocks finished of the current job */
 	_Atomic int stop;
 	_Atomic uint32_t sleepers;
+	_Atomic uint32_t poster_waiting; /* the poster sleeps on done_cv */
 	_Atomic uint64_t inline_jobs;
 	_Atomic uint64_t worker_blocks;
 
 	pthread_mutex_t mu; /* guards the sleep/wake hand-off only */
 	pthread_cond_t cv;
+	pthread_cond_t done_cv; /* the last block of a job is done */
 	pthread_mutex_t busy; /* held by the sim whose job is on the pool */
 };
 
@@ -87,7 +97,17 @@ static uint32_t run_blocks(drape_pool *pool)
 		uint32_t begin = (uint32_t)s * j->block;
 		uint32_t end = j->count - begin > j->block ? begin + j->block : j->count;
 		j->fn(j->ctx, begin, end);
-		atomic_fetch_add(&pool->done, 1);
+		/* The finisher of the last block wakes a sleeping poster. The
+		 * poster raises poster_waiting before its last look at done
+		 * and this reads it after adding to done, so one of the two
+		 * sees the other; a late wake-up of a later job's wait is
+		 * harmless, the poster looks at done again. */
+		if (atomic_fetch_add(&pool->done, 1) + 1 == (uint32_t)(s >> 32) &&
+		    atomic_load(&pool->poster_waiting)) {
+			pthread_mutex_lock(&pool->mu);
+			pthread_cond_broadcast(&pool->done_cv);
+			pthread_mutex_unlock(&pool->mu);
+		}
 		ran++;
 		s = atomic_load(&pool->state);
 	}
@@ -142,6 +162,7 @@ void drape_pool_destroy(drape_pool *pool)
 		pthread_join(pool->tid[i], NULL);
 	pthread_mutex_destroy(&pool->mu);
 	pthread_cond_destroy(&pool->cv);
+	pthread_cond_destroy(&pool->done_cv);
 	pthread_mutex_destroy(&pool->busy);
 	free(pool->tid);
 	free(pool);
@@ -174,10 +195,12 @@ drape_err drape_pool_create(uint32_t threads, drape_pool **out, drape_error *err
 	atomic_init(&pool->done, 0);
 	atomic_init(&pool->stop, 0);
 	atomic_init(&pool->sleepers, 0);
+	atomic_init(&pool->poster_waiting, 0);
 	atomic_init(&pool->inline_jobs, 0);
 	atomic_init(&pool->worker_blocks, 0);
 	pthread_mutex_init(&pool->mu, NULL);
 	pthread_cond_init(&pool->cv, NULL);
+	pthread_cond_init(&pool->done_cv, NULL);
 	pthread_mutex_init(&pool->busy, NULL);
 	for (uint32_t i = 0; i + 1 < threads; i++) {
 		if (pthread_create(&pool->tid[i], NULL, worker_main, pool) != 0) {
@@ -240,12 +263,19 @@ void sim_pool_for(drape_pool *pool, uint32_t count, uint32_t block, sim_pool_fn 
 		wake_all(pool);
 	run_blocks(pool);
 	/* A block claimed by a worker that was then descheduled holds us
-	 * here; yield after a while so it can run on a busy box. */
-	for (unsigned spins = 0; atomic_load(&pool->done) < blocks; spins++) {
-		if (spins < 4096)
-			sim_cpu_relax();
-		else
-			sched_yield();
+	 * here: spin for a balanced job's tail, then sleep (see
+	 * SIM_POOL_WAIT_SPIN_NS). */
+	const uint64_t t0 = mono_ns();
+	for (unsigned spins = 1; atomic_load(&pool->done) < blocks; spins++) {
+		sim_cpu_relax();
+		if (spins % 64 != 0 || mono_ns() - t0 < SIM_POOL_WAIT_SPIN_NS)
+			continue;
+		pthread_mutex_lock(&pool->mu);
+		atomic_store(&pool->poster_waiting, 1);
+		while (atomic_load(&pool->done) < blocks)
+			pthread_cond_wait(&pool->done_cv, &pool->mu);
+		atomic_store(&pool->poster_waiting, 0);
+		pthread_mutex_unlock(&pool->mu);
 	}
 	pthread_mutex_unlock(&pool->busy);
 }

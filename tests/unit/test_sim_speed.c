@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 {
@@ -311,6 +312,49 @@ static void test_pool_covers_range(void)
 	CHECK(drape_pool_create(100000, &p0, NULL) == DRAPE_EINVAL);
 }
 
+/* A block that outlasts the poster's spin (a worker preempted mid-block, as
+ * in draped when the output stage takes its core) puts the poster to sleep
+ * until the last block is done; every job still returns only when all its
+ * items are covered, whichever thread holds the slow block. */
+typedef struct slow_cover {
+	_Atomic uint32_t *hits;
+	uint32_t slow_block, block;
+} slow_cover;
+
+static void slow_cover_fn(void *ctx, uint32_t begin, uint32_t end)
+{
+	slow_cover *c = ctx;
+	if (begin / c->block == c->slow_block) {
+		struct timespec ts = {0, 1000000}; /* 1 ms, past the spin */
+		nanosleep(&ts, NULL);
+	}
+	for (uint32_t i = begin; i < end; i++)
+		atomic_fetch_add(&c->hits[i], 1);
+}
+
+static void test_pool_poster_sleeps_for_a_slow_block(void)
+{
+	drape_pool *pool = NULL;
+	CHECK_OK(drape_pool_create(2, &pool, NULL));
+	enum { N = 4096, B = 256 };
+	_Atomic uint32_t *hits = calloc(N, sizeof *hits);
+	CHECK(hits != NULL);
+	for (int rep = 0; rep < 40; rep++) {
+		for (uint32_t i = 0; i < N; i++)
+			atomic_store(&hits[i], 0);
+		/* The slow block moves, so that sometimes the worker and
+		 * sometimes the poster holds it at the end. */
+		slow_cover c = {hits, (uint32_t)(rep * 7) % (N / B), B};
+		sim_pool_for(pool, N, B, slow_cover_fn, &c);
+		uint32_t bad = 0;
+		for (uint32_t i = 0; i < N; i++)
+			bad += atomic_load(&hits[i]) != 1u;
+		CHECKF(bad == 0, "rep %d: %u items not hit exactly once when the job returned", rep, bad);
+	}
+	free(hits);
+	drape_pool_destroy(pool);
+}
+
 /* The internal vertex order is not the caller's, yet every public array is:
  * positions read back exactly as given, pins stay where they were given,
  * and set_state/get_state round-trip in the caller's order. */
@@ -500,6 +544,7 @@ static void test_tiles_partition_records(void)
 static const check_test tests[] = {
 	CHECK_TEST(test_tiles_partition_records),
 	CHECK_TEST(test_pool_covers_range),
+	CHECK_TEST(test_pool_poster_sleeps_for_a_slow_block),
 	CHECK_TEST(test_bend_kernel_lanes),
 	CHECK_TEST(test_hash_equal_for_1_2_4_threads),
 	CHECK_TEST(test_simd_equals_scalar_reference),
