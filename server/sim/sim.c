@@ -647,27 +647,46 @@ void drape_sim_get_topology(const drape_sim *sim, drape_sim_topology *t)
 	*t = sim->topo;
 }
 
+/* Copies a vec4 array out as xyz in the caller's order. Walking the
+ * caller's order keeps the 12-byte stores sequential (the scattered side is
+ * the loads, which overlap); the vertex blocks go to the pool, since this
+ * runs between two of draped's frames, on the session's critical path. */
+typedef struct copy_out_job {
+	const drape_sim *sim;
+	const sim_vec4 *src;
+	float *xyz;
+} copy_out_job;
+
+static void copy_out_range(void *ctx, uint32_t begin, uint32_t end)
+{
+	const copy_out_job *J = ctx;
+	const sim_vec4 *restrict src = J->src;
+	float *restrict q = J->xyz + 3 * (size_t)begin;
+	for (uint32_t j = begin; j < end; j++, q += 3) {
+		const sim_vec4 a = src[internal_of(J->sim, j)];
+		q[0] = a.x;
+		q[1] = a.y;
+		q[2] = a.z;
+	}
+}
+
+static void copy_out(const drape_sim *sim, const sim_vec4 *src, float *xyz)
+{
+	copy_out_job job = {sim, src, xyz};
+	sim_pool_for(sim->pool, sim->n, SIM_VERTEX_BLOCK, copy_out_range, &job);
+}
+
 void drape_sim_get_positions(const drape_sim *sim, float *xyz)
 {
-	for (uint32_t i = 0; i < sim->n; i++) {
-		float *q = &xyz[3 * (size_t)caller_of(sim, i)];
-		q[0] = sim->x[i].x;
-		q[1] = sim->x[i].y;
-		q[2] = sim->x[i].z;
-	}
+	copy_out(sim, sim->x, xyz);
 }
 
 void drape_sim_get_state(const drape_sim *sim, float *xyz, float *vel, uint32_t *frame)
 {
 	if (xyz != NULL)
-		drape_sim_get_positions(sim, xyz);
+		copy_out(sim, sim->x, xyz);
 	if (vel != NULL)
-		for (uint32_t i = 0; i < sim->n; i++) {
-			float *q = &vel[3 * (size_t)caller_of(sim, i)];
-			q[0] = sim->v[i].x;
-			q[1] = sim->v[i].y;
-			q[2] = sim->v[i].z;
-		}
+		copy_out(sim, sim->v, vel);
 	if (frame != NULL)
 		*frame = sim->frame;
 }
