@@ -209,8 +209,9 @@ static void srv_out_work(uv_work_t *w)
 static void srv_out_done(uv_work_t *w, int status);
 
 /* Loop: hands the solved frame in the work fields to the output stage
- * (which must be free). */
-static void srv_out_start(srv_server *srv, srv_session *s)
+ * (which must be free); srv_out_queue then starts it. Between the two the
+ * session counts as writing. */
+static void srv_out_prepare(srv_server *srv, srv_session *s)
 {
 	float *t = s->out_positions;
 	s->out_positions = s->work_positions;
@@ -230,6 +231,10 @@ static void srv_out_start(srv_server *srv, srv_session *s)
 	s->out_msg = NULL;
 	s->writing = true;
 	srv->outputs++;
+}
+
+static void srv_out_queue(srv_server *srv, srv_session *s)
+{
 	s->out_work.data = s;
 	if (uv_queue_work(&srv->loop, &s->out_work, srv_out_work, srv_out_done) != 0) {
 		/* libuv refuses work only for a missing callback; should it ever,
@@ -268,6 +273,7 @@ static void srv_after_work(uv_work_t *w, int status)
 {
 	srv_session *s = w->data;
 	srv_server *srv = s->server;
+	bool out = false;
 	s->busy = false;
 	srv->in_flight--;
 	if (s->deleted) {
@@ -292,10 +298,12 @@ static void srv_after_work(uv_work_t *w, int status)
 
 	/* The frame is kept even when the run was canceled while it solved
 	 * (the sim has advanced); the END goes out after it. */
-	if (s->writing)
+	if (s->writing) {
 		s->pending = true; /* srv_out_done starts it */
-	else
-		srv_out_start(srv, s);
+	} else {
+		srv_out_prepare(srv, s);
+		out = true;
+	}
 	if ((s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED) && !srv->stopping)
 		srv_sched_requeue(srv, s);
 	/* A collider op that waited for this frame goes first; the session
@@ -305,6 +313,11 @@ landed:
 	srv_sched_settle(srv, s);
 next:
 	srv_sched_kick(srv);
+	/* The output goes on the thread pool after the next solve, so that
+	 * the solve gets the first free thread and core: the gap between two
+	 * solves is the loss a session sees, the output overlaps the solve. */
+	if (out)
+		srv_out_queue(srv, s);
 	if (srv->stopping)
 		srv_server_maybe_finish(srv);
 }
@@ -353,7 +366,8 @@ static void srv_out_done(uv_work_t *w, int status)
 	 * frame is lost. */
 	if (s->pending) {
 		s->pending = false;
-		srv_out_start(srv, s);
+		srv_out_prepare(srv, s);
+		srv_out_queue(srv, s);
 	}
 	const bool wanted = s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED;
 	if (s->fail_pending) {
