@@ -482,6 +482,24 @@ static void print_row(const scene *sc, const bench_result *r)
 
 #include "tests/bench/bench_ipc.inc"
 
+/* Whether name contains one of the comma-separated words of list, or is
+ * one written "=name". */
+static int name_matches(const char *name, const char *list)
+{
+	while (*list) {
+		size_t n = strcspn(list, ",");
+		if (*list == '=') {
+			if (n - 1 == strlen(name) && strncmp(name, list + 1, n - 1) == 0)
+				return 1;
+		} else
+			for (const char *p = name; n > 0 && *p; p++)
+			if (strncmp(p, list, n) == 0)
+				return 1;
+		list += n + (list[n] == ',');
+	}
+	return 0;
+}
+
 int main(void)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -507,11 +525,12 @@ int main(void)
 	enum { N = sizeof scenes / sizeof scenes[0] };
 	bench_result res[N];
 	print_header();
-	/* BENCH_ONLY=word runs only the scenes whose names contain it (for
+	/* BENCH_ONLY=word[,word...] runs only the scenes whose names contain
+	 * one of the words, or are exactly a word written "=name" (for
 	 * working on one scene; make bench runs everything). */
 	const char *only = getenv("BENCH_ONLY");
 	for (int i = 0; i < N; i++) {
-		if (only && !strstr(scenes[i].name, only)) {
+		if (only && !name_matches(scenes[i].name, only)) {
 			memset(&res[i], 0, sizeof res[i]);
 			continue;
 		}
@@ -545,7 +564,7 @@ int main(void)
 		{"sheet300 LRA off, frame 180", SCENE_HANG, 300, 1, 0, 0, 179, 1},
 	};
 	bench_result lr[2];
-	if (only && !strstr("LRA", only))
+	if (only && !name_matches("LRA", only))
 		return 0;
 	child ca = start_scene(&lra[0], &lr[0]);
 	child cb = start_scene(&lra[1], &lr[1]);
