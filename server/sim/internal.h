@@ -107,6 +107,9 @@ struct drape_sim {
 	/* Start-of-frame copies, restored when a step produces NaN or Inf. */
 	sim_vec4 *x_save;
 	sim_vec4 *v_save;
+	/* Per block of SIM_STRAIN_BLOCK stretch edges, the frame's maximum
+	 * strain and strain sum (sim.c, strain()). */
+	double *strain_part;
 	/* Per-substep external force scratch (wind), newtons; allocated at
 	 * create so a step never allocates. */
 	sim_vec4 *force;

@@ -10,12 +10,21 @@
 #include "server/sim/topology.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 /* Half-edge ids are triangle * 3 + j in a uint32. */
 #define SIM_MAX_TRIANGLES (UINT32_MAX / 3u)
+
+/* Stretch edges per block of the frame's strain statistics (strain()). */
+#define SIM_STRAIN_BLOCK 16384u
+
+static uint32_t sim_strain_blocks(const drape_sim *sim)
+{
+	return (sim->stretch_count + SIM_STRAIN_BLOCK - 1) / SIM_STRAIN_BLOCK;
+}
 
 void drape_sim_params_default(drape_sim_params *p)
 {
@@ -197,6 +206,7 @@ void drape_sim_destroy(drape_sim *sim)
 	free(sim->v);
 	free(sim->x_save);
 	free(sim->v_save);
+	free(sim->strain_part);
 	free(sim->force);
 	free(sim->tris);
 	free(sim->tri_rest_area);
@@ -354,6 +364,11 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 		drape_sim_destroy(sim);
 		return rc;
 	}
+	sim->strain_part = malloc(2 * (size_t)sim_strain_blocks(sim) * sizeof *sim->strain_part + 1);
+	if (sim->strain_part == NULL) {
+		drape_sim_destroy(sim);
+		return drape_error_setf(err, DRAPE_ENOMEM, "sim: out of memory for the strain sums");
+	}
 	derive(sim);
 	if (sim->params.self_collision &&
 	    (rc = sim_self_create(sim->tris, sim->ntri, sim->n, sim->x, &sim->self, err)) != DRAPE_OK) {
@@ -468,27 +483,71 @@ static void commit(drape_sim *sim, float dt)
 	sim_pool_for(sim->pool, sim->n, SIM_VERTEX_BLOCK, commit_range, &job);
 }
 
-static uint32_t count_nonfinite(const drape_sim *sim)
+/* The start-of-frame copies, block by block on the pool. */
+static void save_range(void *ctx, uint32_t begin, uint32_t end)
 {
+	drape_sim *sim = ctx;
+	memcpy(sim->x_save + begin, sim->x + begin, (size_t)(end - begin) * sizeof *sim->x);
+	memcpy(sim->v_save + begin, sim->v + begin, (size_t)(end - begin) * sizeof *sim->v);
+}
+
+/* The end-of-frame check and statistics also go to the pool: in draped they
+ * sit between two frames of a session. The strain's sum is taken over fixed
+ * blocks of SIM_STRAIN_BLOCK edges (whatever blocks the pool hands out), and
+ * the blocks' sums are added in order, so the mean has the same bits for any
+ * thread count; the count and the maximum do not depend on the order. */
+typedef struct check_job {
+	const drape_sim *sim;
+	_Atomic uint32_t bad;
+} check_job;
+
+static void nonfinite_range(void *ctx, uint32_t begin, uint32_t end)
+{
+	check_job *J = ctx;
 	uint32_t bad = 0;
-	for (uint32_t i = 0; i < sim->n; i++) {
-		const sim_vec4 *x = &sim->x[i], *v = &sim->v[i];
+	for (uint32_t i = begin; i < end; i++) {
+		const sim_vec4 *x = &J->sim->x[i], *v = &J->sim->v[i];
 		bad += !(isfinite(x->x) && isfinite(x->y) && isfinite(x->z) && isfinite(v->x) &&
 			 isfinite(v->y) && isfinite(v->z));
 	}
-	return bad;
+	if (bad)
+		atomic_fetch_add(&J->bad, bad);
+}
+
+static uint32_t count_nonfinite(const drape_sim *sim)
+{
+	check_job job = {sim, 0};
+	sim_pool_for(sim->pool, sim->n, SIM_VERTEX_BLOCK, nonfinite_range, &job);
+	return atomic_load(&job.bad);
+}
+
+static void strain_range(void *ctx, uint32_t begin, uint32_t end)
+{
+	const drape_sim *sim = ctx;
+	for (uint32_t b0 = begin; b0 < end; b0 += SIM_STRAIN_BLOCK) {
+		uint32_t b1 = end - b0 > SIM_STRAIN_BLOCK ? b0 + SIM_STRAIN_BLOCK : end;
+		float mx = 0.0f;
+		double sum = 0.0;
+		for (uint32_t i = b0; i < b1; i++) {
+			const sim_dist *c = &sim->stretch[i];
+			float l = v3_len(v3_sub(v3_of4(sim->x[c->a]), v3_of4(sim->x[c->b])));
+			float st = fabsf(l - c->rest) / c->rest;
+			mx = st > mx ? st : mx;
+			sum += st;
+		}
+		sim->strain_part[2 * (b0 / SIM_STRAIN_BLOCK)] = mx;
+		sim->strain_part[2 * (b0 / SIM_STRAIN_BLOCK) + 1] = sum;
+	}
 }
 
 static void strain(const drape_sim *sim, float *max_out, float *mean_out)
 {
+	sim_pool_for(sim->pool, sim->stretch_count, SIM_STRAIN_BLOCK, strain_range, (void *)sim);
 	float mx = 0.0f;
 	double sum = 0.0;
-	for (uint32_t i = 0; i < sim->stretch_count; i++) {
-		const sim_dist *c = &sim->stretch[i];
-		float l = v3_len(v3_sub(v3_of4(sim->x[c->a]), v3_of4(sim->x[c->b])));
-		float s = fabsf(l - c->rest) / c->rest;
-		mx = s > mx ? s : mx;
-		sum += s;
+	for (uint32_t k = 0; k < sim_strain_blocks(sim); k++) {
+		mx = (float)sim->strain_part[2 * k] > mx ? (float)sim->strain_part[2 * k] : mx;
+		sum += sim->strain_part[2 * k + 1];
 	}
 	*max_out = mx;
 	*mean_out = sim->stretch_count ? (float)(sum / sim->stretch_count) : 0.0f;
@@ -530,8 +589,7 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 	/* Self-collision keeps its own thickness, by default the cloth's. */
 	const int selfc = P->self_collision && sim->self != NULL;
 	const float sth = P->self_thickness > 0.0f ? P->self_thickness : P->thickness;
-	memcpy(sim->x_save, sim->x, (size_t)n * sizeof *sim->x);
-	memcpy(sim->v_save, sim->v, (size_t)n * sizeof *sim->v);
+	sim_pool_for(sim->pool, n, SIM_VERTEX_BLOCK, save_range, sim);
 
 	for (int32_t s = 0; s < P->substeps; s++) {
 		sim_wind_forces(sim, dt, sim->force);
@@ -722,6 +780,7 @@ size_t sim_memory_bytes(const drape_sim *sim)
 {
 	size_t b = sizeof *sim;
 	b += 6 * (size_t)sim->n * sizeof(sim_vec4); /* x, p, v, x_save, v_save, force */
+	b += 2 * (size_t)sim_strain_blocks(sim) * sizeof *sim->strain_part;
 	b += (size_t)sim->ntri * (3 * sizeof *sim->tris + sizeof *sim->tri_rest_area);
 	b += ((size_t)sim->wind_chunks + 1) * sizeof *sim->wind_chunk;
 	b += ((size_t)sim->stretch_count + sim->shear_count + sim->lra_count) * sizeof(sim_dist);

@@ -64,7 +64,8 @@ static int scene_make(scene *s)
 }
 
 /* Creates the scene's sim with flags and pool, runs `frames` frames and
- * returns the state hash, or 0 on failure. */
+ * returns the hash of the final state and of every frame's strain
+ * statistics (summed over blocks on the pool), or 0 on failure. */
 static uint64_t run_hash(scene *s, uint32_t flags, drape_pool *pool, int frames)
 {
 	s->d.pool = pool;
@@ -83,12 +84,19 @@ static uint64_t run_hash(scene *s, uint32_t flags, drape_pool *pool, int frames)
 	float *v = malloc((size_t)s->g.nv * 3 * sizeof *v);
 	if (x && v && drape_sim_add_collider(sim, &c, &idx, NULL) == DRAPE_OK) {
 		int ok = 1;
-		for (int f = 0; f < frames && ok; f++)
-			ok = drape_sim_step(sim, NULL, NULL) == DRAPE_OK;
+		h = 0xcbf29ce484222325ull;
+		for (int f = 0; f < frames && ok; f++) {
+			drape_sim_stats st;
+			ok = drape_sim_step(sim, &st, NULL) == DRAPE_OK;
+			h = fnv1a(h, &st.max_strain, sizeof st.max_strain);
+			h = fnv1a(h, &st.mean_strain, sizeof st.mean_strain);
+		}
 		if (ok) {
 			drape_sim_get_state(sim, x, v, NULL);
-			h = fnv1a(0xcbf29ce484222325ull, x, (size_t)s->g.nv * 3 * sizeof *x);
+			h = fnv1a(h, x, (size_t)s->g.nv * 3 * sizeof *x);
 			h = fnv1a(h, v, (size_t)s->g.nv * 3 * sizeof *v);
+		} else {
+			h = 0;
 		}
 	}
 	free(x);
