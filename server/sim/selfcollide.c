@@ -73,6 +73,9 @@
  * impact in its first rounds, then (if crossings remain) to x itself. */
 #define SELF_GUARD_BACKOFF 0.8
 #define SELF_GUARD_PARTIAL_ROUNDS 2
+/* Rounds of the guard that move a crossing pair as one body (zone_move)
+ * before any is moved back along its path. */
+#define SELF_GUARD_ZONE_ROUNDS 8
 
 /* Rounds after which the guard stops resolving crossings one by one and
  * sends every free vertex back to x (revert_all). Each round after the
@@ -2172,16 +2175,69 @@ static int carry(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
 }
 
 /*
+ * Moves a crossing pair as one body: every vertex goes to x plus the pair's
+ * mass-weighted mean motion, so the pair keeps its momentum and, moving
+ * rigidly from its intersection-free state at x, cannot cross itself. This
+ * is the rigid impact zone of Provot 1997 and Bridson, Fedkiw, Anderson
+ * 2002 reduced to one pair (translation only); other pairs it disturbs are
+ * checked again in the next round. Stopping the pair at x instead (revert)
+ * throws its momentum away, and a pinch the projections cannot open is then
+ * stopped again every substep while the cloth around it moves on: on a large
+ * hanging sheet a crumpled corner froze that way and its edges stretched to
+ * five times their length. Returns how many vertices moved (0: the pair
+ * moves as one already), or -1 for a pair with an immovable vertex, which is
+ * left to revert and carry.
+ */
+static int zone_move(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+		     const uint32_t idx[4])
+{
+	sim_v3 d = v3(0.0f, 0.0f, 0.0f);
+	float mass = 0.0f;
+	for (int k = 0; k < 4; k++) {
+		const uint32_t v = idx[k];
+		if (immovable(s, p, v))
+			return -1;
+		const float m = 1.0f / p[v].w;
+		d = v3_add(d, v3_scale(v3_sub(v3_of4(p[v]), v3_of4(x[v])), m));
+		mass += m;
+	}
+	d = v3_scale(d, 1.0f / mass);
+	int moved = 0;
+	for (int k = 0; k < 4; k++) {
+		const uint32_t v = idx[k];
+		sim_v3 np = v3_add(v3_of4(x[v]), d);
+		if (np.x != p[v].x || np.y != p[v].y || np.z != p[v].z) {
+			p[v].x = np.x;
+			p[v].y = np.y;
+			p[v].z = np.z;
+			s->dirty_next[v] = 1;
+			moved++;
+		}
+	}
+	return moved;
+}
+
+/*
  * Stops a pair found crossing at time toi: its free vertices go back to
  * fraction backoff of toi. When that moves nothing (a vertex that moved less
  * than a float step, so that the fraction rounds to p), the pair goes back
  * to x instead, and when the free vertices are at x already, the crossing is
  * the immovable side's and they are carried (carry). A crossing that moves
  * no vertex would end the guard's rounds with the crossing left in place.
+ * A negative backoff asks for a zone move first (zone_move).
  */
 static int stop_pair(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
 		     const uint32_t idx[4], double toi, float backoff)
 {
+	if (backoff < 0.0f) {
+		/* A pair whose vertices are all movable either moves as one
+		 * now, or already does (nothing to move: its test found it
+		 * touching, not crossing), and is left so. */
+		int zm = zone_move(s, p, x, idx);
+		if (zm >= 0)
+			return zm;
+		backoff = 0.0f;
+	}
 	int moved = revert(s, p, x, idx, (float)(backoff * toi));
 	if (moved == 0 && backoff > 0.0f)
 		moved = revert(s, p, x, idx, 0.0f);
@@ -2338,10 +2394,12 @@ static void revert_all(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restri
 
 /*
  * The guard. Every candidate pair that moved gets a swept test on the
- * straight paths x -> p; a pair that touches at time toi (or ends touching)
- * has its free vertices moved back to x + tau (p - x), tau = 0.8 toi in the
- * first two rounds and tau = 0 (the start positions, which were
- * intersection-free) after that. A pair that still crosses with its free
+ * straight paths x -> p. In the first SELF_GUARD_ZONE_ROUNDS rounds a pair
+ * that touches (or ends touching) and has no immovable vertex is moved as
+ * one body with its mean motion (zone_move), or left alone when it already
+ * moves as one. Later, or with an immovable vertex, it has its free vertices
+ * moved back to x + tau (p - x), tau = 0.8 toi in the next two rounds and
+ * tau = 0 (the start positions, which were intersection-free) after that. A pair that still crosses with its free
  * vertices at x was crossed by a moving pinned vertex, and they are carried
  * along with it instead (carry). Moved vertices are re-verified in the next
  * round. Once tau is 0 every round that finds a crossing returns at least
@@ -2350,11 +2408,12 @@ static void revert_all(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restri
  * once. Only a crossing made by pinned vertices alone (two animated pins
  * through each other) cannot be undone here and is left.
  *
- * Momentum: this is not a momentum-conserving projection; it is an
- * inelastic stop of the involved vertices for the rest of the substep (their
- * velocity after v = (p - x) / dt is scaled by tau), like the rigid impact
- * zones of Provot 1997 / Bridson et al. 2002 but without the averaging. It
- * only acts where the projections failed, which the tests show is rare.
+ * Momentum: a zone move keeps the pair's momentum (an inelastic collision
+ * of the pair, as in the rigid impact zones of Provot 1997 / Bridson et al.
+ * 2002, per pair and without rotation); a move back is an inelastic stop of
+ * the involved vertices for the rest of the substep (their velocity after
+ * v = (p - x) / dt is scaled by tau). Both act only where the projections
+ * failed, which the tests show is rare.
  *
  * A candidate pair whose distance at x, recorded at collection (dx),
  * exceeds its motion bound over x -> p plus the contact tolerance is
@@ -2388,7 +2447,11 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 	for (int round = 0;; round++) {
 		memset(s->dirty_next, 0, nv);
 		int changed = 0;
-		float backoff = round < SELF_GUARD_PARTIAL_ROUNDS ? (float)SELF_GUARD_BACKOFF : 0.0f;
+		/* -1 asks stop_pair for a zone move (see the comment above). */
+		float backoff = round < SELF_GUARD_ZONE_ROUNDS ? -1.0f
+				: round < SELF_GUARD_ZONE_ROUNDS + SELF_GUARD_PARTIAL_ROUNDS
+				? (float)SELF_GUARD_BACKOFF
+				: 0.0f;
 		for (uint32_t i = 0; i < s->vt_count; i++) {
 			const self_vt *r = &s->vt[i];
 			const uint32_t *tv = &s->tris[3 * (size_t)r->t];

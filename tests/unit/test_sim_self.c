@@ -160,6 +160,32 @@ static void test_guard_alone_stops_vertex(void)
 	CHECK(all_finite(p, 4));
 }
 
+/* A vertex touching a triangle at x that falls faster than the triangle
+ * (the guard alone, thickness 0): the pair is not stopped at x, which would
+ * throw its momentum away and, repeated every substep, freeze a pinch the
+ * projections cannot open. It moves on with the pair's mean motion, on its
+ * own side. */
+static void test_guard_keeps_touching_pair_moving(void)
+{
+	const uint32_t tri[3] = {0, 1, 2};
+	sim_vec4 x[4] = {V4(-1, -1, 0, 1), V4(2, -1, 0, 1), V4(-1, 2, 0, 1), V4(0.2f, 0.2f, 1e-7f, 1)};
+	sim_vec4 p[4];
+	for (int k = 0; k < 4; k++)
+		p[k] = V4(x[k].x, x[k].y, x[k].z - (k == 3 ? 0.3f : 0.1f), 1);
+	sim_self *s = NULL;
+	CHECK_OK(sim_self_create(tri, 1, 4, x, &s, NULL));
+	sim_self_begin_substep(s, x, p, 0.0f);
+	sim_self_end_substep(s, p, x, 0.0f);
+	sim_self_destroy(s);
+	double d = plane_dist(p[3], p[0], p[1], p[2]);
+	CHECKF(d >= 0.0, "vertex ends at %.6g from the plane (crossed)", d);
+	/* The mean motion of four equal masses is -0.15. */
+	for (int k = 0; k < 4; k++)
+		CHECKF(fabsf(p[k].z - x[k].z + 0.15f) < 1e-5f, "vertex %d moved %.6g, want -0.15", k,
+		       (double)(p[k].z - x[k].z));
+	CHECK(all_finite(p, 4));
+}
+
 /* A vertex exactly on the plane at x, moving down: it takes the side it
  * comes from and ends above. */
 static void test_vertex_on_plane(void)
@@ -1240,6 +1266,7 @@ static void test_preflight_garment(void)
 static const check_test tests[] = {
 	CHECK_TEST(test_fast_vertex_stopped),
 	CHECK_TEST(test_guard_alone_stops_vertex),
+	CHECK_TEST(test_guard_keeps_touching_pair_moving),
 	CHECK_TEST(test_vertex_on_plane),
 	CHECK_TEST(test_resting_push_conserves_momentum),
 	CHECK_TEST(test_projection_after_stray),
