@@ -632,7 +632,7 @@ static drape_err obj_groups(obj_reader *r, const char *s, int is_object)
 {
 	const char *t;
 	size_t len;
-	uint32_t n = 0, idx;
+	uint32_t n = 0, idx = 0;
 	if (is_object) {
 		r->nactive_g = 0;
 		r->active_o = -1;

@@ -163,7 +163,7 @@ static drape_err scn_number(scn *c, const cJSON *v, double *out)
 
 static drape_err scn_integer(scn *c, const cJSON *v, double lo, double hi, int64_t *out)
 {
-	double d;
+	double d = 0;
 	drape_err e = scn_number(c, v, &d);
 	if (e != DRAPE_OK)
 		return e;
@@ -178,7 +178,7 @@ static drape_err scn_integer(scn *c, const cJSON *v, double lo, double hi, int64
 /* A float in [lo, hi] (lo excluded when lo_open). */
 static drape_err scn_float_in(scn *c, const cJSON *v, double lo, double hi, int lo_open, float *out)
 {
-	double d;
+	double d = 0;
 	drape_err e = scn_number(c, v, &d);
 	if (e != DRAPE_OK)
 		return e;
@@ -198,7 +198,7 @@ static drape_err scn_vec(scn *c, const cJSON *v, int n, float *out)
 	float tmp[4];
 	int i = 0;
 	for (const cJSON *it = v->child; it != NULL; it = it->next, i++) {
-		double d;
+		double d = 0;
 		size_t old = scn_push_index(c, (size_t)i);
 		drape_err e = scn_number(c, it, &d);
 		if (e != DRAPE_OK)
@@ -251,7 +251,7 @@ static drape_err scn_check_params(scn *c)
 
 static drape_err scn_param_float(scn *c, const cJSON *v, float *dst)
 {
-	double d;
+	double d = 0;
 	drape_err e = scn_number(c, v, &d);
 	if (e != DRAPE_OK)
 		return e;
