@@ -1334,12 +1334,15 @@ static inline uint32_t member_hits(const float *restrict soa, size_t stride,
 		m &= (load_f8(&soa[j]) <= gx1) & (gx0 <= load_f8(&soa[3 * stride + j]));
 		m &= (load_f8(&soa[stride + j]) <= gy1) & (gy0 <= load_f8(&soa[4 * stride + j]));
 		m &= (load_f8(&soa[2 * stride + j]) <= gz1) & (gz0 <= load_f8(&soa[5 * stride + j]));
+		uint32_t bits = mask_bits(m);
+		if (bits == 0)
+			continue;
 		for (int r = 0; r < nv; r++) {
 			self_i8 w = load_i8(&vrows[(size_t)r * stride + j]);
 			m &= (w != va) & (w != vb);
 		}
-		for (uint32_t b = mask_bits(m); b != 0; b &= b - 1)
-			out[n++] = j + (uint32_t)__builtin_ctz(b);
+		for (bits = mask_bits(m); bits != 0; bits &= bits - 1)
+			out[n++] = j + (uint32_t)__builtin_ctz(bits);
 	}
 	return n;
 }
