@@ -172,6 +172,12 @@ struct sim_self {
 	uint32_t *ce_start, *ce; /* owned edges, the same way */
 	uint32_t *ce_v;      /* 2 arrays of ce_start[chunk_count]: the owned edges' vertices */
 	uint32_t *ct_v;      /* 3 arrays of nh: the vertices of the triangles in chunk order */
+	/* The chunk of each triangle, and the chunk owning each vertex and
+	 * edge (UINT32_MAX for none: zero-area triangles and their only
+	 * vertices), and a per-chunk mark: for the guard's partial
+	 * re-collection (recollect_strayed). */
+	uint32_t *t_chunk, *v_chunk, *e_chunk;
+	uint8_t *chunk_mark;
 	float *sbox;         /* 6 arrays of nh floats: swept triangle boxes in chunk order */
 	float *vsbox;        /* 6 arrays of cv_start[chunk_count]: swept vertex boxes, in cv order */
 	float *esbox;        /* 6 arrays of ce_start[chunk_count]: swept edge boxes, in ce order */
@@ -600,9 +606,22 @@ static int build_chunk_members(sim_self *s)
 	s->esbox = calloc(6 * (size_t)s->ne + SELF_PAD, sizeof *s->esbox);
 	s->ce_v = calloc(2 * (size_t)s->ne + SELF_PAD, sizeof *s->ce_v);
 	s->ct_v = calloc(3 * (size_t)s->nh + SELF_PAD, sizeof *s->ct_v);
+	s->t_chunk = malloc((size_t)s->nt * sizeof *s->t_chunk + 1);
+	s->v_chunk = malloc((size_t)s->nv * sizeof *s->v_chunk + 1);
+	s->e_chunk = malloc((size_t)s->ne * sizeof *s->e_chunk + 1);
+	s->chunk_mark = calloc((size_t)nc + 1, 1);
 	if (s->cv_start == NULL || s->ce_start == NULL || s->cv == NULL || s->ce == NULL ||
-	    s->vsbox == NULL || s->esbox == NULL || s->ce_v == NULL || s->ct_v == NULL)
+	    s->vsbox == NULL || s->esbox == NULL || s->ce_v == NULL || s->ct_v == NULL ||
+	    s->t_chunk == NULL || s->v_chunk == NULL || s->e_chunk == NULL || s->chunk_mark == NULL)
 		return -1;
+	for (uint32_t t = 0; t < s->nt; t++)
+		s->t_chunk[t] = UINT32_MAX;
+	for (uint32_t v = 0; v < s->nv; v++)
+		s->v_chunk[v] = UINT32_MAX;
+	for (uint32_t e = 0; e < s->ne; e++)
+		s->e_chunk[e] = UINT32_MAX;
+	for (uint32_t i = 0; i < s->nh; i++)
+		s->t_chunk[s->chunk_tri[i]] = i / SELF_CHUNK;
 	for (uint32_t i = 0; i < s->nh; i++)
 		for (int k = 0; k < 3; k++)
 			s->ct_v[(size_t)k * s->nh + i] = s->tris[3 * (size_t)s->chunk_tri[i] + k];
@@ -622,6 +641,12 @@ static int build_chunk_members(sim_self *s)
 	}
 	s->cv_start[nc] = nvo;
 	s->ce_start[nc] = neo;
+	for (uint32_t c = 0; c < nc; c++) {
+		for (uint32_t k = s->cv_start[c]; k < s->cv_start[c + 1]; k++)
+			s->v_chunk[s->cv[k]] = c;
+		for (uint32_t k = s->ce_start[c]; k < s->ce_start[c + 1]; k++)
+			s->e_chunk[s->ce[k]] = c;
+	}
 	for (uint32_t k = 0; k < neo; k++) {
 		s->ce_v[k] = s->edges[2 * (size_t)s->ce[k]];
 		s->ce_v[neo + k] = s->edges[2 * (size_t)s->ce[k] + 1];
@@ -668,6 +693,10 @@ void sim_self_destroy(sim_self *s)
 	free(s->dirty);
 	free(s->dirty_next);
 	free(s->carried);
+	free(s->t_chunk);
+	free(s->v_chunk);
+	free(s->e_chunk);
+	free(s->chunk_mark);
 	free(s->vtri_start);
 	free(s->vtri);
 	free(s->tri_mark);
@@ -1649,6 +1678,136 @@ static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *res
 	}
 }
 
+static inline int chunk_marked(const sim_self *s, uint32_t c)
+{
+	return c != UINT32_MAX && s->chunk_mark[c];
+}
+
+/* The chunk pairs (A, B) of a marked chunk A with every chunk B, each
+ * unordered pair once (two marked chunks meet from the lower one), as
+ * chunk_pair(min, max) so the pairs are those collect_chunk finds. A's plain
+ * box meets B's grown box exactly when B's plain box meets A's grown box, so
+ * the pair is found from either side. */
+static void collect_marked_chunk(const sim_self *s, self_pairs *out, const sim_vec4 *restrict x,
+				 const sim_vec4 *restrict p, uint32_t A, float reach)
+{
+	const sim_hash *h = &s->hash;
+	const uint32_t nc = s->chunk_count;
+	const float *ab = &s->chunk_sbox[6 * (size_t)A];
+	chunk_pair(s, out, x, p, A, A, reach);
+#define SELF_MARKED_PAIR(B)                                                    \
+	do {                                                                   \
+		if ((B) < A)                                                   \
+			chunk_pair(s, out, x, p, (B), A, reach);               \
+		else                                                           \
+			chunk_pair(s, out, x, p, A, (B), reach);               \
+	} while (0)
+	sim_cellbox q = sim_hash_cells(h, ab);
+	if (sim_cellbox_count(&q) > SIM_HASH_MAX_CELLS) {
+		for (uint32_t B = 0; B < nc; B++)
+			if (B != A && !(s->chunk_mark[B] && B < A) &&
+			    sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
+				SELF_MARKED_PAIR(B);
+		return;
+	}
+	for (int32_t cz = q.lo[2]; cz <= q.hi[2]; cz++)
+		for (int32_t cy = q.lo[1]; cy <= q.hi[1]; cy++)
+			for (int32_t cx = q.lo[0]; cx <= q.hi[0]; cx++) {
+				uint32_t sl = sim_hash_slot(h, cx, cy, cz);
+				const uint32_t e0 = h->start[sl], e1 = h->start[sl + 1];
+				for (uint32_t e = e0; e < e1; e++) {
+					uint32_t B = h->entries[e];
+					if (e > e0 && h->entries[e - 1] == B)
+						continue;
+					if (B == A || (s->chunk_mark[B] && B < A))
+						continue;
+					const float *bb = &s->chunk_box[6 * (size_t)B];
+					if (sim_box_overlap(ab, bb) &&
+					    first_shared_cell(h, &q, bb, cx, cy, cz))
+						SELF_MARKED_PAIR(B);
+				}
+			}
+	for (uint32_t k = 0; k < h->big_count; k++) {
+		uint32_t B = h->big[k];
+		if (B != A && !(s->chunk_mark[B] && B < A) &&
+		    sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
+			SELF_MARKED_PAIR(B);
+	}
+#undef SELF_MARKED_PAIR
+}
+
+/*
+ * The end-of-substep re-collection, for the chunks that hold a vertex that
+ * strayed half the reach from its prediction. A pair left out at begin can
+ * cross only if one of its own vertices strayed that far (see
+ * SELF_REACH_FACTOR: the relative motions of its corners grew by at most
+ * twice the largest stray of its vertices), and every such pair lies in a
+ * chunk pair with a marked chunk (a marked chunk holds every triangle of a
+ * strayed vertex, so also the vertex and edges it owns). The pairs of those
+ * chunk pairs are collected again over x -> p as p is now, serially in
+ * chunk order, and replace the old ones; the rest stay. Returns -1 when a
+ * full collection is the better (or the only sound) way: more than a
+ * quarter of the chunks marked, or vertices that no chunk owns.
+ */
+static int recollect_strayed(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+			     float reach)
+{
+	const uint32_t nc = s->chunk_count;
+	if (s->orphan_count > 0)
+		return -1;
+	memset(s->chunk_mark, 0, nc);
+	uint32_t marked = 0;
+	for (uint32_t v = 0; v < s->nv; v++) {
+		if (motion(s->p_pred, p, v) < 0.5f * reach)
+			continue;
+		for (uint32_t k = s->vtri_start[v]; k < s->vtri_start[v + 1]; k++) {
+			uint32_t c = s->t_chunk[s->vtri[k]];
+			if (c != UINT32_MAX && !s->chunk_mark[c]) {
+				s->chunk_mark[c] = 1;
+				marked++;
+			}
+		}
+	}
+	if (marked == 0)
+		return 0;
+	if ((uint64_t)marked * 4 > nc)
+		return -1;
+	compute_boxes(s, x, p, reach);
+	float cell = maxf(s->chunk_scale + reach, 2.0f * reach);
+	if (sim_hash_build(&s->hash, s->chunk_box, nc, cell) != 0)
+		return -1;
+
+	uint32_t kv = 0, ke = 0;
+	for (uint32_t i = 0; i < s->vt_count; i++)
+		if (!chunk_marked(s, s->v_chunk[s->vt[i].v]) && !chunk_marked(s, s->t_chunk[s->vt[i].t]))
+			s->vt[kv++] = s->vt[i];
+	for (uint32_t i = 0; i < s->ee_count; i++)
+		if (!chunk_marked(s, s->e_chunk[s->ee[i].a]) && !chunk_marked(s, s->e_chunk[s->ee[i].b]))
+			s->ee[ke++] = s->ee[i];
+	s->vt_count = kv;
+	s->ee_count = ke;
+
+	self_pairs *out = &s->blocks[0];
+	out->vt_count = out->ee_count = 0;
+	for (uint32_t A = 0; A < nc; A++)
+		if (s->chunk_mark[A])
+			collect_marked_chunk(s, out, x, p, A, reach);
+	/* Without room for all, the pairs that do not fit are dropped, as in
+	 * collect. */
+	uint64_t nvt = (uint64_t)kv + out->vt_count, nee = (uint64_t)ke + out->ee_count;
+	if (reserve((void **)&s->vt, &s->vt_cap, sizeof *s->vt, nvt) != 0)
+		nvt = s->vt_cap;
+	if (reserve((void **)&s->ee, &s->ee_cap, sizeof *s->ee, nee) != 0)
+		nee = s->ee_cap;
+	if (nvt > kv)
+		memcpy(&s->vt[kv], out->vt, (size_t)(nvt - kv) * sizeof *s->vt);
+	if (nee > ke)
+		memcpy(&s->ee[ke], out->ee, (size_t)(nee - ke) * sizeof *s->ee);
+	s->vt_count = (uint32_t)nvt;
+	s->ee_count = (uint32_t)nee;
+	return 0;
+}
+
 static inline float reach_of(float thickness)
 {
 	return thickness > 0.0f && isfinite(thickness) ? SELF_REACH_FACTOR * thickness : 0.0f;
@@ -2492,7 +2651,8 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 	 * from its prediction (see SELF_REACH_FACTOR). */
 	if (reach > 0.0f ? stray >= 0.5f * reach : stray > 0.0f) {
 		s->thickness = reach / SELF_REACH_FACTOR;
-		collect(s, x, p, reach);
+		if (!(reach > 0.0f) || recollect_strayed(s, x, p, reach) != 0)
+			collect(s, x, p, reach);
 	}
 
 	memset(s->dirty, 1, nv);

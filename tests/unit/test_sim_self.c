@@ -294,6 +294,50 @@ static void test_projection_after_stray(void)
 	}
 }
 
+/*
+ * A vertex or a triangle that strays far from its prediction after the
+ * candidates were collected, on sheets large enough that the end-of-substep
+ * check re-collects only around the strayed vertex (recollect_strayed): the
+ * pair it now crosses was never a candidate, so only that partial
+ * re-collection lets the guard stop it. Case 0 moves a vertex of the upper
+ * sheet down through the lower one; case 1 moves a vertex of the lower sheet
+ * up through the upper one, so the strayed side is the triangle and the
+ * vertex it meets lies in an unmarked chunk.
+ */
+static void test_partial_recollection_stops_stray(void)
+{
+	enum { N = 24, NV1 = (N + 1) * (N + 1), NV = 2 * NV1 };
+	const float h = 0.02f, th = 0.01f;
+	static sim_vec4 x[NV], p[NV];
+	static uint32_t tris[2 * 3 * 2 * N * N];
+	for (int up = 0; up < 2; up++) {
+		uint32_t nt = grid(N, N, h, 0.0f, 1.0f, x, tris, 0);
+		nt += grid(N, N, h, 0.05f, 1.0f, x + NV1, tris + 3 * nt, NV1);
+		/* Shift the upper sheet by a third of a cell so its vertices sit
+		 * over the lower triangles' interiors, and the other way round. */
+		for (uint32_t i = NV1; i < NV; i++)
+			x[i].x += h / 3.0f, x[i].y += h / 5.0f;
+		memcpy(p, x, sizeof x);
+		sim_self *s = NULL;
+		CHECK_OK(sim_self_create(tris, nt, NV, x, &s, NULL));
+		sim_self_begin_substep(s, x, p, th);
+		uint32_t before = sim_self_pair_count(s);
+		const uint32_t mid = (N / 2) * (N + 1) + N / 2;
+		const uint32_t v = up ? mid : NV1 + mid;
+		p[v].z = up ? 0.1f : -0.05f;
+		sim_self_end_substep(s, p, x, th);
+		uint32_t after = sim_self_pair_count(s);
+		sim_self_destroy(s);
+		uint64_t crossings = intersections(p, NV, tris, nt);
+		CHECKF(crossings == 0, "case %d: %llu intersecting triangle pairs after the guard "
+		       "(pairs %u before the stray, %u after)", up, (unsigned long long)crossings,
+		       before, after);
+		CHECKF(after > before, "case %d: no pair re-collected (%u before, %u after)", up,
+		       before, after);
+		CHECK(all_finite(p, NV));
+	}
+}
+
 /* Pinned vertices (w = 0) never move, whichever side of the pair they are. */
 static void test_pinned_never_move(void)
 {
@@ -1270,6 +1314,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_vertex_on_plane),
 	CHECK_TEST(test_resting_push_conserves_momentum),
 	CHECK_TEST(test_projection_after_stray),
+	CHECK_TEST(test_partial_recollection_stops_stray),
 	CHECK_TEST(test_pinned_never_move),
 	CHECK_TEST(test_degenerate_triangle),
 	CHECK_TEST(test_kinematic_patch_through_sheet),
