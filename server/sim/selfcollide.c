@@ -1537,9 +1537,20 @@ static void compute_boxes(sim_self *s, const sim_vec4 *restrict x, const sim_vec
 	sim_pool_for(s->pool, s->chunk_count, SELF_COLLECT_BLOCK, chunk_boxes, &job);
 }
 
-/* The chunk pairs (A, B >= A) of one chunk A; see collect. */
+/* Whether collect_chunk of chunk A takes the pair with chunk B: every chunk
+ * after A in a full collection; in a partial one (recollect_strayed, A
+ * marked) every other chunk, two marked chunks meeting from the lower. */
+static inline int chunk_partner(const sim_self *s, uint32_t A, uint32_t B, int partial)
+{
+	return partial ? B != A && !(s->chunk_mark[B] && B < A) : B > A;
+}
+
+/* The chunk pairs of one chunk A (see collect and recollect_strayed), each
+ * as chunk_pair(lower, higher). A's plain box meets B's grown box exactly
+ * when B's plain box meets A's grown box, so a pair is found from either
+ * side. */
 static void collect_chunk(const sim_self *s, self_pairs *out, const sim_vec4 *restrict x,
-			  const sim_vec4 *restrict p, uint32_t A, float reach)
+			  const sim_vec4 *restrict p, uint32_t A, float reach, int partial)
 {
 	const sim_hash *h = &s->hash;
 	const uint32_t nc = s->chunk_count;
@@ -1547,9 +1558,10 @@ static void collect_chunk(const sim_self *s, self_pairs *out, const sim_vec4 *re
 	chunk_pair(s, out, x, p, A, A, reach);
 	sim_cellbox q = sim_hash_cells(h, ab);
 	if (sim_cellbox_count(&q) > SIM_HASH_MAX_CELLS) {
-		for (uint32_t B = A + 1; B < nc; B++)
-			if (sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
-				chunk_pair(s, out, x, p, A, B, reach);
+		for (uint32_t B = partial ? 0 : A + 1; B < nc; B++)
+			if (chunk_partner(s, A, B, partial) &&
+			    sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
+				chunk_pair(s, out, x, p, B < A ? B : A, B < A ? A : B, reach);
 		return;
 	}
 	for (int32_t cz = q.lo[2]; cz <= q.hi[2]; cz++)
@@ -1564,16 +1576,17 @@ static void collect_chunk(const sim_self *s, self_pairs *out, const sim_vec4 *re
 					if (e > e0 && h->entries[e - 1] == B)
 						continue;
 					const float *bb = &s->chunk_box[6 * (size_t)B];
-					if (B > A && sim_box_overlap(ab, bb) &&
+					if (chunk_partner(s, A, B, partial) && sim_box_overlap(ab, bb) &&
 					    first_shared_cell(h, &q, bb, cx, cy, cz))
-						chunk_pair(s, out, x, p, A, B, reach);
+						chunk_pair(s, out, x, p, B < A ? B : A, B < A ? A : B,
+							   reach);
 				}
 			}
 	/* Chunks too large for the cells (flung across the scene). */
 	for (uint32_t k = 0; k < h->big_count; k++) {
 		uint32_t B = h->big[k];
-		if (B > A && sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
-			chunk_pair(s, out, x, p, A, B, reach);
+		if (chunk_partner(s, A, B, partial) && sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
+			chunk_pair(s, out, x, p, B < A ? B : A, B < A ? A : B, reach);
 	}
 }
 
@@ -1589,7 +1602,7 @@ static void collect_blocks(void *ctx, uint32_t begin, uint32_t end)
 		if (c1 > s->chunk_count)
 			c1 = s->chunk_count;
 		for (uint32_t A = b * SELF_COLLECT_BLOCK; A < c1; A++)
-			collect_chunk(s, out, job->x, job->p, A, job->reach);
+			collect_chunk(s, out, job->x, job->p, A, job->reach, 0);
 	}
 }
 
@@ -1678,62 +1691,10 @@ static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *res
 	}
 }
 
+/* Whether chunk c (UINT32_MAX: none) is marked for recollect_strayed. */
 static inline int chunk_marked(const sim_self *s, uint32_t c)
 {
 	return c != UINT32_MAX && s->chunk_mark[c];
-}
-
-/* The chunk pairs (A, B) of a marked chunk A with every chunk B, each
- * unordered pair once (two marked chunks meet from the lower one), as
- * chunk_pair(min, max) so the pairs are those collect_chunk finds. A's plain
- * box meets B's grown box exactly when B's plain box meets A's grown box, so
- * the pair is found from either side. */
-static void collect_marked_chunk(const sim_self *s, self_pairs *out, const sim_vec4 *restrict x,
-				 const sim_vec4 *restrict p, uint32_t A, float reach)
-{
-	const sim_hash *h = &s->hash;
-	const uint32_t nc = s->chunk_count;
-	const float *ab = &s->chunk_sbox[6 * (size_t)A];
-	chunk_pair(s, out, x, p, A, A, reach);
-#define SELF_MARKED_PAIR(B)                                                    \
-	do {                                                                   \
-		if ((B) < A)                                                   \
-			chunk_pair(s, out, x, p, (B), A, reach);               \
-		else                                                           \
-			chunk_pair(s, out, x, p, A, (B), reach);               \
-	} while (0)
-	sim_cellbox q = sim_hash_cells(h, ab);
-	if (sim_cellbox_count(&q) > SIM_HASH_MAX_CELLS) {
-		for (uint32_t B = 0; B < nc; B++)
-			if (B != A && !(s->chunk_mark[B] && B < A) &&
-			    sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
-				SELF_MARKED_PAIR(B);
-		return;
-	}
-	for (int32_t cz = q.lo[2]; cz <= q.hi[2]; cz++)
-		for (int32_t cy = q.lo[1]; cy <= q.hi[1]; cy++)
-			for (int32_t cx = q.lo[0]; cx <= q.hi[0]; cx++) {
-				uint32_t sl = sim_hash_slot(h, cx, cy, cz);
-				const uint32_t e0 = h->start[sl], e1 = h->start[sl + 1];
-				for (uint32_t e = e0; e < e1; e++) {
-					uint32_t B = h->entries[e];
-					if (e > e0 && h->entries[e - 1] == B)
-						continue;
-					if (B == A || (s->chunk_mark[B] && B < A))
-						continue;
-					const float *bb = &s->chunk_box[6 * (size_t)B];
-					if (sim_box_overlap(ab, bb) &&
-					    first_shared_cell(h, &q, bb, cx, cy, cz))
-						SELF_MARKED_PAIR(B);
-				}
-			}
-	for (uint32_t k = 0; k < h->big_count; k++) {
-		uint32_t B = h->big[k];
-		if (B != A && !(s->chunk_mark[B] && B < A) &&
-		    sim_box_overlap(ab, &s->chunk_box[6 * (size_t)B]))
-			SELF_MARKED_PAIR(B);
-	}
-#undef SELF_MARKED_PAIR
 }
 
 /*
@@ -1791,7 +1752,7 @@ static int recollect_strayed(sim_self *s, const sim_vec4 *restrict x, const sim_
 	out->vt_count = out->ee_count = 0;
 	for (uint32_t A = 0; A < nc; A++)
 		if (s->chunk_mark[A])
-			collect_marked_chunk(s, out, x, p, A, reach);
+			collect_chunk(s, out, x, p, A, reach, 1);
 	/* Without room for all, the pairs that do not fit are dropped, as in
 	 * collect. */
 	uint64_t nvt = (uint64_t)kv + out->vt_count, nee = (uint64_t)ke + out->ee_count;
