@@ -143,6 +143,10 @@ typedef struct self_pairs {
 	uint32_t vt_count, vt_cap;
 	self_ee *ee;
 	uint32_t ee_count, ee_cap;
+	/* Edge pairs found by the boxes, waiting for ee_flush: edges qi[k]
+	 * and qj[k] (qi < qj), in the order found. */
+	uint32_t qi[8], qj[8];
+	uint32_t qn;
 } self_pairs;
 
 /* Chunks per block of the parallel collection: the blocks, not the threads,
@@ -1380,6 +1384,102 @@ static inline uint32_t member_hits(const float *restrict soa, size_t stride,
 	return n;
 }
 
+/*
+ * The box-overlapping edge pairs of ee_chunks are many (a few per vertex
+ * every substep) and nearly all are dropped by ee_consider's last test, the
+ * distance at x less the motion bound. ee_flush computes that test for
+ * eight queued pairs at once, with the very operations of ee_motion_bound
+ * and closest_segments in the same order (each branch computed and the
+ * taken one selected), so every lane has the bits ee_consider would get;
+ * only the pairs that pass go on to ee_consider, which records the same
+ * candidates as without the queue, in the same order.
+ */
+static void ee_flush(const sim_self *s, self_pairs *out, const sim_vec4 *restrict x,
+		     const sim_vec4 *restrict p, float reach)
+{
+	const uint32_t n = out->qn;
+	if (n == 0)
+		return;
+	float c[4][3][8], d[4][3][8];
+	for (uint32_t l = 0; l < 8; l++) {
+		const uint32_t k = l < n ? l : n - 1;
+		const uint32_t idx[4] = {s->edges[2 * (size_t)out->qi[k]],
+					 s->edges[2 * (size_t)out->qi[k] + 1],
+					 s->edges[2 * (size_t)out->qj[k]],
+					 s->edges[2 * (size_t)out->qj[k] + 1]};
+		for (int v = 0; v < 4; v++) {
+			const sim_vec4 xv = x[idx[v]], pv = p[idx[v]];
+			c[v][0][l] = xv.x, c[v][1][l] = xv.y, c[v][2][l] = xv.z;
+			d[v][0][l] = pv.x - xv.x, d[v][1][l] = pv.y - xv.y, d[v][2][l] = pv.z - xv.z;
+		}
+	}
+	self_f8 X[4][3], D[4][3];
+	for (int v = 0; v < 4; v++)
+		for (int k = 0; k < 3; k++) {
+			X[v][k] = load_f8(c[v][k]);
+			D[v][k] = load_f8(d[v][k]);
+		}
+#define DOT8(a, b) ((a)[0] * (b)[0] + (a)[1] * (b)[1] + (a)[2] * (b)[2])
+#define SEL8(m, a, b) ((self_f8)(((self_i8)(m) & (self_i8)(a)) | (~(self_i8)(m) & (self_i8)(b))))
+#define MAX8(a, b) SEL8((a) > (b), (a), (b))
+	/* ee_motion_bound: the largest relative motion of an end of one edge
+	 * and an end of the other. */
+	self_f8 m02[3], m03[3], m12[3], m13[3];
+	for (int k = 0; k < 3; k++) {
+		m02[k] = D[0][k] - D[2][k];
+		m03[k] = D[0][k] - D[3][k];
+		m12[k] = D[1][k] - D[2][k];
+		m13[k] = D[1][k] - D[3][k];
+	}
+	self_f8 m = MAX8(DOT8(m02, m02), DOT8(m03, m03));
+	m = MAX8(m, MAX8(DOT8(m12, m12), DOT8(m13, m13)));
+	/* closest_segments(xa0, xa1, xb0, xb1). */
+	self_f8 d1[3], d2[3], r[3];
+	for (int k = 0; k < 3; k++) {
+		d1[k] = X[1][k] - X[0][k];
+		d2[k] = X[3][k] - X[2][k];
+		r[k] = X[0][k] - X[2][k];
+	}
+	const self_f8 zero = {0}, one = zero + 1.0f, eps = zero + 1e-20f;
+	self_f8 a = DOT8(d1, d1), e = DOT8(d2, d2), f = DOT8(d2, r);
+	self_f8 cc = DOT8(d1, r), b = DOT8(d1, d2);
+#define CLAMP8(v) SEL8((v) < zero, zero, SEL8((v) > one, one, (v)))
+	self_f8 denom = a * e - b * b;
+	self_f8 s0 = SEL8(denom > zero, CLAMP8((b * f - cc * e) / denom), zero);
+	self_f8 t0 = (b * s0 + f) / e;
+	self_f8 s_lo = CLAMP8(-cc / a), s_hi = CLAMP8((b - cc) / a);
+	self_f8 sg = SEL8(t0 < zero, s_lo, SEL8(t0 > one, s_hi, s0));
+	self_f8 tg = SEL8(t0 < zero, zero, SEL8(t0 > one, one, t0));
+	/* The degenerate cases: both segments points, the first, the second. */
+	self_i8 a0m = a <= eps, e0m = e <= eps;
+	self_f8 sv = SEL8(a0m, zero, SEL8(e0m, s_lo, sg));
+	self_f8 tv = SEL8(a0m & e0m, zero, SEL8(a0m, CLAMP8(f / e), SEL8(e0m, zero, tg)));
+	self_f8 q[3];
+	for (int k = 0; k < 3; k++)
+		q[k] = (X[0][k] + sv * (X[1][k] - X[0][k])) - (X[2][k] + tv * (X[3][k] - X[2][k]));
+	self_f8 dd = DOT8(q, q);
+#undef CLAMP8
+#undef MAX8
+#undef SEL8
+#undef DOT8
+	out->qn = 0;
+	for (uint32_t l = 0; l < n; l++) {
+		const float dx = sqrtf(dd[l]), M = sqrtf(m[l]);
+		if (!(dx - M > reach))
+			ee_consider(s, out, x, p, out->qi[l], out->qj[l], reach);
+	}
+}
+
+/* Queues edge pair (i, j), i < j, for ee_flush. */
+static inline void ee_queue(const sim_self *s, self_pairs *out, const sim_vec4 *restrict x,
+			    const sim_vec4 *restrict p, uint32_t i, uint32_t j, float reach)
+{
+	out->qi[out->qn] = i;
+	out->qj[out->qn] = j;
+	if (++out->qn == 8)
+		ee_flush(s, out, x, p, reach);
+}
+
 /* Owned vertices of chunk V against the triangles of chunk T (the vertices
  * that cannot reach T's box dropped first), less the triangles that have
  * the vertex. */
@@ -1428,7 +1528,7 @@ static void ee_chunks(const sim_self *s, self_pairs *out, const sim_vec4 *restri
 		const uint32_t i = s->ce[ai[a]];
 		for (uint32_t b = 0; b < nh; b++) {
 			const uint32_t j = s->ce[hit[b]];
-			ee_consider(s, out, x, p, i < j ? i : j, i < j ? j : i, reach);
+			ee_queue(s, out, x, p, i < j ? i : j, i < j ? j : i, reach);
 		}
 	}
 }
@@ -1597,12 +1697,13 @@ static void collect_blocks(void *ctx, uint32_t begin, uint32_t end)
 	const sim_self *s = job->s;
 	for (uint32_t b = begin; b < end; b++) {
 		self_pairs *out = &s->blocks[b];
-		out->vt_count = out->ee_count = 0;
+		out->vt_count = out->ee_count = out->qn = 0;
 		uint32_t c1 = (b + 1) * SELF_COLLECT_BLOCK;
 		if (c1 > s->chunk_count)
 			c1 = s->chunk_count;
 		for (uint32_t A = b * SELF_COLLECT_BLOCK; A < c1; A++)
 			collect_chunk(s, out, job->x, job->p, A, job->reach, 0);
+		ee_flush(s, out, job->x, job->p, job->reach);
 	}
 }
 
@@ -1749,10 +1850,11 @@ static int recollect_strayed(sim_self *s, const sim_vec4 *restrict x, const sim_
 	s->ee_count = ke;
 
 	self_pairs *out = &s->blocks[0];
-	out->vt_count = out->ee_count = 0;
+	out->vt_count = out->ee_count = out->qn = 0;
 	for (uint32_t A = 0; A < nc; A++)
 		if (s->chunk_mark[A])
 			collect_chunk(s, out, x, p, A, reach, 1);
+	ee_flush(s, out, x, p, reach);
 	/* Without room for all, the pairs that do not fit are dropped, as in
 	 * collect. */
 	uint64_t nvt = (uint64_t)kv + out->vt_count, nee = (uint64_t)ke + out->ee_count;
