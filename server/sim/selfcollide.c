@@ -1055,8 +1055,8 @@ static int reserve(void **arr, uint32_t *cap, size_t size, uint64_t need)
  * 1.5 thicknesses (0.75 edges) takes in: that factor made every flat
  * vertex a candidate of its diagonal neighbours' triangles and cost 1.6
  * times the self-collision time of a 300 x 300 sheet folding on a sphere
- * (make bench, "fold on sphere + self": 336 against 543 ms per frame,
- * medians of 3, same run) for no test it helped. A factor of 2 was measured
+ * (make bench, "fold on sphere + self": 336 against 584 ms per frame,
+ * medians of 3 interleaved runs) for no test it helped. A factor of 2 was measured
  * earlier to cost 2.5 times the pairs on a crumpled sheet.
  */
 #define SELF_REACH_FACTOR 1.3f
@@ -1729,16 +1729,25 @@ static void collect_blocks(void *ctx, uint32_t begin, uint32_t end)
  * for a like reason: the iterations (a collider stopping the cloth) move
  * vertices 2 to 4 mm from their prediction in most substeps.
  */
+/* The boxes over x -> p, then the hash of the chunks' grown boxes, with
+ * cells about the size of a grown chunk box less the reach: the geometric
+ * mean of the query and the hashed box sizes, which minimizes the entries a
+ * query meets. Returns -1 when out of memory for the entries. */
+static int boxes_and_hash(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+			  float reach)
+{
+	compute_boxes(s, x, p, reach);
+	float cell = maxf(s->chunk_scale + reach, 2.0f * reach);
+	return sim_hash_build(&s->hash, s->chunk_box, s->chunk_count, cell) != 0 ? -1 : 0;
+}
+
+static void join_blocks(sim_self *s, uint32_t count);
+
 static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p, float reach)
 {
 	s->vt_count = 0;
 	s->ee_count = 0;
-	compute_boxes(s, x, p, reach);
-	/* Cells about the size of a grown chunk box less the reach: the
-	 * geometric mean of the query and the hashed box sizes, which
-	 * minimizes the entries a query meets. */
-	float cell = maxf(s->chunk_scale + reach, 2.0f * reach);
-	if (sim_hash_build(&s->hash, s->chunk_box, s->chunk_count, cell) != 0) {
+	if (boxes_and_hash(s, x, p, reach) != 0) {
 		/* No memory for the entries: no pairs this substep. */
 		return;
 	}
@@ -1765,17 +1774,24 @@ static void collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *res
 		});
 	}
 
-	uint64_t nvt = 0, nee = 0;
-	for (uint32_t b = 0; b <= nb; b++) {
+	join_blocks(s, nb + 1);
+}
+
+/* Appends the pairs of blocks 0 .. count - 1, in block order, to the
+ * candidate lists. Without room for all, the pairs that do not fit are
+ * dropped. */
+static void join_blocks(sim_self *s, uint32_t count)
+{
+	uint64_t nvt = s->vt_count, nee = s->ee_count;
+	for (uint32_t b = 0; b < count; b++) {
 		nvt += s->blocks[b].vt_count;
 		nee += s->blocks[b].ee_count;
 	}
-	/* Without room for all, the pairs that do not fit are dropped. */
 	if (reserve((void **)&s->vt, &s->vt_cap, sizeof *s->vt, nvt) != 0)
 		nvt = s->vt_cap;
 	if (reserve((void **)&s->ee, &s->ee_cap, sizeof *s->ee, nee) != 0)
 		nee = s->ee_cap;
-	for (uint32_t b = 0; b <= nb; b++) {
+	for (uint32_t b = 0; b < count; b++) {
 		const self_pairs *o = &s->blocks[b];
 		uint32_t nv = o->vt_count, ne = o->ee_count;
 		if (nv > nvt - s->vt_count)
@@ -1834,9 +1850,7 @@ static int recollect_strayed(sim_self *s, const sim_vec4 *restrict x, const sim_
 		return 0;
 	if ((uint64_t)marked * 4 > nc)
 		return -1;
-	compute_boxes(s, x, p, reach);
-	float cell = maxf(s->chunk_scale + reach, 2.0f * reach);
-	if (sim_hash_build(&s->hash, s->chunk_box, nc, cell) != 0)
+	if (boxes_and_hash(s, x, p, reach) != 0)
 		return -1;
 
 	uint32_t kv = 0, ke = 0;
@@ -1855,19 +1869,7 @@ static int recollect_strayed(sim_self *s, const sim_vec4 *restrict x, const sim_
 		if (s->chunk_mark[A])
 			collect_chunk(s, out, x, p, A, reach, 1);
 	ee_flush(s, out, x, p, reach);
-	/* Without room for all, the pairs that do not fit are dropped, as in
-	 * collect. */
-	uint64_t nvt = (uint64_t)kv + out->vt_count, nee = (uint64_t)ke + out->ee_count;
-	if (reserve((void **)&s->vt, &s->vt_cap, sizeof *s->vt, nvt) != 0)
-		nvt = s->vt_cap;
-	if (reserve((void **)&s->ee, &s->ee_cap, sizeof *s->ee, nee) != 0)
-		nee = s->ee_cap;
-	if (nvt > kv)
-		memcpy(&s->vt[kv], out->vt, (size_t)(nvt - kv) * sizeof *s->vt);
-	if (nee > ke)
-		memcpy(&s->ee[ke], out->ee, (size_t)(nee - ke) * sizeof *s->ee);
-	s->vt_count = (uint32_t)nvt;
-	s->ee_count = (uint32_t)nee;
+	join_blocks(s, 1);
 	return 0;
 }
 
