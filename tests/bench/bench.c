@@ -570,9 +570,10 @@ int main(void)
 		printf("speed-up over plain scalar Gauss-Seidel in natural order, sheet100: %.2fx (1 "
 		       "thread), %.2fx (%u threads)\n",
 		       res[R_100_PLAIN].ms / res[R_100_1].ms, res[R_100_PLAIN].ms / res[R_100].ms, T);
-	/* The same on sheet300, whose arrays no longer fit the caches: the
-	 * 1-thread ns per projection measured against a yardstick run on the
-	 * same machine minutes apart. */
+	/* The same on sheet300, the sheet of the ns-per-projection target,
+	 * where the ratio is lower than on sheet100 (the plain loop costs
+	 * less per projection there): that target read against a yardstick
+	 * run on the same machine minutes apart. */
 	if (res[R_300_1].ok && res[R_300_PLAIN].ok)
 		printf("speed-up over plain scalar Gauss-Seidel in natural order, sheet300: %.2fx (1 "
 		       "thread; %.2f against %.2f ns per projection)\n",
