@@ -69,7 +69,35 @@ typedef struct drape_sim_params {
 	int32_t self_collision;
 	float self_thickness;
 	float self_friction;
+	/* Material model: DRAPE_MODEL_PBD (the seed's dimensionless stretch,
+	 * shear and bend above, k' = 1 - (1 - k)^(1/n); the default, so old
+	 * callers run unchanged) or DRAPE_MODEL_XPBD (the physical material
+	 * below, solved with compliance 1/k scaled by 1/dt^2, Macklin et al.
+	 * 2016, so the cloth is the same at any substeps, iterations or fps).
+	 * Under XPBD `density` above is the areal density that sets the weight
+	 * and `damping` is replaced by damping_rate. */
+	int32_t model;
+	float stretch_k;      /* membrane stiffness along warp (mesh u, or isotropic), N/m */
+	float stretch_k_weft; /* along weft (mesh v), N/m; 0 = same as stretch_k */
+	float shear_k;        /* in-plane shear stiffness, N/m */
+	float bend_k;         /* bending stiffness, N*m */
+	float compress_k;     /* compression stiffness, N/m; 0 = same as stretch */
+	float damping_rate;   /* velocity damping, 1/s (v *= exp(-rate * dt)) */
 } drape_sim_params;
+
+#define DRAPE_MODEL_PBD 0
+#define DRAPE_MODEL_XPBD 1
+
+/*
+ * Fabric presets from published measurements (sources in README.md):
+ * sets p->model to DRAPE_MODEL_XPBD and the material fields and density of
+ * the named fabric ("cotton", "denim", "silk", "wool", "jersey",
+ * "polyester", "leather", ...); other fields are untouched. An unknown name
+ * is DRAPE_EINVAL with a message listing the known ones.
+ */
+drape_err drape_material_preset(const char *name, drape_sim_params *p, drape_error *err);
+/* The preset names, NULL-terminated, static. */
+const char *const *drape_material_preset_names(void);
 
 /* Fills *p with the defaults above. */
 void drape_sim_params_default(drape_sim_params *p);
@@ -103,6 +131,9 @@ typedef struct drape_sim_desc {
 	/* Optional list of pinned vertex indices (inverse mass forced to 0). */
 	const uint32_t *pins;
 	uint32_t pin_count;
+	/* Optional texture coordinates, vertex_count * 2 floats: the warp (u)
+	 * and weft (v) directions of an anisotropic XPBD material. */
+	const float *uvs;
 	drape_sim_params params;
 	/* Optional worker pool; NULL steps on the calling thread only.
 	 * drape_sim_set_pool changes it later. */
@@ -234,6 +265,17 @@ typedef struct drape_collider_desc {
 	float thickness;             /* default 0 */
 	const drape_keyframe *keyframes; /* copied; NULL = identity */
 	uint32_t keyframe_count;
+	/* Deforming mesh: vertex positions per animation frame (frame_count *
+	 * vertex_count * 3 floats, same topology as `vertices`, copied; NULL =
+	 * not deforming). Animation frame i is the body at sim frame
+	 * frame_start + i; between frames the positions are interpolated
+	 * linearly per substep, and before the first or after the last frame
+	 * the nearest one holds. `vertices` is the rest pose (skin-bound pins
+	 * bind there). A deforming collider is solved against its moving
+	 * triangles, not a field. */
+	const float *frames;
+	uint32_t frame_count;
+	float frame_start;
 } drape_collider_desc;
 
 void drape_collider_desc_default(drape_collider_desc *d);
@@ -271,7 +313,15 @@ drape_err drape_sim_update_collider_mesh(drape_sim *sim, uint32_t index, const f
 drape_err drape_sim_set_collider_sdf(drape_sim *sim, uint32_t index, drape_sdf *sdf,
 				     drape_error *err);
 uint32_t drape_sim_collider_count(const drape_sim *sim);
-/* Makes the given pinned vertices follow collider `index`'s transform. */
+/* Appends animation frames to a deforming mesh collider (a client streams
+ * them ahead of the solve): `count` frames of its vertex_count * 3 floats.
+ * A mesh collider added without frames becomes deforming with its first
+ * appended frame. */
+drape_err drape_sim_append_collider_frames(drape_sim *sim, uint32_t index, const float *frames,
+					   uint32_t count, drape_error *err);
+/* Makes the given pinned vertices follow collider `index`: a rigid one's
+ * transform, or a deforming one's skin (each vertex bound to the nearest
+ * point of the rest pose by barycentric coordinates). */
 drape_err drape_sim_attach_pins(drape_sim *sim, const uint32_t *vertices, uint32_t count,
 				uint32_t index, drape_error *err);
 
