@@ -135,9 +135,15 @@ fi
 
 # Damage the small sessions' files: truncate one session.bin, flip a byte
 # in another, flip a byte in the third's checkpoint (state.bin).
+# A byte is inverted, not overwritten with a fixed value: the byte there
+# may be random (the owner token) and could already be that value.
+flip_byte() {
+	b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+	printf "\\$(printf %o $((b ^ 255)))" | dd of="$1" bs=1 seek="$2" count=1 conv=notrunc 2>/dev/null
+}
 truncate -s -7 "$STATE/sessions/$sid1/session.bin"
-printf '\132' | dd of="$STATE/sessions/$sid2/session.bin" bs=1 seek=40 count=1 conv=notrunc 2>/dev/null
-printf '\132' | dd of="$STATE/sessions/$sid3/state.bin" bs=1 seek=100 count=1 conv=notrunc 2>/dev/null
+flip_byte "$STATE/sessions/$sid2/session.bin" 40
+flip_byte "$STATE/sessions/$sid3/state.bin" 100
 
 start_daemon "$T/draped2.log" || { fail daemon_restart "$(tail -n 5 "$T/draped2.log")"; finish; }
 
