@@ -169,6 +169,10 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 		drape_error_setf(err, DRAPE_ENOMEM, "session.create: out of memory");
 		return NULL;
 	}
+	/* Every handle starts invalid, so freeing a session whose build failed
+	 * half way closes only what it opened: a zeroed frame store would say
+	 * fd 0, and closing that took whatever connection had reused slot 0. */
+	s->frames.fd = -1;
 	s->id = id;
 	s->server = srv;
 	s->params = *p;
