@@ -340,8 +340,90 @@ static void test_failed_creates_keep_fds(void)
 	CHECKF(after == before, "daemon fds %d before, %d after", before, after);
 }
 
+/* ---- Error replies are valid UTF-8 ------------------------------------------ */
+
+/* Finds error.message in a reply's bytes (a strict reader's view). */
+static bool reply_message(const void *data, size_t len, char *out, size_t cap, size_t *n)
+{
+	msgpack_unpacked u;
+	msgpack_unpacked_init(&u);
+	bool found = false;
+	if (msgpack_unpack_next(&u, data, len, NULL) == MSGPACK_UNPACK_SUCCESS && u.data.type == MSGPACK_OBJECT_MAP) {
+		const msgpack_object_map *m = &u.data.via.map;
+		for (uint32_t i = 0; i < m->size; i++) {
+			const msgpack_object *k = &m->ptr[i].key, *v = &m->ptr[i].val;
+			if (k->type != MSGPACK_OBJECT_STR || k->via.str.size != 5 ||
+			    memcmp(k->via.str.ptr, "error", 5) != 0 || v->type != MSGPACK_OBJECT_MAP)
+				continue;
+			for (uint32_t j = 0; j < v->via.map.size; j++) {
+				const msgpack_object *ek = &v->via.map.ptr[j].key, *ev = &v->via.map.ptr[j].val;
+				if (ek->type == MSGPACK_OBJECT_STR && ek->via.str.size == 7 &&
+				    memcmp(ek->via.str.ptr, "message", 7) == 0 && ev->type == MSGPACK_OBJECT_STR &&
+				    ev->via.str.size < cap) {
+					memcpy(out, ev->via.str.ptr, ev->via.str.size);
+					out[ev->via.str.size] = '\0';
+					*n = ev->via.str.size;
+					found = true;
+				}
+			}
+		}
+	}
+	msgpack_unpacked_destroy(&u);
+	return found;
+}
+
+/*
+ * An op name that is not UTF-8 used to come back verbatim inside the error
+ * message, a msgpack str that strict decoders refuse. The daemon now
+ * escapes the bytes: the message is valid UTF-8 and still names the op.
+ */
+static void test_error_reply_utf8(void)
+{
+	char url[300], log[300], state[300];
+	snprintf(url, sizeof url, "ipc://%s/utf8", tmpdir);
+	snprintf(log, sizeof log, "%s/utf8.log", tmpdir);
+	snprintf(state, sizeof state, "%s/state-utf8", tmpdir);
+	const char *args[] = { "--listen", url, "--state-dir", state, "--threads", "1", NULL };
+	pid_t pid = start_daemon(log, args);
+	CHECK(pid > 0);
+	CHECKF(wait_ready(url, 10000) == 0, "daemon not answering on %.200s", url);
+	nng_socket s;
+	CHECK(open_req(url, &s) == 0);
+
+	static const char op[] = "\xff" "session.crea\xc3\x28te\xed\xa0\x80";
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 3);
+	msgpack_pack_str_with_body(&pk, "v", 1);
+	msgpack_pack_uint32(&pk, PROTO_VERSION);
+	msgpack_pack_str_with_body(&pk, "id", 2);
+	msgpack_pack_uint64(&pk, 99);
+	msgpack_pack_str_with_body(&pk, "op", 2);
+	msgpack_pack_str_with_body(&pk, op, sizeof op - 1);
+	void *r = NULL;
+	size_t rl = 0;
+	const int rv = raw_call(s, sb.data, sb.size, &r, &rl);
+	msgpack_sbuffer_destroy(&sb);
+	char msg[512];
+	size_t n = 0;
+	const bool found = rv == 0 && reply_message(r, rl, msg, sizeof msg, &n);
+	if (rv == 0)
+		nng_free(r, rl);
+	nng_close(s);
+	stop_daemon(pid);
+	CHECKF(rv == 0, "no reply: %s", nng_strerror(rv));
+	CHECK(found);
+	printf("  reply message: %s\n", msg);
+	CHECKF(proto_utf8_check(msg, n) == n, "byte %zu of the message is not UTF-8", proto_utf8_check(msg, n));
+	CHECKF(strstr(msg, "op") != NULL && strstr(msg, "\\xffsession.crea\\xc3(te\\xed\\xa0\\x80") != NULL,
+	       "the message does not name the op: %.300s", msg);
+}
+
 static const check_test tests[] = {
 	CHECK_TEST(test_failed_creates_keep_fds),
+	CHECK_TEST(test_error_reply_utf8),
 };
 
 int main(int argc, char **argv)
