@@ -9,6 +9,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -403,23 +406,74 @@ bool srv_config_stream_url(const char *listen, char *out, size_t out_len)
 	return false;
 }
 
+bool srv_config_host_is_loopback(const char *host)
+{
+	/* No host, or a wildcard, binds every interface. */
+	if (host == NULL || host[0] == '\0' || strcmp(host, "*") == 0)
+		return false;
+	struct addrinfo hints, *res = NULL;
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	/* A name that does not resolve is not known to be loopback: refused. */
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return false;
+	bool all = res != NULL;
+	for (const struct addrinfo *a = res; a != NULL && all; a = a->ai_next) {
+		if (a->ai_family == AF_INET) {
+			const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)a->ai_addr;
+			all = (ntohl(in->sin_addr.s_addr) >> 24) == 127u;
+		} else if (a->ai_family == AF_INET6) {
+			const struct in6_addr *in6 = &((const struct sockaddr_in6 *)(const void *)a->ai_addr)->sin6_addr;
+			all = IN6_IS_ADDR_LOOPBACK(in6) || (IN6_IS_ADDR_V4MAPPED(in6) && in6->s6_addr[12] == 127u);
+		} else {
+			all = false;
+		}
+	}
+	freeaddrinfo(res);
+	return all;
+}
+
 bool srv_config_url_is_local(const char *url)
 {
 	if (strncmp(url, "ipc://", 6) == 0 || strncmp(url, "inproc://", 9) == 0)
 		return true;
-	const char *host = strstr(url, "://");
-	if (host == NULL)
-		return false;
-	host += 3;
 	/* ws:// stays non-local even on loopback: a browser on this machine can
 	 * reach it on behalf of any web page. */
-	if (strncmp(url, "tcp", 3) != 0 && strncmp(url, "tls+tcp", 7) != 0)
+	const char *tcp = strncmp(url, "tls+", 4) == 0 ? url + 4 : url;
+	const char *host;
+	if (strncmp(tcp, "tcp://", 6) == 0)
+		host = tcp + 6;
+	else if (strncmp(tcp, "tcp4://", 7) == 0 || strncmp(tcp, "tcp6://", 7) == 0)
+		host = tcp + 7;
+	else
 		return false;
-	static const char *const loopback[] = { "127.", "localhost:", "[::1]:" };
-	for (size_t i = 0; i < sizeof loopback / sizeof loopback[0]; i++)
-		if (strncmp(host, loopback[i], strlen(loopback[i])) == 0)
-			return true;
-	return false;
+	/* The host is what comes before the port, without IPv6 brackets. The
+	 * decision is on the addresses it resolves to, every one of which must
+	 * be loopback: a name is only a name (127.example.com can point
+	 * anywhere). */
+	char name[256];
+	size_t n;
+	if (host[0] == '[') {
+		const char *close = strchr(host, ']');
+		if (close == NULL || close[1] != ':')
+			return false;
+		host++;
+		n = (size_t)(close - host);
+	} else {
+		const char *colon = strrchr(host, ':');
+		if (colon == NULL)
+			return false;
+		n = (size_t)(colon - host);
+		if (memchr(host, ':', n) != NULL)
+			return false; /* an unbracketed IPv6 address: not a URL nng takes */
+	}
+	if (n == 0 || n >= sizeof name)
+		return false;
+	memcpy(name, host, n);
+	name[n] = '\0';
+	return srv_config_host_is_loopback(name);
 }
 
 bool srv_config_url_is_tls(const char *url)
@@ -487,7 +541,8 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 					       u);
 		if (!c->allow_remote && srv_config_url_exposed(c, u))
 			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
-					       "%s is not a loopback or ipc address; a shared box "
+					       "%s is not a loopback or ipc address (its host must resolve to "
+					       "127.0.0.0/8 or ::1 only); a shared box "
 					       "must not be reachable without TLS (tls+tcp:// with --tls-cert "
 					       "and --tls-key) and an auth token (--auth-token-file) "
 					       "(pass --allow-remote if this is intended)",
@@ -563,7 +618,8 @@ void srv_config_usage(const char *argv0)
 			 srv_opts[i].arg ? srv_opts[i].arg : "");
 		printf("  %-32s %s\n", head, srv_opts[i].help);
 	}
-	printf("\nprotected mode: draped listens only on loopback and ipc:// unless a TCP address\n"
+	printf("\nprotected mode: draped listens only on loopback (a host whose every resolved\n"
+	       "address is in 127.0.0.0/8 or is ::1) and ipc:// unless a TCP address\n"
 	       "is tls+tcp:// with --tls-cert/--tls-key and --auth-token-file is set, or\n"
 	       "--allow-remote says an exposed address is intended (each is then logged as a\n"
 	       "warning). A plain tcp:// on a non-loopback address is refused without\n"

@@ -85,9 +85,14 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len);
 /* Derives the stream URL of one control URL into out; false if it cannot. */
 bool srv_config_stream_url(const char *listen, char *out, size_t out_len);
 
-/* True for ipc:// and inproc:// URLs and for tcp:// or tls+tcp:// on a
- * loopback host. */
+/* True for ipc:// and inproc:// URLs, and for tcp:// (tcp4://, tcp6://,
+ * tls+tcp://) URLs whose host resolves (getaddrinfo) to loopback addresses
+ * only: 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104. A host that does not
+ * resolve, a wildcard or an empty host is not local. */
 bool srv_config_url_is_local(const char *url);
+/* True when host (no port, no brackets) resolves, and every address it
+ * resolves to is loopback. */
+bool srv_config_host_is_loopback(const char *host);
 
 /* True for URLs whose transport runs over TLS (tls+tcp://, wss://). */
 bool srv_config_url_is_tls(const char *url);

@@ -129,6 +129,48 @@ static void test_protected_mode(void)
 	CHECK(!srv_config_url_is_local("ws://127.0.0.1:1/x"));
 }
 
+/* Protected mode decides on resolved addresses, never on how the host is
+ * spelled: a name that merely starts with "127." is not loopback. */
+static void test_protected_mode_resolves_hosts(void)
+{
+	CHECK(!srv_config_url_is_local("tcp://127.example.com:7450"));
+	CHECK(!srv_config_url_is_local("tcp://127.0.0.1.example.com:7450"));
+	CHECK(!srv_config_url_is_local("tls+tcp://127.example.com:7450"));
+	CHECK(!srv_config_url_is_local("tcp://localhost.example.com:7450"));
+	CHECK(srv_config_url_is_local("tcp://localhost:7450"));
+	CHECK(srv_config_url_is_local("tls+tcp://localhost:7450"));
+	CHECK(srv_config_url_is_local("tcp://127.0.0.2:7450"));
+	CHECK(srv_config_url_is_local("tcp4://127.0.0.1:7450"));
+	CHECK(srv_config_url_is_local("tcp://[::1]:7450"));
+	CHECK(srv_config_url_is_local("tcp6://[::1]:7450"));
+	CHECK(srv_config_url_is_local("tcp://[::ffff:127.0.0.1]:7450"));
+	CHECK(!srv_config_url_is_local("tcp://[::ffff:10.0.0.1]:7450"));
+	CHECK(!srv_config_url_is_local("tcp://128.0.0.1:7450"));
+	CHECK(!srv_config_url_is_local("tcp://0.0.0.0:7450"));
+	CHECK(!srv_config_url_is_local("tcp://[::]:7450"));
+	CHECK(!srv_config_url_is_local("tcp://:7450"));
+	CHECK(!srv_config_url_is_local("tcp://*:7450"));
+	CHECK(!srv_config_url_is_local("tcp://[::1:7450"));
+	CHECK(!srv_config_url_is_local("tcp://127.0.0.1"));
+	CHECK(srv_config_host_is_loopback("localhost"));
+	CHECK(!srv_config_host_is_loopback("127.example.com"));
+	CHECK(!srv_config_host_is_loopback(""));
+
+	/* finish refuses such a listener, and its derived stream, unless
+	 * --allow-remote. */
+	srv_config c;
+	char msg[512];
+	const char *a1[] = { "draped", "--listen", "tcp://127.example.com:7450", NULL };
+	CHECK(parse(&c, msg, 3, a1) == SRV_CONFIG_OK);
+	CHECK(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_USAGE);
+	CHECKF(strstr(msg, "127.example.com") != NULL && strstr(msg, "--allow-remote") != NULL, "%s", msg);
+	srv_config_free(&c);
+	const char *a2[] = { "draped", "--listen", "tcp://localhost:7450", NULL };
+	CHECK(parse(&c, msg, 3, a2) == SRV_CONFIG_OK);
+	CHECKF(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK, "%s", msg);
+	srv_config_free(&c);
+}
+
 static void test_stream_url(void)
 {
 	char out[256];
@@ -145,7 +187,8 @@ static void test_stream_url(void)
 
 static const check_test tests[] = {
 	CHECK_TEST(test_defaults),	     CHECK_TEST(test_command_line),   CHECK_TEST(test_bad_values),
-	CHECK_TEST(test_json_and_precedence), CHECK_TEST(test_protected_mode), CHECK_TEST(test_stream_url),
+	CHECK_TEST(test_json_and_precedence), CHECK_TEST(test_protected_mode), CHECK_TEST(test_protected_mode_resolves_hosts),
+	CHECK_TEST(test_stream_url),
 };
 
 int main(int argc, char **argv)
