@@ -93,7 +93,7 @@ static const srv_opt srv_opts[] = {
 	  "require this token (file contents, trailing newline dropped) in every request "
 	  "but hello. Default: none" },
 	{ "ipc-mode", SRV_OPT_OCTAL, OFF(ipc_mode), 0, 0777, "OCTAL",
-	  "permissions of ipc:// socket files. Default 0660" },
+	  "permissions of ipc:// socket files; wider than 0660 is logged as a WARNING. Default 0660" },
 	{ "tls-cert", SRV_OPT_STRING, OFF(tls_cert), 0, 0, "FILE",
 	  "PEM certificate (or chain, leaf first) that tls+tcp:// listeners present. Default: none" },
 	{ "tls-key", SRV_OPT_STRING, OFF(tls_key), 0, 0, "FILE",
@@ -585,6 +585,34 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 		c->auth_token_len = n;
 	}
 	return SRV_CONFIG_OK;
+}
+
+bool srv_config_ipc_mode_warning(const srv_config *c, char *msg, size_t msg_len)
+{
+	/* 0660 lets the socket's owner and group in; any other bit lets more
+	 * people in (or is meaningless on a socket), which on a shared box is
+	 * worth a line in the log at every start. */
+	if ((c->ipc_mode & ~(uint32_t)0660) == 0)
+		return false;
+	const char *ipc = NULL;
+	for (size_t i = 0; i < c->listen_count + c->stream_count && ipc == NULL; i++) {
+		const char *u = i < c->listen_count ? c->listen[i] : c->stream[i - c->listen_count];
+		if (strncmp(u, "ipc://", 6) == 0)
+			ipc = u;
+	}
+	if (ipc == NULL)
+		return false; /* the mode applies to no socket */
+	if (c->ipc_mode & 0007)
+		snprintf(msg, msg_len, "WARNING: --ipc-mode %04o is wider than 0660: every local user can connect to %s%s",
+			 (unsigned)c->ipc_mode, ipc,
+			 c->auth_token_file != NULL ? " (they still need the auth token)"
+						    : " and read and change every session");
+	else
+		snprintf(msg, msg_len,
+			 "WARNING: --ipc-mode %04o is wider than 0660 (bits beyond read and write for owner and "
+			 "group) on %s",
+			 (unsigned)c->ipc_mode, ipc);
+	return true;
 }
 
 bool srv_config_auth_ok(const srv_config *c, const uint8_t *got, size_t got_len)

@@ -113,6 +113,13 @@ bool srv_config_url_exposed(const srv_config *c, const char *url);
  */
 bool srv_config_auth_ok(const srv_config *c, const uint8_t *got, size_t got_len);
 
+/*
+ * When --ipc-mode grants more than 0660 (read and write for the socket's
+ * owner and group) and an ipc:// socket is configured, writes the WARNING
+ * line draped logs at start into msg and returns true.
+ */
+bool srv_config_ipc_mode_warning(const srv_config *c, char *msg, size_t msg_len);
+
 /* Writes --help text to stdout. */
 void srv_config_usage(const char *argv0);
 

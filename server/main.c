@@ -84,6 +84,8 @@ int main(int argc, char **argv)
 			 u, !tls_ok && !token_ok ? "TLS and an auth token" : !tls_ok ? "TLS" : "an auth token",
 			 token_ok ? "read the token and every frame off the network" : "read and change every session");
 	}
+	if (srv_config_ipc_mode_warning(&cfg, msg, sizeof msg))
+		srv_warn("%s", msg);
 	/* libuv sizes its threadpool from this variable at the first
 	 * uv_queue_work, so it must be set before the loop starts. Twice the
 	 * solver workers: each solving session's output stage (scheduler.c)

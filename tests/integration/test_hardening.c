@@ -136,6 +136,19 @@ static int fd_count(pid_t pid)
 	return n;
 }
 
+/* True when the file holds needle (read whole; logs are small). */
+static bool file_has(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		return false;
+	static char buf[1 << 20];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, needle) != NULL;
+}
+
 /* ---- Requests ------------------------------------------------------------ */
 
 static uint64_t next_id = 1;
@@ -421,9 +434,40 @@ static void test_error_reply_utf8(void)
 	       "the message does not name the op: %.300s", msg);
 }
 
+/* ---- --ipc-mode wider than 0660 is logged as a WARNING ------------------------- */
+
+static void test_ipc_mode_warning(void)
+{
+	char url[300], log[300], state[300], url2[300], log2[300];
+	snprintf(url, sizeof url, "ipc://%s/wide", tmpdir);
+	snprintf(log, sizeof log, "%s/wide.log", tmpdir);
+	snprintf(url2, sizeof url2, "ipc://%s/narrow", tmpdir);
+	snprintf(log2, sizeof log2, "%s/narrow.log", tmpdir);
+	snprintf(state, sizeof state, "%s/state-mode", tmpdir);
+	const char *args[] = { "--listen", url, "--state-dir", state, "--threads", "1", "--ipc-mode", "0666", NULL };
+	pid_t pid = start_daemon(log, args);
+	CHECK(pid > 0);
+	/* The line is written before the sockets open, so a daemon that
+	 * answers has written it if it ever will. */
+	const bool up = wait_ready(url, 10000) == 0;
+	stop_daemon(pid);
+	CHECKF(up, "daemon not answering on %.200s", url);
+	CHECKF(file_has(log, " warn WARNING: --ipc-mode 0666 is wider than 0660: every local user can connect"),
+	       "no WARNING line in %.200s", log);
+
+	const char *args2[] = { "--listen", url2, "--state-dir", state, "--threads", "1", NULL };
+	pid = start_daemon(log2, args2);
+	CHECK(pid > 0);
+	const bool up2 = wait_ready(url2, 10000) == 0;
+	stop_daemon(pid);
+	CHECK(up2);
+	CHECKF(!file_has(log2, "--ipc-mode"), "the default 0660 was warned about in %.200s", log2);
+}
+
 static const check_test tests[] = {
 	CHECK_TEST(test_failed_creates_keep_fds),
 	CHECK_TEST(test_error_reply_utf8),
+	CHECK_TEST(test_ipc_mode_warning),
 };
 
 int main(int argc, char **argv)

@@ -171,6 +171,32 @@ static void test_protected_mode_resolves_hosts(void)
 	srv_config_free(&c);
 }
 
+/* An ipc mode wider than 0660 is worth a WARNING line; 0660 and narrower
+ * are not, nor a mode that applies to no ipc:// socket. */
+static void test_ipc_mode_warning(void)
+{
+	srv_config c;
+	char msg[512], line[512];
+	const char *a1[] = { "draped", "--listen", "ipc:///tmp/d.sock", "--ipc-mode", "0666", NULL };
+	CHECK(parse(&c, msg, 5, a1) == SRV_CONFIG_OK && srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
+	CHECK(srv_config_ipc_mode_warning(&c, line, sizeof line));
+	CHECKF(strncmp(line, "WARNING: --ipc-mode 0666 is wider than 0660", 43) == 0 &&
+		       strstr(line, "every local user") != NULL && strstr(line, "ipc:///tmp/d.sock") != NULL,
+	       "%s", line);
+	c.ipc_mode = 0670;
+	CHECK(srv_config_ipc_mode_warning(&c, line, sizeof line));
+	CHECKF(strstr(line, "0670 is wider than 0660") != NULL, "%s", line);
+	c.ipc_mode = 0660;
+	CHECK(!srv_config_ipc_mode_warning(&c, line, sizeof line));
+	c.ipc_mode = 0600;
+	CHECK(!srv_config_ipc_mode_warning(&c, line, sizeof line));
+	srv_config_free(&c);
+	const char *a2[] = { "draped", "--listen", "tcp://127.0.0.1:7450", "--ipc-mode", "0666", NULL };
+	CHECK(parse(&c, msg, 5, a2) == SRV_CONFIG_OK && srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
+	CHECK(!srv_config_ipc_mode_warning(&c, line, sizeof line));
+	srv_config_free(&c);
+}
+
 static void test_stream_url(void)
 {
 	char out[256];
@@ -188,7 +214,7 @@ static void test_stream_url(void)
 static const check_test tests[] = {
 	CHECK_TEST(test_defaults),	     CHECK_TEST(test_command_line),   CHECK_TEST(test_bad_values),
 	CHECK_TEST(test_json_and_precedence), CHECK_TEST(test_protected_mode), CHECK_TEST(test_protected_mode_resolves_hosts),
-	CHECK_TEST(test_stream_url),
+	CHECK_TEST(test_ipc_mode_warning), CHECK_TEST(test_stream_url),
 };
 
 int main(int argc, char **argv)
