@@ -64,6 +64,10 @@ static const srv_opt srv_opts[] = {
 	  "JSON object whose keys are these long option names; the command line wins" },
 	{ "idle-timeout", SRV_OPT_U64, OFF(idle_timeout_s), 0, 0, "SECONDS",
 	  "delete sessions not running and not asked about for this long; 0 = never. Default 3600" },
+	{ "orphan-timeout", SRV_OPT_U64, OFF(orphan_timeout_s), 0, 0, "SECONDS",
+	  "delete a session that has never run once the connection its owner last used has been "
+	  "closed this long (the owner never learnt the token, or went away before running it); "
+	  "any request with its token adopts it again; 0 = never. Default 30" },
 	{ "max-message", SRV_OPT_U64, OFF(max_message), 0, (uint64_t)INT32_MAX, "BYTES",
 	  "largest request accepted, refused by nng before it is read. Default 268435456 (256 MiB)" },
 	{ "max-vertices", SRV_OPT_U64, OFF(max_vertices), 0, UINT32_MAX, "N",
@@ -118,6 +122,7 @@ void srv_config_default(srv_config *c)
 	c->threads = 0;
 	c->ipc_mode = 0660;
 	c->idle_timeout_s = 3600;
+	c->orphan_timeout_s = 30;
 	c->max_message = 256u * 1024u * 1024u;
 	c->max_vertices = 4000000;
 	c->max_triangles = 8000000;

@@ -27,6 +27,7 @@ typedef struct srv_config {
 	uint32_t pool_threads;      /* threads of the shared solver pool, 1 = none (0 before finish = cores) */
 	uint32_t ipc_mode;          /* permissions of ipc socket files */
 	uint64_t idle_timeout_s;    /* 0 = never */
+	uint64_t orphan_timeout_s;  /* never-run sessions whose owner's connection closed; 0 = never */
 	uint64_t max_message;
 	uint64_t max_vertices;
 	uint64_t max_triangles;

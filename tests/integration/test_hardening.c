@@ -276,6 +276,45 @@ static void create_req(proto_request *req, const grid *g)
 	req->u.create.pin_count = 2;
 }
 
+typedef struct owned {
+	uint32_t id;
+	uint8_t token[PROTO_TOKEN_SIZE];
+} owned;
+
+static int create(nng_socket s, const grid *g, owned *o)
+{
+	proto_request req;
+	proto_reply rep;
+	create_req(&req, g);
+	if (call(s, &req, &rep) != 0)
+		return -1;
+	if (!rep.ok) {
+		printf("  create: %s\n", rep.error.message);
+		proto_reply_free(&rep);
+		return -1;
+	}
+	o->id = rep.u.create.session;
+	memcpy(o->token, rep.u.create.token, PROTO_TOKEN_SIZE);
+	proto_reply_free(&rep);
+	return 0;
+}
+
+/* True when session id is in session.list (asked on s). */
+static int listed(nng_socket s, uint32_t id)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_SESSION_LIST);
+	if (call(s, &req, &rep) != 0 || !rep.ok)
+		return -1;
+	int found = 0;
+	for (uint32_t i = 0; i < rep.u.list.count; i++)
+		if (rep.u.list.sessions[i].id == id)
+			found = 1;
+	proto_reply_free(&rep);
+	return found;
+}
+
 /* ---- Failed creates keep every descriptor ---------------------------------- */
 
 /*
@@ -464,10 +503,211 @@ static void test_ipc_mode_warning(void)
 	CHECKF(!file_has(log2, "--ipc-mode"), "the default 0660 was warned about in %.200s", log2);
 }
 
+/* ---- Orphaned sessions are reclaimed ---------------------------------------- */
+
+/* Sends a request for session o with its token (adopting it to s's
+ * connection); true when answered ok. */
+static bool owner_op(nng_socket s, proto_op op, const owned *o)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, op);
+	req.has_session = true;
+	req.session = o->id;
+	req.has_token = true;
+	memcpy(req.token, o->token, PROTO_TOKEN_SIZE);
+	if (op == PROTO_OP_SESSION_RUN)
+		req.u.run.frames = 2;
+	if (call(s, &req, &rep) != 0)
+		return false;
+	const bool ok = rep.ok;
+	if (!ok)
+		printf("  %s: %s\n", proto_op_name(op), rep.error.message);
+	proto_reply_free(&rep);
+	return ok;
+}
+
+/* Polls session o's state on s until it is `want` (deadline ms). */
+static bool wait_state(nng_socket s, uint32_t id, proto_state want, int ms)
+{
+	for (double end = now_ms() + ms; now_ms() < end; sleep_ms(20)) {
+		proto_request req;
+		proto_reply rep;
+		proto_request_init(&req, PROTO_OP_SESSION_STATUS);
+		req.has_session = true;
+		req.session = id;
+		if (call(s, &req, &rep) != 0)
+			return false;
+		const bool done = rep.ok && rep.u.status.state == want;
+		proto_reply_free(&rep);
+		if (done)
+			return true;
+	}
+	return false;
+}
+
+/* Polls until session id is no longer listed (deadline ms). */
+static bool wait_gone(nng_socket s, uint32_t id, int ms)
+{
+	for (double end = now_ms() + ms; now_ms() < end; sleep_ms(50))
+		if (listed(s, id) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The rule (README, PROTOCOL.md): a session that has never run, whose
+ * owner's connection (the create's, or the last one a request with its
+ * token came on) has closed, is deleted after --orphan-timeout. A session
+ * that ran, or whose owner is still connected, or that a request with its
+ * token adopted onto a live connection, stays.
+ */
+static void test_orphans_reclaimed(void)
+{
+	char url[300], log[300], state[300];
+	snprintf(url, sizeof url, "ipc://%s/orphan", tmpdir);
+	snprintf(log, sizeof log, "%s/orphan.log", tmpdir);
+	snprintf(state, sizeof state, "%s/state-orphan", tmpdir);
+	const char *args[] = { "--listen", url, "--state-dir", state, "--threads", "1", "--orphan-timeout", "1", NULL };
+	pid_t pid = start_daemon(log, args);
+	CHECK(pid > 0);
+	CHECKF(wait_ready(url, 10000) == 0, "daemon not answering on %.200s", url);
+	grid g;
+	grid_make(&g, 4);
+	nng_socket keep, s;
+	owned kept, ran, orphan, adopted;
+	/* kept: its creator stays connected. */
+	CHECK(open_req(url, &keep) == 0);
+	CHECK(create(keep, &g, &kept) == 0);
+	/* ran: its creator ran it and went away. */
+	CHECK(open_req(url, &s) == 0);
+	CHECK(create(s, &g, &ran) == 0);
+	CHECK(owner_op(s, PROTO_OP_SESSION_RUN, &ran));
+	CHECK(wait_state(s, ran.id, PROTO_STATE_DONE, 20000));
+	nng_close(s);
+	/* adopted: its creator went away, but the owner's token came back on
+	 * the kept connection (cancelling an idle session is a no-op). */
+	CHECK(open_req(url, &s) == 0);
+	CHECK(create(s, &g, &adopted) == 0);
+	nng_close(s);
+	CHECK(owner_op(keep, PROTO_OP_SESSION_CANCEL, &adopted));
+	/* orphan: created, never run, creator gone. */
+	CHECK(open_req(url, &s) == 0);
+	CHECK(create(s, &g, &orphan) == 0);
+	nng_close(s);
+	const double t0 = now_ms();
+	const bool gone = wait_gone(keep, orphan.id, 30000);
+	const double waited = now_ms() - t0;
+	printf("  orphaned session %u deleted %.1f s after its creator closed (timeout 1 s)\n", orphan.id,
+	       waited / 1000.0);
+	CHECKF(gone, "the orphan %u is still listed after 30 s", orphan.id);
+	CHECK(listed(keep, kept.id) == 1);
+	CHECK(listed(keep, ran.id) == 1);
+	CHECK(listed(keep, adopted.id) == 1);
+	CHECK(file_has(log, "deleted (orphaned: never run"));
+
+	/* Once the kept connection closes, both never-run sessions it owned
+	 * go too; the one that ran stays. */
+	nng_close(keep);
+	CHECK(open_req(url, &s) == 0);
+	const bool both = wait_gone(s, kept.id, 30000) && wait_gone(s, adopted.id, 30000);
+	const int still = listed(s, ran.id);
+	nng_close(s);
+	grid_free(&g);
+	stop_daemon(pid);
+	CHECK(both);
+	CHECK(still == 1);
+}
+
+/*
+ * A creator that disconnects while its create is still being built never
+ * gets the token; the session must not wait for the idle timeout. The
+ * daemon holds one session at most, so a probe create (with parameters
+ * that would be refused later) answers "max_sessions" exactly while the
+ * big create is admitted: that is when the creator disconnects.
+ */
+static void test_orphan_mid_create(void)
+{
+	char url[300], log[300], state[300];
+	snprintf(url, sizeof url, "ipc://%s/midcreate", tmpdir);
+	snprintf(log, sizeof log, "%s/midcreate.log", tmpdir);
+	snprintf(state, sizeof state, "%s/state-midcreate", tmpdir);
+	const char *args[] = { "--listen", url,	   "--state-dir",      state, "--threads",
+			       "1",   "--max-sessions", "1", "--orphan-timeout", "1", "--verbose",
+			       NULL };
+	pid_t pid = start_daemon(log, args);
+	CHECK(pid > 0);
+	CHECKF(wait_ready(url, 10000) == 0, "daemon not answering on %.200s", url);
+	grid big, small;
+	grid_make(&big, 300);
+	grid_make(&small, 2);
+	nng_socket a, k;
+	CHECK(open_req(url, &a) == 0);
+	CHECK(open_req(url, &k) == 0);
+	proto_request req;
+	create_req(&req, &big);
+	req.id = next_id++;
+	proto_buf b = { NULL, 0 };
+	CHECK(proto_request_encode(&req, &b, NULL) == DRAPE_OK);
+	const int rv = nng_send(a, b.data, b.len, 0);
+	proto_buf_free(&b);
+	CHECK(rv == 0);
+	/* Probe until the big create is admitted (or has finished). */
+	int admitted = 0, listed_before = -1;
+	for (double end = now_ms() + 30000; !admitted && now_ms() < end;) {
+		proto_reply rep;
+		create_req(&req, &small);
+		req.u.create.params.mask = PROTO_PARAM_SUBSTEPS;
+		req.u.create.params.values.substeps = 0;
+		if (call(k, &req, &rep) != 0)
+			break;
+		if (!rep.ok && rep.error.code == DRAPE_ELIMIT && strstr(rep.error.message, "max_sessions") != NULL)
+			admitted = 1;
+		else if (rep.ok || rep.error.code != DRAPE_EINVAL)
+			printf("  probe: %s\n", rep.ok ? "accepted" : rep.error.message);
+		proto_reply_free(&rep);
+	}
+	if (admitted) {
+		/* Is the create still being built? The table is empty then. */
+		proto_reply rep;
+		proto_request_init(&req, PROTO_OP_SESSION_LIST);
+		if (call(k, &req, &rep) == 0 && rep.ok)
+			listed_before = (int)rep.u.list.count;
+		proto_reply_free(&rep);
+	}
+	/* The creator goes away without its reply. */
+	nng_close(a);
+	printf("  creator disconnected with %s\n",
+	       listed_before == 0 ? "its create still being built" : "its create already answered");
+	/* The session appears when the build lands, then is reclaimed: the
+	 * daemon logs both, and the table ends empty. */
+	bool reclaimed = false;
+	for (double end = now_ms() + 30000; !reclaimed && now_ms() < end; sleep_ms(50))
+		reclaimed = file_has(log, " created: ") && file_has(log, "deleted (orphaned: never run");
+	int left = -1;
+	{
+		proto_reply rep;
+		proto_request_init(&req, PROTO_OP_SESSION_LIST);
+		if (call(k, &req, &rep) == 0 && rep.ok)
+			left = (int)rep.u.list.count;
+		proto_reply_free(&rep);
+	}
+	nng_close(k);
+	grid_free(&big);
+	grid_free(&small);
+	stop_daemon(pid);
+	CHECKF(admitted, "the big create was never seen in progress");
+	CHECKF(listed_before == 0, "the create had finished before the creator left (%d listed)", listed_before);
+	CHECKF(reclaimed, "the session of the vanished creator was not reclaimed (see %.200s)", log);
+	CHECK(left == 0);
+}
+
 static const check_test tests[] = {
 	CHECK_TEST(test_failed_creates_keep_fds),
 	CHECK_TEST(test_error_reply_utf8),
 	CHECK_TEST(test_ipc_mode_warning),
+	CHECK_TEST(test_orphans_reclaimed),
+	CHECK_TEST(test_orphan_mid_create),
 };
 
 int main(int argc, char **argv)

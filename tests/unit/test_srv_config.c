@@ -26,6 +26,7 @@ static void test_defaults(void)
 	CHECK(c.listen_count == 1 && strcmp(c.listen[0], "tcp://127.0.0.1:7450") == 0);
 	CHECK(c.stream_count == 1 && strcmp(c.stream[0], "tcp://127.0.0.1:7451") == 0);
 	CHECK(c.idle_timeout_s == 3600 && c.max_message == 256u * 1024u * 1024u);
+	CHECK(c.orphan_timeout_s == 30);
 	CHECK(c.threads >= 1 && c.state_dir != NULL && c.checkpoint_every == 10);
 	/* The shared solver pool defaults to the number of cores. */
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -173,6 +174,23 @@ static void test_protected_mode_resolves_hosts(void)
 
 /* An ipc mode wider than 0660 is worth a WARNING line; 0660 and narrower
  * are not, nor a mode that applies to no ipc:// socket. */
+static void test_orphan_timeout_option(void)
+{
+	srv_config c;
+	char msg[512];
+	const char *a1[] = { "draped", "--orphan-timeout", "5", NULL };
+	CHECK(parse(&c, msg, 3, a1) == SRV_CONFIG_OK && c.orphan_timeout_s == 5);
+	srv_config_free(&c);
+	const char *a2[] = { "draped", "--orphan-timeout", "-1", NULL };
+	CHECK(parse(&c, msg, 3, a2) == SRV_CONFIG_USAGE);
+	CHECKF(strstr(msg, "--orphan-timeout") != NULL, "%s", msg);
+	srv_config_free(&c);
+	srv_config_default(&c);
+	CHECK(srv_config_apply_json(&c, "{\"orphan-timeout\": 0}", msg, sizeof msg) == SRV_CONFIG_OK &&
+	      c.orphan_timeout_s == 0);
+	srv_config_free(&c);
+}
+
 static void test_ipc_mode_warning(void)
 {
 	srv_config c;
@@ -214,7 +232,7 @@ static void test_stream_url(void)
 static const check_test tests[] = {
 	CHECK_TEST(test_defaults),	     CHECK_TEST(test_command_line),   CHECK_TEST(test_bad_values),
 	CHECK_TEST(test_json_and_precedence), CHECK_TEST(test_protected_mode), CHECK_TEST(test_protected_mode_resolves_hosts),
-	CHECK_TEST(test_ipc_mode_warning), CHECK_TEST(test_stream_url),
+	CHECK_TEST(test_orphan_timeout_option), CHECK_TEST(test_ipc_mode_warning), CHECK_TEST(test_stream_url),
 };
 
 int main(int argc, char **argv)
