@@ -146,6 +146,21 @@ const char *proto_state_name(proto_state s);
 /* State for a wire name; returns false (and leaves *out) if unknown. */
 bool proto_state_from_name(const char *name, size_t len, proto_state *out);
 
+/* ---- Text (utf8.c) ------------------------------------------------------- */
+
+/* Length (1 to 4) of the well-formed UTF-8 sequence at p (n bytes
+ * available), 0 when p starts an ill-formed one or n is 0. */
+size_t proto_utf8_seq(const unsigned char *p, size_t n);
+/* Offset of the first byte of s (n bytes) that is not part of a
+ * well-formed UTF-8 sequence; n when all of s is valid UTF-8. */
+size_t proto_utf8_check(const char *s, size_t n);
+/* Copies s (n bytes) into out (cap bytes, always NUL-terminated when cap >
+ * 0), writing each byte of an ill-formed sequence as the text \xNN, so the
+ * result is valid UTF-8. Stops before a sequence or escape that would not
+ * fit, never in the middle of one. Returns the bytes written before the
+ * NUL. */
+size_t proto_utf8_escape(const char *s, size_t n, char *out, size_t cap);
+
 /* ---- Buffers ------------------------------------------------------------- */
 
 /* Bytes produced by an encoder. data is heap memory owned by whoever holds

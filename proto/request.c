@@ -160,7 +160,15 @@ static drape_err decode_create(proto_wire_dec *d, const msgpack_object *m, proto
 		if (rc != DRAPE_OK)
 			return rc;
 	}
-	return proto_wire_field_str(d, m, "name", false, PROTO_MAX_NAME, &c->name);
+	rc = proto_wire_field_str(d, m, "name", false, PROTO_MAX_NAME, &c->name);
+	/* The name is echoed in replies (status, list), whose str must be
+	 * UTF-8: refuse it here rather than send it on. */
+	if (rc == DRAPE_OK && c->name != NULL) {
+		const size_t len = strlen(c->name), bad = proto_utf8_check(c->name, len);
+		if (bad != len)
+			return proto_wire_fail(d, DRAPE_EINVAL, "name", "not valid UTF-8 (byte %zu)", bad);
+	}
+	return rc;
 }
 
 static drape_err decode_collider_add(proto_wire_dec *d, const msgpack_object *m,

@@ -456,9 +456,14 @@ void proto_wire_pack_error(proto_wire_enc *e, const drape_error *er)
 	proto_wire_kv(e, &n, "code");
 	proto_wire_pack_str(e, "error.code", drape_err_name(er->code), 32);
 	proto_wire_kv(e, &n, "message");
-	size_t len = strnlen(er->message, sizeof er->message);
+	/* msgpack str must be UTF-8, and messages may quote bytes a peer sent
+	 * (an unknown op name) or have been cut mid-character by the fixed
+	 * buffer: ill-formed bytes go out as \xNN, within the same limit. */
+	char text[sizeof er->message];
+	const size_t len = proto_utf8_escape(er->message, strnlen(er->message, sizeof er->message), text,
+					     sizeof text);
 	msgpack_pack_str(&e->pk, len);
-	msgpack_pack_str_body(&e->pk, er->message, len);
+	msgpack_pack_str_body(&e->pk, text, len);
 	proto_wire_map_end(e, at, n);
 }
 

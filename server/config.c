@@ -9,6 +9,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -61,6 +64,10 @@ static const srv_opt srv_opts[] = {
 	  "JSON object whose keys are these long option names; the command line wins" },
 	{ "idle-timeout", SRV_OPT_U64, OFF(idle_timeout_s), 0, 0, "SECONDS",
 	  "delete sessions not running and not asked about for this long; 0 = never. Default 3600" },
+	{ "orphan-timeout", SRV_OPT_U64, OFF(orphan_timeout_s), 0, 0, "SECONDS",
+	  "delete a session that has never run once the connection its owner last used has been "
+	  "closed this long (the owner never learnt the token, or went away before running it); "
+	  "any request with its token adopts it again; 0 = never. Default 30" },
 	{ "max-message", SRV_OPT_U64, OFF(max_message), 0, (uint64_t)INT32_MAX, "BYTES",
 	  "largest request accepted, refused by nng before it is read. Default 268435456 (256 MiB)" },
 	{ "max-vertices", SRV_OPT_U64, OFF(max_vertices), 0, UINT32_MAX, "N",
@@ -90,7 +97,7 @@ static const srv_opt srv_opts[] = {
 	  "require this token (file contents, trailing newline dropped) in every request "
 	  "but hello. Default: none" },
 	{ "ipc-mode", SRV_OPT_OCTAL, OFF(ipc_mode), 0, 0777, "OCTAL",
-	  "permissions of ipc:// socket files. Default 0660" },
+	  "permissions of ipc:// socket files; wider than 0660 is logged as a WARNING. Default 0660" },
 	{ "tls-cert", SRV_OPT_STRING, OFF(tls_cert), 0, 0, "FILE",
 	  "PEM certificate (or chain, leaf first) that tls+tcp:// listeners present. Default: none" },
 	{ "tls-key", SRV_OPT_STRING, OFF(tls_key), 0, 0, "FILE",
@@ -115,6 +122,7 @@ void srv_config_default(srv_config *c)
 	c->threads = 0;
 	c->ipc_mode = 0660;
 	c->idle_timeout_s = 3600;
+	c->orphan_timeout_s = 30;
 	c->max_message = 256u * 1024u * 1024u;
 	c->max_vertices = 4000000;
 	c->max_triangles = 8000000;
@@ -403,23 +411,74 @@ bool srv_config_stream_url(const char *listen, char *out, size_t out_len)
 	return false;
 }
 
+bool srv_config_host_is_loopback(const char *host)
+{
+	/* No host, or a wildcard, binds every interface. */
+	if (host == NULL || host[0] == '\0' || strcmp(host, "*") == 0)
+		return false;
+	struct addrinfo hints, *res = NULL;
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	/* A name that does not resolve is not known to be loopback: refused. */
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return false;
+	bool all = res != NULL;
+	for (const struct addrinfo *a = res; a != NULL && all; a = a->ai_next) {
+		if (a->ai_family == AF_INET) {
+			const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)a->ai_addr;
+			all = (ntohl(in->sin_addr.s_addr) >> 24) == 127u;
+		} else if (a->ai_family == AF_INET6) {
+			const struct in6_addr *in6 = &((const struct sockaddr_in6 *)(const void *)a->ai_addr)->sin6_addr;
+			all = IN6_IS_ADDR_LOOPBACK(in6) || (IN6_IS_ADDR_V4MAPPED(in6) && in6->s6_addr[12] == 127u);
+		} else {
+			all = false;
+		}
+	}
+	freeaddrinfo(res);
+	return all;
+}
+
 bool srv_config_url_is_local(const char *url)
 {
 	if (strncmp(url, "ipc://", 6) == 0 || strncmp(url, "inproc://", 9) == 0)
 		return true;
-	const char *host = strstr(url, "://");
-	if (host == NULL)
-		return false;
-	host += 3;
 	/* ws:// stays non-local even on loopback: a browser on this machine can
 	 * reach it on behalf of any web page. */
-	if (strncmp(url, "tcp", 3) != 0 && strncmp(url, "tls+tcp", 7) != 0)
+	const char *tcp = strncmp(url, "tls+", 4) == 0 ? url + 4 : url;
+	const char *host;
+	if (strncmp(tcp, "tcp://", 6) == 0)
+		host = tcp + 6;
+	else if (strncmp(tcp, "tcp4://", 7) == 0 || strncmp(tcp, "tcp6://", 7) == 0)
+		host = tcp + 7;
+	else
 		return false;
-	static const char *const loopback[] = { "127.", "localhost:", "[::1]:" };
-	for (size_t i = 0; i < sizeof loopback / sizeof loopback[0]; i++)
-		if (strncmp(host, loopback[i], strlen(loopback[i])) == 0)
-			return true;
-	return false;
+	/* The host is what comes before the port, without IPv6 brackets. The
+	 * decision is on the addresses it resolves to, every one of which must
+	 * be loopback: a name is only a name (127.example.com can point
+	 * anywhere). */
+	char name[256];
+	size_t n;
+	if (host[0] == '[') {
+		const char *close = strchr(host, ']');
+		if (close == NULL || close[1] != ':')
+			return false;
+		host++;
+		n = (size_t)(close - host);
+	} else {
+		const char *colon = strrchr(host, ':');
+		if (colon == NULL)
+			return false;
+		n = (size_t)(colon - host);
+		if (memchr(host, ':', n) != NULL)
+			return false; /* an unbracketed IPv6 address: not a URL nng takes */
+	}
+	if (n == 0 || n >= sizeof name)
+		return false;
+	memcpy(name, host, n);
+	name[n] = '\0';
+	return srv_config_host_is_loopback(name);
 }
 
 bool srv_config_url_is_tls(const char *url)
@@ -487,7 +546,8 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 					       u);
 		if (!c->allow_remote && srv_config_url_exposed(c, u))
 			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
-					       "%s is not a loopback or ipc address; a shared box "
+					       "%s is not a loopback or ipc address (its host must resolve to "
+					       "127.0.0.0/8 or ::1 only); a shared box "
 					       "must not be reachable without TLS (tls+tcp:// with --tls-cert "
 					       "and --tls-key) and an auth token (--auth-token-file) "
 					       "(pass --allow-remote if this is intended)",
@@ -532,6 +592,34 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 	return SRV_CONFIG_OK;
 }
 
+bool srv_config_ipc_mode_warning(const srv_config *c, char *msg, size_t msg_len)
+{
+	/* 0660 lets the socket's owner and group in; any other bit lets more
+	 * people in (or is meaningless on a socket), which on a shared box is
+	 * worth a line in the log at every start. */
+	if ((c->ipc_mode & ~(uint32_t)0660) == 0)
+		return false;
+	const char *ipc = NULL;
+	for (size_t i = 0; i < c->listen_count + c->stream_count && ipc == NULL; i++) {
+		const char *u = i < c->listen_count ? c->listen[i] : c->stream[i - c->listen_count];
+		if (strncmp(u, "ipc://", 6) == 0)
+			ipc = u;
+	}
+	if (ipc == NULL)
+		return false; /* the mode applies to no socket */
+	if (c->ipc_mode & 0007)
+		snprintf(msg, msg_len, "WARNING: --ipc-mode %04o is wider than 0660: every local user can connect to %s%s",
+			 (unsigned)c->ipc_mode, ipc,
+			 c->auth_token_file != NULL ? " (they still need the auth token)"
+						    : " and read and change every session");
+	else
+		snprintf(msg, msg_len,
+			 "WARNING: --ipc-mode %04o is wider than 0660 (bits beyond read and write for owner and "
+			 "group) on %s",
+			 (unsigned)c->ipc_mode, ipc);
+	return true;
+}
+
 bool srv_config_auth_ok(const srv_config *c, const uint8_t *got, size_t got_len)
 {
 	if (c->auth_token == NULL)
@@ -563,7 +651,8 @@ void srv_config_usage(const char *argv0)
 			 srv_opts[i].arg ? srv_opts[i].arg : "");
 		printf("  %-32s %s\n", head, srv_opts[i].help);
 	}
-	printf("\nprotected mode: draped listens only on loopback and ipc:// unless a TCP address\n"
+	printf("\nprotected mode: draped listens only on loopback (a host whose every resolved\n"
+	       "address is in 127.0.0.0/8 or is ::1) and ipc:// unless a TCP address\n"
 	       "is tls+tcp:// with --tls-cert/--tls-key and --auth-token-file is set, or\n"
 	       "--allow-remote says an exposed address is intended (each is then logged as a\n"
 	       "warning). A plain tcp:// on a non-loopback address is refused without\n"

@@ -27,6 +27,7 @@ typedef struct srv_config {
 	uint32_t pool_threads;      /* threads of the shared solver pool, 1 = none (0 before finish = cores) */
 	uint32_t ipc_mode;          /* permissions of ipc socket files */
 	uint64_t idle_timeout_s;    /* 0 = never */
+	uint64_t orphan_timeout_s;  /* never-run sessions whose owner's connection closed; 0 = never */
 	uint64_t max_message;
 	uint64_t max_vertices;
 	uint64_t max_triangles;
@@ -85,9 +86,14 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len);
 /* Derives the stream URL of one control URL into out; false if it cannot. */
 bool srv_config_stream_url(const char *listen, char *out, size_t out_len);
 
-/* True for ipc:// and inproc:// URLs and for tcp:// or tls+tcp:// on a
- * loopback host. */
+/* True for ipc:// and inproc:// URLs, and for tcp:// (tcp4://, tcp6://,
+ * tls+tcp://) URLs whose host resolves (getaddrinfo) to loopback addresses
+ * only: 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104. A host that does not
+ * resolve, a wildcard or an empty host is not local. */
 bool srv_config_url_is_local(const char *url);
+/* True when host (no port, no brackets) resolves, and every address it
+ * resolves to is loopback. */
+bool srv_config_host_is_loopback(const char *host);
 
 /* True for URLs whose transport runs over TLS (tls+tcp://, wss://). */
 bool srv_config_url_is_tls(const char *url);
@@ -107,6 +113,13 @@ bool srv_config_url_exposed(const srv_config *c, const char *url);
  * so response times do not help guess the token byte by byte.
  */
 bool srv_config_auth_ok(const srv_config *c, const uint8_t *got, size_t got_len);
+
+/*
+ * When --ipc-mode grants more than 0660 (read and write for the socket's
+ * owner and group) and an ipc:// socket is configured, writes the WARNING
+ * line draped logs at start into msg and returns true.
+ */
+bool srv_config_ipc_mode_warning(const srv_config *c, char *msg, size_t msg_len);
 
 /* Writes --help text to stdout. */
 void srv_config_usage(const char *argv0);

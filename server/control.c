@@ -28,6 +28,8 @@ struct srv_control {
 	size_t nctx;
 	pthread_mutex_t mu;
 	srv_ctx *head, *tail; /* ready list, guarded by mu */
+	uint32_t *gone;       /* ids of pipes that closed since the last drain, guarded by mu */
+	size_t ngone, capgone;
 	bool closing;         /* guarded by mu */
 	uv_async_t async;
 };
@@ -74,6 +76,45 @@ static void srv_ctx_cb(void *arg)
 	uv_async_send(&ctl->async);
 }
 
+/* nng thread: a connection (pipe) was removed from the socket. Its id goes
+ * to the loop, which marks the sessions it owned (orphans, session.h). The
+ * wake-up is sent under mu, so srv_control_close, which sets closing under
+ * mu before it closes the async handle, never races it. */
+static void srv_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	srv_control *ctl = arg;
+	if (ev != NNG_PIPE_EV_REM_POST)
+		return;
+	pthread_mutex_lock(&ctl->mu);
+	if (!ctl->closing) {
+		if (ctl->ngone == ctl->capgone) {
+			size_t cap = ctl->capgone ? ctl->capgone * 2 : 16;
+			uint32_t *g = realloc(ctl->gone, cap * sizeof *g);
+			if (g != NULL) {
+				ctl->gone = g;
+				ctl->capgone = cap;
+			}
+		}
+		/* Out of memory drops the event: such a session then waits
+		 * for the idle timeout instead. */
+		if (ctl->ngone < ctl->capgone)
+			ctl->gone[ctl->ngone++] = (uint32_t)nng_pipe_id(p);
+		uv_async_send(&ctl->async);
+	}
+	pthread_mutex_unlock(&ctl->mu);
+}
+
+bool srv_control_pipe_alive(uint32_t pipe_id)
+{
+	nng_pipe p = NNG_PIPE_INITIALIZER;
+	p.id = pipe_id;
+	nng_sockaddr sa;
+	/* nng finds pipes by id; a removed one is ENOENT (or ECLOSED while
+	 * the socket closes). Any other answer means it is there. */
+	const int rv = nng_pipe_get_addr(p, NNG_OPT_REMADDR, &sa);
+	return rv != NNG_ENOENT && rv != NNG_ECLOSED;
+}
+
 /* Loop: sends reply bytes on the context the request came on, or drops the
  * request when there are none (out of memory): the client resends. */
 static void srv_ctx_send(srv_ctx *c, proto_buf *out)
@@ -106,6 +147,13 @@ static void srv_control_drain(uv_async_t *h)
 	pthread_mutex_lock(&ctl->mu);
 	srv_ctx *c = ctl->head;
 	ctl->head = ctl->tail = NULL;
+	/* Taken together with the requests and handled after them: a
+	 * connection's requests were received before its close, so a create
+	 * it sent is a job (or a session) by the time its close is seen. */
+	uint32_t *gone = ctl->gone;
+	const size_t ngone = ctl->ngone;
+	ctl->gone = NULL;
+	ctl->ngone = ctl->capgone = 0;
 	pthread_mutex_unlock(&ctl->mu);
 	while (c != NULL) {
 		srv_ctx *next = c->next;
@@ -124,6 +172,9 @@ static void srv_control_drain(uv_async_t *h)
 		}
 		c = next;
 	}
+	for (size_t i = 0; i < ngone; i++)
+		srv_sessions_pipe_closed(ctl->srv, gone[i]);
+	free(gone);
 }
 
 int srv_control_open(struct srv_server *srv, uv_loop_t *loop, const srv_config *cfg, srv_control **out,
@@ -141,6 +192,8 @@ int srv_control_open(struct srv_server *srv, uv_loop_t *loop, const srv_config *
 		free(ctl);
 		return rv;
 	}
+	/* Connections that close are reported to the loop (orphans). */
+	nng_pipe_notify(ctl->rep, NNG_PIPE_EV_REM_POST, srv_pipe_cb, ctl);
 	/* Refuse oversized messages in the transport, before they are read
 	 * into memory (the socket option is inherited by its listeners). */
 	nng_socket_set_size(ctl->rep, NNG_OPT_RECVMAXSZ, (size_t)cfg->max_message);
@@ -201,6 +254,7 @@ static void srv_control_free_cb(uv_handle_t *h)
 {
 	srv_control *ctl = h->data;
 	pthread_mutex_destroy(&ctl->mu);
+	free(ctl->gone);
 	free(ctl);
 }
 

@@ -12,6 +12,8 @@
 #ifndef DRAPE_SRV_CONTROL_H
 #define DRAPE_SRV_CONTROL_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <uv.h>
 
 #include "proto/proto.h"
@@ -31,6 +33,9 @@ int srv_control_open(struct srv_server *srv, uv_loop_t *loop, const srv_config *
 /* Loop: sends the reply to a request answered later (SRV_REPLY_LATER);
  * reply_to is what srv_request_handle was given. Takes out->data. */
 void srv_control_reply(void *reply_to, proto_buf *out);
+
+/* Loop: false once the connection with this nng pipe id has closed. */
+bool srv_control_pipe_alive(uint32_t pipe_id);
 
 /* Closes the socket (in-flight replies are dropped; clients retry), waits
  * for every callback to finish, and closes the async handle. Loop thread. */

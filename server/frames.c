@@ -56,11 +56,14 @@ drape_err srv_frames_init(srv_frames *f, uint32_t vertex_count, uint32_t ring, u
 
 void srv_frames_free(srv_frames *f)
 {
-	if (f->ring != NULL)
+	/* A store srv_frames_init never saw has no ring; its fd field is not
+	 * a descriptor of ours, whatever it holds. */
+	const bool inited = f->ring != NULL;
+	if (inited)
 		for (uint32_t i = 0; i < f->cap; i++)
 			free(f->ring[i].positions);
 	free(f->ring);
-	if (f->fd >= 0)
+	if (inited && f->fd >= 0)
 		close(f->fd);
 	memset(f, 0, sizeof *f);
 	f->fd = -1;

@@ -94,8 +94,10 @@ static void srv_job_done(uv_work_t *w, int status)
 		job->rc = drape_error_setf(&job->err, DRAPE_EINTERNAL, "the job failed: %s", uv_strerror(status));
 	if (job->req.op == PROTO_OP_SESSION_CREATE) {
 		srv->creating--;
-		if (job->rc == DRAPE_OK)
+		if (job->rc == DRAPE_OK) {
+			job->session->pipe = job->key.pipe;
 			job->rc = srv_create_finish(srv, job->session, job->raw, job->raw_len, &job->rep, &job->err);
+		}
 	} else if (job->req.op != PROTO_OP_PREFLIGHT) {
 		srv_session *s = job->session;
 		s->busy = false;

@@ -2,16 +2,43 @@
  * draped: the drape simulation daemon. See `draped --help` and
  * ../shared/ARCHITECTURE.md; the work is in the other server/ files.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "server/config.h"
 #include "server/log.h"
 #include "server/server.h"
 #include "server/tls.h"
 
+/*
+ * Makes sure descriptors 0, 1 and 2 are open (on /dev/null when they were
+ * not). Started with one of them closed, the daemon would hand that number
+ * to a socket or a frame cache, and its log lines (stderr) would be written
+ * into it. Returns false if /dev/null cannot be opened.
+ */
+static bool srv_stdio_guard(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) != -1)
+			continue;
+		int n = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+		if (n < 0)
+			return false;
+		/* open returns the lowest free number, which is fd itself. */
+		if (n != fd) {
+			dup2(n, fd);
+			close(n);
+		}
+	}
+	return true;
+}
+
 int main(int argc, char **argv)
 {
+	if (!srv_stdio_guard())
+		return SRV_EXIT_SOFTWARE;
 	srv_config cfg;
 	char msg[1024];
 	srv_config_default(&cfg);
@@ -57,6 +84,8 @@ int main(int argc, char **argv)
 			 u, !tls_ok && !token_ok ? "TLS and an auth token" : !tls_ok ? "TLS" : "an auth token",
 			 token_ok ? "read the token and every frame off the network" : "read and change every session");
 	}
+	if (srv_config_ipc_mode_warning(&cfg, msg, sizeof msg))
+		srv_warn("%s", msg);
 	/* libuv sizes its threadpool from this variable at the first
 	 * uv_queue_work, so it must be set before the loop starts. Twice the
 	 * solver workers: each solving session's output stage (scheduler.c)

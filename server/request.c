@@ -164,6 +164,7 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 	k.cache = srv_op_mutates(req.op) && (req.has_client || pipe_id != 0);
 	k.key = req.has_client ? req.client : (SRV_PIPE_KEY | pipe_id);
 	k.id = req.id;
+	k.pipe = pipe_id;
 	const uint64_t now = srv_now_ms(srv);
 	if (k.cache) {
 		const srv_replay_entry *e = srv_replay_find(&srv->replay, k.key, k.id, now);
@@ -213,6 +214,10 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 			goto reply;
 		}
 		s->last_active_ms = now;
+		/* Only the owner holds the token: its request says which
+		 * connection the session belongs to now (orphans, session.h). */
+		if (proto_op_needs_token(req.op))
+			srv_session_adopt(srv, s, pipe_id);
 	}
 
 	switch (req.op) {

@@ -49,6 +49,7 @@ static void srv_cron(uv_timer_t *t)
 			}
 		}
 	}
+	srv_sessions_reclaim_orphans(srv, now);
 	uint64_t age = idle * 1000u;
 	if (age < SRV_REPLAY_MIN_AGE_MS)
 		age = SRV_REPLAY_MIN_AGE_MS;

@@ -91,6 +91,7 @@ typedef struct srv_reply_key {
 	bool cache;   /* store the reply in the replay cache */
 	uint64_t key; /* replay key (client id or pipe key) */
 	uint64_t id;  /* request id */
+	uint32_t pipe; /* nng pipe the request came on (0 = none) */
 } srv_reply_key;
 
 /* Loop: encodes rep (or an error reply for rc/err answering head), stores

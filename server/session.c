@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "server/checkpoint.h"
+#include "server/control.h"
 #include "server/jobs.h"
 #include "server/log.h"
 #include "server/server.h"
@@ -169,6 +170,10 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 		drape_error_setf(err, DRAPE_ENOMEM, "session.create: out of memory");
 		return NULL;
 	}
+	/* Every handle starts invalid, so freeing a session whose build failed
+	 * half way closes only what it opened: a zeroed frame store would say
+	 * fd 0, and closing that took whatever connection had reused slot 0. */
+	s->frames.fd = -1;
 	s->id = id;
 	s->server = srv;
 	s->params = *p;
@@ -271,6 +276,10 @@ drape_err srv_create_finish(srv_server *srv, srv_session *s, const void *raw, si
 	}
 	s->last_active_ms = srv_now_ms(srv);
 	srv->counters.sessions_created++;
+	/* The creator may have gone while the session was being built; its
+	 * connection's close was then seen before the session existed. */
+	if (s->pipe != 0 && !srv_control_pipe_alive(s->pipe))
+		srv_sessions_pipe_closed(srv, s->pipe);
 	/* The inputs go to disk before the reply, so a session a client was
 	 * told about survives a crash. */
 	srv_ckpt_save_session(srv, s, raw, raw_len);
@@ -283,6 +292,59 @@ drape_err srv_create_finish(srv_server *srv, srv_session *s, const void *raw, si
 		 (unsigned)s->topology.pinned_vertices, (unsigned long long)s->intersections,
 		 s->name ? ", name " : "", s->name ? s->name : "");
 	return DRAPE_OK;
+}
+
+/* A session the orphan rule may delete: nothing of it ran or is running,
+ * and nothing of it is in flight. */
+static bool srv_session_never_ran(const srv_session *s)
+{
+	return s->state == PROTO_STATE_IDLE && s->frames_done == 0 && !s->in_queue && !s->busy && !s->writing &&
+	       s->parked == NULL && !s->deleted;
+}
+
+void srv_sessions_pipe_closed(srv_server *srv, uint32_t pipe)
+{
+	if (pipe == 0)
+		return;
+	const uint64_t now = srv_now_ms(srv);
+	for (size_t i = 0; i < srv->sessions.count; i++) {
+		srv_session *s = srv->sessions.items[i];
+		if (s->pipe != pipe || s->deleted || s->orphan_since_ms != 0)
+			continue;
+		/* 0 means "not orphaned", so a close at loop time 0 counts as 1. */
+		s->orphan_since_ms = now ? now : 1;
+		if (srv->cfg->orphan_timeout_s != 0 && srv_session_never_ran(s))
+			srv_info("session %u: its owner's connection closed before it ran; deleted in %llu s "
+				 "unless a request with its token comes",
+				 (unsigned)s->id, (unsigned long long)srv->cfg->orphan_timeout_s);
+	}
+}
+
+void srv_session_adopt(srv_server *srv, srv_session *s, uint32_t pipe)
+{
+	(void)srv;
+	if (pipe == 0)
+		return;
+	s->pipe = pipe;
+	s->orphan_since_ms = 0;
+}
+
+void srv_sessions_reclaim_orphans(srv_server *srv, uint64_t now)
+{
+	const uint64_t limit = srv->cfg->orphan_timeout_s;
+	if (limit == 0)
+		return;
+	/* Backwards, because destroying swaps the last item into place. */
+	for (size_t i = srv->sessions.count; i-- > 0;) {
+		srv_session *s = srv->sessions.items[i];
+		if (s->orphan_since_ms == 0 || !srv_session_never_ran(s) || now - s->orphan_since_ms < limit * 1000u)
+			continue;
+		char why[96];
+		snprintf(why, sizeof why, "orphaned: never run, its owner's connection closed %llu s ago",
+			 (unsigned long long)((now - s->orphan_since_ms) / 1000u));
+		srv->counters.sessions_expired++;
+		srv_session_destroy(srv, s, why);
+	}
 }
 
 drape_err srv_op_update(srv_server *srv, srv_session *s, const proto_request *req, proto_reply *rep,

@@ -50,6 +50,12 @@ typedef struct srv_session {
 	bool end_pending;      /* canceled while busy: the end message goes out
 				* once the frame or job in flight lands */
 	uint64_t last_active_ms;
+	/* Orphans (srv_sessions_pipe_closed): the nng pipe of the connection
+	 * its owner last used (the create, then any request with the token);
+	 * 0 = none known (reloaded from the state dir). orphan_since_ms is
+	 * when that connection closed, 0 while it is open. */
+	uint32_t pipe;
+	uint64_t orphan_since_ms;
 
 	bool has_error;
 	drape_error error;
@@ -116,6 +122,20 @@ void srv_session_free(srv_session *s);
 
 /* Constant-time comparison of a request's token with the session's. */
 bool srv_session_token_ok(const srv_session *s, const uint8_t token[PROTO_TOKEN_SIZE]);
+
+/*
+ * Orphans. A session is orphaned when the connection its owner last used
+ * has closed; one that has never run (idle, no frame solved) and stays
+ * orphaned for --orphan-timeout is deleted: its creator went away before
+ * running it, or never even got the reply with its token. Loop thread.
+ */
+/* The connection with nng pipe id `pipe` has closed: marks its sessions. */
+void srv_sessions_pipe_closed(struct srv_server *srv, uint32_t pipe);
+/* The owner spoke (a request with the token) on `pipe`: the session is
+ * its again and no longer orphaned. */
+void srv_session_adopt(struct srv_server *srv, srv_session *s, uint32_t pipe);
+/* Deletes the never-run sessions orphaned for the timeout (cron). */
+void srv_sessions_reclaim_orphans(struct srv_server *srv, uint64_t now_ms);
 
 /* Rough memory a session of this size will hold, checked at admission. */
 size_t srv_session_estimate(uint32_t vertices, uint32_t triangles, uint64_t frames_in_memory);

@@ -134,7 +134,10 @@ int cli_embed_start(cli_embed *e, const cli_opts *o)
 		if (fd >= 0) {
 			dup2(fd, STDERR_FILENO);
 			dup2(fd, STDOUT_FILENO);
-			close(fd);
+			/* With stdout or stderr closed in the CLI, open returned
+			 * that very number: closing it would undo the dup2. */
+			if (fd > STDERR_FILENO)
+				close(fd);
 		}
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);

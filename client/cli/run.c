@@ -160,6 +160,22 @@ fail:
 	return CLI_IOERR;
 }
 
+/* The first frame in 1..last whose DIR/frame_NNNN.obj does not exist (the
+ * name sink_frame writes), or last + 1 when every one is there. Frame files
+ * are written whole (temporary file, rename), so one that exists is
+ * complete. */
+static uint32_t first_missing_frame(const char *dir, uint32_t last)
+{
+	char path[4096];
+	for (uint32_t i = 1; i <= last; i++) {
+		snprintf(path, sizeof path, "%s/frame_%04u.obj", dir, (unsigned)i);
+		struct stat sb;
+		if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+			return i;
+	}
+	return last + 1;
+}
+
 /* Loads the scene named by path; returns 0 or an exit code. */
 static int load_scene(const char *path, drape_scene *scene)
 {
@@ -604,10 +620,20 @@ int cli_cmd_resume(int argc, char **argv)
 			(unsigned)info.frames_done, (unsigned)info.frames_target,
 			drape_state_name(info.state),
 			info.state == DRAPE_STATE_QUEUED ? ", waiting for a worker" : "");
-	/* The frames solved before the crash were delivered to whoever ran the
-	 * session (and `drape attach` still fetches them), so by default only
-	 * the new ones are received; --from asks for earlier ones too. */
-	uint32_t next = o.from > 0 ? o.from : info.frames_done + 1;
+	/* Frames solved before the crash were not all delivered: the newest
+	 * ones were in the daemon's frame cache but had not reached the client
+	 * when it died. With --out the folder says what the client has, so
+	 * reception starts at the first frame missing from it (the cache
+	 * serves the retained ones; the rest are solved now); without --out
+	 * only the new frames are received. --from overrides both. */
+	uint32_t next = info.frames_done + 1;
+	if (o.from > 0)
+		next = o.from;
+	else if (o.out_dir != NULL)
+		next = first_missing_frame(o.out_dir, info.frames_done);
+	if (next <= info.frames_done && !o.quiet)
+		fprintf(stderr, "drape: %s lacks frames solved before the interruption; fetching from frame %u\n",
+			o.out_dir != NULL && o.from == 0 ? o.out_dir : "--from", (unsigned)next);
 	if ((rc = drape_frames_seek(c, s, next, &err)) != DRAPE_OK) {
 		x = cli_fail("seek", rc, &err);
 		goto out;

@@ -26,6 +26,7 @@ static void test_defaults(void)
 	CHECK(c.listen_count == 1 && strcmp(c.listen[0], "tcp://127.0.0.1:7450") == 0);
 	CHECK(c.stream_count == 1 && strcmp(c.stream[0], "tcp://127.0.0.1:7451") == 0);
 	CHECK(c.idle_timeout_s == 3600 && c.max_message == 256u * 1024u * 1024u);
+	CHECK(c.orphan_timeout_s == 30);
 	CHECK(c.threads >= 1 && c.state_dir != NULL && c.checkpoint_every == 10);
 	/* The shared solver pool defaults to the number of cores. */
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -129,6 +130,91 @@ static void test_protected_mode(void)
 	CHECK(!srv_config_url_is_local("ws://127.0.0.1:1/x"));
 }
 
+/* Protected mode decides on resolved addresses, never on how the host is
+ * spelled: a name that merely starts with "127." is not loopback. */
+static void test_protected_mode_resolves_hosts(void)
+{
+	CHECK(!srv_config_url_is_local("tcp://127.example.com:7450"));
+	CHECK(!srv_config_url_is_local("tcp://127.0.0.1.example.com:7450"));
+	CHECK(!srv_config_url_is_local("tls+tcp://127.example.com:7450"));
+	CHECK(!srv_config_url_is_local("tcp://localhost.example.com:7450"));
+	CHECK(srv_config_url_is_local("tcp://localhost:7450"));
+	CHECK(srv_config_url_is_local("tls+tcp://localhost:7450"));
+	CHECK(srv_config_url_is_local("tcp://127.0.0.2:7450"));
+	CHECK(srv_config_url_is_local("tcp4://127.0.0.1:7450"));
+	CHECK(srv_config_url_is_local("tcp://[::1]:7450"));
+	CHECK(srv_config_url_is_local("tcp6://[::1]:7450"));
+	CHECK(srv_config_url_is_local("tcp://[::ffff:127.0.0.1]:7450"));
+	CHECK(!srv_config_url_is_local("tcp://[::ffff:10.0.0.1]:7450"));
+	CHECK(!srv_config_url_is_local("tcp://128.0.0.1:7450"));
+	CHECK(!srv_config_url_is_local("tcp://0.0.0.0:7450"));
+	CHECK(!srv_config_url_is_local("tcp://[::]:7450"));
+	CHECK(!srv_config_url_is_local("tcp://:7450"));
+	CHECK(!srv_config_url_is_local("tcp://*:7450"));
+	CHECK(!srv_config_url_is_local("tcp://[::1:7450"));
+	CHECK(!srv_config_url_is_local("tcp://127.0.0.1"));
+	CHECK(srv_config_host_is_loopback("localhost"));
+	CHECK(!srv_config_host_is_loopback("127.example.com"));
+	CHECK(!srv_config_host_is_loopback(""));
+
+	/* finish refuses such a listener, and its derived stream, unless
+	 * --allow-remote. */
+	srv_config c;
+	char msg[512];
+	const char *a1[] = { "draped", "--listen", "tcp://127.example.com:7450", NULL };
+	CHECK(parse(&c, msg, 3, a1) == SRV_CONFIG_OK);
+	CHECK(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_USAGE);
+	CHECKF(strstr(msg, "127.example.com") != NULL && strstr(msg, "--allow-remote") != NULL, "%s", msg);
+	srv_config_free(&c);
+	const char *a2[] = { "draped", "--listen", "tcp://localhost:7450", NULL };
+	CHECK(parse(&c, msg, 3, a2) == SRV_CONFIG_OK);
+	CHECKF(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK, "%s", msg);
+	srv_config_free(&c);
+}
+
+/* An ipc mode wider than 0660 is worth a WARNING line; 0660 and narrower
+ * are not, nor a mode that applies to no ipc:// socket. */
+static void test_orphan_timeout_option(void)
+{
+	srv_config c;
+	char msg[512];
+	const char *a1[] = { "draped", "--orphan-timeout", "5", NULL };
+	CHECK(parse(&c, msg, 3, a1) == SRV_CONFIG_OK && c.orphan_timeout_s == 5);
+	srv_config_free(&c);
+	const char *a2[] = { "draped", "--orphan-timeout", "-1", NULL };
+	CHECK(parse(&c, msg, 3, a2) == SRV_CONFIG_USAGE);
+	CHECKF(strstr(msg, "--orphan-timeout") != NULL, "%s", msg);
+	srv_config_free(&c);
+	srv_config_default(&c);
+	CHECK(srv_config_apply_json(&c, "{\"orphan-timeout\": 0}", msg, sizeof msg) == SRV_CONFIG_OK &&
+	      c.orphan_timeout_s == 0);
+	srv_config_free(&c);
+}
+
+static void test_ipc_mode_warning(void)
+{
+	srv_config c;
+	char msg[512], line[512];
+	const char *a1[] = { "draped", "--listen", "ipc:///tmp/d.sock", "--ipc-mode", "0666", NULL };
+	CHECK(parse(&c, msg, 5, a1) == SRV_CONFIG_OK && srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
+	CHECK(srv_config_ipc_mode_warning(&c, line, sizeof line));
+	CHECKF(strncmp(line, "WARNING: --ipc-mode 0666 is wider than 0660", 43) == 0 &&
+		       strstr(line, "every local user") != NULL && strstr(line, "ipc:///tmp/d.sock") != NULL,
+	       "%s", line);
+	c.ipc_mode = 0670;
+	CHECK(srv_config_ipc_mode_warning(&c, line, sizeof line));
+	CHECKF(strstr(line, "0670 is wider than 0660") != NULL, "%s", line);
+	c.ipc_mode = 0660;
+	CHECK(!srv_config_ipc_mode_warning(&c, line, sizeof line));
+	c.ipc_mode = 0600;
+	CHECK(!srv_config_ipc_mode_warning(&c, line, sizeof line));
+	srv_config_free(&c);
+	const char *a2[] = { "draped", "--listen", "tcp://127.0.0.1:7450", "--ipc-mode", "0666", NULL };
+	CHECK(parse(&c, msg, 5, a2) == SRV_CONFIG_OK && srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
+	CHECK(!srv_config_ipc_mode_warning(&c, line, sizeof line));
+	srv_config_free(&c);
+}
+
 static void test_stream_url(void)
 {
 	char out[256];
@@ -145,7 +231,8 @@ static void test_stream_url(void)
 
 static const check_test tests[] = {
 	CHECK_TEST(test_defaults),	     CHECK_TEST(test_command_line),   CHECK_TEST(test_bad_values),
-	CHECK_TEST(test_json_and_precedence), CHECK_TEST(test_protected_mode), CHECK_TEST(test_stream_url),
+	CHECK_TEST(test_json_and_precedence), CHECK_TEST(test_protected_mode), CHECK_TEST(test_protected_mode_resolves_hosts),
+	CHECK_TEST(test_orphan_timeout_option), CHECK_TEST(test_ipc_mode_warning), CHECK_TEST(test_stream_url),
 };
 
 int main(int argc, char **argv)

@@ -192,7 +192,27 @@ static void test_version1_records_still_read(void)
 	unlink(path);
 }
 
+/* Freeing a store that was never initialised (a session whose build failed
+ * before its frames) closes nothing: its zeroed fd field must not close
+ * descriptor 0. */
+static void test_free_uninitialised_closes_nothing(void)
+{
+	if (fcntl(0, F_GETFD) == -1) {
+		int n = open("/dev/null", O_RDONLY);
+		CHECK(n == 0);
+	}
+	srv_frames f;
+	memset(&f, 0, sizeof f);
+	srv_frames_free(&f);
+	CHECK(fcntl(0, F_GETFD) != -1);
+	CHECK(f.fd == -1);
+	/* Freeing twice is harmless too. */
+	srv_frames_free(&f);
+	CHECK(fcntl(0, F_GETFD) != -1);
+}
+
 static const check_test tests[] = {
+	CHECK_TEST(test_free_uninitialised_closes_nothing),
 	CHECK_TEST(test_memory_and_disk),
 	CHECK_TEST(test_retention_window),
 	CHECK_TEST(test_memory_only),
