@@ -512,12 +512,13 @@ static drape_err srv_start_run(srv_server *srv, srv_session *s, uint32_t target,
 	s->last_target = target;
 	s->started = false;
 	s->state = PROTO_STATE_QUEUED;
-	if (srv_ckpt_save_run(srv, s, err) != DRAPE_OK) {
+	drape_error e;
+	if (srv_ckpt_save_run(srv, s, &e) != DRAPE_OK) {
 		s->target = old_target;
 		s->last_target = old_last;
 		s->state = old_state;
 		s->started = old_started;
-		return err->code;
+		return drape_error_setf(err, e.code, "%s: %s", proto_op_name(rep->op), e.message);
 	}
 	s->has_error = false;
 	s->error_frame = 0;

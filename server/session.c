@@ -284,7 +284,9 @@ drape_err srv_create_finish(srv_server *srv, srv_session *s, const void *raw, si
 	/* The inputs go to disk before the reply, so a session a client was
 	 * told about survives a crash; when the state dir refuses them the
 	 * create fails with EIO and leaves nothing behind (PROTOCOL.md). */
-	if (srv_ckpt_save_session(srv, s, raw, raw_len, err) != DRAPE_OK) {
+	drape_error e;
+	if (srv_ckpt_save_session(srv, s, raw, raw_len, &e) != DRAPE_OK) {
+		drape_error_setf(err, DRAPE_EIO, "session.create: %s", e.message);
 		srv_warn("session %u not created: %s", (unsigned)s->id, err->message);
 		srv_sessions_remove(&srv->sessions, s);
 		srv_ckpt_remove_session(srv, s);
@@ -325,11 +327,12 @@ drape_err srv_op_update(srv_server *srv, srv_session *s, const proto_request *re
 	s->params = p;
 	/* Parameters a restart would forget are refused: the old ones come
 	 * back (they were valid a moment ago) and the reply says why. */
-	if ((rc = srv_ckpt_save_params(srv, s, err)) != DRAPE_OK) {
+	drape_error e;
+	if ((rc = srv_ckpt_save_params(srv, s, &e)) != DRAPE_OK) {
 		s->params = old;
 		if (drape_sim_set_params(s->sim, &old, NULL) != DRAPE_OK)
 			srv_error("session %u: cannot restore its parameters after a failed update", (unsigned)s->id);
-		return rc;
+		return drape_error_setf(err, rc, "session.update: %s", e.message);
 	}
 	return DRAPE_OK;
 }
