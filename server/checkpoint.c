@@ -249,8 +249,13 @@ static bool srv_ckpt_save_next_id(srv_server *srv, drape_error *err)
 
 void srv_ckpt_failed(srv_session *s, const drape_error *e)
 {
-	s->has_storage_error = true;
-	s->storage_error = *e;
+	/* The first failure is what a restart would lose first (later ones
+	 * usually follow from the same full disk): it stays until the
+	 * session is wholly on disk again. Every one is logged. */
+	if (!s->has_storage_error) {
+		s->has_storage_error = true;
+		s->storage_error = *e;
+	}
 	srv_warn("session %u: %s", (unsigned)s->id, e->message);
 }
 

@@ -63,7 +63,7 @@ drape_err srv_ckpt_save_state(struct srv_server *srv, srv_session *s, drape_erro
  * them when nothing else of the session is missing from disk. */
 void srv_ckpt_landed(srv_session *s, bool ok, const drape_error *e);
 /* Records a failed write of s's files (e: EIO, naming the file) in its
- * storage_error and logs it. */
+ * storage_error, unless an earlier failure is still there, and logs it. */
 void srv_ckpt_failed(srv_session *s, const drape_error *e);
 /* A copy of the sim's state with the given run fields, taken by whoever
  * holds the sim (the solving worker, or the loop when the sim is idle), to

@@ -59,8 +59,9 @@ typedef struct srv_session {
 
 	srv_frames frames;
 	char *dir;             /* sessions/<id> in the state dir; NULL = none */
-	/* Durability (checkpoint.h): the last write of its files that failed,
-	 * shown by session.status until everything is on disk again. */
+	/* Durability (checkpoint.h): the first write of its files that failed
+	 * since it was last wholly on disk, shown by session.status until
+	 * everything is on disk again. */
 	bool has_storage_error;
 	drape_error storage_error;
 	bool ckpt_failed;      /* the last checkpoint failed: state.bin is older */

@@ -122,6 +122,7 @@ echo "  state dir: $room bytes free, $(avail) after the filler"
 "$DRAPE" run "$T/scene.json" --server "$URL" --out "$T/run" --quiet >"$T/run.out" 2>"$T/run.err"
 rc=$?
 id=$(sed -n -E 's/^drape: session ([0-9]+) on .*/\1/p' "$T/run.err")
+echo "  client (exit $rc): $(tail -n 1 "$T/run.err")"
 if [ "$rc" -ne 0 ] && grep -q "EIO\|input/output" "$T/run.err" && grep -q "frames.bin" "$T/run.err" &&
 	grep -q "No space left on device" "$T/run.err"; then
 	pass run_fails_with_eio_naming_the_file
@@ -133,6 +134,7 @@ fi
 "$DRAPE" status "$id" --server "$URL" --json >"$T/st.json" 2>&1
 n=$(json_u frames_done "$T/st.json")
 efr=$(sed -n -E 's/.*"error":\{"code":"EIO","frame":([0-9]+)\}.*/\1/p' "$T/st.json")
+echo "  status: $(sed -n -E 's/.*("storage_error":.*)\}$/\1/p' "$T/st.json")"
 echo "  the run failed at frame $efr; frames_done $n"
 if grep -q '"state":"failed"' "$T/st.json" && [ -n "$efr" ] && [ -n "$n" ] && [ "$n" -ge "$efr" ] &&
 	[ "$efr" -gt 1 ] && [ "$efr" -lt 60 ] &&
@@ -157,6 +159,7 @@ s=$(same_files "$T/ref" "$T/att1" 1 "$n")
 # While the disk is full, resume is refused and changes nothing.
 "$DRAPE" resume "$id" --server "$URL" --out "$T/res0" --scene "$T/scene.json" --quiet 2>"$T/res0.err"
 rc=$?
+echo "  resume on the full disk (exit $rc): $(tail -n 1 "$T/res0.err")"
 "$DRAPE" status "$id" --server "$URL" --json >"$T/st0.json" 2>&1
 if [ "$rc" -ne 0 ] && grep -q "kept only in memory.*No space left on device" "$T/res0.err" &&
 	grep -q '"state":"failed"' "$T/st0.json" && [ "$(json_u frames_done "$T/st0.json")" -eq "$n" ]; then
@@ -167,6 +170,7 @@ fi
 
 # Shutdown on the full disk: the checkpoint fails and is not counted.
 stop_daemon
+grep "shutdown" "$T/draped1.log" | sed 's/^/  log: /'
 if grep -q "shutdown: 0 sessions checkpointed, 1 checkpoints failed" "$T/draped1.log" &&
 	grep -q "session $id: .*frames.bin: No space left on device" "$T/draped1.log" &&
 	! grep -q "shutdown: 1 sessions checkpointed" "$T/draped1.log"; then
@@ -222,6 +226,7 @@ echo "  state dir full: $(avail) bytes free"
 ls "$STATE/sessions" >"$T/dirs_before"
 "$DRAPE" run "$T/small.json" --server "$URL" --quiet >/dev/null 2>"$T/c.err"
 rc=$?
+echo "  create on the full disk (exit $rc): $(tail -n 1 "$T/c.err")"
 ls "$STATE/sessions" >"$T/dirs_after"
 "$DRAPE" sessions --server "$URL" --json >"$T/list.json" 2>&1
 if [ "$rc" -ne 0 ] && grep -q "session.create.*No space left on device" "$T/c.err" &&
