@@ -929,6 +929,8 @@ drape_err drape_session_status(drape_client *c, drape_session s, drape_status *o
 	out->error_frame = st->error_frame;
 	out->has_stats = st->has_stats;
 	out->stats = st->stats;
+	out->has_storage_error = st->has_storage_error;
+	out->storage_error = st->storage_error;
 	proto_reply_free(&rep);
 	return DRAPE_OK;
 }

@@ -495,6 +495,8 @@ typedef struct proto_status_rep {
 	uint32_t error_frame;    /* frame at which it happened, 0 if none */
 	bool has_stats;          /* stats of the last solved frame */
 	drape_sim_stats stats;
+	bool has_storage_error;  /* a write of the session's files failed and */
+	drape_error storage_error; /* is not made good yet: which and why */
 } proto_status_rep;
 
 typedef struct proto_session_info {

@@ -153,6 +153,13 @@ static drape_err decode_status(proto_wire_dec *d, const msgpack_object *m, proto
 			return rc;
 		s->has_stats = true;
 	}
+	v = proto_wire_get(m, "storage_error");
+	if (v != NULL) {
+		rc = proto_wire_read_error(d, v, "storage_error", &s->storage_error);
+		if (rc != DRAPE_OK)
+			return rc;
+		s->has_storage_error = true;
+	}
 	return DRAPE_OK;
 }
 
@@ -486,6 +493,10 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_reply *r)
 		if (s->has_stats) {
 			proto_wire_kv(e, n, "stats");
 			proto_wire_pack_stats(e, &s->stats);
+		}
+		if (s->has_storage_error) {
+			proto_wire_kv(e, n, "storage_error");
+			proto_wire_pack_error(e, &s->storage_error);
 		}
 		break;
 	}

@@ -61,6 +61,8 @@ static bool srv_write_all(int fd, const void *data, size_t len)
 		ssize_t w = write(fd, p, len);
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w == 0)
+			errno = EIO; /* no progress and no reason */
 		if (w <= 0)
 			return false;
 		p += w;
@@ -79,8 +81,18 @@ static bool srv_fsync_dir(const char *dir)
 	return ok;
 }
 
-/* Writes dir/name atomically: temporary file, fsync, rename, fsync dir. */
-static bool srv_file_write(const char *dir, const char *name, uint32_t kind, const srv_part *parts, size_t n)
+/* Fills err with EIO naming the file, the step that failed and errno's text
+ * (the reason first: a long state dir must not push it out of the 255 bytes). */
+static void srv_io_error(drape_error *err, const char *dir, const char *name, const char *step, int e)
+{
+	drape_error_setf(err, DRAPE_EIO, "cannot %s %s: %s (in %s)", step, name, strerror(e ? e : EIO), dir);
+}
+
+/* Writes dir/name atomically: temporary file, fsync, rename, fsync dir.
+ * On failure the old file is untouched, the temporary one removed, and err
+ * (EIO) names the file, the step and errno's text. */
+static bool srv_file_write(const char *dir, const char *name, uint32_t kind, const srv_part *parts, size_t n,
+			   drape_error *err)
 {
 	char path[4300], tmp[4310];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -97,20 +109,32 @@ static bool srv_file_write(const char *dir, const char *name, uint32_t kind, con
 
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		srv_warn("checkpoint %s: %s", tmp, strerror(errno));
+		srv_io_error(err, dir, name, "create a temporary file for", errno);
 		return false;
 	}
+	const char *step = "write";
 	bool ok = srv_write_all(fd, &h, sizeof h);
 	for (size_t i = 0; ok && i < n; i++)
 		ok = srv_write_all(fd, parts[i].data, parts[i].len);
 	ok = ok && srv_write_all(fd, &sum, sizeof sum);
-	ok = ok && fsync(fd) == 0;
-	const int saved = errno;
-	close(fd);
-	if (ok && rename(tmp, path) != 0)
+	if (ok && fsync(fd) != 0) {
 		ok = false;
+		step = "fsync";
+	}
+	int saved = errno;
+	/* close can report a deferred write error (NFS); it counts too. */
+	if (close(fd) != 0 && ok) {
+		ok = false;
+		step = "close";
+		saved = errno;
+	}
+	if (ok && rename(tmp, path) != 0) {
+		ok = false;
+		step = "rename into place";
+		saved = errno;
+	}
 	if (!ok) {
-		srv_warn("checkpoint %s: %s", path, strerror(saved ? saved : errno));
+		srv_io_error(err, dir, name, step, saved);
 		unlink(tmp);
 		return false;
 	}
@@ -216,11 +240,44 @@ int srv_ckpt_prepare(srv_server *srv)
 	return e;
 }
 
-static void srv_ckpt_save_next_id(srv_server *srv)
+static bool srv_ckpt_save_next_id(srv_server *srv, drape_error *err)
 {
 	const uint32_t next = srv->sessions.next_id;
 	const srv_part part = { &next, sizeof next };
-	srv_file_write(srv->cfg->state_dir, "server.bin", SRV_KIND_SERVER, &part, 1);
+	return srv_file_write(srv->cfg->state_dir, "server.bin", SRV_KIND_SERVER, &part, 1, err);
+}
+
+void srv_ckpt_failed(srv_session *s, const drape_error *e)
+{
+	/* The first failure is what a restart would lose first (later ones
+	 * usually follow from the same full disk): it stays until the
+	 * session is wholly on disk again. Every one is logged. */
+	if (!s->has_storage_error) {
+		s->has_storage_error = true;
+		s->storage_error = *e;
+	}
+	srv_warn("session %u: %s", (unsigned)s->id, e->message);
+}
+
+/* A checkpoint of s landed: the session is durable again unless a frame or
+ * a collider op is still missing from its files. */
+static void srv_ckpt_written(srv_session *s)
+{
+	s->ckpt_failed = false;
+	if (s->has_storage_error && !s->ops_lost && srv_frames_unsaved(&s->frames) == 0) {
+		s->has_storage_error = false;
+		srv_info("session %u: its state directory is up to date again", (unsigned)s->id);
+	}
+}
+
+void srv_ckpt_landed(srv_session *s, bool ok, const drape_error *e)
+{
+	if (ok) {
+		srv_ckpt_written(s);
+	} else {
+		s->ckpt_failed = true;
+		srv_ckpt_failed(s, e);
+	}
 }
 
 struct srv_ckpt_snap {
@@ -255,23 +312,30 @@ void srv_ckpt_snap_free(srv_ckpt_snap *snap)
 	free(snap);
 }
 
-void srv_ckpt_write_snapshot(const srv_session *s, srv_ckpt_snap *snap)
+drape_err srv_ckpt_write_snapshot(const srv_session *s, srv_ckpt_snap *snap, drape_error *err)
 {
 	if (snap == NULL)
-		return;
+		return DRAPE_OK;
+	drape_err rc = DRAPE_OK;
 	if (s->dir != NULL) {
 		const size_t bytes = (size_t)snap->head.vertices * 6u * sizeof(float);
 		const srv_part parts[2] = { { &snap->head, sizeof snap->head }, { snap->buf, bytes } };
-		srv_file_write(s->dir, "state.bin", SRV_KIND_STATE, parts, 2);
+		drape_error e;
+		if (!srv_file_write(s->dir, "state.bin", SRV_KIND_STATE, parts, 2, &e)) {
+			drape_error_setf(err, DRAPE_EIO, "checkpoint of frame %u: %s", (unsigned)snap->head.frame,
+					 e.message);
+			rc = DRAPE_EIO;
+		}
 	}
 	free(snap);
+	return rc;
 }
 
-void srv_ckpt_save_state(srv_server *srv, srv_session *s)
+drape_err srv_ckpt_save_state(srv_server *srv, srv_session *s, drape_error *err)
 {
 	(void)srv;
 	if (s->dir == NULL || s->deleted)
-		return;
+		return DRAPE_OK;
 	/* The sim belongs to a worker, or a frame's output (which may write
 	 * state.bin itself) is in flight: writing now could race that write or
 	 * be overtaken by an older checkpoint, and could get ahead of the
@@ -279,36 +343,64 @@ void srv_ckpt_save_state(srv_server *srv, srv_session *s)
 	 * hands it to the next frame's output (srv_sched_settle). */
 	if (s->busy || s->writing) {
 		s->ckpt_want = true;
-		return;
+		return DRAPE_OK;
 	}
 	s->ckpt_want = false;
-	srv_ckpt_write_snapshot(s, srv_ckpt_snapshot(s, (uint32_t)s->state, s->target, s->last_target, &s->params));
+	drape_error e;
+	drape_error_clear(&e);
+	/* Frames that only memory holds (their write failed) go to disk first:
+	 * state.bin never claims a frame whose record is missing, or a reload
+	 * would lose the frames between (the output stage's scratch is free,
+	 * since no output is in flight). */
+	uint32_t frame = 0;
+	const int fe = srv_frames_flush(&s->frames, s->work_record, &frame);
+	srv_ckpt_snap *snap = NULL;
+	if (fe != 0) {
+		drape_error_setf(&e, DRAPE_EIO,
+				 "frame %u is kept only in memory: cannot write its record to frames.bin: %s (in %s)",
+				 (unsigned)frame, strerror(fe), s->dir);
+		srv_ckpt_landed(s, false, &e);
+	} else if ((snap = srv_ckpt_snapshot(s, (uint32_t)s->state, s->target, s->last_target, &s->params)) ==
+		   NULL) {
+		drape_error_setf(&e, DRAPE_ENOMEM, "checkpoint of frame %u: out of memory for its copy",
+				 (unsigned)s->frames_done);
+		srv_ckpt_landed(s, false, &e);
+	} else {
+		srv_ckpt_landed(s, srv_ckpt_write_snapshot(s, snap, &e) == DRAPE_OK, &e);
+	}
+	if (s->ckpt_failed && err != NULL)
+		*err = e;
+	return s->ckpt_failed ? e.code : DRAPE_OK;
 }
 
-void srv_ckpt_save_params(srv_server *srv, srv_session *s)
+drape_err srv_ckpt_save_params(srv_server *srv, srv_session *s, drape_error *err)
 {
-	srv_ckpt_save_state(srv, s);
+	return srv_ckpt_save_state(srv, s, err);
 }
 
-void srv_ckpt_save_run(srv_server *srv, srv_session *s)
+drape_err srv_ckpt_save_run(srv_server *srv, srv_session *s, drape_error *err)
 {
-	srv_ckpt_save_state(srv, s);
+	return srv_ckpt_save_state(srv, s, err);
 }
 
-void srv_ckpt_save_session(srv_server *srv, srv_session *s, const void *create, size_t len)
+drape_err srv_ckpt_save_session(srv_server *srv, srv_session *s, const void *create, size_t len, drape_error *err)
 {
 	if (s->dir == NULL)
-		return;
+		return drape_error_setf(err, DRAPE_EIO, "session %u has no directory in the state dir",
+					(unsigned)s->id);
 	srv_session_head h;
 	memset(&h, 0, sizeof h);
 	h.id = s->id;
 	h.client = s->client;
 	memcpy(h.token, s->token, PROTO_TOKEN_SIZE);
 	const srv_part parts[2] = { { &h, sizeof h }, { create, len } };
-	if (!srv_file_write(s->dir, "session.bin", SRV_KIND_SESSION, parts, 2))
-		srv_warn("session %u will not survive a restart", (unsigned)s->id);
-	srv_ckpt_save_next_id(srv);
-	srv_ckpt_save_state(srv, s);
+	/* Inputs, then the next id (so a restart never reuses this one), then
+	 * the first checkpoint (without it a reload would start over at
+	 * frame 0). Any failure fails the create. */
+	if (!srv_file_write(s->dir, "session.bin", SRV_KIND_SESSION, parts, 2, err) ||
+	    !srv_ckpt_save_next_id(srv, err))
+		return DRAPE_EIO;
+	return srv_ckpt_save_state(srv, s, err);
 }
 
 void srv_ckpt_remove_session(srv_server *srv, srv_session *s)
@@ -339,14 +431,25 @@ void srv_ckpt_append_op(srv_server *srv, srv_session *s, const void *raw, size_t
 	const uint32_t n = (uint32_t)len;
 	uint64_t sum = srv_fnv1a64(SRV_FNV_INIT, &n, sizeof n);
 	sum = srv_fnv1a64(sum, raw, len);
+	struct stat st;
+	const off_t was = fd >= 0 && fstat(fd, &st) == 0 ? st.st_size : -1;
 	bool ok = fd >= 0 && srv_write_all(fd, &n, sizeof n) && srv_write_all(fd, raw, len) &&
 		  srv_write_all(fd, &sum, sizeof sum) && fsync(fd) == 0;
-	if (!ok)
-		srv_warn("session %u: cannot record a collider op in %s: %s; a restart will lose it",
-			 (unsigned)s->id, path, strerror(errno));
+	const int e = errno;
+	if (!ok) {
+		/* A torn record would stop the replay of later ops anyway; cut it
+		 * off so a later op cannot land after a hole. */
+		if (fd >= 0 && was >= 0 && ftruncate(fd, was) != 0)
+			srv_debug("session %u: cannot cut ops.bin back: %s", (unsigned)s->id, strerror(errno));
+		drape_error err;
+		drape_error_setf(&err, DRAPE_EIO, "collider op not recorded, a restart loses it: cannot %s ops.bin: %s (in %s)",
+				 fd >= 0 ? "append to" : "open", strerror(e ? e : EIO), s->dir);
+		s->ops_lost = true;
+		srv_ckpt_failed(s, &err);
+	}
 	if (fd >= 0)
 		close(fd);
-	srv_ckpt_save_state(srv, s);
+	srv_ckpt_save_state(srv, s, NULL);
 }
 
 /* Applies the recorded collider ops of a reloaded session, in order; stops

@@ -48,6 +48,8 @@ drape_err srv_frames_init(srv_frames *f, uint32_t vertex_count, uint32_t ring, u
 	if (path != NULL) {
 		f->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (keep ? 0 : O_TRUNC), 0600);
 		if (f->fd < 0)
+			f->open_errno = errno;
+		if (f->fd < 0)
 			srv_warn("frame cache %s: %s; frames older than the newest %u will not be kept", path,
 				 strerror(errno), f->cap);
 	}
@@ -63,6 +65,11 @@ void srv_frames_free(srv_frames *f)
 		for (uint32_t i = 0; i < f->cap; i++)
 			free(f->ring[i].positions);
 	free(f->ring);
+	if (inited) {
+		for (uint32_t i = 0; i < f->held_count; i++)
+			free(f->held[i].positions);
+		free(f->held);
+	}
 	if (inited && f->fd >= 0)
 		close(f->fd);
 	memset(f, 0, sizeof *f);
@@ -113,8 +120,10 @@ static off_t srv_frame_offset(const srv_frames *f, uint32_t index)
 bool srv_frames_write(const srv_frames *f, uint32_t index, const drape_sim_stats *stats,
 		      const float *positions, void *scratch)
 {
-	if (f->fd < 0)
+	if (f->fd < 0) {
+		errno = 0;
 		return false;
+	}
 	/* Head and stats go through scratch; the positions are written from
 	 * where they are (no 1 MB copy per frame of sheet300). */
 	unsigned char *p = scratch;
@@ -137,6 +146,8 @@ bool srv_frames_write(const srv_frames *f, uint32_t index, const drape_sim_stats
 		ssize_t w = pwritev(f->fd, v, nv, at);
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w == 0)
+			errno = EIO; /* no progress and no reason: never loop on it */
 		if (w <= 0)
 			return false;
 		at += (off_t)w;
@@ -155,14 +166,62 @@ bool srv_frames_write(const srv_frames *f, uint32_t index, const drape_sim_stats
 	return true;
 }
 
+/* True when frame i is still retained once `newest` is the newest frame. */
+static bool srv_frames_in_window(const srv_frames *f, uint32_t i, uint32_t newest)
+{
+	return i != 0 && (f->retain == 0 || newest < f->retain || i > newest - f->retain);
+}
+
+/* Frees the held frames that left the retained window (they are the oldest). */
+static void srv_frames_prune_held(srv_frames *f, uint32_t newest)
+{
+	uint32_t k = 0;
+	while (k < f->held_count && !srv_frames_in_window(f, f->held[k].index, newest))
+		free(f->held[k++].positions);
+	if (k > 0) {
+		memmove(f->held, f->held + k, (f->held_count - k) * sizeof *f->held);
+		f->held_count -= k;
+	}
+}
+
+/* Moves a ring slot's frame (not on disk) to the held list; false when out
+ * of memory for the list, and the frame is then lost (logged). */
+static bool srv_frames_hold(srv_frames *f, srv_frame_slot *s)
+{
+	if (f->held_count == f->held_cap) {
+		uint32_t cap = f->held_cap ? f->held_cap * 2 : 4;
+		srv_frame_slot *h = realloc(f->held, cap * sizeof *h);
+		if (h == NULL) {
+			srv_error("frame cache: out of memory to keep frame %u, whose record could not be written; "
+				  "it is lost",
+				  (unsigned)s->index);
+			return false;
+		}
+		f->held = h;
+		f->held_cap = cap;
+	}
+	f->held[f->held_count++] = *s;
+	s->positions = NULL;
+	s->index = 0;
+	return true;
+}
+
 void srv_frames_store(srv_frames *f, uint32_t index, const drape_sim_stats *stats, float **positions,
 		      bool disk_ok)
 {
 	srv_frame_slot *s = &f->ring[index % f->cap];
+	srv_frames_prune_held(f, index);
+	/* The frame this one pushes out of the ring is dropped only when the
+	 * disk has it (or there is no disk cache at all, where the ring is the
+	 * whole store by design): a frame whose write failed stays served. */
+	if (f->fd >= 0 && s->index != 0 && s->positions != NULL && !s->on_disk &&
+	    srv_frames_in_window(f, s->index, index))
+		srv_frames_hold(f, s);
 	float *old = s->positions;
 	s->positions = *positions;
 	*positions = old;
 	s->index = index;
+	s->on_disk = disk_ok;
 	s->stats = *stats;
 	/* The ring holds consecutive frames ending at the newest. */
 	if (f->ring_first > f->newest)
@@ -170,10 +229,9 @@ void srv_frames_store(srv_frames *f, uint32_t index, const drape_sim_stats *stat
 	else if (index - f->ring_first >= f->cap)
 		f->ring_first = index - f->cap + 1;
 	f->newest = index;
-	/* A failed write leaves a hole: older frames are then served only from
-	 * memory, so the disk's trusted range restarts after this frame. */
-	if (!disk_ok)
-		f->disk_first = index + 1;
+	/* A failed write leaves a hole in the file, but the frame is in memory
+	 * (ring or held list) for as long as it is retained, and reads look
+	 * there first: the disk's range stays as it was. */
 	/* Return the disk space of the frame that just left the retained
 	 * window; the file keeps its size so offsets stay fixed. */
 	if (f->retain != 0 && index > f->retain && f->fd >= 0) {
@@ -195,6 +253,8 @@ uint32_t srv_frames_first(const srv_frames *f)
 	/* Without a usable disk cache only the ring is left. */
 	uint32_t disk = f->fd >= 0 ? f->disk_first : f->newest + 1;
 	uint32_t avail = disk < f->ring_first ? disk : f->ring_first;
+	if (f->held_count > 0 && f->held[0].index < avail)
+		avail = f->held[0].index;
 	return first > avail ? first : avail;
 }
 
@@ -237,6 +297,8 @@ drape_err srv_frames_read(const srv_frames *f, uint32_t index, float *positions,
 		return drape_error_setf(err, DRAPE_ERANGE, "frame %u is not retained (frames %u to %u are)",
 					(unsigned)index, (unsigned)first, (unsigned)f->newest);
 	const srv_frame_slot *s = &f->ring[index % f->cap];
+	for (uint32_t i = 0; !(s->index == index && s->positions != NULL) && i < f->held_count; i++)
+		s = &f->held[i];
 	if (s->index == index && s->positions != NULL) {
 		memcpy(positions, s->positions, (size_t)f->vertex_count * 12u);
 		*stats = s->stats;
@@ -256,6 +318,8 @@ void srv_frames_truncate(srv_frames *f, uint32_t index)
 	for (uint32_t i = 0; i < f->cap; i++)
 		if (f->ring[i].index > index)
 			f->ring[i].index = 0;
+	while (f->held_count > 0 && f->held[f->held_count - 1].index > index)
+		free(f->held[--f->held_count].positions);
 	if (f->newest > index)
 		f->newest = index;
 	if (f->ring_first > index + 1)
@@ -290,11 +354,55 @@ uint32_t srv_frames_verify(srv_frames *f, uint32_t limit, void *scratch)
 	return good;
 }
 
+uint32_t srv_frames_unsaved(const srv_frames *f)
+{
+	if (f->fd < 0)
+		return 0;
+	uint32_t n = f->held_count;
+	for (uint32_t i = 0; i < f->cap; i++) {
+		const srv_frame_slot *s = &f->ring[i];
+		if (s->index != 0 && s->positions != NULL && !s->on_disk && srv_frames_in_window(f, s->index, f->newest))
+			n++;
+	}
+	return n;
+}
+
+int srv_frames_flush(srv_frames *f, void *scratch, uint32_t *failed)
+{
+	if (f->fd < 0)
+		return 0;
+	/* Held frames are older than any in the ring. */
+	while (f->held_count > 0) {
+		srv_frame_slot *s = &f->held[0];
+		if (!srv_frames_write(f, s->index, &s->stats, s->positions, scratch)) {
+			if (failed != NULL)
+				*failed = s->index;
+			return errno ? errno : EIO;
+		}
+		free(s->positions);
+		memmove(f->held, f->held + 1, (f->held_count - 1) * sizeof *f->held);
+		f->held_count--;
+	}
+	for (uint32_t k = f->ring_first; k <= f->newest; k++) {
+		srv_frame_slot *s = &f->ring[k % f->cap];
+		if (s->index != k || s->positions == NULL || s->on_disk || !srv_frames_in_window(f, k, f->newest))
+			continue;
+		if (!srv_frames_write(f, k, &s->stats, s->positions, scratch)) {
+			if (failed != NULL)
+				*failed = k;
+			return errno ? errno : EIO;
+		}
+		s->on_disk = true;
+	}
+	return 0;
+}
+
 size_t srv_frames_memory(const srv_frames *f)
 {
-	size_t n = (size_t)f->cap * sizeof *f->ring;
+	size_t n = (size_t)f->cap * sizeof *f->ring + (size_t)f->held_cap * sizeof *f->held;
 	for (uint32_t i = 0; i < f->cap; i++)
 		if (f->ring[i].positions != NULL)
 			n += (size_t)f->vertex_count * 12u;
+	n += (size_t)f->held_count * f->vertex_count * 12u;
 	return n;
 }

@@ -25,6 +25,7 @@
 
 typedef struct srv_frame_slot {
 	uint32_t index; /* 0 = empty */
+	bool on_disk;   /* its record was written to the cache file */
 	drape_sim_stats stats;
 	float *positions; /* vertex_count * 3 */
 } srv_frame_slot;
@@ -37,8 +38,16 @@ typedef struct srv_frames {
 	uint32_t ring_first;  /* oldest frame held in the ring (newest + 1 = none) */
 	uint32_t retain;      /* frames retrievable, newest first; 0 = all */
 	int fd;               /* frames.bin, -1 when the disk cache is unusable */
-	uint32_t disk_first;  /* every frame from disk_first to newest is on disk */
+	int open_errno;       /* why fd is -1 when a path was given, else 0 */
+	uint32_t disk_first;  /* every frame from disk_first to newest is on disk,
+			       * except those whose write failed (in memory) */
 	size_t record;        /* bytes per record */
+	/* Frames whose record could not be written (a full disk) and that left
+	 * the ring: kept in memory, ascending, until they leave the retained
+	 * window or srv_frames_flush writes them, so a frame the daemon
+	 * announced is never lost to a failed write. Only with a cache file. */
+	srv_frame_slot *held;
+	uint32_t held_count, held_cap;
 } srv_frames;
 
 /* Bytes of one record for vertex_count vertices. */
@@ -57,7 +66,8 @@ void srv_frames_free(srv_frames *f);
 
 /* Worker side: writes frame `index`'s record from positions and stats,
  * using scratch (srv_frames_record_size bytes). Returns false on an I/O
- * error (the loop then stops trusting the disk for older frames). */
+ * error with errno set (ENOSPC on a full disk), or without a cache file
+ * with errno 0. A frame whose write failed stays in memory (srv_frames_store). */
 bool srv_frames_write(const srv_frames *f, uint32_t index, const drape_sim_stats *stats,
 		      const float *positions, void *scratch);
 
@@ -65,7 +75,9 @@ bool srv_frames_write(const srv_frames *f, uint32_t index, const drape_sim_stats
  * Loop side: records frame `index` (must be newest + 1) as solved. The
  * positions buffer is swapped with the ring slot's old one, so *positions
  * comes back holding a buffer to reuse (or NULL) and nothing is copied.
- * disk_ok says whether srv_frames_write succeeded.
+ * disk_ok says whether srv_frames_write succeeded. A frame pushed out of
+ * the ring whose record is not on disk moves to the held list instead of
+ * being dropped (then *positions comes back NULL).
  */
 void srv_frames_store(srv_frames *f, uint32_t index, const drape_sim_stats *stats, float **positions,
 		      bool disk_ok);
@@ -92,7 +104,19 @@ void srv_frames_truncate(srv_frames *f, uint32_t index);
  */
 uint32_t srv_frames_verify(srv_frames *f, uint32_t limit, void *scratch);
 
-/* Bytes of memory held by the ring. */
+/* Retained frames whose record is not on disk (0 without a cache file,
+ * where the ring is all there is by design). */
+uint32_t srv_frames_unsaved(const srv_frames *f);
+
+/*
+ * Loop side: writes the records of the retained frames that are only in
+ * memory (their write failed before), oldest first, using scratch. Returns
+ * 0 when every one is on disk now, else the errno of the first failure
+ * (*failed, if not NULL, is that frame). Frames written leave the held list.
+ */
+int srv_frames_flush(srv_frames *f, void *scratch, uint32_t *failed);
+
+/* Bytes of memory held by the ring and the held frames. */
 size_t srv_frames_memory(const srv_frames *f);
 
 #endif

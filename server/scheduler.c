@@ -27,7 +27,14 @@
  * is free for a collider op, but anything that ends with the session (the
  * END message, a delete, a checkpoint asked for on the loop) waits for the
  * frames in flight to land (srv_sched_settle).
+ *
+ * A write the state dir refuses during a run (a frame's record, a
+ * checkpoint) ends the run as failed with EIO at that frame: the frames
+ * solved so far stay served (the frame store keeps in memory what the disk
+ * does not have), and session.run / session.resume write those frames
+ * before they start again, or refuse with EIO while the disk is still full.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,6 +145,17 @@ static void srv_finish_run(srv_server *srv, srv_session *s, proto_state state, c
 	srv_sched_publish_end(srv, s);
 }
 
+/* Ends a running or queued run of s as failed because a write of its files
+ * failed at `frame` (e says which and why). */
+static void srv_fail_storage(srv_server *srv, srv_session *s, uint32_t frame, const drape_error *e)
+{
+	srv_sched_dequeue(srv, s);
+	s->has_error = true;
+	s->error = *e;
+	s->error_frame = frame;
+	srv_finish_run(srv, s, PROTO_STATE_FAILED, "failed (state directory)");
+}
+
 void srv_sched_settle(srv_server *srv, srv_session *s)
 {
 	if (s->busy || s->writing)
@@ -156,8 +174,10 @@ void srv_sched_settle(srv_server *srv, srv_session *s)
 		s->end_pending = false;
 		srv_sched_publish_end(srv, s);
 	}
-	if (s->ckpt_want)
-		srv_ckpt_save_state(srv, s);
+	drape_error e;
+	if (s->ckpt_want && srv_ckpt_save_state(srv, s, &e) != DRAPE_OK &&
+	    (s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED))
+		srv_fail_storage(srv, s, s->frames_done, &e);
 }
 
 /* Worker thread: one frame. Touches only s->sim and the work fields. */
@@ -188,7 +208,15 @@ static void srv_out_work(uv_work_t *w)
 	srv_session *s = w->data;
 	s->out_disk_ok = srv_frames_write(&s->frames, s->out_stats.frame, &s->out_stats, s->out_positions,
 					  s->work_record);
-	srv_ckpt_write_snapshot(s, s->out_ckpt);
+	s->out_disk_errno = s->out_disk_ok ? 0 : errno;
+	/* A checkpoint must never claim a frame whose record is not on disk
+	 * (a reload would lose the frames between): it is skipped with it. */
+	if (s->out_ckpt != NULL && (s->out_disk_ok || s->frames.fd < 0)) {
+		s->out_ckpt_done = true;
+		s->out_ckpt_rc = srv_ckpt_write_snapshot(s, s->out_ckpt, &s->out_ckpt_err);
+	} else {
+		srv_ckpt_snap_free(s->out_ckpt);
+	}
 	s->out_ckpt = NULL;
 	/* Encoding here, into the message nng will send, keeps the loop free
 	 * of per-vertex work. */
@@ -228,6 +256,9 @@ static void srv_out_prepare(srv_server *srv, srv_session *s)
 		s->ckpt_want = false;
 	}
 	s->out_disk_ok = false;
+	s->out_disk_errno = 0;
+	s->out_ckpt_done = false;
+	s->out_ckpt_rc = DRAPE_OK;
 	s->out_msg = NULL;
 	s->writing = true;
 	srv->outputs++;
@@ -350,9 +381,28 @@ static void srv_out_done(uv_work_t *w, int status)
 		srv_error("session %u: the output of frame %u failed: %s", (unsigned)s->id,
 			  (unsigned)s->out_stats.frame, uv_strerror(status));
 		s->out_disk_ok = false;
+		s->out_disk_errno = EIO;
 	}
 	const uint32_t index = s->out_stats.frame;
 	srv_frames_store(&s->frames, index, &s->out_stats, &s->out_positions, s->out_disk_ok);
+	/* What the disk refused is recorded before anything is published: the
+	 * frame itself stays served from memory. */
+	bool refused = false;
+	drape_error why;
+	if (!s->out_disk_ok && s->frames.fd >= 0) {
+		drape_error_setf(&why, DRAPE_EIO, "frame %u: cannot write its record to frames.bin: %s (in %s)",
+				 (unsigned)index, strerror(s->out_disk_errno ? s->out_disk_errno : EIO),
+				 s->dir ? s->dir : "the state directory");
+		srv_ckpt_failed(s, &why);
+		refused = true;
+	}
+	if (s->out_ckpt_done) {
+		srv_ckpt_landed(s, s->out_ckpt_rc == DRAPE_OK, &s->out_ckpt_err);
+		if (s->out_ckpt_rc != DRAPE_OK && !refused) {
+			why = s->out_ckpt_err;
+			refused = true;
+		}
+	}
 	s->frames_done = index;
 	s->stats = s->out_stats;
 	s->has_stats = true;
@@ -372,9 +422,16 @@ static void srv_out_done(uv_work_t *w, int status)
 	const bool wanted = s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED;
 	if (s->fail_pending) {
 		srv_fail_run(srv, s);
+	} else if (wanted && refused) {
+		srv_fail_storage(srv, s, index, &why);
 	} else if (wanted && s->target != 0 && s->frames_done >= s->target) {
-		srv_finish_run(srv, s, PROTO_STATE_DONE, "done");
-		srv_ckpt_save_state(srv, s);
+		/* The final checkpoint goes first, so a run whose state cannot be
+		 * kept ends failed rather than done. */
+		s->state = PROTO_STATE_DONE;
+		if (srv_ckpt_save_state(srv, s, &why) != DRAPE_OK)
+			srv_fail_storage(srv, s, index, &why);
+		else
+			srv_finish_run(srv, s, PROTO_STATE_DONE, "done");
 	} else if (wanted && !srv->stopping) {
 		srv_sched_requeue(srv, s);
 	}
@@ -444,9 +501,25 @@ static drape_err srv_start_run(srv_server *srv, srv_session *s, uint32_t target,
 		s->end_pending = false;
 		srv_sched_publish_end(srv, s);
 	}
+	/* The run's checkpoint goes first, after any frames that only memory
+	 * holds (their write failed before): while the state dir still
+	 * refuses, the run is refused with EIO and nothing changes. (While a
+	 * frame or job is in flight it goes out after them.) */
+	const uint32_t old_target = s->target, old_last = s->last_target;
+	const proto_state old_state = s->state;
+	const bool old_started = s->started;
 	s->target = target;
 	s->last_target = target;
 	s->started = false;
+	s->state = PROTO_STATE_QUEUED;
+	drape_error e;
+	if (srv_ckpt_save_run(srv, s, &e) != DRAPE_OK) {
+		s->target = old_target;
+		s->last_target = old_last;
+		s->state = old_state;
+		s->started = old_started;
+		return drape_error_setf(err, e.code, "%s: %s", proto_op_name(rep->op), e.message);
+	}
 	s->has_error = false;
 	s->error_frame = 0;
 	memset(&s->error, 0, sizeof s->error);
@@ -455,7 +528,6 @@ static drape_err srv_start_run(srv_server *srv, srv_session *s, uint32_t target,
 	rep->u.run.frames_done = srv_sched_solved(s);
 	rep->u.run.frames_target = target;
 	rep->u.run.queue_position = srv_sched_position(srv, s);
-	srv_ckpt_save_run(srv, s);
 	if (target != 0)
 		srv_info("session %u runs from frame %u to %u", (unsigned)s->id, (unsigned)s->frames_done,
 			 (unsigned)target);
@@ -505,7 +577,9 @@ drape_err srv_op_cancel(srv_server *srv, srv_session *s, proto_reply *rep, drape
 		/* A frame solving or being written now is kept; the END goes
 		 * out after it (srv_finish_run). */
 		srv_finish_run(srv, s, PROTO_STATE_CANCELED, "canceled");
-		srv_ckpt_save_run(srv, s);
+		/* The cancel has taken effect; a checkpoint the disk refuses
+		 * shows in the session's storage_error. */
+		srv_ckpt_save_run(srv, s, NULL);
 	}
 	rep->u.cancel.state = s->state;
 	/* Every frame solved so far is kept, those still in the output stage

@@ -68,15 +68,31 @@ void srv_server_maybe_finish(srv_server *srv)
 	if (!srv->stopping || srv->in_flight != 0 || srv->outputs != 0 || srv->jobs != 0 || srv->closed)
 		return;
 	srv->closed = true;
-	size_t saved = 0;
+	/* Only checkpoints that landed are counted; each failure is logged
+	 * with its file and reason (srv_ckpt_failed), and frames that only
+	 * memory held are named, since they are lost now. */
+	size_t saved = 0, failed = 0;
+	uint32_t unsaved = 0;
 	for (size_t i = 0; i < srv->sessions.count; i++) {
 		srv_session *s = srv->sessions.items[i];
 		if (s->deleted || s->dir == NULL)
 			continue;
-		srv_ckpt_save_state(srv, s);
-		saved++;
+		drape_error err;
+		if (srv_ckpt_save_state(srv, s, &err) == DRAPE_OK)
+			saved++;
+		else
+			failed++;
+		const uint32_t n = srv_frames_unsaved(&s->frames);
+		if (n > 0)
+			srv_warn("shutdown: session %u: %u frames could not be written to frames.bin and are lost",
+				 (unsigned)s->id, (unsigned)n);
+		unsaved += n;
 	}
-	srv_info("shutdown: %zu sessions checkpointed", saved);
+	if (failed == 0 && unsaved == 0)
+		srv_info("shutdown: %zu sessions checkpointed", saved);
+	else
+		srv_warn("shutdown: %zu sessions checkpointed, %zu checkpoints failed, %u frames lost (see above)",
+			 saved, failed, (unsigned)unsaved);
 	srv_control_close(srv->control);
 	srv->control = NULL;
 	srv_stream_close(srv->stream);

@@ -192,13 +192,25 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	if (srv->sessions_dir[0] != '\0') {
 		char dir[4200];
 		snprintf(dir, sizeof dir, "%s/%u", srv->sessions_dir, (unsigned)id);
-		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-			srv_warn("session %u: cannot create %s: %s; it will not survive a restart",
-				 (unsigned)id, dir, strerror(errno));
-		else if ((s->dir = strdup(dir)) == NULL)
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+			/* A session the state dir cannot hold would not survive a
+			 * restart: the create fails (a reload has its directory). */
+			drape_error_setf(err, DRAPE_EIO, "session.create: cannot create its directory: %s (%s)",
+					 strerror(errno), dir);
+			srv_session_free(s);
+			return NULL;
+		}
+		if ((s->dir = strdup(dir)) == NULL)
 			goto nomem;
 	}
 	if (srv_session_buffers(srv, s, keep_cache, err) != DRAPE_OK) {
+		srv_session_free(s);
+		return NULL;
+	}
+	if (s->dir != NULL && s->frames.fd < 0 && !keep_cache) {
+		drape_error_setf(err, DRAPE_EIO, "session.create: cannot open frames.bin: %s (in %s)",
+				 strerror(s->frames.open_errno ? s->frames.open_errno : EIO), s->dir);
+		srv_ckpt_remove_session(srv, s);
 		srv_session_free(s);
 		return NULL;
 	}
@@ -274,15 +286,24 @@ drape_err srv_create_finish(srv_server *srv, srv_session *s, const void *raw, si
 		srv_session_free(s);
 		return drape_error_setf(err, DRAPE_ENOMEM, "session.create: out of memory");
 	}
+	/* The inputs go to disk before the reply, so a session a client was
+	 * told about survives a crash; when the state dir refuses them the
+	 * create fails with EIO and leaves nothing behind (PROTOCOL.md). */
+	drape_error e;
+	if (srv_ckpt_save_session(srv, s, raw, raw_len, &e) != DRAPE_OK) {
+		drape_error_setf(err, DRAPE_EIO, "session.create: %s", e.message);
+		srv_warn("session %u not created: %s", (unsigned)s->id, err->message);
+		srv_sessions_remove(&srv->sessions, s);
+		srv_ckpt_remove_session(srv, s);
+		srv_session_free(s);
+		return DRAPE_EIO;
+	}
 	s->last_active_ms = srv_now_ms(srv);
 	srv->counters.sessions_created++;
 	/* The creator may have gone while the session was being built; its
 	 * connection's close was then seen before the session existed. */
 	if (s->pipe != 0 && !srv_control_pipe_alive(s->pipe))
 		srv_sessions_pipe_closed(srv, s->pipe);
-	/* The inputs go to disk before the reply, so a session a client was
-	 * told about survives a crash. */
-	srv_ckpt_save_session(srv, s, raw, raw_len);
 	rep->u.create.session = s->id;
 	memcpy(rep->u.create.token, s->token, PROTO_TOKEN_SIZE);
 	rep->u.create.topology = s->topology;
@@ -360,12 +381,21 @@ drape_err srv_op_update(srv_server *srv, srv_session *s, const proto_request *re
 					"session %u: its last frame is still being solved; retry in a moment",
 					(unsigned)s->id);
 	drape_sim_params p = s->params;
+	const drape_sim_params old = s->params;
 	proto_params_apply(&p, &req->u.update.params);
 	drape_err rc = drape_sim_set_params(s->sim, &p, err);
 	if (rc != DRAPE_OK)
 		return rc;
 	s->params = p;
-	srv_ckpt_save_params(srv, s);
+	/* Parameters a restart would forget are refused: the old ones come
+	 * back (they were valid a moment ago) and the reply says why. */
+	drape_error e;
+	if ((rc = srv_ckpt_save_params(srv, s, &e)) != DRAPE_OK) {
+		s->params = old;
+		if (drape_sim_set_params(s->sim, &old, NULL) != DRAPE_OK)
+			srv_error("session %u: cannot restore its parameters after a failed update", (unsigned)s->id);
+		return drape_error_setf(err, rc, "session.update: %s", e.message);
+	}
 	return DRAPE_OK;
 }
 
@@ -386,6 +416,8 @@ drape_err srv_op_status(srv_server *srv, srv_session *s, proto_reply *rep, drape
 	r->error_frame = s->error_frame;
 	r->has_stats = s->has_stats;
 	r->stats = s->stats;
+	r->has_storage_error = s->has_storage_error;
+	r->storage_error = s->storage_error;
 	return DRAPE_OK;
 }
 

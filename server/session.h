@@ -65,6 +65,13 @@ typedef struct srv_session {
 
 	srv_frames frames;
 	char *dir;             /* sessions/<id> in the state dir; NULL = none */
+	/* Durability (checkpoint.h): the first write of its files that failed
+	 * since it was last wholly on disk, shown by session.status until
+	 * everything is on disk again. */
+	bool has_storage_error;
+	drape_error storage_error;
+	bool ckpt_failed;      /* the last checkpoint failed: state.bin is older */
+	bool ops_lost;         /* a collider op is missing from ops.bin */
 
 	/* Worker: the frame being solved. */
 	uv_work_t work;
@@ -87,7 +94,11 @@ typedef struct srv_session {
 	void *work_record;      /* srv_frames_record_size bytes, the output stage's */
 	drape_sim_stats out_stats;
 	bool out_disk_ok;
+	int out_disk_errno;     /* why the record was not written (0: no cache) */
 	srv_ckpt_snap *out_ckpt; /* written after the frame's record, or NULL */
+	bool out_ckpt_done;     /* out_ckpt was written (or its write failed) */
+	drape_err out_ckpt_rc;  /* and how: out_ckpt_err says why it failed */
+	drape_error out_ckpt_err;
 	struct srv_stream_msg *out_msg; /* stream message, published by the loop */
 } srv_session;
 

@@ -110,6 +110,11 @@ int cli_cmd_status(int argc, char **argv)
 		if (st.has_error)
 			printf(",\"error\":{\"code\":\"%s\",\"frame\":%u}", drape_err_name(st.error.code),
 			       (unsigned)st.error_frame);
+		if (st.has_storage_error) {
+			printf(",\"storage_error\":{\"code\":\"%s\",\"message\":", drape_err_name(st.storage_error.code));
+			cli_json_str(stdout, st.storage_error.message);
+			printf("}");
+		}
 		printf("}\n");
 		return CLI_OK;
 	}
@@ -133,6 +138,8 @@ int cli_cmd_status(int argc, char **argv)
 	if (st.has_error)
 		printf("error:         %s at frame %u: %s\n", drape_err_name(st.error.code),
 		       (unsigned)st.error_frame, st.error.message);
+	if (st.has_storage_error)
+		printf("not on disk:   %s: %s\n", drape_err_name(st.storage_error.code), st.storage_error.message);
 	return CLI_OK;
 }
 

@@ -296,6 +296,12 @@ typedef struct drape_status {
 	uint32_t error_frame;
 	bool has_stats;                /* stats of the last solved frame */
 	drape_sim_stats stats;
+	/* The server's state directory refused a write of this session's
+	 * files (a full disk): storage_error (EIO) names the first such file
+	 * and the reason. A restart of the server would lose what it names; it clears
+	 * once everything is on disk again (see PROTOCOL.md, session.status). */
+	bool has_storage_error;
+	drape_error storage_error;
 } drape_status;
 
 /* Fills *out with the session's status. Needs only the id. */

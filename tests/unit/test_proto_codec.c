@@ -533,7 +533,16 @@ static void test_reply_roundtrip_status_list_stats(void)
 	s->has_stats = true;
 	fill_stats(&s->stats, 40);
 	CHECK_OK(reply_roundtrip(&r, &d, &err));
+	/* Without a storage error the key is absent and decodes as none. */
+	CHECK(!d.u.status.has_storage_error);
+	proto_reply_free(&d);
+	s->has_storage_error = true;
+	drape_error_setf(&s->storage_error, DRAPE_EIO,
+			 "frame 40: cannot write its record to frames.bin: No space left on device (in /s/7)");
+	CHECK_OK(reply_roundtrip(&r, &d, &err));
 	const proto_status_rep *o = &d.u.status;
+	CHECK(o->has_storage_error && o->storage_error.code == DRAPE_EIO);
+	CHECK(strcmp(o->storage_error.message, s->storage_error.message) == 0);
 	CHECK(o->state == PROTO_STATE_FAILED && strcmp(o->name, "cape") == 0);
 	CHECK(o->frames_done == 40 && o->frames_target == 100 && o->frames_first == 1);
 	CHECK(o->vertices == 4096 && o->triangles == 8000 && o->colliders == 2);

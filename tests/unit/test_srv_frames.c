@@ -2,6 +2,7 @@
  * Retained frames: memory ring, disk cache, retention window, checksums and
  * reloading a cache.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,70 @@ static void test_memory_only(void)
 	free(scratch);
 }
 
+/* A full disk: every record write fails (/dev/full answers ENOSPC), and a
+ * two-slot ring would push out every frame but the newest two. The frames
+ * whose write failed are kept in memory and served, byte for byte, for as
+ * long as they are retained; the store says how many are missing from disk;
+ * once the disk takes writes again srv_frames_flush puts them there. */
+static void test_failed_writes_stay_served(void)
+{
+	srv_frames f;
+	CHECK_OK(srv_frames_init(&f, NV, 2, 6, "/dev/full", false, NULL));
+	CHECK(f.fd >= 0);
+	void *scratch = malloc(srv_frames_record_size(NV));
+	float got[NV * 3], want[NV * 3];
+	drape_sim_stats st;
+	for (uint32_t i = 1; i <= 5; i++) {
+		float *p = malloc(NV * 12);
+		fill(p, i);
+		drape_sim_stats s = { 0 };
+		s.frame = i;
+		errno = 0;
+		bool ok = srv_frames_write(&f, i, &s, p, scratch);
+		CHECK(!ok && errno == ENOSPC);
+		srv_frames_store(&f, i, &s, &p, ok);
+		free(p);
+	}
+	CHECK(f.newest == 5 && srv_frames_first(&f) == 1 && srv_frames_unsaved(&f) == 5);
+	for (uint32_t i = 1; i <= 5; i++) {
+		CHECK_OK(srv_frames_read(&f, i, got, &st, scratch, NULL));
+		fill(want, i);
+		CHECK(memcmp(got, want, sizeof got) == 0 && st.frame == i);
+	}
+	/* Still full: flushing fails on the oldest and keeps everything. */
+	uint32_t bad = 0;
+	CHECK(srv_frames_flush(&f, scratch, &bad) == ENOSPC && bad == 1 && srv_frames_unsaved(&f) == 5);
+	/* Retention (6 frames) still applies: at frame 9, frames 1-3 go. */
+	for (uint32_t i = 6; i <= 9; i++) {
+		float *p = malloc(NV * 12);
+		fill(p, i);
+		drape_sim_stats s = { 0 };
+		s.frame = i;
+		srv_frames_store(&f, i, &s, &p, false);
+		free(p);
+	}
+	CHECK(srv_frames_first(&f) == 4 && srv_frames_unsaved(&f) == 6);
+	CHECK(srv_frames_read(&f, 3, got, &st, scratch, NULL) == DRAPE_ERANGE);
+	CHECK_OK(srv_frames_read(&f, 4, got, &st, scratch, NULL));
+	fill(want, 4);
+	CHECK(memcmp(got, want, sizeof got) == 0);
+	/* The disk has room again (a regular file behind the same store): the
+	 * flush writes every kept frame and reads then come from disk. */
+	char path[] = "/tmp/drape-frames-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(f.fd);
+	f.fd = fd;
+	CHECK(srv_frames_flush(&f, scratch, &bad) == 0 && srv_frames_unsaved(&f) == 0 && f.held_count == 0);
+	for (uint32_t i = 4; i <= 9; i++) {
+		CHECK_OK(srv_frames_read(&f, i, got, &st, scratch, NULL));
+		fill(want, i);
+		CHECK(memcmp(got, want, sizeof got) == 0 && st.frame == i);
+	}
+	srv_frames_free(&f);
+	free(scratch);
+	unlink(path);
+}
 
 /* XXH64 as xxHash computes it (values from libxxhash 0.8.1's XXH64): the
  * short-input path, the 32-byte stripes with a tail of every size class,
@@ -216,6 +281,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_memory_and_disk),
 	CHECK_TEST(test_retention_window),
 	CHECK_TEST(test_memory_only),
+	CHECK_TEST(test_failed_writes_stay_served),
 	CHECK_TEST(test_xxh64_vectors),
 	CHECK_TEST(test_version1_records_still_read),
 };
