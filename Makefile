@@ -190,7 +190,8 @@ fuzz:
 # Fuzz corpus replay for `make test`: each target's LLVMFuzzerTestOneInput
 # with tests/fuzz/replay.c as main(), built like everything else (no clang,
 # no libFuzzer); tests/run.sh runs each on tests/fuzz/<target>/.
-FUZZ_REPLAY := $(BUILD)/fuzz_replay_proto $(BUILD)/fuzz_replay_obj $(BUILD)/fuzz_replay_scene
+FUZZ_REPLAY := $(BUILD)/fuzz_replay_proto $(BUILD)/fuzz_replay_obj $(BUILD)/fuzz_replay_scene \
+	       $(BUILD)/fuzz_replay_daemon
 all: $(FUZZ_REPLAY)
 $(BUILD)/fuzz_replay_proto: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_proto.c) $(PROTO_O) $(ERROR_O)
 	$(CC) $(LDFLAGS) -o $@ $^ $(NET_LIBS) $(SYS_LIBS)
@@ -199,6 +200,10 @@ $(BUILD)/fuzz_replay_obj: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_obj.c c
 $(BUILD)/fuzz_replay_scene: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_scene.c) $(LIBDRAPE) $(LIBSIM)
 	$(CC) $(LDFLAGS) -o $@ $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_scene.c) $(LIBDRAPE) $(LIBSIM) \
 		$(NET_LIBS) $(JSON_LIBS) $(VDB_LIBS) $(SYS_LIBS)
+# The daemon target wraps three functions (see tests/fuzz/fuzz_daemon.c).
+FUZZ_DAEMON_WRAP := -Wl,--wrap=srv_control_reply -Wl,--wrap=getrandom -Wl,--wrap=srv_log
+$(BUILD)/fuzz_replay_daemon: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_daemon.c) $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
+	$(CC) $(LDFLAGS) $(FUZZ_DAEMON_WRAP) -o $@ $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_daemon.c) $(ALL_LIBS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/drape

@@ -1,8 +1,9 @@
-# libFuzzer targets (clang): the wire codec, the OBJ reader, the scene loader.
+# libFuzzer targets (clang): the wire codec, the OBJ reader, the scene loader,
+# and the daemon's request handler end to end (a real server in process).
 #
 #   make fuzz                                   builds them into build/fuzz/
 #   make -f tests/fuzz/fuzz.mk run SECONDS=600  runs each in turn on its corpus
-#   make -f tests/fuzz/fuzz.mk run-proto SECONDS=60     one target (proto|obj|scene)
+#   make -f tests/fuzz/fuzz.mk run-proto SECONDS=60     one target (proto|obj|scene|daemon)
 #   make -f tests/fuzz/fuzz.mk seeds            rewrites the generated proto seeds
 #   make -f tests/fuzz/fuzz.mk minimize         shrinks each corpus to its coverage
 #
@@ -38,19 +39,21 @@ SIM_OBJ   := $(call san,$(SIM_SRC) $(SIM_CC))
 PROTO_OBJ := $(call cov,$(PROTO_SRC) server/sim/error.c)
 OBJ_OBJ   := $(call cov,client/obj.c server/sim/error.c)
 SCENE_OBJ := $(call cov,client/scene.c client/obj.c)
+SRV_SRC   := $(filter-out server/main.c,$(sort $(wildcard server/*.c)))
+DAEMON_OBJ := $(call cov,$(SRV_SRC) $(PROTO_SRC))
 
 VDB_LIBS  := -lopenvdb -ltbb -lImath-3_1
-TARGETS   := $(FZ)/fuzz_proto $(FZ)/fuzz_obj $(FZ)/fuzz_scene
+TARGETS   := $(FZ)/fuzz_proto $(FZ)/fuzz_obj $(FZ)/fuzz_scene $(FZ)/fuzz_daemon
 
-.PHONY: all run run-proto run-obj run-scene seeds minimize clean
+.PHONY: all run run-proto run-obj run-scene run-daemon seeds minimize clean
 .DEFAULT_GOAL := all
 
 all: $(TARGETS)
-	@echo "fuzz targets built in $(FZ)/: fuzz_proto fuzz_obj fuzz_scene"
+	@echo "fuzz targets built in $(FZ)/: fuzz_proto fuzz_obj fuzz_scene fuzz_daemon"
 	@echo "run all, one after another:   make -f tests/fuzz/fuzz.mk run SECONDS=600"
 	@echo "run one:                      make -f tests/fuzz/fuzz.mk run-proto SECONDS=60"
 	@echo "by hand: $(FZ)/fuzz_proto -dict=tests/fuzz/proto.dict tests/fuzz/proto"
-	@echo "corpora: tests/fuzz/{proto,obj,scene}; make test replays them"
+	@echo "corpora: tests/fuzz/{proto,obj,scene,daemon}; make test replays them"
 
 $(FZ)/cov/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -73,23 +76,32 @@ $(FZ)/fuzz_obj: $(call cov,tests/fuzz/fuzz_obj.c) $(OBJ_OBJ)
 $(FZ)/fuzz_scene: $(call cov,tests/fuzz/fuzz_scene.c) $(SCENE_OBJ) $(SIM_OBJ)
 	$(FCXX) $(FLDFLAGS) -o $@ $^ -lcjson $(VDB_LIBS) -lm
 
+# The daemon's objects get coverage; the solver only the sanitizers.
+$(FZ)/fuzz_daemon: $(call cov,tests/fuzz/fuzz_daemon.c) $(DAEMON_OBJ) $(SIM_OBJ)
+	$(FCXX) $(FLDFLAGS) -Wl,--wrap=srv_control_reply -Wl,--wrap=getrandom -Wl,--wrap=srv_log \
+		-o $@ $^ -luv -lnng -lmsgpackc -lcjson $(VDB_LIBS) -lm
+
+$(FZ)/gen_daemon_seeds: $(call san,tests/fuzz/gen_daemon_seeds.c $(PROTO_SRC)) $(SIM_OBJ)
+	$(FCXX) -fsanitize=$(SAN) -pthread -o $@ $^ -lmsgpackc $(VDB_LIBS) -lm
+
 # The seed generator uses the real encoders (and the solver's defaults).
 $(FZ)/gen_proto_seeds: $(call san,tests/fuzz/gen_proto_seeds.c $(PROTO_SRC)) $(SIM_OBJ)
 	$(FCXX) -fsanitize=$(SAN) -pthread -o $@ $^ -lmsgpackc $(VDB_LIBS) -lm
 
-seeds: $(FZ)/gen_proto_seeds
-	@mkdir -p tests/fuzz/proto
+seeds: $(FZ)/gen_proto_seeds $(FZ)/gen_daemon_seeds
+	@mkdir -p tests/fuzz/proto tests/fuzz/daemon
 	$(FZ)/gen_proto_seeds tests/fuzz/proto
+	$(FZ)/gen_daemon_seeds tests/fuzz/daemon
 	tests/fuzz/make_seeds.sh
 
 run: $(TARGETS)
-	tests/fuzz/fuzz_run.sh $(FZ) $(SECONDS) proto obj scene
+	tests/fuzz/fuzz_run.sh $(FZ) $(SECONDS) proto obj scene daemon
 
-run-proto run-obj run-scene: run-%: $(FZ)/fuzz_%
+run-proto run-obj run-scene run-daemon: run-%: $(FZ)/fuzz_%
 	tests/fuzz/fuzz_run.sh $(FZ) $(SECONDS) $*
 
 minimize: $(TARGETS)
-	tests/fuzz/fuzz_run.sh $(FZ) 0 proto obj scene
+	tests/fuzz/fuzz_run.sh $(FZ) 0 proto obj scene daemon
 
 clean:
 	rm -rf $(FZ)
