@@ -86,10 +86,12 @@ static const struct {
 	 cli_cmd_run},
 	{"attach",
 	 "usage: drape attach ID [--server URL] [--out DIR] [--scene SCENE.json] [--from N]\n"
-	 "                    [--json] [--token-file F]\n"
+	 "                    [--owner-token HEX] [--json] [--token-file F]\n"
 	 "\n"
 	 "Writes every frame session ID still holds and, while it runs, the rest as they\n"
-	 "come; returns when the run ends. No owner token needed.\n"
+	 "come; returns when the run ends. Needs the owner token (the server gives a\n"
+	 "session's frames to nobody else): the one `drape run --server URL` saved, or\n"
+	 "--owner-token HEX; exit 77 without it or with the wrong one.\n"
 	 "\n"
 	 "  --out DIR       write DIR/frame_NNNN.obj; the faces come from --scene (the\n"
 	 "                  protocol sends positions only), else the files hold vertices only\n"

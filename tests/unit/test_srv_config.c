@@ -24,7 +24,8 @@ static void test_defaults(void)
 	CHECK(parse(&c, msg, 1, argv) == SRV_CONFIG_OK);
 	CHECK(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
 	CHECK(c.listen_count == 1 && strcmp(c.listen[0], "tcp://127.0.0.1:7450") == 0);
-	CHECK(c.stream_count == 1 && strcmp(c.stream[0], "tcp://127.0.0.1:7451") == 0);
+	/* No open PUB stream by default (PROTOCOL.md section 9). */
+	CHECK(c.stream_count == 0);
 	CHECK(c.idle_timeout_s == 3600 && c.max_message == 256u * 1024u * 1024u);
 	CHECK(c.threads >= 1 && c.state_dir != NULL && c.checkpoint_every == 10);
 	/* The shared solver pool defaults to the number of cores. */
@@ -43,9 +44,7 @@ static void test_command_line(void)
 			       "--ipc-mode", "0600", "--pool-threads", "1", NULL };
 	CHECK(parse(&c, msg, 15, argv) == SRV_CONFIG_OK);
 	CHECK(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
-	CHECK(c.listen_count == 2 && c.stream_count == 2);
-	CHECK(strcmp(c.stream[0], "ipc:///tmp/a.stream") == 0);
-	CHECK(strcmp(c.stream[1], "tcp://127.0.0.1:9001") == 0);
+	CHECK(c.listen_count == 2 && c.stream_count == 0);
 	CHECK(c.threads == 3 && c.idle_timeout_s == 0 && c.max_vertices == 1000 && c.verbose);
 	CHECK(c.ipc_mode == 0600 && c.pool_threads == 1);
 	srv_config_free(&c);
