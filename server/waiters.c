@@ -143,6 +143,9 @@ bool srv_waiters_park(srv_server *srv, const srv_session *s, const proto_header 
 	w->head = *head;
 	w->get = *g;
 	w->reply_to = reply_to;
+	/* The loop's cached time may be older than the request: refresh it,
+	 * so a wait never ends before its wait_ms. */
+	uv_update_time(&srv->loop);
 	w->deadline_ms = srv_now_ms(srv) + g->wait_ms;
 	/* Appended, so that waiters are answered in arrival order. */
 	srv_waiter **pp = &srv->waiters;
