@@ -561,7 +561,7 @@ void srv_config_usage(const char *argv0)
 {
 	printf("usage: %s [options]\n\n"
 	       "draped " SRV_VERSION " - the drape cloth-simulation server.\n"
-	       "Serves simulation sessions over nng (REQ/REP control, PUB frame stream).\n\n"
+	       "Serves simulation sessions over nng (REQ/REP: requests, and frames to their owners).\n\n"
 	       "options:\n",
 	       argv0);
 	for (size_t i = 0; i < SRV_NOPTS; i++) {
