@@ -381,29 +381,6 @@ srv_config_rc srv_config_parse(srv_config *c, int argc, char **argv, char *msg, 
 	return SRV_CONFIG_OK;
 }
 
-bool srv_config_stream_url(const char *listen, char *out, size_t out_len)
-{
-	if (strncmp(listen, "ipc://", 6) == 0) {
-		int n = snprintf(out, out_len, "%s.stream", listen);
-		return n > 0 && (size_t)n < out_len;
-	}
-	/* The TLS transport derives like plain TCP; the stream then runs over
-	 * TLS with the same certificate, so it is no weaker than the control
-	 * socket. */
-	const char *tcp = strncmp(listen, "tls+", 4) == 0 ? listen + 4 : listen;
-	if (strncmp(tcp, "tcp://", 6) == 0 || strncmp(tcp, "tcp4://", 7) == 0 ||
-	    strncmp(tcp, "tcp6://", 7) == 0) {
-		const char *colon = strrchr(listen, ':');
-		uint64_t port;
-		if (colon == NULL || !srv_parse_u64(colon + 1, 10, &port) || port == 0 || port >= 65535)
-			return false;
-		int n = snprintf(out, out_len, "%.*s:%llu", (int)(colon - listen), listen,
-				 (unsigned long long)port + 1);
-		return n > 0 && (size_t)n < out_len;
-	}
-	return false;
-}
-
 bool srv_config_url_is_local(const char *url)
 {
 	if (strncmp(url, "ipc://", 6) == 0 || strncmp(url, "inproc://", 9) == 0)

@@ -82,11 +82,6 @@ srv_config_rc srv_config_apply_json(srv_config *c, const char *text, char *msg, 
  */
 srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len);
 
-/* The conventional stream URL of one control URL into out (ipc://P ->
- * ipc://P.stream, tcp://H:P -> tcp://H:P+1, the same for tls+tcp://), for
- * tools that offer a --stream next to a --listen; false if it cannot. */
-bool srv_config_stream_url(const char *listen, char *out, size_t out_len);
-
 /* True for ipc:// and inproc:// URLs and for tcp:// or tls+tcp:// on a
  * loopback host. */
 bool srv_config_url_is_local(const char *url);

@@ -128,23 +128,9 @@ static void test_protected_mode(void)
 	CHECK(!srv_config_url_is_local("ws://127.0.0.1:1/x"));
 }
 
-static void test_stream_url(void)
-{
-	char out[256];
-	CHECK(srv_config_stream_url("ipc:///run/drape.sock", out, sizeof out));
-	CHECK(strcmp(out, "ipc:///run/drape.sock.stream") == 0);
-	CHECK(srv_config_stream_url("tcp://127.0.0.1:7450", out, sizeof out));
-	CHECK(strcmp(out, "tcp://127.0.0.1:7451") == 0);
-	CHECK(srv_config_stream_url("tcp://[::1]:80", out, sizeof out));
-	CHECK(strcmp(out, "tcp://[::1]:81") == 0);
-	CHECK(!srv_config_stream_url("tcp://127.0.0.1:65535", out, sizeof out));
-	CHECK(!srv_config_stream_url("tcp://127.0.0.1:http", out, sizeof out));
-	CHECK(!srv_config_stream_url("ws://127.0.0.1:80/x", out, sizeof out));
-}
-
 static const check_test tests[] = {
 	CHECK_TEST(test_defaults),	     CHECK_TEST(test_command_line),   CHECK_TEST(test_bad_values),
-	CHECK_TEST(test_json_and_precedence), CHECK_TEST(test_protected_mode), CHECK_TEST(test_stream_url),
+	CHECK_TEST(test_json_and_precedence), CHECK_TEST(test_protected_mode),
 };
 
 int main(int argc, char **argv)
