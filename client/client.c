@@ -238,30 +238,6 @@ out:
 	return DRAPE_OK;
 }
 
-/* The TLS settings as one string, so that clients share a stream
- * connection only when it was set up and verified as each would have
- * done it. */
-static drape_err tls_identity(const drape_client_opts *o, char **out, drape_error *err)
-{
-	const char *parts[] = {o->tls_ca_file, o->tls_cert_file, o->tls_key_file, o->tls_server_name};
-	size_t n = 1;
-	for (size_t i = 0; i < 4; i++)
-		n += (parts[i] != NULL ? strlen(parts[i]) : 0) + 1;
-	char *id = malloc(n);
-	if (id == NULL)
-		return drape_error_setf(err, DRAPE_ENOMEM, "connect: out of memory");
-	id[0] = '\0';
-	for (size_t i = 0; i < 4; i++) {
-		/* A separator that cannot occur in a path or host name keeps
-		 * ("a", "bc") and ("ab", "c") apart. */
-		if (parts[i] != NULL)
-			strcat(id, parts[i]);
-		strcat(id, "\n");
-	}
-	*out = id;
-	return DRAPE_OK;
-}
-
 /* ---- Request path ---------------------------------------------------------- */
 
 drape_err client_call(drape_client *c, proto_request *req, proto_reply *rep, drape_error *err)
@@ -287,6 +263,10 @@ drape_err client_call(drape_client *c, proto_request *req, proto_reply *rep, dra
 	case PROTO_OP_COLLIDER_UPDATE:
 	case PROTO_OP_PREFLIGHT:
 		wait = c->opts.build_timeout_ms;
+		break;
+	case PROTO_OP_FRAMES_GET:
+		/* The server may hold it that long before it answers. */
+		wait += (int32_t)req->u.frames_get.wait_ms;
 		break;
 	default:
 		break;
@@ -386,8 +366,10 @@ static bool is_wildcard(const char *h, size_t n)
 }
 
 /*
- * Picks the stream URL to dial from the ones hello announced (one per
- * listener, and the client does not know which listener it reached): the
+ * Picks the stream URL to show (drape_server_info; libdrape itself gets
+ * frames with frames.get) from the ones hello announced, one per
+ * listener of a daemon started with --stream, since the client does not
+ * know which listener it reached: the
  * same scheme and host as the control URL first, then the same scheme. A
  * wildcard listen address is replaced by the control URL's host, since the
  * client reached the server there.
@@ -496,7 +478,6 @@ static void client_free(drape_client *c)
 	free(c->url);
 	free(c->auth);
 	free(c->client_name);
-	free(c->tls_id);
 	if (c->tls != NULL)
 		nng_tls_config_free(c->tls);
 	free(c);
@@ -551,8 +532,6 @@ drape_err drape_connect(const char *url, const drape_client_opts *opts, drape_cl
 	c->opts.tls_cert_file = c->opts.tls_key_file = NULL;
 	if (client_url_is_tls(url)) {
 		drape_err trc = tls_make(&o, url, &c->tls, err);
-		if (trc == DRAPE_OK)
-			trc = tls_identity(&o, &c->tls_id, err);
 		if (trc != DRAPE_OK) {
 			client_free(c);
 			return trc;
@@ -627,10 +606,8 @@ void drape_close(drape_client *c)
 {
 	if (c == NULL)
 		return;
-	/* The stream connection is shared and closed by its last client (see
-	 * client/stream.c for why); the REQ socket is this client's own and
-	 * idle here, since each request waits for its reply. */
-	client_stream_leave(c->stream);
+	/* The REQ socket is this client's own and idle here, since each
+	 * request waits for its reply. */
 	nng_close(c->req);
 	client_free(c);
 }

@@ -1,19 +1,20 @@
 /*
- * libdrape: receiving frames. drape_next_frame merges two sources so that a
- * caller sees every frame of a session in order exactly once:
+ * libdrape: receiving frames. Every frame comes with frames.get, which
+ * carries the auth token and the session's owner token, so the daemon hands
+ * a session's frames to nobody else (PROTOCOL.md section 9).
+ * drape_next_frame sees every frame of a session in order exactly once:
  *
- *  - the daemon's PUB stream, which is fast but lossy by design (a SUB socket
- *    drops messages when its queue is full, misses what was published before
- *    the subscription took effect, and misses everything while reconnecting);
- *  - frames.get, which fetches retained frames by index and never loses one.
+ *  - while a run goes on, it sends frames.get with wait_ms for the next
+ *    frame; the daemon holds the request until that frame is stored (or the
+ *    run ends), so a frame arrives one round trip after it is solved and a
+ *    reader that falls behind gets the frames it missed in one reply;
+ *  - a status request says whether a run is going at all, or how it ended.
  *
  * A per-session "track" keeps the cursor (the next index to return) and a
- * short queue of frames with consecutive indices from the cursor. Stream
- * frames extend the queue when they are the next index; a later one only
- * tells us how far the session has got (known_done), and the gap is fetched.
- * When nothing arrives for poll_interval_ms, a status request says whether
- * frames were solved that the stream did not deliver, or whether the run has
- * ended.
+ * short queue of frames with consecutive indices from the cursor, filled by
+ * frames.get replies. With use_stream false, or against a daemon that does
+ * not hold requests (a reply without `live`), it polls instead: status and
+ * frames.get every poll_interval_ms.
  */
 #include "client/internal.h"
 
@@ -28,9 +29,14 @@
 #define TRACK_QUEUE_CAP 64u
 #define TRACK_QUEUE_BYTES (64u * 1024u * 1024u)
 
-/* Longest wait for the stream's end message after a status says
- * "canceled" (see drape_next_frame). */
+/* Longest wait, against a daemon that does not hold frames.get, for the
+ * frame in flight at a cancel after a status says "canceled" (see
+ * drape_next_frame). */
 #define END_WAIT_MS 2000
+/* Longest wait_ms of one held frames.get: a DRAPE_WAIT_FOREVER reader asks
+ * again this often, well under nng's REQ resend time (60 s) and the
+ * protocol's cap (PROTO_MAX_FRAMES_WAIT_MS). */
+#define HOLD_MAX_MS 10000
 
 void drape_frame_free(drape_frame *f)
 {
@@ -84,21 +90,12 @@ static void track_clear_queue(client_track *t)
 	t->queue_len = 0;
 }
 
-static void subscribe(drape_client *c, client_track *t, bool on)
-{
-	if (c->stream == NULL || t->subscribed == on)
-		return;
-	if (client_stream_subscribe(c->stream, t->id, on))
-		t->subscribed = on;
-}
-
 void client_track_forget(drape_client *c, uint32_t id)
 {
 	client_track *t = track_find(c, id);
 	if (t == NULL)
 		return;
 	track_clear_queue(t);
-	subscribe(c, t, false);
 	free(t->queue);
 	*t = c->tracks[--c->track_count];
 }
@@ -114,18 +111,11 @@ void client_tracks_free(drape_client *c)
 	c->track_count = c->track_cap = 0;
 }
 
-/* Joins the stream on first use (see stream.c); if that fails, frames come
- * by polling. */
-static void stream_open(drape_client *c)
+/* The track of session s, made on first use; its token is the one of the
+ * latest handle the caller passed. */
+static drape_err track_get(drape_client *c, drape_session s, client_track **out, drape_error *err)
 {
-	if (c->stream != NULL || !c->opts.use_stream || c->info.stream_url[0] == '\0')
-		return;
-	c->stream = client_stream_join(c->info.stream_url, c->tls, c->tls_id,
-				       (size_t)c->opts.max_message);
-}
-
-static drape_err track_get(drape_client *c, uint32_t id, client_track **out, drape_error *err)
-{
+	const uint32_t id = s.id;
 	client_track *t = track_find(c, id);
 	if (t == NULL) {
 		if (c->track_count == c->track_cap) {
@@ -144,11 +134,11 @@ static drape_err track_get(drape_client *c, uint32_t id, client_track **out, dra
 		t->id = id;
 		t->cursor = 1;
 		t->need_status = true;
+		t->polling = !c->opts.use_stream;
 		t->queue = q;
 		t->queue_cap = TRACK_QUEUE_CAP;
 	}
-	stream_open(c);
-	subscribe(c, t, true);
+	memcpy(t->token, s.token, sizeof t->token);
 	*out = t;
 	return DRAPE_OK;
 }
@@ -179,7 +169,7 @@ drape_err drape_frames_seek(drape_client *c, drape_session s, uint32_t next, dra
 	if (next == 0)
 		return drape_error_setf(err, DRAPE_EINVAL, "frames.seek: frame indices start at 1");
 	client_track *t;
-	drape_err rc = track_get(c, s.id, &t, err);
+	drape_err rc = track_get(c, s, &t, err);
 	if (rc != DRAPE_OK)
 		return rc;
 	track_clear_queue(t);
@@ -189,9 +179,12 @@ drape_err drape_frames_seek(drape_client *c, drape_session s, uint32_t next, dra
 
 /* ---- frames.get ----------------------------------------------------------------- */
 
-/* Sends one frames.get and hands the decoded reply to the caller (who frees it). */
-static drape_err frames_get_raw(drape_client *c, uint32_t id, uint32_t first, uint32_t count,
-				proto_reply *rep, drape_error *err)
+/* Sends one frames.get for session id with its owner token (all zero:
+ * none sent), which the daemon may hold up to wait_ms, and hands the
+ * decoded reply to the caller (who frees it). */
+static drape_err frames_get_raw(drape_client *c, uint32_t id, const uint8_t token[PROTO_TOKEN_SIZE],
+				uint32_t first, uint32_t count, uint32_t wait_ms, proto_reply *rep,
+				drape_error *err)
 {
 	if (first == 0 || count == 0)
 		return drape_error_setf(err, DRAPE_EINVAL,
@@ -201,8 +194,14 @@ static drape_err frames_get_raw(drape_client *c, uint32_t id, uint32_t first, ui
 	proto_request_init(&req, PROTO_OP_FRAMES_GET);
 	req.has_session = true;
 	req.session = id;
+	static const uint8_t zero[PROTO_TOKEN_SIZE];
+	if (memcmp(token, zero, sizeof zero) != 0) {
+		req.has_token = true;
+		memcpy(req.token, token, PROTO_TOKEN_SIZE);
+	}
 	req.u.frames_get.first = first;
 	req.u.frames_get.count = count;
+	req.u.frames_get.wait_ms = wait_ms;
 	drape_err rc = client_call(c, &req, rep, err);
 	if (rc != DRAPE_OK)
 		return rc;
@@ -226,7 +225,7 @@ drape_err drape_frames_get(drape_client *c, drape_session s, uint32_t first, uin
 			   drape_frame **frames, uint32_t *n, uint32_t *frames_done, drape_error *err)
 {
 	proto_reply rep;
-	drape_err rc = frames_get_raw(c, s.id, first, count, &rep, err);
+	drape_err rc = frames_get_raw(c, s.id, s.token, first, count, 0, &rep, err);
 	if (rc != DRAPE_OK)
 		return rc;
 	const proto_frames_get_rep *g = &rep.u.frames_get;
@@ -254,12 +253,15 @@ drape_err drape_frames_get(drape_client *c, drape_session s, uint32_t first, uin
 	return DRAPE_OK;
 }
 
-/* Fetches frames from the track's cursor up to known_done into its queue;
- * *got is how many arrived. */
-static drape_err track_fetch(drape_client *c, client_track *t, uint32_t *got, drape_error *err)
+/* Fetches frames from the end of the track's queue into it, up to
+ * known_done or, when the daemon holds the request (wait_ms > 0), as many
+ * as it has once the next one is solved; *got is how many arrived, *live
+ * the reply's `live` (true when the reply has none: an older daemon). */
+static drape_err track_fetch(drape_client *c, client_track *t, uint32_t wait_ms, uint32_t *got, bool *live,
+			     bool *has_live, drape_error *err)
 {
 	uint32_t first = t->cursor + t->queue_len;
-	uint32_t want = t->known_done - first + 1;
+	uint32_t want = t->known_done >= first ? t->known_done - first + 1 : TRACK_QUEUE_CAP;
 	uint32_t room = t->queue_cap - t->queue_len;
 	if (want > room)
 		want = room;
@@ -271,12 +273,14 @@ static drape_err track_fetch(drape_client *c, client_track *t, uint32_t *got, dr
 	if (want == 0)
 		want = 1;
 	proto_reply rep;
-	drape_err rc = frames_get_raw(c, t->id, first, want, &rep, err);
+	drape_err rc = frames_get_raw(c, t->id, t->token, first, want, wait_ms, &rep, err);
 	if (rc != DRAPE_OK)
 		return rc;
 	const proto_frames_get_rep *g = &rep.u.frames_get;
 	if (g->frames_done > t->known_done)
 		t->known_done = g->frames_done;
+	*live = g->has_live ? g->live : true;
+	*has_live = g->has_live;
 	*got = 0;
 	for (uint32_t i = 0; i < g->count; i++) {
 		drape_frame f;
@@ -293,50 +297,15 @@ static drape_err track_fetch(drape_client *c, client_track *t, uint32_t *got, dr
 	return rc;
 }
 
-/* ---- The stream ------------------------------------------------------------------- */
-
-/* Waits up to wait_ms for one stream message and files it under its track.
- * Returns true if it told us something new about track `t`. */
-static bool stream_receive(drape_client *c, client_track *t, int32_t wait_ms)
-{
-	nng_msg *msg = client_stream_recv(c->stream, wait_ms);
-	if (msg == NULL)
-		return false;
-	proto_stream_msg m;
-	drape_err rc = proto_stream_decode(nng_msg_body(msg), nng_msg_len(msg),
-					   (size_t)c->opts.max_message, &m, NULL);
-	nng_msg_free(msg);
-	/* The stream is an optimisation: a message that does not decode is
-	 * dropped, and the frame it carried is fetched like any other gap. */
-	if (rc != DRAPE_OK)
-		return false;
-	client_track *owner = track_find(c, m.session);
-	bool news = false;
-	if (owner != NULL) {
-		if (m.kind == PROTO_STREAM_FRAME) {
-			uint32_t idx = m.frame.index;
-			owner->saw_active = true;
-			if (idx > owner->known_done)
-				owner->known_done = idx;
-			if (idx == owner->cursor + owner->queue_len) {
-				drape_frame f;
-				if (frame_copy(&m.frame, &f, NULL) == DRAPE_OK)
-					track_push(owner, &f);
-			}
-			news = idx >= owner->cursor;
-		} else {
-			if (m.frames_done > owner->known_done)
-				owner->known_done = m.frames_done;
-			owner->end_seen = true;
-			owner->need_status = true;
-			news = true;
-		}
-	}
-	proto_stream_free(&m);
-	return owner == t && news;
-}
-
 /* ---- drape_next_frame --------------------------------------------------------------- */
+
+static void sleep_ms(int64_t ms)
+{
+	if (ms <= 0)
+		return;
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
 
 static bool state_active(drape_state s)
 {
@@ -368,7 +337,7 @@ drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, i
 			   drape_error *err)
 {
 	client_track *t;
-	drape_err rc = track_get(c, s.id, &t, err);
+	drape_err rc = track_get(c, s, &t, err);
 	if (rc != DRAPE_OK)
 		return rc;
 	const int64_t start = client_now_ms();
@@ -380,9 +349,9 @@ drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, i
 	int64_t end_wait_until = 0;
 	drape_status st;
 	/* After an end was reported, a new run may have started since: ask at
-	 * once rather than after a silent poll interval. While a run goes on,
-	 * the stream is waited on first, so a reader that keeps up costs no
-	 * requests at all. */
+	 * once. While a run goes on, held frames.get requests are all a
+	 * reader sends: one per reply, which brings every frame solved since
+	 * the last. */
 	if (t->ended) {
 		t->need_status = true;
 		t->ended = false;
@@ -421,7 +390,8 @@ drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, i
 		}
 		if (t->known_done >= t->cursor) {
 			uint32_t got = 0;
-			rc = track_fetch(c, t, &got, err);
+			bool live, has_live;
+			rc = track_fetch(c, t, 0, &got, &live, &has_live, err);
 			if (rc != DRAPE_OK)
 				return rc;
 			if (got > 0)
@@ -434,16 +404,16 @@ drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, i
 		} else if (have_status && !state_active(st.state) && st.frames_done < t->cursor &&
 			   !t->need_status) {
 			/* A session may report "canceled" while the frame that was in
-			 * flight at the cancel is still being solved; the server
-			 * publishes the end of the run only after that frame. So with
-			 * the stream, a cancel is final once its end message came, or
-			 * after a bounded wait in case the stream dropped it. */
-			if (st.state == DRAPE_STATE_CANCELED && c->stream != NULL && !t->end_seen &&
-			    t->saw_active) {
+			 * flight at the cancel is still being solved; it lands a
+			 * moment later. So a cancel of a run this client saw going
+			 * is final once a held frames.get said no frame is coming
+			 * (live false), or, against a daemon that does not hold
+			 * requests, after a bounded wait. */
+			if (st.state == DRAPE_STATE_CANCELED && !t->end_seen && t->saw_active) {
 				int64_t now = client_now_ms();
 				if (end_wait_until == 0)
 					end_wait_until = now + END_WAIT_MS;
-				if (now < end_wait_until)
+				if (!t->polling || now < end_wait_until)
 					goto wait;
 			}
 			t->ended = true;
@@ -458,19 +428,56 @@ drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, i
 			return drape_error_setf(err, DRAPE_ETIMEDOUT,
 						"session %u: no frame %u within %d ms", (unsigned)s.id,
 						(unsigned)t->cursor, (int)timeout_ms);
-		if (now >= poll_at) {
+		if (t->polling) {
+			/* Polling: status (then frames.get) every poll interval. */
+			if (now >= poll_at) {
+				t->need_status = true;
+				continue;
+			}
+			sleep_ms(poll_at - now < deadline - now ? poll_at - now : deadline - now);
+			continue;
+		}
+		int64_t hold = deadline - now;
+		if (hold > HOLD_MAX_MS)
+			hold = HOLD_MAX_MS;
+		uint32_t got = 0;
+		bool live, has_live;
+		rc = track_fetch(c, t, (uint32_t)hold, &got, &live, &has_live, err);
+		if (rc == DRAPE_ENOTFOUND) {
+			/* Retention moved past the cursor, or the session is gone:
+			 * the status says which (ERANGE or ENOTFOUND). */
 			t->need_status = true;
 			continue;
 		}
-		int64_t wait = poll_at - now;
-		if (deadline - now < wait)
-			wait = deadline - now;
-		if (c->stream != NULL) {
-			if (stream_receive(c, t, (int32_t)wait))
-				poll_at = client_now_ms() + c->opts.poll_interval_ms;
-		} else {
-			struct timespec ts = {(time_t)(wait / 1000), (long)(wait % 1000) * 1000000L};
-			nanosleep(&ts, NULL);
+		if (rc != DRAPE_OK)
+			return rc;
+		if (got > 0) {
+			t->saw_active = true;
+			continue;
+		}
+		if (!has_live) {
+			/* A daemon that answers at once and says nothing of the
+			 * run: poll it from now on. */
+			t->polling = true;
+			poll_at = client_now_ms() + c->opts.poll_interval_ms;
+			continue;
+		}
+		if (!live) {
+			/* No frame is coming: the run ended (how, the status says). */
+			t->end_seen = true;
+			t->need_status = true;
+			continue;
+		}
+		/* The wait ran out; or, if the reply came early, the daemon holds
+		 * as many requests as it may: ask again after a poll interval
+		 * rather than at once. */
+		int64_t after = client_now_ms();
+		if (after - now + 5 < hold) {
+			int64_t pause = c->opts.poll_interval_ms;
+			if (pause > deadline - after)
+				pause = deadline - after;
+			if (pause > 0)
+				sleep_ms(pause);
 		}
 	}
 }

@@ -75,8 +75,7 @@ bool proto_op_needs_session(proto_op op)
 
 bool proto_op_needs_token(proto_op op)
 {
-	return proto_op_needs_session(op) && op != PROTO_OP_SESSION_STATUS &&
-	       op != PROTO_OP_FRAMES_GET;
+	return proto_op_needs_session(op) && op != PROTO_OP_SESSION_STATUS;
 }
 
 const char *proto_state_name(proto_state s)

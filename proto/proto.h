@@ -126,9 +126,10 @@ const char *proto_op_name(proto_op op);
 proto_op proto_op_from_name(const char *name, size_t len);
 /* True for ops that act on one session and so require "session". */
 bool proto_op_needs_session(proto_op op);
-/* True for ops that change a session and so require its owner "token"; the
- * daemon enforces it (EPERM). Read-only ops (status, frames.get) do not need
- * it: the frame stream is readable by any subscriber anyway. */
+/* True for ops that require the session's owner "token"; the daemon
+ * enforces it (EPERM): every op that changes a session, and frames.get,
+ * since a session's frames are its owner's. Only session.status (state and
+ * counters, no positions) is answered without it. */
 bool proto_op_needs_token(proto_op op);
 
 typedef enum proto_state {
@@ -318,7 +319,16 @@ typedef struct proto_run_req {
 typedef struct proto_frames_get_req {
 	uint32_t first; /* first frame index wanted, >= 1 */
 	uint32_t count; /* frames wanted, >= 1; the reply may hold fewer */
+	/* Optional: how long the daemon may hold the request while frame
+	 * `first` is not solved yet, milliseconds (0 = answer at once). The
+	 * daemon answers as soon as that frame is stored or the run ends,
+	 * and caps the wait at PROTO_MAX_FRAMES_WAIT_MS. */
+	uint32_t wait_ms;
 } proto_frames_get_req;
+
+/* Longest wait a frames.get may ask for: well under nng's REQ resend time
+ * (60 s), so a held request is never sent twice. */
+#define PROTO_MAX_FRAMES_WAIT_MS 30000u
 
 /*
  * collider.add. desc follows drape_collider_desc: the shape's fields, for a
@@ -517,6 +527,11 @@ typedef struct proto_frames_get_rep {
 	const proto_frame *frames; /* consecutive indices from the request's first */
 	uint32_t count;            /* may be fewer than asked (message size, limit, not yet solved) */
 	uint32_t frames_done;      /* highest frame solved at the time of the reply */
+	/* More frames may come without a new session.run: a run is queued or
+	 * going, or its last frame or end is still in flight. has_live is
+	 * false for a reply from a daemon that predates the field. */
+	bool live;
+	bool has_live;
 } proto_frames_get_rep;
 
 typedef struct proto_server_stats_rep {

@@ -212,6 +212,8 @@ static drape_err decode_frames(proto_wire_dec *d, const msgpack_object *m, proto
 	if (rc == DRAPE_OK)
 		rc = proto_wire_field_u32(d, m, "frames_done", false, &g->frames_done, NULL);
 	if (rc == DRAPE_OK)
+		rc = proto_wire_field_bool(d, m, "live", false, &g->live, &g->has_live);
+	if (rc == DRAPE_OK)
 		rc = proto_wire_need(d, m, "frames", "frames", &v);
 	if (rc != DRAPE_OK)
 		return rc;
@@ -535,6 +537,8 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_reply *r)
 		}
 		encode_u32_field(e, n, "session", g->session);
 		encode_u32_field(e, n, "frames_done", g->frames_done);
+		proto_wire_kv(e, n, "live");
+		proto_wire_pack_bool(e, g->live);
 		proto_wire_kv(e, n, "frames");
 		proto_wire_pack_array(e, g->count);
 		for (uint32_t i = 0; i < g->count; i++)

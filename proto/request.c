@@ -288,6 +288,11 @@ static drape_err decode_body(proto_wire_dec *d, const msgpack_object *m, proto_r
 			rc = proto_wire_field_u32(d, m, "count", true, &g->count, NULL);
 		if (rc == DRAPE_OK && g->count == 0)
 			rc = proto_wire_fail(d, DRAPE_EINVAL, "count", "must be at least 1");
+		if (rc == DRAPE_OK)
+			rc = proto_wire_field_u32(d, m, "wait_ms", false, &g->wait_ms, NULL);
+		if (rc == DRAPE_OK && g->wait_ms > PROTO_MAX_FRAMES_WAIT_MS)
+			rc = proto_wire_fail(d, DRAPE_EINVAL, "wait_ms", "%u is more than the %u ms allowed",
+					     (unsigned)g->wait_ms, PROTO_MAX_FRAMES_WAIT_MS);
 		return rc;
 	}
 	case PROTO_OP_COLLIDER_ADD:
@@ -520,6 +525,10 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 		proto_wire_pack_u64(e, r->u.frames_get.first);
 		proto_wire_kv(e, n, "count");
 		proto_wire_pack_u64(e, r->u.frames_get.count);
+		if (r->u.frames_get.wait_ms != 0) {
+			proto_wire_kv(e, n, "wait_ms");
+			proto_wire_pack_u64(e, r->u.frames_get.wait_ms);
+		}
 		break;
 	case PROTO_OP_COLLIDER_ADD:
 		encode_collider_add(e, n, &r->u.collider_add);

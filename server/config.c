@@ -47,9 +47,10 @@ static const srv_opt srv_opts[] = {
 	  "tls+tcp://HOST:PORT (needs --tls-cert and --tls-key). "
 	  "Default " SRV_DEFAULT_LISTEN " (loopback only)" },
 	{ "stream", SRV_OPT_URLS, OFF(stream), OFF(stream_count), 0, "URL",
-	  "frame stream socket (PUB); repeatable. Default: one per --listen, "
-	  "ipc://PATH -> ipc://PATH.stream, tcp://HOST:PORT -> tcp://HOST:PORT+1, "
-	  "tls+tcp://HOST:PORT -> tls+tcp://HOST:PORT+1 (same certificate)" },
+	  "an open frame stream (PUB) for raw subscribers; repeatable; ipc:// or "
+	  "loopback only, and refused with --auth-token-file: anyone who reaches it "
+	  "reads every session's frames. Default: none (clients get frames with "
+	  "frames.get, which checks both tokens)" },
 	{ "state-dir", SRV_OPT_STRING, OFF(state_dir), 0, 0, "DIR",
 	  "session state and frame caches (created 0700). Default $XDG_STATE_HOME/drape, "
 	  "else ~/.local/state/drape, or /var/lib/drape for root" },
@@ -388,29 +389,6 @@ srv_config_rc srv_config_parse(srv_config *c, int argc, char **argv, char *msg, 
 	return SRV_CONFIG_OK;
 }
 
-bool srv_config_stream_url(const char *listen, char *out, size_t out_len)
-{
-	if (strncmp(listen, "ipc://", 6) == 0) {
-		int n = snprintf(out, out_len, "%s.stream", listen);
-		return n > 0 && (size_t)n < out_len;
-	}
-	/* The TLS transport derives like plain TCP; the stream then runs over
-	 * TLS with the same certificate, so it is no weaker than the control
-	 * socket. */
-	const char *tcp = strncmp(listen, "tls+", 4) == 0 ? listen + 4 : listen;
-	if (strncmp(tcp, "tcp://", 6) == 0 || strncmp(tcp, "tcp4://", 7) == 0 ||
-	    strncmp(tcp, "tcp6://", 7) == 0) {
-		const char *colon = strrchr(listen, ':');
-		uint64_t port;
-		if (colon == NULL || !srv_parse_u64(colon + 1, 10, &port) || port == 0 || port >= 65535)
-			return false;
-		int n = snprintf(out, out_len, "%.*s:%llu", (int)(colon - listen), listen,
-				 (unsigned long long)port + 1);
-		return n > 0 && (size_t)n < out_len;
-	}
-	return false;
-}
-
 bool srv_config_host_is_loopback(const char *host)
 {
 	/* No host, or a wildcard, binds every interface. */
@@ -520,15 +498,21 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 		c->listen[0] = strdup(SRV_DEFAULT_LISTEN);
 		c->listen_count = 1;
 	}
-	if (c->stream_count == 0) {
-		for (size_t i = 0; i < c->listen_count; i++) {
-			char url[4096];
-			if (!srv_config_stream_url(c->listen[i], url, sizeof url))
-				return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
-						       "--listen %s: cannot derive a stream URL; give --stream",
-						       c->listen[i]);
-			c->stream[c->stream_count++] = strdup(url);
-		}
+	/* nng's PUB socket cannot check who subscribes, and a subscriber to
+	 * the empty topic gets every session: a stream is only for a box
+	 * whose every user may read every session (PROTOCOL.md section 9). */
+	for (size_t i = 0; i < c->stream_count; i++) {
+		if (c->auth_token_file != NULL)
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "--stream %s: a PUB stream serves every session's frames "
+					       "without checking the auth token, so it cannot go with "
+					       "--auth-token-file (clients get their frames with frames.get)",
+					       c->stream[i]);
+		if (!srv_config_url_is_local(c->stream[i]))
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "--stream %s: not a loopback or ipc address; a PUB stream "
+					       "serves every session's frames to whoever connects",
+					       c->stream[i]);
 	}
 	if ((c->tls_cert == NULL) != (c->tls_key == NULL))
 		return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE, "--%s is given without --%s",
@@ -642,7 +626,7 @@ void srv_config_usage(const char *argv0)
 {
 	printf("usage: %s [options]\n\n"
 	       "draped " SRV_VERSION " - the drape cloth-simulation server.\n"
-	       "Serves simulation sessions over nng (REQ/REP control, PUB frame stream).\n\n"
+	       "Serves simulation sessions over nng (REQ/REP: requests, and frames to their owners).\n\n"
 	       "options:\n",
 	       argv0);
 	for (size_t i = 0; i < SRV_NOPTS; i++) {

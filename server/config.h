@@ -17,7 +17,7 @@
 typedef struct srv_config {
 	char *listen[SRV_MAX_URLS];
 	size_t listen_count;
-	char *stream[SRV_MAX_URLS]; /* explicit --stream URLs; derived when none */
+	char *stream[SRV_MAX_URLS]; /* --stream URLs (open PUB stream); none by default */
 	size_t stream_count;
 	char *state_dir;            /* absolute or relative path; never NULL after finish */
 	char *auth_token;           /* contents of --auth-token-file; NULL = no auth */
@@ -75,16 +75,13 @@ srv_config_rc srv_config_apply_json(srv_config *c, const char *text, char *msg, 
 /*
  * Fills what depends on the environment: the default listen URL, the default
  * state directory ($XDG_STATE_HOME/drape, ~/.local/state/drape, or
- * /var/lib/drape for root), the thread count (cores), and derived stream URLs
- * (ipc://P -> ipc://P.stream, tcp://H:P -> tcp://H:P+1, the same for
- * tls+tcp://). Also applies the protected-mode rule: a non-loopback TCP
- * address needs TLS and an auth token, or --allow-remote; and a TLS URL
- * needs --tls-cert and --tls-key.
+ * /var/lib/drape for root) and the thread count (cores). Also applies the
+ * protected-mode rule: a non-loopback TCP address needs TLS and an auth
+ * token, or --allow-remote; a TLS URL needs --tls-cert and --tls-key; and a
+ * --stream URL (an open PUB stream) is refused with an auth token or on a
+ * non-loopback address.
  */
 srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len);
-
-/* Derives the stream URL of one control URL into out; false if it cannot. */
-bool srv_config_stream_url(const char *listen, char *out, size_t out_len);
 
 /* True for ipc:// and inproc:// URLs, and for tcp:// (tcp4://, tcp6://,
  * tls+tcp://) URLs whose host resolves (getaddrinfo) to loopback addresses

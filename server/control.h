@@ -19,7 +19,12 @@
 #include "proto/proto.h"
 #include "server/config.h"
 
-#define SRV_CONTEXTS 32
+/* Contexts receiving requests. A frames.get that waits for its frame holds
+ * its context (waiters.h), so there are many more than requests in flight
+ * at once usually need; SRV_CONTEXTS_FREE of them are never held by a
+ * waiting frames.get, so other requests are always received. */
+#define SRV_CONTEXTS 256
+#define SRV_CONTEXTS_FREE 32
 
 struct srv_server;
 typedef struct srv_control srv_control;

@@ -13,6 +13,7 @@
 #include "server/jobs.h"
 #include "server/log.h"
 #include "server/server.h"
+#include "server/waiters.h"
 
 /* Replay keys of requests without a client id: the nng pipe id in the low
  * 32 bits under this marker. */
@@ -69,8 +70,9 @@ static void srv_op_hello(srv_server *srv, const proto_request *req, proto_reply 
 	proto_hello_rep *h = &rep->u.hello;
 	h->version = PROTO_VERSION;
 	h->server = srv->build;
-	/* The stream is not authenticated, so its address is only told to
-	 * clients that showed the auth token. */
+	/* A PUB stream exists only when configured, and only without an auth
+	 * token (config.c); its address is still told only to clients that
+	 * showed the token, should one be set. */
 	if (srv_auth_ok(srv->cfg, req)) {
 		h->stream_urls = (const char *const *)srv->cfg->stream;
 		h->stream_url_count = (uint32_t)srv->cfg->stream_count;
@@ -264,6 +266,16 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 		break;
 	case PROTO_OP_FRAMES_GET:
 		rc = srv_op_frames_get(srv, s, &req, &rep, &frames, &frame_buf, &err);
+		if (rc != DRAPE_OK)
+			break;
+		rep.u.frames_get.live = srv_session_live(s);
+		/* Nothing to send yet but more will come: the request waits for
+		 * its frame (waiters.h), unless too many already wait. */
+		if (rep.u.frames_get.count == 0 && req.u.frames_get.wait_ms > 0 && rep.u.frames_get.live &&
+		    !srv->stopping && srv_waiters_park(srv, s, &head, &req.u.frames_get, reply_to)) {
+			proto_request_free(&req);
+			return SRV_REPLY_LATER;
+		}
 		break;
 	default:
 		rc = drape_error_setf(&err, DRAPE_EPROTO, "op: %s is not served by this daemon",

@@ -43,6 +43,7 @@
 #include "server/log.h"
 #include "server/server.h"
 #include "server/stream.h"
+#include "server/waiters.h"
 
 void srv_sched_dequeue(srv_server *srv, srv_session *s)
 {
@@ -122,6 +123,10 @@ void srv_sched_publish_end(srv_server *srv, srv_session *s)
 		m.has_error = true;
 		m.error = s->error;
 	}
+	/* Readers waiting for a frame learn that none is coming. */
+	srv_waiters_wake(srv, s);
+	if (srv->stream == NULL)
+		return;
 	proto_buf b = { NULL, 0 };
 	drape_error err;
 	if (proto_stream_encode(&m, &b, &err) == DRAPE_OK)
@@ -219,7 +224,10 @@ static void srv_out_work(uv_work_t *w)
 	}
 	s->out_ckpt = NULL;
 	/* Encoding here, into the message nng will send, keeps the loop free
-	 * of per-vertex work. */
+	 * of per-vertex work. Without a PUB stream there is nothing to
+	 * encode: readers fetch the frame from the ring. */
+	if (s->server->stream == NULL)
+		return;
 	proto_stream_msg m;
 	memset(&m, 0, sizeof m);
 	m.kind = PROTO_STREAM_FRAME;
@@ -436,6 +444,9 @@ static void srv_out_done(uv_work_t *w, int status)
 		srv_sched_requeue(srv, s);
 	}
 	srv_sched_settle(srv, s);
+	/* After the run's state is settled, so a reader of the last frame
+	 * also learns that the run is over. */
+	srv_waiters_wake(srv, s);
 next:
 	srv_sched_kick(srv);
 	if (srv->stopping)

@@ -17,6 +17,7 @@
 #include "server/control.h"
 #include "server/log.h"
 #include "server/stream.h"
+#include "server/waiters.h"
 
 /* Housekeeping period. Idle expiry is checked this often, so a session
  * lives at most this much beyond its timeout. */
@@ -93,6 +94,7 @@ void srv_server_maybe_finish(srv_server *srv)
 	else
 		srv_warn("shutdown: %zu sessions checkpointed, %zu checkpoints failed, %u frames lost (see above)",
 			 saved, failed, (unsigned)unsaved);
+	srv_waiters_close(srv);
 	srv_control_close(srv->control);
 	srv->control = NULL;
 	srv_stream_close(srv->stream);
@@ -153,7 +155,9 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 		 (unsigned)s->sessions.next_id);
 
 	const char *bad = NULL;
-	rv = srv_stream_open(cfg, &s->stream, &bad);
+	/* The PUB stream is only there when asked for (--stream): it serves
+	 * every session's frames to anyone who reaches it (config.c). */
+	rv = cfg->stream_count > 0 ? srv_stream_open(cfg, &s->stream, &bad) : 0;
 	if (rv != 0) {
 		srv_error("cannot listen on %s: %s", bad, nng_strerror(rv));
 		return SRV_EXIT_UNAVAILABLE;
@@ -163,6 +167,10 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 		srv_error("cannot listen on %s: %s", bad, nng_strerror(rv));
 		s->control = NULL;
 		return SRV_EXIT_UNAVAILABLE;
+	}
+	if (srv_waiters_init(s) != 0) {
+		srv_error("cannot start the frames.get timer");
+		return SRV_EXIT_SOFTWARE;
 	}
 	uv_timer_init(&s->loop, &s->cron);
 	s->cron.data = s;
@@ -200,6 +208,7 @@ void srv_server_free(srv_server *s)
 	 * loop finish the closes before it is freed. */
 	srv_control_close(s->control);
 	s->control = NULL;
+	srv_waiters_free(s);
 	srv_stream_close(s->stream);
 	s->stream = NULL;
 	if (s->loop_ready) {

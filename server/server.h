@@ -1,7 +1,9 @@
 /*
  * The daemon: one libuv loop owns every session; nng threads hand requests
  * to it (control.c); solver work runs on libuv's threadpool one frame per
- * work item (scheduler.c); frames go out on the PUB socket (stream.c).
+ * work item (scheduler.c); frames go to their readers through held
+ * frames.get requests (waiters.c), and on the optional PUB socket
+ * (stream.c) when one is configured.
  */
 #ifndef DRAPE_SRV_SERVER_H
 #define DRAPE_SRV_SERVER_H
@@ -17,6 +19,7 @@
 
 struct srv_control;
 struct srv_stream;
+struct srv_waiter;
 
 /* Exit codes (sysexits.h values). */
 enum {
@@ -42,7 +45,13 @@ typedef struct srv_server {
 	uv_timer_t cron;
 	uv_signal_t sigterm, sigint;
 	struct srv_control *control;
-	struct srv_stream *stream;
+	struct srv_stream *stream; /* NULL unless --stream is given */
+	/* Held frames.get requests (waiters.c) and the timer of their
+	 * deadlines. */
+	struct srv_waiter *waiters;
+	uint32_t waiter_count;
+	uv_timer_t wait_timer;
+	bool wait_timer_ready;
 	srv_sessions sessions;
 	srv_replay replay;
 	srv_counters counters;

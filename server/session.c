@@ -17,6 +17,7 @@
 #include "server/log.h"
 #include "server/server.h"
 #include "server/stream.h"
+#include "server/waiters.h"
 
 void srv_sessions_init(srv_sessions *t)
 {
@@ -455,6 +456,7 @@ drape_err srv_op_list(srv_server *srv, proto_reply *rep, proto_session_info **sc
 void srv_session_destroy(srv_server *srv, srv_session *s, const char *why)
 {
 	srv_job_drop_parked(srv, s, "deleted");
+	srv_waiters_drop_session(srv, s->id);
 	srv_sched_dequeue(srv, s);
 	const bool was_running = s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED;
 	const bool in_flight = s->busy || s->writing;

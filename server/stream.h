@@ -1,5 +1,8 @@
 /*
- * The frame stream: one nng PUB socket listening on every stream URL.
+ * The optional open frame stream (--stream): one nng PUB socket listening on
+ * every stream URL, for raw subscribers on a box where every user may read
+ * every session (config.c refuses it with an auth token or a non-loopback
+ * address; clients get their frames with frames.get, see waiters.h).
  * Messages are topic + msgpack (proto_stream_encode); a subscriber filters
  * by proto_stream_topic(session). PUB never blocks: a subscriber that does
  * not keep up loses messages (nng drops them when its queue is full) and

@@ -34,7 +34,7 @@ typedef struct lt_cfg {
 	uint32_t stalled;
 	uint32_t stalled_vertices;
 	uint32_t churn;
-	bool poll; /* --poll: no stream subscription, frames by frames.get */
+	bool poll; /* --poll: no held frames.get; frames.get every 10 ms */
 } lt_cfg;
 
 /* A growable array of latencies in milliseconds. */
@@ -139,8 +139,9 @@ static void lt_error(lt_worker *w, const char *what, drape_err rc, const drape_e
 			 e != NULL && e->message[0] ? e->message : drape_strerror(rc), drape_err_name(rc));
 }
 
-/* Connects as cli_connect does; with --poll the client does not subscribe
- * to the stream and asks for frames every 10 ms instead. */
+/* Connects as cli_connect does; with --poll the client does not have the
+ * daemon hold its frames.get until a frame is solved, and asks every 10 ms
+ * instead. */
 static drape_err lt_open(const lt_cfg *cfg, drape_client **c, drape_error *err)
 {
 	if (!cfg->poll)
@@ -376,8 +377,8 @@ static void *lt_stalled_main(void *arg)
 	drape_client *c;
 	drape_session s;
 	drape_error err;
-	/* Always subscribed, even with --poll: a subscriber that never reads
-	 * is the case that must not hold the daemon back. */
+	/* A client that never reads its frames is the case that must not
+	 * hold the daemon back. */
 	double t = cli_now_ms();
 	drape_err crc = cli_connect(cfg->url, cfg->o, &c, &err);
 	lt_push(&w->req, cli_now_ms() - t);
@@ -389,8 +390,8 @@ static void *lt_stalled_main(void *arg)
 	}
 	bool made = lt_create(w, c, &g, &s) == DRAPE_OK;
 	if (made) {
-		/* Seeking to the first frame subscribes to the session's stream
-		 * (drape_next_frame would too, but this client never calls it). */
+		/* Seeking to the first frame sets up the client's track of
+		 * the session, as a reader's would be, but it never asks. */
 		drape_err rc = drape_frames_seek(c, s, 1, &err);
 		if (rc != DRAPE_OK)
 			lt_error(w, "frames.seek (stalled)", rc, &err);

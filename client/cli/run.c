@@ -487,7 +487,7 @@ int cli_cmd_attach(int argc, char **argv)
 {
 	static const char *const allowed[] = {"--server", "--out",   "--json",    "--token-file",
 					      "--from",   "--quiet", "--timeout", "--scene",
-					      NULL};
+					      "--owner-token", NULL};
 	cli_opts o;
 	if (!cli_parse(argc, argv, 2, allowed, 1, "attach", &o))
 		return CLI_USAGE;
@@ -514,14 +514,25 @@ int cli_cmd_attach(int argc, char **argv)
 	}
 	cli_signals_install();
 	const char *url = o.server ? o.server : DRAPE_DEFAULT_URL;
+	/* Frames are the owner's: the server hands them only to a client
+	 * with the session's owner token. */
+	bool have_token;
+	drape_session s = cli_session_handle(url, id, &o, &have_token);
 	drape_client *c = NULL;
 	drape_error err;
+	if (!have_token) {
+		fprintf(stderr,
+			"drape attach: no owner token for session %u on %s: pass --owner-token HEX "
+			"(drape run prints it and saves it under ~/.cache/drape/tokens)\n",
+			(unsigned)id, url);
+		x = CLI_NOPERM;
+		goto out;
+	}
 	drape_err rc = cli_connect(url, &o, &c, &err);
 	if (rc != DRAPE_OK) {
 		x = cli_fail("connect", rc, &err);
 		goto out;
 	}
-	drape_session s = {.id = id};
 	drape_status st;
 	rc = drape_session_status(c, s, &st, &err);
 	if (rc != DRAPE_OK) {

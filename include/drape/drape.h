@@ -4,9 +4,9 @@
  * A program connects to a draped control URL (ipc://, tcp://), creates
  * simulation sessions from a mesh and parameters, runs them, and receives
  * the solved frames. Every call is a thin wrapper over one protocol request
- * (proto/PROTOCOL.md) except the frame receivers, which combine the daemon's
- * PUB stream with frames.get so that a caller sees every frame in order
- * exactly once.
+ * (proto/PROTOCOL.md) except the frame receivers, which send frames.get
+ * requests the daemon holds until the next frame is solved, so that a caller
+ * sees every frame in order exactly once, as soon as it is solved.
  *
  * Shape (after nng): the connection is an opaque `drape_client *`; sessions
  * are small value handles (`drape_session`: the id and the owner token) that
@@ -28,10 +28,8 @@
  * Thread-safety: a drape_client may be used by one thread at a time (calls
  * on one client must not overlap); distinct clients are independent, so a
  * program that talks to the server from several threads opens one client
- * per thread, and may connect and close them on any threads at once.
- * Clients of one process that receive frames share one connection to the
- * frame stream (per stream URL and TLS settings), closed in the background
- * once the last of them has left and the stream is quiet. Functions that
+ * per thread, and may connect and close them on any threads at once. A
+ * client has one connection to the server and no other. Functions that
  * take no client are thread-safe.
  *
  * The library links nng and msgpack-c; this header includes neither.
@@ -75,10 +73,10 @@ typedef struct drape_client_opts {
 	/* Longest wait for one reply, milliseconds; default 10000. A request
 	 * that gets no reply in time fails with DRAPE_ETIMEDOUT. */
 	int32_t request_timeout_ms;
-	/* How long drape_next_frame waits for the stream before it asks the
-	 * server (status and frames.get) whether frames were missed; default
-	 * 200. Lower is more responsive to a silent stream, higher sends fewer
-	 * requests. */
+	/* How often drape_next_frame asks the server when it polls (use_stream
+	 * false, or a server that does not hold frames.get), and how long it
+	 * pauses when the server holds as many requests as it may; default
+	 * 200. Lower is more responsive, higher sends fewer requests. */
 	int32_t poll_interval_ms;
 	/* The server's auth token (draped --auth-token-file), sent with every
 	 * request; NULL when the server needs none. Copied by drape_connect. */
@@ -88,10 +86,11 @@ typedef struct drape_client_opts {
 	const char *client_name;
 	/* Largest reply or stream message accepted, bytes; default 256 MiB. */
 	uint64_t max_message;
-	/* Subscribe to the server's frame stream (default true). When false,
-	 * drape_next_frame gets every frame by polling with frames.get, which
-	 * suits clients that cannot reach the stream URL (behind a port
-	 * forward, for example). */
+	/* Receive each frame as soon as it is solved (default true):
+	 * drape_next_frame sends frames.get requests the server holds until
+	 * the next frame exists. When false it polls instead, every
+	 * poll_interval_ms. (The name is from when frames came on a PUB
+	 * stream; libdrape no longer uses one.) */
 	bool use_stream;
 	/* TLS, used when the URL is tls+tcp:// (or wss://) and ignored for
 	 * other URLs; each is a file name that drape_connect reads (the names
@@ -134,11 +133,9 @@ void drape_client_opts_default(drape_client_opts *opts);
 drape_err drape_connect(const char *url, const drape_client_opts *opts, drape_client **out,
 			drape_error *err);
 
-/* Closes the client's control socket, leaves the process's shared stream
- * connection (closed in the background after the last client leaves, see
- * the thread rule above) and frees the client and every frame it still
- * buffers. Sessions stay on the server. NULL is fine. Clients may be
- * closed on several threads at once. */
+/* Closes the client's control socket and frees the client and every frame
+ * it still buffers. Sessions stay on the server. NULL is fine. Clients may
+ * be closed on several threads at once. */
 void drape_close(drape_client *c);
 
 /* Server limits as announced by hello; 0 means "no limit" except for
@@ -162,7 +159,8 @@ typedef struct drape_server_limits {
 typedef struct drape_server_info {
 	uint32_t version;              /* the server's protocol version */
 	char server[256];              /* build string, e.g. "draped 0.1.0 (avx2)" */
-	char stream_url[1024];         /* the stream URL this client uses ("" if none) */
+	char stream_url[1024];         /* a --stream PUB URL the server announced, for
+					* raw subscribers ("" if none; libdrape does not use it) */
 	bool auth_required;
 	drape_server_limits limits;
 } drape_server_info;
@@ -179,9 +177,10 @@ drape_err drape_ping(drape_client *c, drape_error *err);
 
 /*
  * A session handle: its id and the owner token session.create returned.
- * Read-only requests (status, frames) need only the id; requests that change
- * the session need the token, which the server checks (DRAPE_EPERM). A
- * token of all zero bytes means "not known" and is not sent. A handle is
+ * drape_session_status needs only the id; reading frames and every request
+ * that changes the session need the token, which the server checks
+ * (DRAPE_EPERM). A token of all zero bytes means "not known" and is not
+ * sent. A handle is
  * plain data: save it (drape_token_format) and a later run of the program
  * can reattach to the session.
  */
@@ -393,7 +392,7 @@ void drape_frame_free(drape_frame *f);
  * On success the caller owns *frames (*n of them, NULL when *n is 0) and
  * frees them with drape_frames_free; *frames_done (may be NULL) is the
  * highest frame solved at the time of the reply. Does not move the cursor of
- * drape_next_frame.
+ * drape_next_frame. Needs the owner token (DRAPE_EPERM without it).
  */
 drape_err drape_frames_get(drape_client *c, drape_session s, uint32_t first, uint32_t count,
 			   drape_frame **frames, uint32_t *n, uint32_t *frames_done, drape_error *err);
@@ -411,13 +410,11 @@ drape_err drape_frames_seek(drape_client *c, drape_session s, uint32_t next, dra
 
 /*
  * Returns the next frame of session s in order, each exactly once, waiting
- * up to timeout_ms (DRAPE_WAIT_FOREVER = no limit). Frames come from the
- * stream as the server publishes them; a frame the stream skipped (a slow
- * reader, a reconnect, a subscription made after the run started) is
- * fetched with frames.get, and when the stream stays silent for
- * poll_interval_ms the server is asked directly, so nothing is lost even if
- * the stream drops messages. Stream messages for frames already returned
- * are dropped.
+ * up to timeout_ms (DRAPE_WAIT_FOREVER = no limit). Needs the owner token.
+ * Frames come with frames.get: the frames the server already holds from the
+ * cursor on (a slow reader, a reconnect, a call made after the run started
+ * get the backlog), else a request the server holds until the next frame is
+ * solved, so nothing is lost and nothing is polled for.
  *
  * On success the caller owns *out (drape_frame_free). When every solved
  * frame has been returned and no run is in progress it returns:
@@ -425,10 +422,10 @@ drape_err drape_frames_seek(drape_client *c, drape_session s, uint32_t next, dra
  *   DRAPE_ECANCELED the run was cancelled;
  *   another code    the run failed: the server's code, and err's message
  *                   names the frame and the server's reason.
- * A run this client saw going that is then cancelled ends only after the
- * stream's end-of-run message (the frame in flight at the cancel may land
- * after the status already says "canceled"), or 2 s after the status said
- * so if the stream lost that message.
+ * A run this client saw going that is then cancelled ends only once the
+ * server says no frame is coming (the frame in flight at the cancel may land
+ * after the status already says "canceled"); against a server that does not
+ * hold frames.get, 2 s after the status said so.
  * DRAPE_ETIMEDOUT when timeout_ms passed without a frame (call again);
  * DRAPE_ERANGE when frames from the cursor on are no longer retained by the
  * server (the message says which): the cursor then moves to the oldest

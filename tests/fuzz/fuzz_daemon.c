@@ -6,16 +6,18 @@
  * is one). An input is a sequence of requests, each after a two-byte
  * little-endian length; a length past the end of the input takes what is
  * left, so every mutation still yields requests. Each request goes through
- * srv_request_handle exactly as control.c hands it over; replies that a job
- * gives later are caught by wrapping srv_control_reply, and the loop runs
- * until every job, solve and output stage of the input has landed.
+ * srv_request_handle exactly as control.c hands it over; replies given
+ * later (a job's, a held frames.get's) are caught by wrapping
+ * srv_control_reply, and the loop runs until every job, solve and output
+ * stage of the input has landed and every request is answered.
  *
  * Checked on every reply, besides the sanitizers: it is one msgpack map with
  * a boolean "ok"; an error carries a code and a message that is valid UTF-8;
  * a request that carried an id gets it back. Checked after every input: the
  * server settles (no job, solve or output left in flight) within a bound
- * rather than hanging; once every session is deleted the table is empty and
- * the descriptor count is what it was before the first input.
+ * rather than hanging; once every session is deleted the table is empty,
+ * every held request has had its one answer, and the descriptor count is
+ * what it was before the first input.
  *
  * So that requests after a create can reach the ops that need the owner
  * token, getrandom is wrapped (-Wl,--wrap=getrandom) to hand out the fixed
@@ -43,11 +45,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 void __wrap_srv_control_reply(void *reply_to, proto_buf *out);
 ssize_t __wrap_getrandom(void *buf, size_t len, unsigned flags);
 void __wrap_srv_log(srv_log_level level, const char *fmt, ...);
+static void check_reply(const proto_buf *rep, const proto_header *head);
 
 #define FUZZ_TOKEN_BYTE 0x5a
 #define FUZZ_MAX_REQUESTS 16
-/* A settle longer than this is reported as a hang. */
-#define FUZZ_SETTLE_MS 20000
+/* A settle longer than this is reported as a hang (longer than the
+ * longest frames.get wait). */
+#define FUZZ_SETTLE_MS 40000
 
 static srv_config g_cfg;
 static srv_server g_srv;
@@ -55,10 +59,14 @@ static bool g_ready;
 static int g_fds;
 static char g_dir[256];
 
-/* Replies that a job sends later land here. */
-static int g_later_marker;
-static proto_buf g_later;
-static bool g_later_seen;
+/* One slot per request of the input: replies that come later (a job's, or
+ * a held frames.get's) find their request's header through it. */
+typedef struct fuzz_pending {
+	bool used, answered;
+	proto_op op;
+	proto_header head;
+} fuzz_pending;
+static fuzz_pending g_pending[FUZZ_MAX_REQUESTS];
 
 static void fail(const char *what, const char *detail)
 {
@@ -92,14 +100,14 @@ void __wrap_srv_log(srv_log_level level, const char *fmt, ...)
 
 void __wrap_srv_control_reply(void *reply_to, proto_buf *out)
 {
-	if (reply_to != &g_later_marker)
-		fail("a job replied to a request this harness did not send", NULL);
-	if (g_later_seen)
+	fuzz_pending *p = reply_to;
+	if (p < g_pending || p >= g_pending + FUZZ_MAX_REQUESTS || !p->used)
+		fail("a reply to a request this harness did not send", NULL);
+	if (p->answered)
 		fail("a request was answered twice", NULL);
-	g_later = *out;
-	out->data = NULL;
-	out->len = 0;
-	g_later_seen = true;
+	check_reply(out, &p->head);
+	proto_buf_free(out);
+	p->answered = true;
 }
 
 static int count_fds(void)
@@ -137,14 +145,22 @@ static void run_until(bool (*cond)(void), const char *what)
 	}
 }
 
-static bool table_empty(void)
+static const fuzz_pending *g_waiting_for;
+
+static bool answered(void)
 {
-	return settled() && g_srv.sessions.count == 0;
+	return g_waiting_for->answered;
 }
 
-static bool later_seen(void)
+/* Every session gone, nothing in flight, every request answered. */
+static bool all_done(void)
 {
-	return g_later_seen;
+	if (!settled() || g_srv.sessions.count != 0)
+		return false;
+	for (int i = 0; i < FUZZ_MAX_REQUESTS; i++)
+		if (g_pending[i].used && !g_pending[i].answered)
+			return false;
+	return true;
 }
 
 static void setup(void)
@@ -274,36 +290,41 @@ static void check_reply(const proto_buf *rep, const proto_header *head)
 	msgpack_unpacked_destroy(&u);
 }
 
-static void handle(const uint8_t *req, size_t len)
+static void handle(fuzz_pending *p, const uint8_t *req, size_t len)
 {
 	proto_buf out = {NULL, 0};
-	g_later_seen = false;
+	memset(p, 0, sizeof *p);
+	p->used = true;
 	/* The header as the handler will see it, for the id check (a request
 	 * that does not decode is answered without one). */
-	proto_header head;
-	memset(&head, 0, sizeof head);
 	{
 		proto_request tmp;
 		drape_error err;
 		memset(&tmp, 0, sizeof tmp);
-		if (proto_request_decode(req, len, g_cfg.max_message, &tmp, &head, &err) == DRAPE_OK)
+		if (proto_request_decode(req, len, g_cfg.max_message, &tmp, &p->head, &err) == DRAPE_OK) {
+			p->op = tmp.op;
 			proto_request_free(&tmp);
-		else
-			head.has_id = false;
+		} else {
+			p->head.has_id = false;
+		}
 	}
-	srv_reply_mode mode = srv_request_handle(&g_srv, req, len, 7, &g_later_marker, &out);
-	if (mode == SRV_REPLY_LATER) {
-		run_until(later_seen, "waiting for a job's reply");
-		out = g_later;
-		g_later.data = NULL;
+	srv_reply_mode mode = srv_request_handle(&g_srv, req, len, 7, p, &out);
+	if (mode == SRV_REPLY_NOW) {
+		check_reply(&out, &p->head);
+		proto_buf_free(&out);
+		p->answered = true;
+	} else if (mode == SRV_REPLY_LATER && p->op != PROTO_OP_FRAMES_GET) {
+		/* A job: its reply comes once its work on a thread lands. */
+		g_waiting_for = p;
+		run_until(answered, "waiting for a job's reply");
 	} else if (mode == SRV_REPLY_NONE) {
 		/* Only a repeat of a request still in progress gets no reply,
-		 * and this harness waits for every reply before the next. */
+		 * and this harness waits for every job before the next. */
 		fail("a request got no reply", NULL);
 	}
-	check_reply(&out, &head);
-	proto_buf_free(&out);
-	/* Let whatever the request started (solves, outputs) make progress. */
+	/* A held frames.get is answered when its frame is stored, its run
+	 * ends, its session is deleted or its wait runs out: reset() waits
+	 * for that. Let whatever the request started make progress. */
 	uv_run(&g_srv.loop, UV_RUN_NOWAIT);
 }
 
@@ -316,7 +337,7 @@ static void reset(void)
 	for (size_t i = g_srv.sessions.count; i-- > 0;)
 		if (i < g_srv.sessions.count && !g_srv.sessions.items[i]->deleted)
 			srv_session_destroy(&g_srv, g_srv.sessions.items[i], "fuzz input done");
-	run_until(table_empty, "after deleting every session");
+	run_until(all_done, "after deleting every session");
 	g_srv.sessions.next_id = 1;
 	srv_replay_free(&g_srv.replay);
 	if (!srv_replay_init(&g_srv.replay, 4096))
@@ -334,13 +355,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!g_ready)
 		setup();
 	size_t at = 0;
+	memset(g_pending, 0, sizeof g_pending);
 	for (int n = 0; n < FUZZ_MAX_REQUESTS && at + 2 <= size; n++) {
 		size_t len = (size_t)data[at] | (size_t)data[at + 1] << 8;
 		at += 2;
 		if (len > size - at)
 			len = size - at;
 		if (len > 0)
-			handle(data + at, len);
+			handle(&g_pending[n], data + at, len);
 		at += len;
 	}
 	reset();

@@ -170,8 +170,9 @@ static void compare_requests(const proto_request *a, const proto_request *b)
 		break;
 	case PROTO_OP_FRAMES_GET:
 		check(a->u.frames_get.first == b->u.frames_get.first &&
-			      a->u.frames_get.count == b->u.frames_get.count,
-		      "frames.get first/count");
+			      a->u.frames_get.count == b->u.frames_get.count &&
+			      a->u.frames_get.wait_ms == b->u.frames_get.wait_ms,
+		      "frames.get first/count/wait_ms");
 		break;
 	case PROTO_OP_COLLIDER_ADD:
 		check(same_collider(&a->u.collider_add, &b->u.collider_add), "collider.add");

@@ -3,7 +3,7 @@
  * real encoder, each after its two-byte little-endian length (see
  * fuzz_daemon.c), that walk a session
  * through its life so the fuzzer starts deep in the daemon: create, run,
- * status, frames, colliders, pins, cancel, resume, delete, and the failing
+ * status, frames (held ones too), colliders, pins, cancel, resume, delete, and the failing
  * creates whose clean-up once closed descriptor 0.
  *   gen_daemon_seeds DIR
  * The owner token in the seeds is the one the harness's getrandom hands
@@ -120,12 +120,13 @@ static void run(uint32_t session, uint32_t frames)
 	req(PROTO_OP_SESSION_RUN, session, &r);
 }
 
-static void frames_get(uint32_t session, uint32_t first, uint32_t count)
+static void frames_get(uint32_t session, uint32_t first, uint32_t count, uint32_t wait_ms)
 {
 	proto_request r;
 	proto_request_init(&r, PROTO_OP_FRAMES_GET);
 	r.u.frames_get.first = first;
 	r.u.frames_get.count = count;
+	r.u.frames_get.wait_ms = wait_ms;
 	req(PROTO_OP_FRAMES_GET, session, &r);
 }
 
@@ -157,9 +158,11 @@ int main(int argc, char **argv)
 
 	begin("life");
 	create(g_tri);
+	frames_get(1, 1, 1, 2000); /* held until frame 1 is solved */
 	run(1, 3);
 	simple(PROTO_OP_SESSION_STATUS, 1);
-	frames_get(1, 1, 3);
+	frames_get(1, 1, 3, 0);
+	frames_get(1, 4, 1, 1000); /* held past the run's end */
 	simple(PROTO_OP_SESSION_DELETE, 1);
 	end();
 
@@ -185,7 +188,7 @@ int main(int argc, char **argv)
 		req(PROTO_OP_COLLIDER_REMOVE, 1, &r);
 	}
 	run(1, 2);
-	frames_get(1, 1, 2);
+	frames_get(1, 1, 2, 0);
 	end();
 
 	begin("cancel-resume");

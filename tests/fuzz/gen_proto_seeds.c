@@ -132,6 +132,7 @@ static void requests(void)
 		case PROTO_OP_FRAMES_GET:
 			r.u.frames_get.first = 1;
 			r.u.frames_get.count = 4;
+			r.u.frames_get.wait_ms = 5000;
 			break;
 		case PROTO_OP_COLLIDER_ADD:
 			drape_collider_desc_default(&r.u.collider_add.desc);

@@ -3,18 +3,18 @@
 # (tests/run.sh passes the build folder and exports DRAPED and DRAPE).
 # Prints PASS/FAIL lines and ends with "N passed, M failed".
 #
-# The 32 x 2 load runs twice: streaming (frames from the PUB stream, the
-# default) and with --poll (frames by frames.get only). Streaming once hung
-# for good in drape_close with nng 1.5.2 (see client/stream.c); its run is
-# under a kill timeout, so a hang fails the test instead of the suite. The
-# other measured clients use --poll so they measure the daemon rather than
-# the client's stream; the non-reader subscribes, since a subscriber that
-# never reads is the case under test.
+# The 32 x 2 load runs twice: held (each frames.get waits in the daemon for
+# the next frame, the default) and with --poll (frames.get every 10 ms).
+# Each run is under a kill timeout, so a hang fails the test instead of the
+# suite (drape_close once hung for good with nng 1.5.2, when libdrape still
+# had a SUB socket for the PUB stream). The other measured clients use
+# --poll so they measure the daemon; the non-reader never asks for its
+# frames, which is the case under test.
 #
 # Bounds, stated here and asserted below:
-#   - 32 clients x 2 sessions, streaming and --poll: 0 errors, 0 lost frames,
-#     every frame verified, and the streaming run exits (all 32 clients
-#     closed at once) within 60 s.
+#   - 32 clients x 2 sessions, held and --poll: 0 errors, 0 lost frames,
+#     every frame verified, and each run exits (all 32 clients closed at
+#     once) within 60 s.
 #   - A client that never reads its frames: the others' frames/s with it
 #     present is at least 0.6 x their frames/s without it (measured in this
 #     test, same daemon, same workload; the non-reader's session costs one
@@ -107,8 +107,8 @@ if ! start_daemon --threads 2 --frames-in-memory 8 --max-frames-retained 64 --ma
 	exit 1
 fi
 
-# 32 clients x 2 sessions, streaming then polling.
-for mode in stream poll; do
+# 32 clients x 2 sessions, held frames.get then polling.
+for mode in held poll; do
 	flag=
 	[ $mode = poll ] && flag=--poll
 	timeout -s KILL 60 "$DRAPE" loadtest --server "$URL" $flag --clients 32 --sessions-per-client 2 \

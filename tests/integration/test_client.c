@@ -104,8 +104,8 @@ static bool port_free(int port)
 	return ok;
 }
 
-/* A TCP port P nobody listens on, with P + 1 free too (draped puts its
- * stream on the control port + 1). */
+/* A TCP port P nobody listens on, with P + 1 free too (where a draped
+ * given --stream conventionally puts its PUB stream). */
 static int free_port(void)
 {
 	for (int tries = 0; tries < 50; tries++) {
@@ -379,7 +379,9 @@ static void test_hello(void)
 	drape_server_info info;
 	drape_server_info_get(c, &info);
 	CHECK(info.version == 1);
-	CHECKF(info.stream_url[0] != '\0', "no stream URL announced");
+	/* No open PUB stream unless draped was given --stream: frames go only
+	 * to clients holding the session's owner token (frames.get). */
+	CHECKF(info.stream_url[0] == '\0', "stream URL \"%.200s\" announced", info.stream_url);
 	CHECK(info.limits.max_message > 0);
 	CHECK_OK(drape_ping(c, NULL));
 	drape_server_stats st;
@@ -448,8 +450,9 @@ static void test_frames_bitwise_tcp(void)
 	frames_match(d_tcp.url, true);
 }
 
-/* Without the stream every frame must still arrive, through polling. */
-static void test_frames_without_stream(void)
+/* Without held frames.get requests (use_stream false) every frame must
+ * still arrive, through polling. */
+static void test_frames_by_polling(void)
 {
 	frames_match(d_ipc.url, false);
 }
@@ -497,8 +500,8 @@ static void *worker_main(void *arg)
 		}
 	}
 	/* Both clients close at the same moment, each on its own thread, as
-	 * plugins on several threads do: with nng 1.5.2 this used to hang in
-	 * nng_close of the stream's SUB socket. */
+	 * plugins on several threads do (with nng 1.5.2 this used to hang in
+	 * nng_close of the SUB socket libdrape had for the PUB stream). */
 	pthread_barrier_wait(w->close_together);
 	drape_close(c);
 	w->closed = true;
@@ -545,13 +548,12 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
-/* Two clients of one process read the same session at once, so they share
- * the stream connection and each message goes to both; one stops halfway
- * and closes while the other goes on: each must still get every frame it
- * asks for, in order and bit for bit. Their status polls are a minute
- * apart, longer than the 10 s each frame may take, and the run is slow
- * enough to outlast their start, so the frames must come through the
- * stream (a later frame reveals a dropped one, which is fetched). */
+/* Two clients of one process read the same session at once, each with its
+ * own held frames.get; one stops halfway and closes while the other goes
+ * on: each must still get every frame it asks for, in order and bit for
+ * bit. Their poll interval is a minute, longer than the 10 s each frame may
+ * take, and the run is slow enough to outlast their start, so the frames
+ * must come through held requests answered as each frame is stored. */
 static void test_two_readers_one_session(void)
 {
 	const uint32_t n = 60;
@@ -599,18 +601,18 @@ static int fd_count(pid_t pid)
 	return n - 2;
 }
 
-/* The shared stream connection is closed once its last client has left and
- * the stream is quiet: the daemon's descriptors go back to what they were
- * before the client connected (control and stream connection both gone),
- * and a client connecting afterwards gets its frames through a new one. */
-static void test_stream_closed_after_last_client(void)
+/* A client's connection is gone once drape_close returns and the daemon
+ * has noticed: its descriptors go back to what they were before the client
+ * connected (no connection besides the control one is left behind), and a
+ * client connecting afterwards gets its frames through a new one. */
+static void test_connection_closed_after_close(void)
 {
 	scene sc;
 	scene_make(&sc, 8, 8, 0.0f, 2);
 	float *ref = reference(&sc, 3);
 	CHECK(ref != NULL);
-	/* A stream connection of an earlier test may still be waiting for its
-	 * quiet moment; count once the daemon's descriptors have settled. */
+	/* Connections of an earlier test may still be closing; count once the
+	 * daemon's descriptors have settled. */
 	int before = fd_count(d_ipc.pid);
 	for (int i = 0, same = 0; i < 150 && same < 10; i++) {
 		sleep_ms(20);
@@ -627,7 +629,7 @@ static void test_stream_closed_after_last_client(void)
 		CHECK_OK(drape_session_run(c, s, 3, NULL, NULL));
 		CHECKF(receive_and_compare(c, s, &sc, ref, 1, 3) == 3, "round %d: frames", round);
 		int open = fd_count(d_ipc.pid);
-		CHECKF(open >= before + 2, "round %d: %d descriptors with a client, %d before", round,
+		CHECKF(open >= before + 1, "round %d: %d descriptors with a client, %d before", round,
 		       open, before);
 		drape_session_delete(c, s, NULL);
 		drape_close(c);
@@ -649,7 +651,7 @@ static void test_stream_closed_after_last_client(void)
  * the cancel reply and S the frames this client had received (3):
  *   C <= F + 1  at most the frame in flight when the status was answered
  *               completes before the cancel is handled;
- *   C <= S + 2  the reader keeps up with the stream, so the server is at most
+ *   C <= S + 2  the reader keeps up with the run, so the server is at most
  *               one frame ahead of it plus the one in flight;
  *   D <= C + 1  the final frames_done D: the frame in flight when the cancel
  *               arrived may still be finished and kept.
@@ -755,16 +757,16 @@ static void test_reconnect_after_frame_5(void)
 
 /*
  * A client that joins while a run is under way (the attach path), and reads
- * slowly, so its frames come from a mix of frames.get (the backlog and any
- * gap) and the stream (which also delivers frames it already fetched): it
- * must still see 1..N in order, each once, bit for bit.
+ * slowly, so its frames come from a mix of frames.get replies holding a
+ * backlog and held ones answered as a frame is stored: it must still see
+ * 1..N in order, each once, bit for bit.
  */
 static void test_late_slow_reader(void)
 {
 	const uint32_t n = 120;
 	scene sc;
 	/* Slow enough per frame that the reader catches up with the solver
-	 * and then finds, queued on the stream, frames it already fetched. */
+	 * and then waits for each next frame. */
 	scene_make(&sc, 24, 24, 2.5f, 16);
 	float *ref = reference(&sc, n);
 	CHECK(ref != NULL);
@@ -1127,7 +1129,7 @@ static uint32_t fetch_and_compare(drape_client *c, drape_session s, const scene 
 }
 
 /* A cancel lands while frames are in the output stage and another is
- * solving: every frame reaches the stream once and in order, the same bytes
+ * solving: every frame reaches the reader once and in order, the same bytes
  * as in process, the END follows the last one, none is lost from the
  * cache, and a new run continues the same trajectory. */
 static void test_cancel_during_output(void)
@@ -1136,7 +1138,7 @@ static void test_cancel_during_output(void)
 	scene sc;
 	scene_make(&sc, 40, 40, 1.0f, 1);
 	/* The daemon solves this small scene in well under a millisecond a
-	 * frame and streams ahead of what the client has read, so each
+	 * frame and runs ahead of what the client has read, so each
 	 * round's kill may land tens of frames past the last one received:
 	 * the run is long enough that it never finishes first. */
 	const uint32_t nref = 240;
@@ -1245,7 +1247,7 @@ static void test_crash_keeps_cache_and_checkpoint_in_order(void)
 	scene sc;
 	scene_make(&sc, 120, 100, 1.0f, 1);
 	/* The daemon solves this small scene in well under a millisecond a
-	 * frame and streams ahead of what the client has read, so each
+	 * frame and runs ahead of what the client has read, so each
 	 * round's kill may land tens of frames past the last one received:
 	 * the run is long enough that it never finishes first. */
 	const uint32_t nref = 240;
@@ -1301,10 +1303,10 @@ int main(int argc, char **argv)
 		CHECK_TEST(test_frames_bitwise_ipc),
 	CHECK_TEST(test_frames_bitwise_shared_pool),
 		CHECK_TEST(test_frames_bitwise_tcp),
-		CHECK_TEST(test_frames_without_stream),
+		CHECK_TEST(test_frames_by_polling),
 		CHECK_TEST(test_two_clients_two_sessions),
 		CHECK_TEST(test_two_readers_one_session),
-		CHECK_TEST(test_stream_closed_after_last_client),
+		CHECK_TEST(test_connection_closed_after_close),
 		CHECK_TEST(test_cancel_within_a_frame),
 		CHECK_TEST(test_reconnect_after_frame_5),
 		CHECK_TEST(test_late_slow_reader),

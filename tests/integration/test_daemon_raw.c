@@ -392,13 +392,11 @@ static proto_state wait_stopped(nng_socket s, uint32_t id, int ms, uint32_t *fra
 	return PROTO_STATE_RUNNING;
 }
 
-static int get_frame(nng_socket s, uint32_t id, uint32_t index, float *out, uint32_t nv)
+static int get_frame(nng_socket s, const owned *o, uint32_t index, float *out, uint32_t nv)
 {
 	proto_request req;
 	proto_reply rep;
-	proto_request_init(&req, PROTO_OP_FRAMES_GET);
-	req.has_session = true;
-	req.session = id;
+	session_req(&req, PROTO_OP_FRAMES_GET, o);
 	req.u.frames_get.first = index;
 	req.u.frames_get.count = 1;
 	if (call(s, &req, &rep) != 0)
@@ -449,8 +447,10 @@ static void test_start(void)
 	snprintf(tcp_url, sizeof tcp_url, "tcp://127.0.0.1:%d", port);
 	snprintf(log_main, sizeof log_main, "%s/main.log", tmpdir);
 	snprintf(state_main, sizeof state_main, "%s/state-main", tmpdir);
-	const char *args[] = { "--listen", ipc_url, "--listen", tcp_url, "--state-dir", state_main,
-			       "--threads", "2", "--max-message", "1048576", "--verbose", NULL };
+	/* With the opt-in PUB stream (no auth token here), which raw
+	 * subscribers below read. */
+	const char *args[] = { "--listen", ipc_url, "--listen", tcp_url, "--stream", stream_ipc, "--state-dir",
+			       state_main, "--threads", "2", "--max-message", "1048576", "--verbose", NULL };
 	main_pid = start_daemon(log_main, args);
 	CHECK(main_pid > 0);
 	CHECKF(wait_ready(ipc_url, 5000) == 0, "daemon not answering on %.200s", ipc_url);
@@ -474,7 +474,7 @@ static void test_hello(void)
 		CHECK(rc == 0 && rep.ok);
 		CHECK(rep.u.hello.version == PROTO_VERSION);
 		CHECKF(strncmp(rep.u.hello.server, "draped 0.1.0 (", 14) == 0, "server = %s", rep.u.hello.server);
-		CHECK(rep.u.hello.stream_url_count == 2);
+		CHECK(rep.u.hello.stream_url_count == 1);
 		CHECKF(strcmp(rep.u.hello.stream_urls[0], stream_ipc) == 0, "stream[0] = %s",
 		       rep.u.hello.stream_urls[0]);
 		CHECK(rep.u.hello.limits.max_message == 1048576);
@@ -551,9 +551,7 @@ static void test_happy_path(void)
 	/* frames.get: all six, consecutive; frame 6 equals the streamed one and
 	 * the in-process solve bit for bit. */
 	proto_request req;
-	proto_request_init(&req, PROTO_OP_FRAMES_GET);
-	req.has_session = true;
-	req.session = o.id;
+	session_req(&req, PROTO_OP_FRAMES_GET, &o);
 	req.u.frames_get.first = 1;
 	req.u.frames_get.count = 100;
 	CHECK(call(s, &req, &rep) == 0 && rep.ok);
@@ -1183,8 +1181,8 @@ static void test_failed_run(void)
 	grid_free(&g);
 }
 
-/* --auth-token-file: every request but hello needs the token; hello keeps
- * the stream address from clients without it. */
+/* --auth-token-file: every request but hello needs the token; such a
+ * daemon has no PUB stream to announce, token or not. */
 static void test_auth(void)
 {
 	char url[300], logp[300], state[300], tokfile[300];
@@ -1224,7 +1222,7 @@ static void test_auth(void)
 	proto_request_init(&req, PROTO_OP_HELLO);
 	req.auth = (const uint8_t *)"s3cret-token";
 	req.auth_len = 12;
-	CHECK(call(s, &req, &rep) == 0 && rep.ok && rep.u.hello.stream_url_count == 1);
+	CHECK(call(s, &req, &rep) == 0 && rep.ok && rep.u.hello.stream_url_count == 0);
 	proto_reply_free(&rep);
 	nng_close(s);
 	kill(pid, SIGTERM);
@@ -1264,9 +1262,7 @@ static void *client_thread(void *arg)
 		goto out;
 	/* Fetch in pieces of five, as a client filling gaps would. */
 	while (got < 12) {
-		proto_request_init(&req, PROTO_OP_FRAMES_GET);
-		req.has_session = true;
-		req.session = o.id;
+		session_req(&req, PROTO_OP_FRAMES_GET, &o);
 		req.u.frames_get.first = got + 1;
 		req.u.frames_get.count = 5;
 		if (call(s, &req, &rep) != 0 || !rep.ok || rep.u.frames_get.count == 0) {
@@ -1419,7 +1415,7 @@ static void test_crash_recovery(void)
 	CHECK(status(s, o.id, &rep) == 0 && rep.ok && rep.u.status.colliders == 1);
 	proto_reply_free(&rep);
 	float *got = malloc(g.nv * 12u);
-	CHECK(get_frame(s, o.id, kept, got, g.nv) == 0);
+	CHECK(get_frame(s, &o, kept, got, g.nv) == 0);
 	float *want = solve_in_process_with(&g, kept, true);
 	CHECK(memcmp(got, want, g.nv * 12u) == 0);
 	free(want);
@@ -1428,7 +1424,7 @@ static void test_crash_recovery(void)
 	CHECK(call(s, &req, &rep) == 0 && rep.ok && rep.u.run.frames_target == target);
 	proto_reply_free(&rep);
 	CHECK(wait_stopped(s, o.id, 10000, &done) == PROTO_STATE_DONE && done == target);
-	CHECK(get_frame(s, o.id, target, got, g.nv) == 0);
+	CHECK(get_frame(s, &o, target, got, g.nv) == 0);
 	want = solve_in_process_with(&g, target, true);
 	CHECK(memcmp(got, want, g.nv * 12u) == 0);
 	/* The sphere mattered: without it the frame differs. */
@@ -1436,7 +1432,7 @@ static void test_crash_recovery(void)
 	want = solve_in_process(&g, target);
 	CHECK(memcmp(got, want, g.nv * 12u) != 0);
 	/* An early frame from the disk cache is still there, too. */
-	CHECK(get_frame(s, o.id, 2, got, g.nv) == 0);
+	CHECK(get_frame(s, &o, 2, got, g.nv) == 0);
 	free(want);
 	want = solve_in_process_with(&g, 2, true);
 	CHECK(memcmp(got, want, g.nv * 12u) == 0);

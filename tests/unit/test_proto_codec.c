@@ -256,9 +256,17 @@ static void test_request_roundtrip_run_frames(void)
 	r.u.frames_get.first = 6;
 	r.u.frames_get.count = 100;
 	CHECK_OK(request_roundtrip(&r, &d, &err));
-	CHECK(d.u.frames_get.first == 6 && d.u.frames_get.count == 100);
-	CHECK(!d.has_token); /* frames.get is a read: no token needed */
+	CHECK(d.u.frames_get.first == 6 && d.u.frames_get.count == 100 && d.u.frames_get.wait_ms == 0);
+	CHECK(d.has_token); /* a session's frames are its owner's */
 	proto_request_free(&d);
+	/* A held frames.get: wait_ms travels, up to the protocol's cap. */
+	r.u.frames_get.wait_ms = PROTO_MAX_FRAMES_WAIT_MS;
+	CHECK_OK(request_roundtrip(&r, &d, &err));
+	CHECK(d.u.frames_get.wait_ms == PROTO_MAX_FRAMES_WAIT_MS);
+	proto_request_free(&d);
+	r.u.frames_get.wait_ms = PROTO_MAX_FRAMES_WAIT_MS + 1;
+	CHECK(request_roundtrip(&r, &d, &err) == DRAPE_EINVAL);
+	CHECKF(strstr(err.message, "wait_ms") != NULL, "%s", err.message);
 }
 
 static void test_request_roundtrip_colliders(void)
@@ -598,14 +606,21 @@ static void test_reply_roundtrip_frames_preflight(void)
 	r.u.frames_get.frames = frames;
 	r.u.frames_get.count = 3;
 	r.u.frames_get.frames_done = 20;
+	r.u.frames_get.live = true;
 	CHECK_OK(reply_roundtrip(&r, &d, &err));
 	const proto_frames_get_rep *g = &d.u.frames_get;
 	CHECK(g->session == 7 && g->count == 3 && g->frames_done == 20);
+	CHECK(g->has_live && g->live);
 	for (uint32_t i = 0; i < 3; i++) {
 		CHECK(g->frames[i].index == 6 + i && g->frames[i].vertex_count == 9);
 		CHECK(memcmp(g->frames[i].positions, sheet_pos, sizeof sheet_pos) == 0);
 		CHECK(stats_equal(&g->frames[i].stats, &frames[i].stats));
 	}
+	proto_reply_free(&d);
+	/* live false travels too (a reader learns no frame is coming). */
+	r.u.frames_get.live = false;
+	CHECK_OK(reply_roundtrip(&r, &d, &err));
+	CHECK(d.u.frames_get.has_live && !d.u.frames_get.live);
 	proto_reply_free(&d);
 
 	/* A reply whose frames skip an index is refused: clients rely on it. */
@@ -737,7 +752,8 @@ static void test_names(void)
 		const char *n = proto_state_name((proto_state)s);
 		CHECK(n != NULL && proto_state_from_name(n, strlen(n), &o) && o == (proto_state)s);
 	}
-	CHECK(proto_op_needs_token(PROTO_OP_SESSION_RUN) && !proto_op_needs_token(PROTO_OP_FRAMES_GET));
+	CHECK(proto_op_needs_token(PROTO_OP_SESSION_RUN) && proto_op_needs_token(PROTO_OP_FRAMES_GET));
+	CHECK(!proto_op_needs_token(PROTO_OP_SESSION_STATUS));
 	CHECK(proto_op_needs_session(PROTO_OP_FRAMES_GET) && !proto_op_needs_session(PROTO_OP_PREFLIGHT));
 }
 

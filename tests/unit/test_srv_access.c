@@ -69,7 +69,8 @@ static void test_tls_options(void)
 	const char *a4[] = {"draped", "--listen", "tls+tcp://127.0.0.1:7450", "--tls-cert", "x.crt",
 			    "--tls-key", "x.key", NULL};
 	CHECKF(configure(&c, msg, a4) == SRV_CONFIG_OK, "%s", msg);
-	CHECK(c.stream_count == 1 && strcmp(c.stream[0], "tls+tcp://127.0.0.1:7451") == 0);
+	/* No PUB stream unless asked for: frames go through frames.get. */
+	CHECK(c.stream_count == 0);
 	srv_config_free(&c);
 	/* The same keys in a config file. */
 	srv_config_default(&c);
@@ -89,8 +90,35 @@ static void test_url_kinds(void)
 	CHECK(!srv_config_url_is_local("tcp://*:1"));
 	CHECK(srv_config_url_is_tls("tls+tcp://h:1") && srv_config_url_is_tls("wss://h:1/x"));
 	CHECK(!srv_config_url_is_tls("tcp://h:1") && !srv_config_url_is_tls("ws://h:1/x"));
-	char out[128];
-	CHECK(srv_config_stream_url("tls+tcp://[::1]:80", out, sizeof out) && strcmp(out, "tls+tcp://[::1]:81") == 0);
+}
+
+/* An open PUB stream (--stream) serves every session to whoever connects:
+ * refused with an auth token, and on a non-loopback address even with
+ * --allow-remote; the message names --stream and the URL. */
+static void test_stream_refused_where_it_would_leak(void)
+{
+	srv_config c;
+	char msg[512];
+	char tok[] = "/tmp/drape-test-token-XXXXXX";
+	int fd = mkstemp(tok);
+	CHECK(fd >= 0 && write(fd, "secret\n", 7) == 7);
+	close(fd);
+	const char *a1[] = {"draped", "--listen", "ipc:///tmp/x", "--stream", "ipc:///tmp/x.stream",
+			    "--auth-token-file", tok, NULL};
+	CHECK(configure(&c, msg, a1) == SRV_CONFIG_USAGE);
+	CHECKF(strstr(msg, "--stream ipc:///tmp/x.stream") != NULL && strstr(msg, "--auth-token-file") != NULL,
+	       "%s", msg);
+	srv_config_free(&c);
+	const char *a2[] = {"draped", "--stream", "tcp://0.0.0.0:7451", "--allow-remote", NULL};
+	CHECK(configure(&c, msg, a2) == SRV_CONFIG_USAGE);
+	CHECKF(strstr(msg, "--stream tcp://0.0.0.0:7451") != NULL && strstr(msg, "loopback") != NULL, "%s", msg);
+	srv_config_free(&c);
+	/* Without a token, on loopback or ipc, it is the user's choice. */
+	const char *a3[] = {"draped", "--stream", "tcp://127.0.0.1:7451", "--stream", "ipc:///tmp/x.stream", NULL};
+	CHECKF(configure(&c, msg, a3) == SRV_CONFIG_OK, "%s", msg);
+	CHECK(c.stream_count == 2);
+	srv_config_free(&c);
+	unlink(tok);
 }
 
 /* Which non-loopback listener starts without --allow-remote. */
@@ -158,6 +186,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_tls_options),
 	CHECK_TEST(test_url_kinds),
 	CHECK_TEST(test_protected_matrix),
+	CHECK_TEST(test_stream_refused_where_it_would_leak),
 };
 
 int main(int argc, char **argv)

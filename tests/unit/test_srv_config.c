@@ -24,7 +24,8 @@ static void test_defaults(void)
 	CHECK(parse(&c, msg, 1, argv) == SRV_CONFIG_OK);
 	CHECK(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
 	CHECK(c.listen_count == 1 && strcmp(c.listen[0], "tcp://127.0.0.1:7450") == 0);
-	CHECK(c.stream_count == 1 && strcmp(c.stream[0], "tcp://127.0.0.1:7451") == 0);
+	/* No open PUB stream by default (PROTOCOL.md section 9). */
+	CHECK(c.stream_count == 0);
 	CHECK(c.idle_timeout_s == 3600 && c.max_message == 256u * 1024u * 1024u);
 	CHECK(c.orphan_timeout_s == 30);
 	CHECK(c.threads >= 1 && c.state_dir != NULL && c.checkpoint_every == 10);
@@ -44,9 +45,7 @@ static void test_command_line(void)
 			       "--ipc-mode", "0600", "--pool-threads", "1", NULL };
 	CHECK(parse(&c, msg, 15, argv) == SRV_CONFIG_OK);
 	CHECK(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
-	CHECK(c.listen_count == 2 && c.stream_count == 2);
-	CHECK(strcmp(c.stream[0], "ipc:///tmp/a.stream") == 0);
-	CHECK(strcmp(c.stream[1], "tcp://127.0.0.1:9001") == 0);
+	CHECK(c.listen_count == 2 && c.stream_count == 0);
 	CHECK(c.threads == 3 && c.idle_timeout_s == 0 && c.max_vertices == 1000 && c.verbose);
 	CHECK(c.ipc_mode == 0600 && c.pool_threads == 1);
 	srv_config_free(&c);
@@ -157,8 +156,7 @@ static void test_protected_mode_resolves_hosts(void)
 	CHECK(!srv_config_host_is_loopback("127.example.com"));
 	CHECK(!srv_config_host_is_loopback(""));
 
-	/* finish refuses such a listener, and its derived stream, unless
-	 * --allow-remote. */
+	/* finish refuses such a listener unless --allow-remote. */
 	srv_config c;
 	char msg[512];
 	const char *a1[] = { "draped", "--listen", "tcp://127.example.com:7450", NULL };
@@ -172,8 +170,6 @@ static void test_protected_mode_resolves_hosts(void)
 	srv_config_free(&c);
 }
 
-/* An ipc mode wider than 0660 is worth a WARNING line; 0660 and narrower
- * are not, nor a mode that applies to no ipc:// socket. */
 static void test_orphan_timeout_option(void)
 {
 	srv_config c;
@@ -191,6 +187,8 @@ static void test_orphan_timeout_option(void)
 	srv_config_free(&c);
 }
 
+/* An ipc mode wider than 0660 is worth a WARNING line; 0660 and narrower
+ * are not, nor a mode that applies to no ipc:// socket. */
 static void test_ipc_mode_warning(void)
 {
 	srv_config c;
@@ -215,24 +213,10 @@ static void test_ipc_mode_warning(void)
 	srv_config_free(&c);
 }
 
-static void test_stream_url(void)
-{
-	char out[256];
-	CHECK(srv_config_stream_url("ipc:///run/drape.sock", out, sizeof out));
-	CHECK(strcmp(out, "ipc:///run/drape.sock.stream") == 0);
-	CHECK(srv_config_stream_url("tcp://127.0.0.1:7450", out, sizeof out));
-	CHECK(strcmp(out, "tcp://127.0.0.1:7451") == 0);
-	CHECK(srv_config_stream_url("tcp://[::1]:80", out, sizeof out));
-	CHECK(strcmp(out, "tcp://[::1]:81") == 0);
-	CHECK(!srv_config_stream_url("tcp://127.0.0.1:65535", out, sizeof out));
-	CHECK(!srv_config_stream_url("tcp://127.0.0.1:http", out, sizeof out));
-	CHECK(!srv_config_stream_url("ws://127.0.0.1:80/x", out, sizeof out));
-}
-
 static const check_test tests[] = {
 	CHECK_TEST(test_defaults),	     CHECK_TEST(test_command_line),   CHECK_TEST(test_bad_values),
 	CHECK_TEST(test_json_and_precedence), CHECK_TEST(test_protected_mode), CHECK_TEST(test_protected_mode_resolves_hosts),
-	CHECK_TEST(test_orphan_timeout_option), CHECK_TEST(test_ipc_mode_warning), CHECK_TEST(test_stream_url),
+	CHECK_TEST(test_orphan_timeout_option), CHECK_TEST(test_ipc_mode_warning),
 };
 
 int main(int argc, char **argv)
