@@ -62,7 +62,10 @@ static const srv_opt srv_opts[] = {
 	{ "idle-timeout", SRV_OPT_U64, OFF(idle_timeout_s), 0, 0, "SECONDS",
 	  "delete sessions not running and not asked about for this long; 0 = never. Default 3600" },
 	{ "max-message", SRV_OPT_U64, OFF(max_message), 0, (uint64_t)INT32_MAX, "BYTES",
-	  "largest request accepted, refused by nng before it is read. Default 268435456 (256 MiB)" },
+	  "largest request accepted, refused by nng before it is read. nng reserves a request's "
+	  "announced size when its length arrives, before authentication, so with --max-connections "
+	  "this bounds the memory strangers can take (max-connections x max-message). "
+	  "Default 67108864 (64 MiB: a million-vertex session.create is about 36 MB)" },
 	{ "max-vertices", SRV_OPT_U64, OFF(max_vertices), 0, UINT32_MAX, "N",
 	  "vertices per session; 0 = no limit. Default 4000000" },
 	{ "max-triangles", SRV_OPT_U64, OFF(max_triangles), 0, UINT32_MAX, "N",
@@ -82,6 +85,17 @@ static const srv_opt srv_opts[] = {
 	  "frames in one frames.get reply (also bounded by 64 MiB per reply). Default 1024" },
 	{ "max-session-memory", SRV_OPT_U64, OFF(max_session_memory), 0, 0, "BYTES",
 	  "estimated memory per session, checked at create; 0 = no limit. Default 4294967296" },
+	{ "max-memory", SRV_OPT_U64, OFF(max_memory), 0, 0, "BYTES",
+	  "server memory budget: the estimated memory of every session, every create or collider "
+	  "build in progress and the shared collider-field cache together; a session.create, "
+	  "collider.add, collider.update or session.run that would pass it is refused with ENOMEM. "
+	  "0 = no limit. Default: half the physical memory" },
+	{ "max-connections", SRV_OPT_U64, OFF(max_connections), 0, UINT32_MAX, "N",
+	  "control connections at once, over every --listen URL; more are closed as they arrive, "
+	  "before a byte of a request is read. 0 = no limit. Default 256" },
+	{ "max-connections-per-peer", SRV_OPT_U64, OFF(max_connections_per_peer), 0, UINT32_MAX, "N",
+	  "control connections at once from one peer: one IP address over tcp://, tls+tcp:// "
+	  "and ws://, one user id over ipc://. 0 = no limit. Default 64" },
 	{ "frames-in-memory", SRV_OPT_U64, OFF(frames_in_memory), 0, 1u << 20, "N",
 	  "newest frames per session kept in memory (older ones are read from disk). Default 32" },
 	{ "checkpoint-every", SRV_OPT_U64, OFF(checkpoint_every), 0, UINT32_MAX, "N",
@@ -115,7 +129,7 @@ void srv_config_default(srv_config *c)
 	c->threads = 0;
 	c->ipc_mode = 0660;
 	c->idle_timeout_s = 3600;
-	c->max_message = 256u * 1024u * 1024u;
+	c->max_message = 64u * 1024u * 1024u;
 	c->max_vertices = 4000000;
 	c->max_triangles = 8000000;
 	c->max_colliders = 64;
@@ -127,6 +141,18 @@ void srv_config_default(srv_config *c)
 	c->max_session_memory = 4096ull * 1024u * 1024u;
 	c->frames_in_memory = 32;
 	c->checkpoint_every = 10;
+	c->max_memory = UINT64_MAX; /* finish puts in half the physical memory */
+	c->max_connections = 256;
+	c->max_connections_per_peer = 64;
+}
+
+uint64_t srv_config_default_memory(void)
+{
+	const long pages = sysconf(_SC_PHYS_PAGES);
+	const long page = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || page <= 0)
+		return 0;
+	return (uint64_t)pages * (uint64_t)page / 2u;
 }
 
 static srv_config_rc srv_config_fail(char *msg, size_t msg_len, srv_config_rc rc, const char *fmt, ...)
@@ -508,6 +534,10 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 	}
 	if (c->frames_in_memory == 0)
 		c->frames_in_memory = 1;
+	/* A machine whose size cannot be read gets no budget rather than a
+	 * guessed one; --max-memory sets one explicitly. */
+	if (c->max_memory == UINT64_MAX)
+		c->max_memory = srv_config_default_memory();
 	if (c->max_message < 1024)
 		return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
 				       "--max-message %llu is too small (at least 1024)",

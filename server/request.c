@@ -62,6 +62,9 @@ static void srv_limits(const srv_config *c, proto_limits *l)
 	l->max_frames_per_get = c->max_frames_per_get;
 	l->max_session_memory = c->max_session_memory;
 	l->idle_timeout_s = c->idle_timeout_s;
+	l->max_memory = c->max_memory;
+	l->max_connections = c->max_connections;
+	l->max_connections_per_peer = c->max_connections_per_peer;
 }
 
 static void srv_op_hello(srv_server *srv, const proto_request *req, proto_reply *rep)

@@ -25,7 +25,14 @@ static void test_defaults(void)
 	CHECK(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
 	CHECK(c.listen_count == 1 && strcmp(c.listen[0], "tcp://127.0.0.1:7450") == 0);
 	CHECK(c.stream_count == 1 && strcmp(c.stream[0], "tcp://127.0.0.1:7451") == 0);
-	CHECK(c.idle_timeout_s == 3600 && c.max_message == 256u * 1024u * 1024u);
+	/* 64 MiB holds a million-vertex session.create (about 36 MB) while
+	 * bounding what one unauthenticated connection can make nng reserve. */
+	CHECK(c.idle_timeout_s == 3600 && c.max_message == 64u * 1024u * 1024u);
+	CHECK(c.max_connections == 256 && c.max_connections_per_peer == 64);
+	/* The memory budget defaults to half of this machine's RAM. */
+	const uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+	CHECKF(c.max_memory == ram / 2 && c.max_memory > 0, "max_memory %llu, RAM %llu",
+	       (unsigned long long)c.max_memory, (unsigned long long)ram);
 	CHECK(c.threads >= 1 && c.state_dir != NULL && c.checkpoint_every == 10);
 	/* The shared solver pool defaults to the number of cores. */
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -40,14 +47,17 @@ static void test_command_line(void)
 	char msg[512];
 	const char *argv[] = { "draped", "--listen", "ipc:///tmp/a", "--listen=tcp://127.0.0.1:9000",
 			       "--threads", "3", "--idle-timeout", "0", "--max-vertices", "1000", "--verbose",
-			       "--ipc-mode", "0600", "--pool-threads", "1", NULL };
-	CHECK(parse(&c, msg, 15, argv) == SRV_CONFIG_OK);
+			       "--ipc-mode", "0600", "--pool-threads", "1", "--max-memory", "0",
+			       "--max-connections", "10", "--max-connections-per-peer", "3", NULL };
+	CHECK(parse(&c, msg, 21, argv) == SRV_CONFIG_OK);
 	CHECK(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
 	CHECK(c.listen_count == 2 && c.stream_count == 2);
 	CHECK(strcmp(c.stream[0], "ipc:///tmp/a.stream") == 0);
 	CHECK(strcmp(c.stream[1], "tcp://127.0.0.1:9001") == 0);
 	CHECK(c.threads == 3 && c.idle_timeout_s == 0 && c.max_vertices == 1000 && c.verbose);
 	CHECK(c.ipc_mode == 0600 && c.pool_threads == 1);
+	/* An explicit 0 means no budget and is not replaced by the default. */
+	CHECK(c.max_memory == 0 && c.max_connections == 10 && c.max_connections_per_peer == 3);
 	srv_config_free(&c);
 }
 
