@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/budget.h"
 #include "server/control.h"
 #include "server/jobs.h"
 #include "server/log.h"
@@ -243,10 +244,16 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 		rc = srv_op_update(srv, s, &req, &rep, &err);
 		break;
 	case PROTO_OP_SESSION_RUN:
-		rc = srv_op_run(srv, s, &req, &rep, &err);
-		break;
 	case PROTO_OP_SESSION_RESUME:
-		rc = srv_op_resume(srv, s, &rep, &err);
+		/* A running session holds run buffers beyond its estimate
+		 * (budget.h); one already running adds nothing and gets its
+		 * ESTATE from the op. */
+		rc = DRAPE_OK;
+		if (s->state != PROTO_STATE_RUNNING && s->state != PROTO_STATE_QUEUED)
+			rc = srv_budget_check(srv, proto_op_name(req.op), srv_budget_run_bytes(s), &err);
+		if (rc == DRAPE_OK)
+			rc = req.op == PROTO_OP_SESSION_RUN ? srv_op_run(srv, s, &req, &rep, &err)
+							    : srv_op_resume(srv, s, &rep, &err);
 		break;
 	case PROTO_OP_SESSION_CANCEL:
 		rc = srv_op_cancel(srv, s, &rep, &err);
