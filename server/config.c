@@ -92,7 +92,8 @@ static const srv_opt srv_opts[] = {
 	  "0 = no limit. Default: half the physical memory" },
 	{ "max-connections", SRV_OPT_U64, OFF(max_connections), 0, UINT32_MAX, "N",
 	  "control connections at once, over every --listen URL; more are closed as they arrive, "
-	  "before a byte of a request is read. 0 = no limit. Default 256" },
+	  "before a byte of a request is read. 0 = no limit. Default 256, or fewer (not under 64) "
+	  "so that max-connections x max-message stays within --max-memory" },
 	{ "max-connections-per-peer", SRV_OPT_U64, OFF(max_connections_per_peer), 0, UINT32_MAX, "N",
 	  "control connections at once from one peer: one IP address over tcp://, tls+tcp:// "
 	  "and ws://, one user id over ipc://. 0 = no limit. Default 64" },
@@ -142,8 +143,19 @@ void srv_config_default(srv_config *c)
 	c->frames_in_memory = 32;
 	c->checkpoint_every = 10;
 	c->max_memory = UINT64_MAX; /* finish puts in half the physical memory */
-	c->max_connections = 256;
+	c->max_connections = UINT64_MAX; /* finish derives it from max_memory */
 	c->max_connections_per_peer = 64;
+}
+
+uint64_t srv_config_default_connections(uint64_t max_memory, uint64_t max_message)
+{
+	/* Connections that never authenticate can hold max_message each, so
+	 * by default they may not hold more than the memory budget; below 64
+	 * a studio's clients and load tests would be turned away. */
+	uint64_t n = 256;
+	if (max_memory != 0 && max_message != 0 && max_memory / max_message < n)
+		n = max_memory / max_message;
+	return n < 64 ? 64 : n;
 }
 
 uint64_t srv_config_default_memory(void)
@@ -538,6 +550,8 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 	 * guessed one; --max-memory sets one explicitly. */
 	if (c->max_memory == UINT64_MAX)
 		c->max_memory = srv_config_default_memory();
+	if (c->max_connections == UINT64_MAX)
+		c->max_connections = srv_config_default_connections(c->max_memory, c->max_message);
 	if (c->max_message < 1024)
 		return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
 				       "--max-message %llu is too small (at least 1024)",

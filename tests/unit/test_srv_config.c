@@ -28,7 +28,15 @@ static void test_defaults(void)
 	/* 64 MiB holds a million-vertex session.create (about 36 MB) while
 	 * bounding what one unauthenticated connection can make nng reserve. */
 	CHECK(c.idle_timeout_s == 3600 && c.max_message == 64u * 1024u * 1024u);
-	CHECK(c.max_connections == 256 && c.max_connections_per_peer == 64);
+	CHECK(c.max_connections_per_peer == 64);
+	/* Connections x max-message (what unauthenticated clients can make
+	 * nng hold) stays within the budget, between 64 and 256 connections. */
+	CHECK(c.max_connections >= 64 && c.max_connections <= 256);
+	CHECK(c.max_connections == 64 || c.max_connections * c.max_message <= c.max_memory);
+	CHECK(srv_config_default_connections(24ull << 30, 64u << 20) == 256);
+	CHECK(srv_config_default_connections(12ull << 30, 64u << 20) == 192);
+	CHECK(srv_config_default_connections(2ull << 30, 64u << 20) == 64);
+	CHECK(srv_config_default_connections(0, 64u << 20) == 256);
 	/* The memory budget defaults to half of this machine's RAM. */
 	const uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
 	CHECKF(c.max_memory == ram / 2 && c.max_memory > 0, "max_memory %llu, RAM %llu",
