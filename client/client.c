@@ -465,6 +465,9 @@ static drape_err do_hello(drape_client *c, drape_error *err)
 		.max_frames_per_get = l->max_frames_per_get,
 		.max_session_memory = l->max_session_memory,
 		.idle_timeout_s = l->idle_timeout_s,
+		.max_memory = l->max_memory,
+		.max_connections = l->max_connections,
+		.max_connections_per_peer = l->max_connections_per_peer,
 	};
 	proto_reply_free(&rep);
 	choose_stream_url(c);

@@ -277,6 +277,9 @@ typedef struct proto_limits {
 	uint64_t max_frames_per_get;      /* frames in one frames.get reply */
 	uint64_t max_session_memory;      /* bytes, estimated at admission */
 	uint64_t idle_timeout_s;          /* seconds before an idle session expires */
+	uint64_t max_memory;              /* bytes, the server's memory budget (all sessions) */
+	uint64_t max_connections;         /* control connections at once */
+	uint64_t max_connections_per_peer; /* control connections from one IP address or uid */
 } proto_limits;
 
 /* ---- Requests ------------------------------------------------------------ */

@@ -19,6 +19,7 @@ static const struct {
 	LF(max_colliders),       LF(max_voxels),         LF(max_keyframes),
 	LF(max_sessions),        LF(max_sessions_per_client), LF(max_frames_retained),
 	LF(max_frames_per_get),  LF(max_session_memory), LF(idle_timeout_s),
+	LF(max_memory),          LF(max_connections),    LF(max_connections_per_peer),
 };
 #undef LF
 

@@ -70,7 +70,10 @@ static const srv_opt srv_opts[] = {
 	  "closed this long (the owner never learnt the token, or went away before running it); "
 	  "any request with its token adopts it again; 0 = never. Default 30" },
 	{ "max-message", SRV_OPT_U64, OFF(max_message), 0, (uint64_t)INT32_MAX, "BYTES",
-	  "largest request accepted, refused by nng before it is read. Default 268435456 (256 MiB)" },
+	  "largest request accepted, refused by nng before it is read. nng reserves a request's "
+	  "announced size when its length arrives, before authentication, so with --max-connections "
+	  "this bounds the memory strangers can take (max-connections x max-message). "
+	  "Default 67108864 (64 MiB: a million-vertex session.create is about 36 MB)" },
 	{ "max-vertices", SRV_OPT_U64, OFF(max_vertices), 0, UINT32_MAX, "N",
 	  "vertices per session; 0 = no limit. Default 4000000" },
 	{ "max-triangles", SRV_OPT_U64, OFF(max_triangles), 0, UINT32_MAX, "N",
@@ -90,6 +93,18 @@ static const srv_opt srv_opts[] = {
 	  "frames in one frames.get reply (also bounded by 64 MiB per reply). Default 1024" },
 	{ "max-session-memory", SRV_OPT_U64, OFF(max_session_memory), 0, 0, "BYTES",
 	  "estimated memory per session, checked at create; 0 = no limit. Default 4294967296" },
+	{ "max-memory", SRV_OPT_U64, OFF(max_memory), 0, 0, "BYTES",
+	  "server memory budget: the estimated memory of every session, every create or collider "
+	  "build in progress and the shared collider-field cache together; a session.create, "
+	  "collider.add, collider.update or session.run that would pass it is refused with ENOMEM. "
+	  "0 = no limit. Default: half the physical memory" },
+	{ "max-connections", SRV_OPT_U64, OFF(max_connections), 0, UINT32_MAX, "N",
+	  "control connections at once, over every --listen URL; more are closed as they arrive, "
+	  "before a byte of a request is read. 0 = no limit. Default 256, or fewer (not under 64) "
+	  "so that max-connections x max-message stays within --max-memory" },
+	{ "max-connections-per-peer", SRV_OPT_U64, OFF(max_connections_per_peer), 0, UINT32_MAX, "N",
+	  "control connections at once from one peer: one IP address over tcp://, tls+tcp:// "
+	  "and ws://, one user id over ipc://. 0 = no limit. Default 64" },
 	{ "frames-in-memory", SRV_OPT_U64, OFF(frames_in_memory), 0, 1u << 20, "N",
 	  "newest frames per session kept in memory (older ones are read from disk). Default 32" },
 	{ "checkpoint-every", SRV_OPT_U64, OFF(checkpoint_every), 0, UINT32_MAX, "N",
@@ -124,7 +139,7 @@ void srv_config_default(srv_config *c)
 	c->ipc_mode = 0660;
 	c->idle_timeout_s = 3600;
 	c->orphan_timeout_s = 30;
-	c->max_message = 256u * 1024u * 1024u;
+	c->max_message = 64u * 1024u * 1024u;
 	c->max_vertices = 4000000;
 	c->max_triangles = 8000000;
 	c->max_colliders = 64;
@@ -136,6 +151,29 @@ void srv_config_default(srv_config *c)
 	c->max_session_memory = 4096ull * 1024u * 1024u;
 	c->frames_in_memory = 32;
 	c->checkpoint_every = 10;
+	c->max_memory = UINT64_MAX; /* finish puts in half the physical memory */
+	c->max_connections = UINT64_MAX; /* finish derives it from max_memory */
+	c->max_connections_per_peer = 64;
+}
+
+uint64_t srv_config_default_connections(uint64_t max_memory, uint64_t max_message)
+{
+	/* Connections that never authenticate can hold max_message each, so
+	 * by default they may not hold more than the memory budget; below 64
+	 * a studio's clients and load tests would be turned away. */
+	uint64_t n = 256;
+	if (max_memory != 0 && max_message != 0 && max_memory / max_message < n)
+		n = max_memory / max_message;
+	return n < 64 ? 64 : n;
+}
+
+uint64_t srv_config_default_memory(void)
+{
+	const long pages = sysconf(_SC_PHYS_PAGES);
+	const long page = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || page <= 0)
+		return 0;
+	return (uint64_t)pages * (uint64_t)page / 2u;
 }
 
 static srv_config_rc srv_config_fail(char *msg, size_t msg_len, srv_config_rc rc, const char *fmt, ...)
@@ -552,6 +590,12 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 	}
 	if (c->frames_in_memory == 0)
 		c->frames_in_memory = 1;
+	/* A machine whose size cannot be read gets no budget rather than a
+	 * guessed one; --max-memory sets one explicitly. */
+	if (c->max_memory == UINT64_MAX)
+		c->max_memory = srv_config_default_memory();
+	if (c->max_connections == UINT64_MAX)
+		c->max_connections = srv_config_default_connections(c->max_memory, c->max_message);
 	if (c->max_message < 1024)
 		return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
 				       "--max-message %llu is too small (at least 1024)",

@@ -38,6 +38,11 @@ typedef struct srv_config {
 	uint64_t max_frames_retained;
 	uint64_t max_frames_per_get;
 	uint64_t max_session_memory;
+	uint64_t max_memory;        /* estimated bytes of every session, job and cached field together;
+				     * 0 = no limit (UINT64_MAX before finish = half the physical RAM) */
+	uint64_t max_connections;   /* control connections at once; 0 = no limit (UINT64_MAX before
+				     * finish = srv_config_default_connections) */
+	uint64_t max_connections_per_peer; /* from one IP address (tcp) or one uid (ipc); 0 = no limit */
 	uint64_t frames_in_memory;  /* newest frames kept in memory per session */
 	uint64_t checkpoint_every;  /* frames between solver checkpoints; 0 = only on shutdown */
 	bool allow_remote;          /* listen on non-loopback tcp without TLS + auth */
@@ -117,6 +122,14 @@ bool srv_config_auth_ok(const srv_config *c, const uint8_t *got, size_t got_len)
  * line draped logs at start into msg and returns true.
  */
 bool srv_config_ipc_mode_warning(const srv_config *c, char *msg, size_t msg_len);
+
+/* Half the physical memory of this machine (the default --max-memory), or
+ * 0 when it cannot be read. */
+uint64_t srv_config_default_memory(void);
+
+/* The default --max-connections: 256, lowered so that max_connections x
+ * max_message fits max_memory, but never under 64. */
+uint64_t srv_config_default_connections(uint64_t max_memory, uint64_t max_message);
 
 /* Writes --help text to stdout. */
 void srv_config_usage(const char *argv0);

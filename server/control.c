@@ -8,7 +8,9 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "server/conns.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -32,6 +34,7 @@ struct srv_control {
 	size_t ngone, capgone;
 	bool closing;         /* guarded by mu */
 	uv_async_t async;
+	srv_conns conns;      /* open connections, per peer (conns.h) */
 };
 
 /* nng thread: a receive or a send finished on this context. */
@@ -76,32 +79,78 @@ static void srv_ctx_cb(void *arg)
 	uv_async_send(&ctl->async);
 }
 
-/* nng thread: a connection (pipe) was removed from the socket. Its id goes
- * to the loop, which marks the sessions it owned (orphans, session.h). The
- * wake-up is sent under mu, so srv_control_close, which sets closing under
- * mu before it closes the async handle, never races it. */
+/* Who is at the other end of pipe p: its IP address, or over ipc its user
+ * id; a transport that tells neither counts as one local peer. */
+static void srv_pipe_peer(nng_pipe p, srv_peer *peer)
+{
+	memset(peer, 0, sizeof *peer);
+	nng_sockaddr sa;
+	if (nng_pipe_get_addr(p, NNG_OPT_REMADDR, &sa) != 0)
+		return;
+	if (sa.s_family == NNG_AF_INET) {
+		peer->kind = SRV_PEER_IPV4;
+		memcpy(peer->addr, &sa.s_in.sa_addr, 4);
+	} else if (sa.s_family == NNG_AF_INET6) {
+		peer->kind = SRV_PEER_IPV6;
+		memcpy(peer->addr, sa.s_in6.sa_addr, 16);
+	} else if (sa.s_family == NNG_AF_IPC) {
+		uint64_t uid;
+		if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid) == 0) {
+			peer->kind = SRV_PEER_UID;
+			for (int i = 0; i < 4; i++)
+				peer->addr[i] = (uint8_t)(uid >> (8 * i));
+		}
+	}
+}
+
+/* nng thread: a connection finished its SP handshake (ADD_PRE) or went away
+ * (REM_POST). One over the limits is closed before the socket reads any
+ * request from it; nng then reports nothing more for it. A removed one's
+ * id goes to the loop, which marks the sessions it owned (orphans,
+ * session.h); the wake-up is sent under mu, so srv_control_close, which
+ * sets closing under mu before it closes the async handle, never races it. */
 static void srv_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
 	srv_control *ctl = arg;
-	if (ev != NNG_PIPE_EV_REM_POST)
-		return;
-	pthread_mutex_lock(&ctl->mu);
-	if (!ctl->closing) {
-		if (ctl->ngone == ctl->capgone) {
-			size_t cap = ctl->capgone ? ctl->capgone * 2 : 16;
-			uint32_t *g = realloc(ctl->gone, cap * sizeof *g);
-			if (g != NULL) {
-				ctl->gone = g;
-				ctl->capgone = cap;
+	const uint32_t id = (uint32_t)nng_pipe_id(p);
+	if (ev == NNG_PIPE_EV_REM_POST) {
+		srv_conns_remove(&ctl->conns, id);
+		pthread_mutex_lock(&ctl->mu);
+		if (!ctl->closing) {
+			if (ctl->ngone == ctl->capgone) {
+				size_t cap = ctl->capgone ? ctl->capgone * 2 : 16;
+				uint32_t *g = realloc(ctl->gone, cap * sizeof *g);
+				if (g != NULL) {
+					ctl->gone = g;
+					ctl->capgone = cap;
+				}
 			}
+			/* Out of memory drops the event: such a session then
+			 * waits for the idle timeout instead. */
+			if (ctl->ngone < ctl->capgone)
+				ctl->gone[ctl->ngone++] = id;
+			uv_async_send(&ctl->async);
 		}
-		/* Out of memory drops the event: such a session then waits
-		 * for the idle timeout instead. */
-		if (ctl->ngone < ctl->capgone)
-			ctl->gone[ctl->ngone++] = (uint32_t)nng_pipe_id(p);
-		uv_async_send(&ctl->async);
+		pthread_mutex_unlock(&ctl->mu);
+		return;
 	}
-	pthread_mutex_unlock(&ctl->mu);
+	if (ev != NNG_PIPE_EV_ADD_PRE)
+		return;
+	srv_peer peer;
+	srv_pipe_peer(p, &peer);
+	uint64_t n = 0;
+	const srv_conns_rc rc = srv_conns_admit(&ctl->conns, id, &peer, &n);
+	if (rc == SRV_CONNS_OK)
+		return;
+	nng_pipe_close(p);
+	/* A flood would fill the log: the first refusal, then every 1024th. */
+	if (n == 1 || n % 1024 == 0) {
+		char who[64];
+		srv_peer_format(&peer, who, sizeof who);
+		srv_warn("control: connection from %s refused: %s (%llu refused so far)", who,
+			 rc == SRV_CONNS_FULL ? "max_connections reached" : "max_connections_per_peer reached",
+			 (unsigned long long)n);
+	}
 }
 
 bool srv_control_pipe_alive(uint32_t pipe_id)
@@ -185,20 +234,27 @@ int srv_control_open(struct srv_server *srv, uv_loop_t *loop, const srv_config *
 		return NNG_ENOMEM;
 	ctl->srv = srv;
 	pthread_mutex_init(&ctl->mu, NULL);
+	srv_conns_init(&ctl->conns, cfg->max_connections, cfg->max_connections_per_peer);
 	*bad_url = "(rep socket)";
 	int rv = nng_rep0_open(&ctl->rep);
+	if (rv == 0)
+		rv = nng_pipe_notify(ctl->rep, NNG_PIPE_EV_ADD_PRE, srv_pipe_cb, ctl);
+	if (rv == 0)
+		rv = nng_pipe_notify(ctl->rep, NNG_PIPE_EV_REM_POST, srv_pipe_cb, ctl);
 	if (rv != 0) {
+		if (nng_socket_id(ctl->rep) > 0)
+			nng_close(ctl->rep);
+		srv_conns_free(&ctl->conns);
 		pthread_mutex_destroy(&ctl->mu);
 		free(ctl);
 		return rv;
 	}
-	/* Connections that close are reported to the loop (orphans). */
-	nng_pipe_notify(ctl->rep, NNG_PIPE_EV_REM_POST, srv_pipe_cb, ctl);
 	/* Refuse oversized messages in the transport, before they are read
 	 * into memory (the socket option is inherited by its listeners). */
 	nng_socket_set_size(ctl->rep, NNG_OPT_RECVMAXSZ, (size_t)cfg->max_message);
 	if (uv_async_init(loop, &ctl->async, srv_control_drain) != 0) {
 		nng_close(ctl->rep);
+		srv_conns_free(&ctl->conns);
 		pthread_mutex_destroy(&ctl->mu);
 		free(ctl);
 		return NNG_ENOMEM;
@@ -253,6 +309,8 @@ int srv_control_open(struct srv_server *srv, uv_loop_t *loop, const srv_config *
 static void srv_control_free_cb(uv_handle_t *h)
 {
 	srv_control *ctl = h->data;
+	/* nng_close has returned, so no pipe callback is running. */
+	srv_conns_free(&ctl->conns);
 	pthread_mutex_destroy(&ctl->mu);
 	free(ctl->gone);
 	free(ctl);

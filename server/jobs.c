@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/budget.h"
 #include "server/checkpoint.h"
 #include "server/control.h"
 #include "server/log.h"
@@ -26,6 +27,7 @@ typedef struct srv_job {
 	drape_err rc;
 	drape_error err;
 	drape_tri_pair *pairs;     /* preflight */
+	uint64_t reserved;         /* bytes held in srv->reserved until the job is freed */
 	struct srv_job *next;      /* the server's list of jobs */
 } srv_job;
 
@@ -70,6 +72,7 @@ static void srv_job_work(uv_work_t *w)
 
 static void srv_job_free(srv_job *job)
 {
+	job->srv->reserved -= job->reserved;
 	srv_job_unlink(job);
 	proto_request_free(&job->req);
 	free(job->pairs);
@@ -94,6 +97,9 @@ static void srv_job_done(uv_work_t *w, int status)
 		job->rc = drape_error_setf(&job->err, DRAPE_EINTERNAL, "the job failed: %s", uv_strerror(status));
 	if (job->req.op == PROTO_OP_SESSION_CREATE) {
 		srv->creating--;
+		/* From here the session's own estimate counts (budget.c). */
+		srv->reserved -= job->reserved;
+		job->reserved = 0;
 		if (job->rc == DRAPE_OK) {
 			job->session->pipe = job->key.pipe;
 			job->rc = srv_create_finish(srv, job->session, job->raw, job->raw_len, &job->rep, &job->err);
@@ -188,9 +194,21 @@ drape_err srv_job_start(srv_server *srv, proto_request *req, const proto_header 
 	job->session = s;
 	proto_reply_init(&job->rep, job->req.op, job->req.id);
 
+	/* What the job may hold while it works is checked against the memory
+	 * budget and reserved before it starts (budget.h). */
+	uint64_t need = 0;
+	if (job->req.op == PROTO_OP_SESSION_CREATE)
+		need = srv_session_estimate(job->req.u.create.mesh.vertex_count, job->req.u.create.mesh.triangle_count,
+					    srv->cfg->frames_in_memory);
+	else if ((job->req.op == PROTO_OP_COLLIDER_ADD && job->req.u.collider_add.desc.shape == DRAPE_SHAPE_MESH) ||
+		 job->req.op == PROTO_OP_COLLIDER_UPDATE)
+		need = srv_budget_field_bytes(srv->cfg);
+
 	switch (job->req.op) {
 	case PROTO_OP_SESSION_CREATE:
 		rc = srv_create_admit(srv, &job->req, &job->params, &job->new_id, err);
+		if (rc == DRAPE_OK)
+			rc = srv_budget_check(srv, "session.create", need, err);
 		if (rc == DRAPE_OK && (rc = srv_job_queue(srv, job)) != DRAPE_OK)
 			*err = job->err;
 		if (rc == DRAPE_OK)
@@ -203,6 +221,8 @@ drape_err srv_job_start(srv_server *srv, proto_request *req, const proto_header 
 		break;
 	default:
 		rc = srv_collider_admit(srv, s, &job->req, err);
+		if (rc == DRAPE_OK && need > 0)
+			rc = srv_budget_check(srv, proto_op_name(job->req.op), need, err);
 		if (rc != DRAPE_OK)
 			break;
 		if (s->busy) {
@@ -220,6 +240,8 @@ drape_err srv_job_start(srv_server *srv, proto_request *req, const proto_header 
 		return rc;
 	}
 	srv->jobs++;
+	job->reserved = need;
+	srv->reserved += need;
 	job->next = srv->jobs_head;
 	srv->jobs_head = job;
 	return DRAPE_OK;

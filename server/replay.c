@@ -1,7 +1,8 @@
 /*
  * Replay cache (see replay.h): a chained hash of clients, each with a ring
- * of its newest replies. Lookups scan one client's ring (64 entries), which
- * is cheaper than any per-request index.
+ * of its newest replies. Lookups scan one client's ring (at most
+ * SRV_REPLAY_PER_CLIENT entries), which is cheaper than any per-request
+ * index.
  */
 #include "server/replay.h"
 
@@ -13,16 +14,18 @@ bool srv_replay_init(srv_replay *r, size_t max_clients)
 	memset(r, 0, sizeof *r);
 	r->nbuckets = 1024;
 	r->max_clients = max_clients ? max_clients : 4096;
+	r->max_bytes = SRV_REPLAY_MAX_BYTES;
 	r->buckets = calloc(r->nbuckets, sizeof *r->buckets);
 	return r->buckets != NULL;
 }
 
 static void srv_replay_client_free(srv_replay *r, srv_replay_client *c)
 {
-	for (size_t i = 0; i < SRV_REPLAY_PER_CLIENT; i++) {
+	for (size_t i = 0; i < c->count; i++) {
 		r->bytes -= c->entries[i].len;
 		free(c->entries[i].data);
 	}
+	free(c->entries);
 	free(c);
 	r->clients--;
 }
@@ -65,19 +68,20 @@ const srv_replay_entry *srv_replay_find(srv_replay *r, uint64_t client, uint64_t
 	if (c == NULL)
 		return NULL;
 	c->last_seen_ms = now_ms;
-	for (size_t i = 0; i < SRV_REPLAY_PER_CLIENT; i++)
+	for (size_t i = 0; i < c->count; i++)
 		if (c->entries[i].data != NULL && c->entries[i].id == id)
 			return &c->entries[i];
 	return NULL;
 }
 
-/* Drops the least recently seen client to make room for a new one. */
-static void srv_replay_evict_one(srv_replay *r)
+/* Drops the least recently seen client other than keep (NULL = any) to
+ * make room. */
+static void srv_replay_evict_one(srv_replay *r, const srv_replay_client *keep)
 {
 	srv_replay_client **victim = NULL;
 	for (size_t b = 0; b < r->nbuckets; b++)
 		for (srv_replay_client **pc = &r->buckets[b]; *pc != NULL; pc = &(*pc)->hnext)
-			if (victim == NULL || (*pc)->last_seen_ms < (*victim)->last_seen_ms)
+			if (*pc != keep && (victim == NULL || (*pc)->last_seen_ms < (*victim)->last_seen_ms))
 				victim = pc;
 	if (victim != NULL) {
 		srv_replay_client *c = *victim;
@@ -92,7 +96,7 @@ void srv_replay_put(srv_replay *r, uint64_t client, uint64_t id, const void *dat
 	srv_replay_client *c = srv_replay_lookup(r, client);
 	if (c == NULL) {
 		if (r->clients >= r->max_clients)
-			srv_replay_evict_one(r);
+			srv_replay_evict_one(r, NULL);
 		c = calloc(1, sizeof *c);
 		if (c == NULL)
 			return;
@@ -107,14 +111,34 @@ void srv_replay_put(srv_replay *r, uint64_t client, uint64_t id, const void *dat
 	if (copy == NULL)
 		return;
 	memcpy(copy, data, len);
-	srv_replay_entry *e = &c->entries[c->next];
-	r->bytes -= e->len;
-	free(e->data);
+	srv_replay_entry *e;
+	if (c->count < SRV_REPLAY_PER_CLIENT) {
+		if (c->count == c->cap) {
+			uint32_t cap = c->cap ? 2 * c->cap : 4;
+			if (cap > SRV_REPLAY_PER_CLIENT)
+				cap = SRV_REPLAY_PER_CLIENT;
+			srv_replay_entry *grown = realloc(c->entries, cap * sizeof *grown);
+			if (grown == NULL) {
+				free(copy);
+				return;
+			}
+			c->entries = grown;
+			c->cap = cap;
+		}
+		e = &c->entries[c->count++];
+	} else {
+		/* Full: entries[next] is the oldest. */
+		e = &c->entries[c->next];
+		r->bytes -= e->len;
+		free(e->data);
+		c->next = (c->next + 1) % SRV_REPLAY_PER_CLIENT;
+	}
 	e->id = id;
 	e->data = copy;
 	e->len = len;
 	r->bytes += len;
-	c->next = (c->next + 1) % SRV_REPLAY_PER_CLIENT;
+	while (r->bytes > r->max_bytes && r->clients > 1)
+		srv_replay_evict_one(r, c);
 }
 
 size_t srv_replay_expire(srv_replay *r, uint64_t now_ms, uint64_t max_age_ms)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/budget.h"
 #include "server/control.h"
 #include "server/jobs.h"
 #include "server/log.h"
@@ -63,6 +64,9 @@ static void srv_limits(const srv_config *c, proto_limits *l)
 	l->max_frames_per_get = c->max_frames_per_get;
 	l->max_session_memory = c->max_session_memory;
 	l->idle_timeout_s = c->idle_timeout_s;
+	l->max_memory = c->max_memory;
+	l->max_connections = c->max_connections;
+	l->max_connections_per_peer = c->max_connections_per_peer;
 }
 
 static void srv_op_hello(srv_server *srv, const proto_request *req, proto_reply *rep)
@@ -247,10 +251,16 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 		rc = srv_op_update(srv, s, &req, &rep, &err);
 		break;
 	case PROTO_OP_SESSION_RUN:
-		rc = srv_op_run(srv, s, &req, &rep, &err);
-		break;
 	case PROTO_OP_SESSION_RESUME:
-		rc = srv_op_resume(srv, s, &rep, &err);
+		/* A running session holds run buffers beyond its estimate
+		 * (budget.h); one already running adds nothing and gets its
+		 * ESTATE from the op. */
+		rc = DRAPE_OK;
+		if (s->state != PROTO_STATE_RUNNING && s->state != PROTO_STATE_QUEUED)
+			rc = srv_budget_check(srv, proto_op_name(req.op), srv_budget_run_bytes(s), &err);
+		if (rc == DRAPE_OK)
+			rc = req.op == PROTO_OP_SESSION_RUN ? srv_op_run(srv, s, &req, &rep, &err)
+							    : srv_op_resume(srv, s, &rep, &err);
 		break;
 	case PROTO_OP_SESSION_CANCEL:
 		rc = srv_op_cancel(srv, s, &rep, &err);

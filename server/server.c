@@ -6,12 +6,14 @@
 #include "server/server.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <nng/nng.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/budget.h"
 #include "server/checkpoint.h"
 #include "server/fieldcache.h"
 #include "server/control.h"
@@ -57,6 +59,27 @@ static void srv_cron(uv_timer_t *t)
 	size_t n = srv_replay_expire(&srv->replay, now, age);
 	if (n > 0)
 		srv_debug("replay cache: forgot %zu idle clients", n);
+	/* Sessions went away (deleted, expired or a failed create): hand the
+	 * freed memory back to the kernel now, so the daemon's RSS follows its
+	 * sessions down instead of staying at its high-water mark. */
+	if (srv->sessions.count < srv->trim_sessions || n > 0)
+		malloc_trim(0);
+	srv->trim_sessions = srv->sessions.count;
+}
+
+/* glibc's defaults suit short programs, not a daemon whose sessions come
+ * and go: its mmap threshold rises to the largest block ever freed (up to
+ * 32 MiB), after which a session's big arrays come from the heap and stay
+ * there when freed; and every thread that allocates may get an arena of its
+ * own (8 per core), each keeping its free memory. A fixed threshold keeps
+ * big arrays in mmap (returned to the kernel on free) and few arenas keep
+ * the free lists few; the solver does not allocate in its hot loops, so the
+ * contention this could add is small. */
+static void srv_malloc_tune(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
+	mallopt(M_ARENA_MAX, 4);
 }
 
 static void srv_close_cb(uv_handle_t *h)
@@ -122,6 +145,7 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 {
 	memset(s, 0, sizeof *s);
 	s->cfg = cfg;
+	srv_malloc_tune();
 	snprintf(s->build, sizeof s->build, "draped " SRV_VERSION " (%s, solver pool of %u thread%s)",
 		 drape_sim_build(), (unsigned)cfg->pool_threads, cfg->pool_threads == 1 ? "" : "s");
 	srv_sessions_init(&s->sessions);
@@ -144,6 +168,17 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 			return SRV_EXIT_SOFTWARE;
 		}
 	}
+
+	/* The field cache is part of the memory budget, so it gets a share
+	 * of it rather than a fixed gigabyte (budget.h). */
+	srv_fieldcache_set_budget(srv_budget_fieldcache_bytes(cfg));
+	if (cfg->max_memory != 0 && cfg->max_connections != 0 &&
+	    cfg->max_connections * cfg->max_message > cfg->max_memory)
+		srv_warn("max_connections x max_message = %llu bytes is more than max_memory = %llu: "
+			 "connections that never authenticate could hold that much; lower --max-connections "
+			 "or --max-message",
+			 (unsigned long long)(cfg->max_connections * cfg->max_message),
+			 (unsigned long long)cfg->max_memory);
 
 	int e = srv_ckpt_prepare(s);
 	if (e != 0) {
@@ -182,9 +217,11 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 	uv_signal_start(&s->sigint, srv_on_signal, SIGINT);
 	/* A client that vanishes mid-reply must not kill the daemon. */
 	signal(SIGPIPE, SIG_IGN);
-	srv_info("%s ready: %u solver threads, pool of %u, idle timeout %llu s, max message %llu bytes",
+	srv_info("%s ready: %u solver threads, pool of %u, idle timeout %llu s, max message %llu bytes, "
+		 "memory budget %llu bytes, %llu connections (%llu per peer)",
 		 s->build, (unsigned)cfg->threads, (unsigned)cfg->pool_threads, (unsigned long long)cfg->idle_timeout_s,
-		 (unsigned long long)cfg->max_message);
+		 (unsigned long long)cfg->max_message, (unsigned long long)cfg->max_memory,
+		 (unsigned long long)cfg->max_connections, (unsigned long long)cfg->max_connections_per_peer);
 	return SRV_EXIT_OK;
 }
 

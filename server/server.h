@@ -62,6 +62,8 @@ typedef struct srv_server {
 	uint32_t outputs;   /* output work items (scheduler.c) queued to libuv */
 	uint32_t jobs;      /* op work items (create, colliders, preflight) in flight or parked */
 	uint32_t creating;  /* creates admitted and still being built */
+	uint64_t reserved;  /* bytes the jobs in progress reserved against --max-memory (budget.h) */
+	size_t trim_sessions; /* session count at the last cron: fewer now = memory to trim */
 	struct srv_job *jobs_head; /* every live job (jobs.c) */
 	bool stopping;      /* SIGTERM/SIGINT seen */
 	bool closed;        /* sockets closed, handles closing */

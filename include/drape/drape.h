@@ -153,6 +153,9 @@ typedef struct drape_server_limits {
 	uint64_t max_frames_per_get;
 	uint64_t max_session_memory;
 	uint64_t idle_timeout_s;
+	uint64_t max_memory;               /* the server's memory budget, bytes */
+	uint64_t max_connections;          /* control connections at once */
+	uint64_t max_connections_per_peer; /* from one IP address (tcp) or user id (ipc) */
 } drape_server_limits;
 
 /* What the server said at hello. */

@@ -279,7 +279,9 @@ static void test_start(void)
 			dup2(fd, 2);
 		}
 		execl(bin, bin, "--listen", url, "--state-dir", state, "--auth-token-file", tokfile, "--threads", "1",
-		      "--pool-threads", "1", "--max-frames-retained", "64", "--idle-timeout", "0", (char *)NULL);
+		      "--pool-threads", "1", "--max-frames-retained", "64", "--idle-timeout", "0",
+		      /* 240 readers from one address: more than a peer's default. */
+		      "--max-connections", "512", "--max-connections-per-peer", "512", (char *)NULL);
 		_exit(127);
 	}
 	double t0 = now_ms();

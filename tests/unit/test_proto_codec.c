@@ -461,7 +461,7 @@ static void test_reply_roundtrip_hello(void)
 	r.u.hello.stream_url_count = 2;
 	r.u.hello.auth_required = true;
 	r.u.hello.limits = (proto_limits){ 64u << 20, 1u << 20, 2u << 20, 16, 64000000, 100000,
-					   64, 8, 100000, 64, 1ull << 32, 3600 };
+					   64, 8, 100000, 64, 1ull << 32, 3600, 12ull << 30, 256, 64 };
 	CHECK_OK(reply_roundtrip(&r, &d, &err));
 	CHECK(d.ok && d.has_id && d.id == 99 && d.op == PROTO_OP_HELLO);
 	const proto_hello_rep *h = &d.u.hello;

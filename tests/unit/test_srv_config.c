@@ -26,8 +26,23 @@ static void test_defaults(void)
 	CHECK(c.listen_count == 1 && strcmp(c.listen[0], "tcp://127.0.0.1:7450") == 0);
 	/* No open PUB stream by default (PROTOCOL.md section 9). */
 	CHECK(c.stream_count == 0);
-	CHECK(c.idle_timeout_s == 3600 && c.max_message == 256u * 1024u * 1024u);
+	/* 64 MiB holds a million-vertex session.create (about 36 MB) while
+	 * bounding what one unauthenticated connection can make nng reserve. */
+	CHECK(c.idle_timeout_s == 3600 && c.max_message == 64u * 1024u * 1024u);
 	CHECK(c.orphan_timeout_s == 30);
+	CHECK(c.max_connections_per_peer == 64);
+	/* Connections x max-message (what unauthenticated clients can make
+	 * nng hold) stays within the budget, between 64 and 256 connections. */
+	CHECK(c.max_connections >= 64 && c.max_connections <= 256);
+	CHECK(c.max_connections == 64 || c.max_connections * c.max_message <= c.max_memory);
+	CHECK(srv_config_default_connections(24ull << 30, 64u << 20) == 256);
+	CHECK(srv_config_default_connections(12ull << 30, 64u << 20) == 192);
+	CHECK(srv_config_default_connections(2ull << 30, 64u << 20) == 64);
+	CHECK(srv_config_default_connections(0, 64u << 20) == 256);
+	/* The memory budget defaults to half of this machine's RAM. */
+	const uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+	CHECKF(c.max_memory == ram / 2 && c.max_memory > 0, "max_memory %llu, RAM %llu",
+	       (unsigned long long)c.max_memory, (unsigned long long)ram);
 	CHECK(c.threads >= 1 && c.state_dir != NULL && c.checkpoint_every == 10);
 	/* The shared solver pool defaults to the number of cores. */
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -42,12 +57,15 @@ static void test_command_line(void)
 	char msg[512];
 	const char *argv[] = { "draped", "--listen", "ipc:///tmp/a", "--listen=tcp://127.0.0.1:9000",
 			       "--threads", "3", "--idle-timeout", "0", "--max-vertices", "1000", "--verbose",
-			       "--ipc-mode", "0600", "--pool-threads", "1", NULL };
-	CHECK(parse(&c, msg, 15, argv) == SRV_CONFIG_OK);
+			       "--ipc-mode", "0600", "--pool-threads", "1", "--max-memory", "0",
+			       "--max-connections", "10", "--max-connections-per-peer", "3", NULL };
+	CHECK(parse(&c, msg, 21, argv) == SRV_CONFIG_OK);
 	CHECK(srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
 	CHECK(c.listen_count == 2 && c.stream_count == 0);
 	CHECK(c.threads == 3 && c.idle_timeout_s == 0 && c.max_vertices == 1000 && c.verbose);
 	CHECK(c.ipc_mode == 0600 && c.pool_threads == 1);
+	/* An explicit 0 means no budget and is not replaced by the default. */
+	CHECK(c.max_memory == 0 && c.max_connections == 10 && c.max_connections_per_peer == 3);
 	srv_config_free(&c);
 }
 
