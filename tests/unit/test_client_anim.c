@@ -5,6 +5,7 @@
  */
 #include "client/obj.h"
 #include "client/pointcache.h"
+#include "client/scene.h"
 #include "tests/unit/check.h"
 
 #include <stdint.h>
@@ -411,10 +412,144 @@ static void test_by_name(void)
 	CHECKF(rc == DRAPE_EINVAL && strstr(err.message, "header.signature") != NULL, "%s", err.message);
 }
 
+/* ---- Scenes with an animated collider ---------------------------------------------- */
+
+/* The walking demo scene: the body's 96 poses from frame 1, pose 1 the rest
+ * mesh (SOURCES.md), the scene running to the animation's last frame. */
+static void test_scene_walk(void)
+{
+	drape_scene sc;
+	drape_error err;
+	drape_err rc = drape_scene_load("examples/walk.json", NULL, &sc, &err);
+	CHECKF(rc == DRAPE_OK, "%s", err.message);
+	const drape_collider_desc *d = &sc.colliders[0];
+	int ok = sc.collider_count == 1 && d->shape == DRAPE_SHAPE_MESH && d->frame_count == 96 &&
+		 d->frame_start == 1.0f && d->vertex_count == 13652 && sc.frames == 96 && sc.start_frame == 1 &&
+		 sc.collider_anims[0].samples == 96 && d->keyframe_count == 0;
+	double worst = 0;
+	for (uint32_t i = 0; ok && i < d->vertex_count * 3; i++)
+		worst = fmax(worst, fabs((double)d->frames[i] - d->vertices[i]));
+	drape_scene_free(&sc);
+	CHECK(ok);
+	CHECKF(worst <= 2e-7, "pose 1 differs from the rest mesh by %g m", worst);
+}
+
+/* Writes the 4-vertex mesh and a PC2 of it (`samples` from `start`) into
+ * dir; returns 0 on success. */
+static int write_anim_files(const char *dir, uint32_t samples, float start)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/body.obj", dir);
+	write_obj(path, 0, 4, 1);
+	size_t len;
+	uint8_t *b = make_pc2(4, samples, start, 1.0f, &len);
+	snprintf(path, sizeof path, "%s/walk.pc2", dir);
+	FILE *f = fopen(path, "wb");
+	int bad = f == NULL || fwrite(b, 1, len, f) != len;
+	if (f != NULL)
+		bad |= fclose(f) != 0;
+	free(b);
+	b = make_pc2(5, 2, 1.0f, 1.0f, &len);
+	snprintf(path, sizeof path, "%s/five.pc2", dir);
+	f = fopen(path, "wb");
+	bad |= f == NULL || fwrite(b, 1, len, f) != len;
+	if (f != NULL)
+		bad |= fclose(f) != 0;
+	free(b);
+	return bad;
+}
+
+static void remove_anim_files(const char *dir)
+{
+	char path[256];
+	static const char *const names[] = {"body.obj", "walk.pc2", "five.pc2"};
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+static drape_err load_text(const char *dir, const char *json, drape_scene *sc, drape_error *err)
+{
+	return drape_scene_load_string(json, strlen(json), dir, "s.json", NULL, sc, err);
+}
+
+/* Scale and translate move every pose as they move the mesh; start_frame
+ * and the default frames follow the animation. */
+static void test_scene_anim_transform(void)
+{
+	char dir[] = "/tmp/drape_scnanim_XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(write_anim_files(dir, 6, 3.0f) == 0);
+	drape_scene sc;
+	drape_error err;
+	const char *json = "{\"start_frame\": 5, \"cloth\": {\"mesh\": {\"grid\": {\"size\": [1, 1], "
+			   "\"resolution\": [4, 4]}}}, \"colliders\": [{\"mesh\": \"body.obj\", \"animation\": "
+			   "\"walk.pc2\", \"scale\": 2, \"translate\": [0, 1, 0]}]}";
+	drape_err rc = load_text(dir, json, &sc, &err);
+	if (rc != DRAPE_OK)
+		remove_anim_files(dir);
+	CHECKF(rc == DRAPE_OK, "%s", err.message);
+	const drape_collider_desc *d = &sc.colliders[0];
+	/* Samples at frames 3..8, so the scene runs to frame 8 and writes 5..8. */
+	int ok = d->frame_count == 6 && d->frame_start == 3.0f && sc.frames == 8 && sc.start_frame == 5;
+	double worst = 0;
+	for (uint32_t p = 0; ok && p < 6; p++)
+		for (uint32_t v = 0; v < 4; v++)
+			for (uint32_t c = 0; c < 3; c++) {
+				double want = (double)synth(p, v, c) * 2.0 + (c == 1 ? 1.0 : 0.0);
+				worst = fmax(worst, fabs((double)d->frames[((size_t)p * 4 + v) * 3 + c] - want));
+			}
+	drape_scene_free(&sc);
+	if (!ok || worst > 0)
+		remove_anim_files(dir);
+	CHECK(ok);
+	CHECKF(worst == 0, "poses off by %g after scale 2 and translate y 1", worst);
+
+	/* Malformed scenes, each refused with the field at fault. */
+	static const struct {
+		const char *json;
+		drape_err code;
+		const char *want;
+	} bad[] = {
+		{"{\"cloth\": {\"mesh\": \"body.obj\"}, \"colliders\": [{\"mesh\": \"body.obj\", \"animation\": "
+		 "\"five.pc2\"}]}",
+		 DRAPE_EINVAL, "s.json: colliders[0].animation: "},
+		{"{\"cloth\": {\"mesh\": \"body.obj\"}, \"colliders\": [{\"sphere\": {\"center\": [0,0,0], \"radius\": 1}, "
+		 "\"animation\": \"walk.pc2\"}]}",
+		 DRAPE_EINVAL, "colliders[0].animation: only mesh colliders"},
+		{"{\"cloth\": {\"mesh\": \"body.obj\"}, \"colliders\": [{\"mesh\": \"body.obj\", \"animation\": "
+		 "\"walk.pc2\", \"keyframes\": [{\"frame\": 1}]}]}",
+		 DRAPE_EINVAL, "colliders[0].keyframes: "},
+		{"{\"cloth\": {\"mesh\": \"body.obj\"}, \"colliders\": [{\"mesh\": \"body.obj\", \"animation\": "
+		 "\"missing.pc2\"}]}",
+		 DRAPE_ENOTFOUND, "colliders[0].animation: "},
+		{"{\"cloth\": {\"mesh\": \"body.obj\"}, \"colliders\": [{\"mesh\": \"body.obj\", \"animation\": 3}]}",
+		 DRAPE_EINVAL, "colliders[0].animation: must be"},
+		{"{\"frames\": 10, \"start_frame\": 11, \"cloth\": {\"mesh\": \"body.obj\"}}", DRAPE_ERANGE,
+		 "s.json: start_frame: 11 is after the last frame 10"},
+		{"{\"start_frame\": 0, \"cloth\": {\"mesh\": \"body.obj\"}}", DRAPE_ERANGE, "s.json: start_frame"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memset(&sc, 0x5a, sizeof sc);
+		rc = load_text(dir, bad[i].json, &sc, &err);
+		if (rc == DRAPE_OK)
+			drape_scene_free(&sc);
+		if (rc != bad[i].code || strstr(err.message, bad[i].want) == NULL) {
+			remove_anim_files(dir);
+			CHECKF(0, "case %zu: %s \"%s\", want %s naming \"%s\"", i, drape_err_name(rc), err.message,
+			       drape_err_name(bad[i].code), bad[i].want);
+		}
+	}
+	remove_anim_files(dir);
+}
+
 static const check_test tests[] = {
 	CHECK_TEST(test_pc2_walk),	    CHECK_TEST(test_pc2_synthetic),   CHECK_TEST(test_pc2_malformed),
 	CHECK_TEST(test_mdd),		    CHECK_TEST(test_objseq),	      CHECK_TEST(test_resample_identity),
-	CHECK_TEST(test_resample_rates),    CHECK_TEST(test_by_name),
+	CHECK_TEST(test_resample_rates),    CHECK_TEST(test_by_name),	      CHECK_TEST(test_scene_walk),
+	CHECK_TEST(test_scene_anim_transform),
 };
 
 int main(int argc, char **argv)
