@@ -2,7 +2,7 @@
 #
 #   make fuzz                                   builds them into build/fuzz/
 #   make -f tests/fuzz/fuzz.mk run SECONDS=600  runs each in turn on its corpus
-#   make -f tests/fuzz/fuzz.mk run-proto SECONDS=60     one target (proto|obj|scene)
+#   make -f tests/fuzz/fuzz.mk run-proto SECONDS=60     one target (proto|obj|scene|pc2)
 #   make -f tests/fuzz/fuzz.mk seeds            rewrites the generated proto seeds
 #   make -f tests/fuzz/fuzz.mk minimize         shrinks each corpus to its coverage
 #
@@ -37,12 +37,13 @@ san = $(patsubst %.cc,$(FZ)/san/%.o,$(patsubst %.c,$(FZ)/san/%.o,$(1)))
 SIM_OBJ   := $(call san,$(SIM_SRC) $(SIM_CC))
 PROTO_OBJ := $(call cov,$(PROTO_SRC) server/sim/error.c)
 OBJ_OBJ   := $(call cov,client/obj.c server/sim/error.c)
+PC2_OBJ   := $(call cov,client/pointcache.c client/obj.c server/sim/error.c)
 SCENE_OBJ := $(call cov,client/scene.c client/obj.c)
 
 VDB_LIBS  := -lopenvdb -ltbb -lImath-3_1
-TARGETS   := $(FZ)/fuzz_proto $(FZ)/fuzz_obj $(FZ)/fuzz_scene
+TARGETS   := $(FZ)/fuzz_proto $(FZ)/fuzz_obj $(FZ)/fuzz_scene $(FZ)/fuzz_pc2
 
-.PHONY: all run run-proto run-obj run-scene seeds minimize clean
+.PHONY: all run run-proto run-obj run-scene run-pc2 seeds minimize clean
 .DEFAULT_GOAL := all
 
 all: $(TARGETS)
@@ -70,6 +71,9 @@ $(FZ)/fuzz_proto: $(call cov,tests/fuzz/fuzz_proto.c) $(PROTO_OBJ)
 $(FZ)/fuzz_obj: $(call cov,tests/fuzz/fuzz_obj.c) $(OBJ_OBJ)
 	$(FCC) $(FLDFLAGS) -o $@ $^ -lm
 
+$(FZ)/fuzz_pc2: $(call cov,tests/fuzz/fuzz_pc2.c) $(PC2_OBJ)
+	$(FCC) $(FLDFLAGS) -o $@ $^ -lm
+
 $(FZ)/fuzz_scene: $(call cov,tests/fuzz/fuzz_scene.c) $(SCENE_OBJ) $(SIM_OBJ)
 	$(FCXX) $(FLDFLAGS) -o $@ $^ -lcjson $(VDB_LIBS) -lm
 
@@ -83,13 +87,13 @@ seeds: $(FZ)/gen_proto_seeds
 	tests/fuzz/make_seeds.sh
 
 run: $(TARGETS)
-	tests/fuzz/fuzz_run.sh $(FZ) $(SECONDS) proto obj scene
+	tests/fuzz/fuzz_run.sh $(FZ) $(SECONDS) proto obj scene pc2
 
-run-proto run-obj run-scene: run-%: $(FZ)/fuzz_%
+run-proto run-obj run-scene run-pc2: run-%: $(FZ)/fuzz_%
 	tests/fuzz/fuzz_run.sh $(FZ) $(SECONDS) $*
 
 minimize: $(TARGETS)
-	tests/fuzz/fuzz_run.sh $(FZ) 0 proto obj scene
+	tests/fuzz/fuzz_run.sh $(FZ) 0 proto obj scene pc2
 
 clean:
 	rm -rf $(FZ)
