@@ -120,8 +120,9 @@ static drape_err srv_collider_frames(const srv_config *cfg, srv_session *s, cons
 	if (rc != DRAPE_OK)
 		return rc;
 	if (ci->frames == 0)
-		srv_info("session %u: collider %u now deforms: solved against its moving surface", (unsigned)s->id,
-			 (unsigned)f->index);
+		srv_info("session %u: collider %u now deforms: kind %s (solved against its moving surface)",
+			 (unsigned)s->id, (unsigned)f->index,
+			 drape_collider_kind_name(drape_sim_collider_kind(s->sim, f->index)));
 	ci->frames += count;
 	rep->u.collider_frames.frame_count = ci->frames;
 	srv_debug("session %u: collider %u: %u frames appended, %u in all", (unsigned)s->id, (unsigned)f->index,
@@ -177,14 +178,18 @@ drape_err srv_collider_apply(const srv_config *cfg, srv_session *s, const proto_
 			break;
 		rep->u.collider_add.index = index;
 		s->cinfo[s->cinfo_count++] = (srv_collider_info){ d.shape, d.vertex_count, d.frame_count };
+		/* The kind is the solver's own choice, read back rather than
+		 * guessed from the request. */
+		const drape_collider_kind kind = drape_sim_collider_kind(s->sim, index);
 		if (d.frame_count > 0)
 			srv_info("session %u: collider %u is a deforming mesh of %u vertices, %u frames from frame %g: "
-				 "solved against its moving surface, no field",
+				 "kind %s (solved against its moving surface, no field)",
 				 (unsigned)s->id, (unsigned)index, (unsigned)d.vertex_count, (unsigned)d.frame_count,
-				 (double)d.frame_start);
-		else if (d.shape == DRAPE_SHAPE_MESH)
-			srv_info("session %u: collider %u is a %s mesh: solved against its distance field",
-				 (unsigned)s->id, (unsigned)index, d.keyframe_count ? "keyframed" : "static");
+				 (double)d.frame_start, drape_collider_kind_name(kind));
+		else
+			srv_info("session %u: collider %u is a %s %s: kind %s", (unsigned)s->id, (unsigned)index,
+				 d.keyframe_count ? "keyframed" : "static", srv_shape_name(d.shape),
+				 drape_collider_kind_name(kind));
 		break;
 	}
 	case PROTO_OP_COLLIDER_FRAMES:

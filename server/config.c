@@ -4,6 +4,8 @@
  */
 #include "server/config.h"
 
+#include "drape/sim.h"
+
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
@@ -126,8 +128,9 @@ void srv_config_default(srv_config *c)
 	c->max_triangles = 8000000;
 	c->max_colliders = 64;
 	c->max_voxels = 64000000;
-	c->max_anim_frames = 100000;
-	c->max_anim_bytes = 2048ull * 1024u * 1024u;
+	/* The solver's own caps (sim.h); an operator may set lower ones. */
+	c->max_anim_frames = DRAPE_MAX_COLLIDER_FRAMES;
+	c->max_anim_bytes = DRAPE_MAX_COLLIDER_FRAME_BYTES;
 	c->max_sessions = 256;
 	c->max_sessions_per_client = 32;
 	c->max_frames_retained = 100000;

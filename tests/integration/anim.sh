@@ -106,7 +106,7 @@ else
 	fail server_in_parts_bit_identical_to_local "$(files "$T/server"); $(tail -c 300 "$T/server.err")"
 fi
 parts=$(grep -c 'collider.frames done' "$T/draped.log")
-if [ "$parts" -ge 3 ] && grep -q 'deforming mesh of 13652 vertices, .* moving surface' "$T/draped.log"; then
+if [ "$parts" -ge 3 ] && grep -q 'deforming mesh of 13652 vertices, .*kind surface' "$T/draped.log"; then
 	pass animation_sent_in_parts_and_logged_as_surface
 else
 	fail animation_sent_in_parts_and_logged_as_surface "$parts parts; $(grep -i collider "$T/draped.log" | tail -n 3)"

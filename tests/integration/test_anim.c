@@ -301,6 +301,7 @@ static drape_err create(drape_client *c, drape_session *s)
 static uint32_t fetch_and_compare(drape_client *c, drape_session s, uint32_t first, uint32_t last)
 {
 	uint32_t ok = 0;
+	const double t0 = now_ms();
 	for (uint32_t k = first; k <= last;) {
 		drape_frame *f = NULL;
 		uint32_t n = 0, done = 0;
@@ -311,6 +312,10 @@ static uint32_t fetch_and_compare(drape_client *c, drape_session s, uint32_t fir
 		}
 		if (n == 0) {
 			drape_frames_free(f, n);
+			if (now_ms() - t0 > 120000) {
+				printf("  frame %u not solved within 120 s\n", (unsigned)k);
+				return ok;
+			}
 			sleep_ms(20);
 			continue;
 		}
@@ -370,7 +375,7 @@ static void test_parts_bit_identical_to_in_process(void)
 	 * first few go with collider.add, the rest in at least three parts. */
 	const int parts = log_count("collider.frames done") - parts_before;
 	CHECKF(parts >= 3, "%d collider.frames parts, want several", parts);
-	CHECK(log_count("deforming mesh") >= 1);
+	CHECK(log_count("deforming mesh") >= 1 && log_count("kind surface") >= 1);
 	CHECK_OK(drape_session_run(c, s, FRAMES, NULL, NULL));
 	drape_status st;
 	CHECK(wait_done(c, s, &st));
