@@ -8,8 +8,10 @@
 # in process (--local), through the embedded server and through a draped
 # started with --max-message 4 MiB, so the animation goes up in several
 # collider.frames parts: all three write the same files, bit for bit, and
-# only frames start_frame..frames. drape check prints the animation's range,
-# and an animation of the wrong vertex count is refused naming the field.
+# only frames start_frame..frames. Pins attached to the deforming body (its
+# skin) give the same frames in process and through the server. drape check
+# prints the animation's range, and an animation of the wrong vertex count is
+# refused naming the field.
 set -u
 B=${1:-build}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -47,6 +49,17 @@ cat >"$T/scene.json" <<EOF2
   "fps": 24, "frames": 30, "start_frame": 25, "substeps": 2, "iterations": 5,
   "cloth": {"mesh": {"grid": {"size": [0.5, 0.5], "resolution": [12, 12], "center": [0, 1.85, 0.02],
                               "normal": [0, 1, 0]}}},
+  "colliders": [{"mesh": "$A/body_rest_m.obj", "animation": "$A/walk.pc2"}]
+}
+EOF2
+# Pins bound to the body's skin: the four vertices at the sheet's centre
+# follow the top of the head.
+cat >"$T/pins.json" <<EOF2
+{
+  "fps": 24, "frames": 30, "start_frame": 28, "substeps": 2, "iterations": 5,
+  "cloth": {"mesh": {"grid": {"size": [0.5, 0.5], "resolution": [12, 12], "center": [0, 1.8, 0.02],
+                              "normal": [0, 1, 0]}},
+            "pins": {"box": {"min": [-0.03, 1.7, -0.01], "max": [0.03, 1.9, 0.05]}, "attach": 0}},
   "colliders": [{"mesh": "$A/body_rest_m.obj", "animation": "$A/walk.pc2"}]
 }
 EOF2
@@ -110,6 +123,19 @@ if [ "$parts" -ge 3 ] && grep -q 'deforming mesh of 13652 vertices, .*kind surfa
 	pass animation_sent_in_parts_and_logged_as_surface
 else
 	fail animation_sent_in_parts_and_logged_as_surface "$parts parts; $(grep -i collider "$T/draped.log" | tail -n 3)"
+fi
+
+PW="frame_0028.obj frame_0029.obj frame_0030.obj "
+"$DRAPE" run "$T/pins.json" --local --out "$T/pins_local" --quiet 2>"$T/pins_local.err"
+if "$DRAPE" run "$T/pins.json" --server "$URL" --out "$T/pins_server" --quiet 2>"$T/pins_server.err" &&
+	[ "$(files "$T/pins_local")" = "$PW" ] && [ "$(files "$T/pins_server")" = "$PW" ] &&
+	cmp -s "$T/pins_local/frame_0030.obj" "$T/pins_server/frame_0030.obj" &&
+	cmp -s "$T/pins_local/frame_0028.obj" "$T/pins_server/frame_0028.obj" &&
+	grep -q 'pins.attach done' "$T/draped.log"; then
+	pass skin_pins_through_server_bit_identical_to_local
+else
+	fail skin_pins_through_server_bit_identical_to_local \
+		"$(files "$T/pins_server"); $(tail -c 300 "$T/pins_local.err" "$T/pins_server.err")"
 fi
 
 if "$DRAPE" run "$T/bad.json" --local >"$T/bad.out" 2>"$T/bad.err"; then
