@@ -55,7 +55,7 @@
 
 /* Triangles kept per cloth vertex: a vertex in a crease (an armpit, the
  * inside of an elbow) meets both sides, each a fan of a few triangles. */
-#define DEFORM_K 16u
+#define DEFORM_K 8u
 /* Nearest triangles of any side kept for the inside test: a vertex's fan
  * on a body mesh. */
 #define DEFORM_NEAR 8u
@@ -473,12 +473,15 @@ static void gather_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r
 {
 	/* r to touch, 2 r + 1 mm of margin, twice the motion (the constraints
 	 * may carry a vertex further than its prediction). A triangle left out
-	 * is further than base plus its own motion from x, so it cannot come
-	 * within r of a point within base - r of x. */
+	 * is further than base from x at the end of the substep, so it cannot
+	 * come within r of a point within base - r of x. */
 	float base = 3.0f * r + 1e-3f + 2.0f * mv;
 	d->reach[i] = base + d->maxdisp;
 	d->safe[i] = base - r;
-	float ext = d->reach[i];
+	/* A vertex within base - r of x meets only triangles within base of x
+	 * at the end pose, and the tree's boxes hold the end pose: the query
+	 * box need not grow by the body's motion. */
+	float ext = base;
 	float lo[3] = {q.x - ext, q.y - ext, q.z - ext}, hi[3] = {q.x + ext, q.y + ext, q.z + ext};
 	gather_one g = {d,
 			q,
@@ -567,7 +570,7 @@ static void prepare_vertex(sim_deform *d, uint32_t i)
  * through the nearest point along the pseudonormal of the nearest feature
  * (the triangles tied with the nearest within rounding share its closest
  * point); outside, the front-facing list B as gathered. */
-static void classify_vertex(sim_deform *d, uint32_t i, sim_v3 x)
+static void classify_vertex(sim_deform *d, uint32_t i, sim_v3 x, float r)
 {
 	uint32_t k = d->nn[i];
 	d->mode[i] = MODE_NONE;
@@ -603,14 +606,26 @@ static void classify_vertex(sim_deform *d, uint32_t i, sim_v3 x)
 		d->ec[3 * (size_t)i + 2] = c1.z;
 		return;
 	}
-	d->mode[i] = d->nc[i] > 0 ? MODE_FACES : MODE_NONE;
+	/* Of the front-facing triangles, those whose end plane x is already
+	 * further from than r plus the safe radius cannot be reached before
+	 * the lists are gathered again: they are dropped, keeping the order. */
+	uint32_t *cand = &d->cand[(size_t)i * DEFORM_K];
+	uint32_t m = 0;
+	const float far = r + d->safe[i];
+	for (uint32_t j = 0; j < d->nc[i]; j++) {
+		const deform_tri *T = &d->td[cand[j]];
+		if (T->ok && v3_dot(T->n1, x) - T->d1 < far)
+			cand[m++] = cand[j];
+	}
+	d->nc[i] = (uint8_t)m;
+	d->mode[i] = m > 0 ? MODE_FACES : MODE_NONE;
 }
 
 static void classify_range(void *vctx, uint32_t begin, uint32_t end)
 {
 	gather_ctx *c = vctx;
 	for (uint32_t i = begin; i < end; i++)
-		classify_vertex(c->d, i, v3_of4(c->x[i]));
+		classify_vertex(c->d, i, v3_of4(c->x[i]), c->r);
 }
 
 int sim_deform_reserve(sim_deform *d, uint32_t n)
@@ -715,7 +730,7 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 		if (mv > d->safe[i]) {
 			gather_vertex(d, i, x0, mv, r);
 			prepare_vertex(d, i);
-			classify_vertex(d, i, x0);
+			classify_vertex(d, i, x0, r);
 		}
 		uint8_t mode = d->mode[i];
 		if (mode == MODE_NONE)
