@@ -455,6 +455,12 @@ static void gather_visit(void *ctx, uint32_t t)
 	float lim = g->base + fmaxf(d->vdisp[v[0]], fmaxf(d->vdisp[v[1]], d->vdisp[v[2]]));
 	float bary[3];
 	sim_v3 a = vat(d->P0, v[0]), b = vat(d->P0, v[1]), c = vat(d->P0, v[2]);
+	/* Most triangles the boxes let through are further than lim from
+	 * their plane already: reject them before the closest point. */
+	sim_v3 nrm = v3_cross(v3_sub(b, a), v3_sub(c, a));
+	float side = v3_dot(v3_sub(g->q, a), nrm);
+	if (side * side > lim * lim * v3_dot(nrm, nrm))
+		return;
 	float d2 = sim_closest_on_triangle(g->q, a, b, c, bary);
 	if (!(d2 <= lim * lim))
 		return;
@@ -462,7 +468,7 @@ static void gather_visit(void *ctx, uint32_t t)
 	list_insert(g->near, g->ndist, &g->kn, DEFORM_NEAR, t, dist);
 	/* In front of the plane at the start: the sign of (q - a) . normal,
 	 * the normal left unnormalised. */
-	if (v3_dot(v3_sub(g->q, a), v3_cross(v3_sub(b, a), v3_sub(c, a))) >= 0.0f)
+	if (side >= 0.0f)
 		list_insert(g->cand, g->cdist, &g->kc, DEFORM_K, t, dist);
 }
 
@@ -475,7 +481,7 @@ static void gather_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r
 	 * may carry a vertex further than its prediction). A triangle left out
 	 * is further than base from x at the end of the substep, so it cannot
 	 * come within r of a point within base - r of x. */
-	float base = 3.0f * r + 1e-3f + 2.0f * mv;
+	float base = 2.0f * r + 1e-3f + 1.5f * mv;
 	d->reach[i] = base + d->maxdisp;
 	d->safe[i] = base - r;
 	/* A vertex within base - r of x meets only triangles within base of x
