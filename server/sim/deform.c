@@ -56,6 +56,9 @@
 /* Triangles kept per cloth vertex: a vertex in a crease (an armpit, the
  * inside of an elbow) meets both sides, each a fan of a few triangles. */
 #define DEFORM_K 8u
+/* Nearest triangles of any side kept for the inside test: a vertex's fan
+ * on a body mesh. */
+#define DEFORM_NEAR 8u
 /* Cloth vertices per block of the parallel passes. */
 #define DEFORM_BLOCK 256u
 
@@ -106,11 +109,11 @@ struct sim_deform {
 	 * each) and their start distances, how many, the mode, the largest
 	 * push allowed, and for MODE_ESCAPE the plane and contact point. */
 	uint32_t n;
-	uint32_t *cand;
-	float *cdist;
-	uint8_t *nc;
+	uint32_t *cand, *near;
+	float *cdist, *ndist;
+	uint8_t *nc, *nn;
 	uint8_t *mode;
-	float *reach;
+	float *reach, *safe;
 	uint32_t *etri;
 	float *eb;
 	float *en;
@@ -161,16 +164,20 @@ static void free_cloth(sim_deform *d)
 {
 	free(d->cand);
 	free(d->cdist);
+	free(d->near);
+	free(d->ndist);
 	free(d->nc);
+	free(d->nn);
 	free(d->mode);
 	free(d->reach);
+	free(d->safe);
 	free(d->etri);
 	free(d->eb);
 	free(d->en);
 	free(d->ec);
-	d->cand = d->etri = NULL;
-	d->cdist = d->reach = d->eb = d->en = d->ec = NULL;
-	d->nc = d->mode = NULL;
+	d->cand = d->near = d->etri = NULL;
+	d->cdist = d->ndist = d->reach = d->safe = d->eb = d->en = d->ec = NULL;
+	d->nc = d->nn = d->mode = NULL;
 	d->n = 0;
 }
 
@@ -407,21 +414,38 @@ done:
 	return v3_dot(dq, dq);
 }
 
-/* Phase 1: the nearest candidate triangles of each cloth vertex. */
-typedef struct gather_ctx {
-	const sim_deform *d;
-	const sim_vec4 *x, *p;
-	float r;
-} gather_ctx;
-
+/* Phase 1: for each cloth vertex, the nearest triangles overall (list A,
+ * DEFORM_NEAR of them, for the inside test) and the nearest it is in front
+ * of at the start (list B, DEFORM_K, the ones it is kept out of). Both are
+ * sorted by (distance, triangle index), so the kept sets do not depend on
+ * the order the tree visits in. */
 typedef struct gather_one {
 	const sim_deform *d;
 	sim_v3 q;
 	float base;
-	uint32_t *cand;
-	float *cdist;
-	uint32_t k;
+	uint32_t *near, *cand;
+	float *ndist, *cdist;
+	uint32_t kn, kc;
 } gather_one;
+
+/* Inserts (dist, t) into a sorted list of at most cap entries. */
+static void list_insert(uint32_t *id, float *dist, uint32_t *count, uint32_t cap, uint32_t t,
+			float dd)
+{
+	uint32_t k = *count;
+	if (k == cap && !(dd < dist[k - 1] || (dd == dist[k - 1] && t < id[k - 1])))
+		return;
+	uint32_t at = k < cap ? k : cap - 1;
+	while (at > 0 && (dd < dist[at - 1] || (dd == dist[at - 1] && t < id[at - 1]))) {
+		dist[at] = dist[at - 1];
+		id[at] = id[at - 1];
+		at--;
+	}
+	dist[at] = dd;
+	id[at] = t;
+	if (k < cap)
+		*count = k + 1;
+}
 
 static void gather_visit(void *ctx, uint32_t t)
 {
@@ -430,49 +454,73 @@ static void gather_visit(void *ctx, uint32_t t)
 	const uint32_t *v = &d->tris[3 * (size_t)t];
 	float lim = g->base + fmaxf(d->vdisp[v[0]], fmaxf(d->vdisp[v[1]], d->vdisp[v[2]]));
 	float bary[3];
-	float d2 = sim_closest_on_triangle(g->q, vat(d->P0, v[0]), vat(d->P0, v[1]), vat(d->P0, v[2]),
-					   bary);
+	sim_v3 a = vat(d->P0, v[0]), b = vat(d->P0, v[1]), c = vat(d->P0, v[2]);
+	/* Most triangles the boxes let through are further than lim from
+	 * their plane already: reject them before the closest point. */
+	sim_v3 nrm = v3_cross(v3_sub(b, a), v3_sub(c, a));
+	float side = v3_dot(v3_sub(g->q, a), nrm);
+	if (side * side > lim * lim * v3_dot(nrm, nrm))
+		return;
+	float d2 = sim_closest_on_triangle(g->q, a, b, c, bary);
 	if (!(d2 <= lim * lim))
 		return;
 	float dist = sqrtf(d2);
-	/* Insert into the sorted list by (distance, triangle index): the
-	 * order, and so the kept set, is the same whatever order the tree
-	 * visits in. */
-	uint32_t k = g->k;
-	if (k == DEFORM_K && !(dist < g->cdist[k - 1] || (dist == g->cdist[k - 1] && t < g->cand[k - 1])))
-		return;
-	uint32_t at = k < DEFORM_K ? k : DEFORM_K - 1;
-	while (at > 0 && (dist < g->cdist[at - 1] || (dist == g->cdist[at - 1] && t < g->cand[at - 1]))) {
-		g->cdist[at] = g->cdist[at - 1];
-		g->cand[at] = g->cand[at - 1];
-		at--;
-	}
-	g->cdist[at] = dist;
-	g->cand[at] = t;
-	if (k < DEFORM_K)
-		g->k = k + 1;
+	list_insert(g->near, g->ndist, &g->kn, DEFORM_NEAR, t, dist);
+	/* In front of the plane at the start: the sign of (q - a) . normal,
+	 * the normal left unnormalised. */
+	if (side >= 0.0f)
+		list_insert(g->cand, g->cdist, &g->kc, DEFORM_K, t, dist);
 }
+
+/* Gathers vertex i's lists for a motion of up to `mv` from x, and sets its
+ * reach (the largest push allowed) and safe radius (how far it may move in
+ * the iterations before the lists must be gathered again). */
+static void gather_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r)
+{
+	/* r to touch, 2 r + 1 mm of margin, twice the motion (the constraints
+	 * may carry a vertex further than its prediction). A triangle left out
+	 * is further than base from x at the end of the substep, so it cannot
+	 * come within r of a point within base - r of x. */
+	float base = 2.0f * r + 1e-3f + 1.5f * mv;
+	d->reach[i] = base + d->maxdisp;
+	d->safe[i] = base - r;
+	/* A vertex within base - r of x meets only triangles within base of x
+	 * at the end pose, and the tree's boxes hold the end pose: the query
+	 * box need not grow by the body's motion. */
+	float ext = base;
+	float lo[3] = {q.x - ext, q.y - ext, q.z - ext}, hi[3] = {q.x + ext, q.y + ext, q.z + ext};
+	gather_one g = {d,
+			q,
+			base,
+			&d->near[(size_t)i * DEFORM_NEAR],
+			&d->cand[(size_t)i * DEFORM_K],
+			&d->ndist[(size_t)i * DEFORM_NEAR],
+			&d->cdist[(size_t)i * DEFORM_K],
+			0,
+			0};
+	sim_bvh_query(&d->bvh, lo, hi, gather_visit, &g);
+	d->nn[i] = (uint8_t)g.kn;
+	d->nc[i] = (uint8_t)g.kc;
+}
+
+typedef struct gather_ctx {
+	sim_deform *d;
+	const sim_vec4 *x, *p;
+	float r;
+} gather_ctx;
 
 static void gather_range(void *vctx, uint32_t begin, uint32_t end)
 {
 	gather_ctx *c = vctx;
-	sim_deform *d = (sim_deform *)c->d;
+	sim_deform *d = c->d;
 	for (uint32_t i = begin; i < end; i++) {
 		d->nc[i] = 0;
+		d->nn[i] = 0;
 		d->mode[i] = MODE_NONE;
 		if (!(c->x[i].w > 0.0f))
 			continue;
 		sim_v3 q = v3_of4(c->x[i]);
-		float mv = v3_len(v3_sub(v3_of4(c->p[i]), q));
-		/* r to touch, r of margin, twice the vertex's predicted motion
-		 * (the constraints may carry it further than gravity did). */
-		float base = 2.0f * c->r + 2.0f * mv + 0.05f;
-		d->reach[i] = base + d->maxdisp;
-		float ext = d->reach[i];
-		float lo[3] = {q.x - ext, q.y - ext, q.z - ext}, hi[3] = {q.x + ext, q.y + ext, q.z + ext};
-		gather_one g = {d, q, base, &d->cand[(size_t)i * DEFORM_K], &d->cdist[(size_t)i * DEFORM_K], 0};
-		sim_bvh_query(&d->bvh, lo, hi, gather_visit, &g);
-		d->nc[i] = (uint8_t)g.k;
+		gather_vertex(d, i, q, v3_len(v3_sub(v3_of4(c->p[i]), q)), c->r);
 	}
 }
 
@@ -510,61 +558,80 @@ static void tri_prepare(sim_deform *d, uint32_t t)
 	}
 }
 
-/* Phase 3: inside or outside at the start, and the triangles kept. */
+static void prepare_vertex(sim_deform *d, uint32_t i)
+{
+	const uint32_t *lists[2] = {&d->near[(size_t)i * DEFORM_NEAR], &d->cand[(size_t)i * DEFORM_K]};
+	const uint32_t counts[2] = {d->nn[i], d->nc[i]};
+	for (int l = 0; l < 2; l++)
+		for (uint32_t j = 0; j < counts[l]; j++) {
+			uint32_t t = lists[l][j];
+			if (d->stamp[t] != d->epoch) {
+				tri_prepare(d, t);
+				d->stamp[t] = d->epoch;
+			}
+		}
+}
+
+/* Phase 3: inside or outside at the start. Inside, the escape plane
+ * through the nearest point along the pseudonormal of the nearest feature
+ * (the triangles tied with the nearest within rounding share its closest
+ * point); outside, the front-facing list B as gathered. */
+static void classify_vertex(sim_deform *d, uint32_t i, sim_v3 x, float r)
+{
+	uint32_t k = d->nn[i];
+	d->mode[i] = MODE_NONE;
+	if (k == 0)
+		return;
+	const uint32_t *near = &d->near[(size_t)i * DEFORM_NEAR];
+	const float *nd = &d->ndist[(size_t)i * DEFORM_NEAR];
+	float tie = nd[0] * 1e-3f + 1e-7f;
+	sim_v3 n0 = v3(0, 0, 0), n1 = v3(0, 0, 0);
+	for (uint32_t j = 0; j < k && nd[j] <= nd[0] + tie; j++)
+		if (d->td[near[j]].ok) {
+			n0 = v3_add(n0, d->td[near[j]].n0);
+			n1 = v3_add(n1, d->td[near[j]].n1);
+		}
+	const uint32_t *v = &d->tris[3 * (size_t)near[0]];
+	float b[3];
+	sim_closest_on_triangle(x, vat(d->P0, v[0]), vat(d->P0, v[1]), vat(d->P0, v[2]), b);
+	sim_v3 c0 = v3_add(v3_add(v3_scale(vat(d->P0, v[0]), b[0]), v3_scale(vat(d->P0, v[1]), b[1])),
+			   v3_scale(vat(d->P0, v[2]), b[2]));
+	float ln;
+	sim_v3 en = unit(n1, &ln);
+	if (nd[0] > 0.0f && v3_dot(v3_sub(x, c0), n0) < 0.0f && ln > 0.0f) {
+		d->mode[i] = MODE_ESCAPE;
+		d->etri[i] = near[0];
+		memcpy(&d->eb[3 * (size_t)i], b, sizeof b);
+		sim_v3 c1 = v3_add(v3_add(v3_scale(vat(d->P1, v[0]), b[0]), v3_scale(vat(d->P1, v[1]), b[1])),
+				   v3_scale(vat(d->P1, v[2]), b[2]));
+		d->en[3 * (size_t)i] = en.x;
+		d->en[3 * (size_t)i + 1] = en.y;
+		d->en[3 * (size_t)i + 2] = en.z;
+		d->ec[3 * (size_t)i] = c1.x;
+		d->ec[3 * (size_t)i + 1] = c1.y;
+		d->ec[3 * (size_t)i + 2] = c1.z;
+		return;
+	}
+	/* Of the front-facing triangles, those whose end plane x is already
+	 * further from than r plus the safe radius cannot be reached before
+	 * the lists are gathered again: they are dropped, keeping the order. */
+	uint32_t *cand = &d->cand[(size_t)i * DEFORM_K];
+	uint32_t m = 0;
+	const float far = r + d->safe[i];
+	for (uint32_t j = 0; j < d->nc[i]; j++) {
+		const deform_tri *T = &d->td[cand[j]];
+		if (T->ok && v3_dot(T->n1, x) - T->d1 < far)
+			cand[m++] = cand[j];
+	}
+	d->nc[i] = (uint8_t)m;
+	d->mode[i] = m > 0 ? MODE_FACES : MODE_NONE;
+}
+
 static void classify_range(void *vctx, uint32_t begin, uint32_t end)
 {
 	gather_ctx *c = vctx;
-	sim_deform *d = (sim_deform *)c->d;
-	for (uint32_t i = begin; i < end; i++) {
-		uint32_t k = d->nc[i];
-		if (k == 0)
-			continue;
-		uint32_t *cand = &d->cand[(size_t)i * DEFORM_K];
-		const float *cd = &d->cdist[(size_t)i * DEFORM_K];
-		sim_v3 x = v3_of4(c->x[i]);
-		/* The pseudonormal of the nearest feature: the triangles tied
-		 * with the nearest within rounding share its closest point. */
-		float tie = cd[0] * 1e-3f + 1e-7f;
-		sim_v3 n0 = v3(0, 0, 0), n1 = v3(0, 0, 0);
-		for (uint32_t j = 0; j < k && cd[j] <= cd[0] + tie; j++)
-			if (d->td[cand[j]].ok) {
-				n0 = v3_add(n0, d->td[cand[j]].n0);
-				n1 = v3_add(n1, d->td[cand[j]].n1);
-			}
-		const uint32_t *v = &d->tris[3 * (size_t)cand[0]];
-		float b[3];
-		sim_closest_on_triangle(x, vat(d->P0, v[0]), vat(d->P0, v[1]), vat(d->P0, v[2]), b);
-		sim_v3 c0 = v3_add(v3_add(v3_scale(vat(d->P0, v[0]), b[0]), v3_scale(vat(d->P0, v[1]), b[1])),
-				   v3_scale(vat(d->P0, v[2]), b[2]));
-		float ln;
-		sim_v3 en = unit(n1, &ln);
-		if (cd[0] > 0.0f && v3_dot(v3_sub(x, c0), n0) < 0.0f && ln > 0.0f) {
-			d->mode[i] = MODE_ESCAPE;
-			d->etri[i] = cand[0];
-			memcpy(&d->eb[3 * (size_t)i], b, sizeof b);
-			sim_v3 c1 = v3_add(v3_add(v3_scale(vat(d->P1, v[0]), b[0]),
-						  v3_scale(vat(d->P1, v[1]), b[1])),
-					   v3_scale(vat(d->P1, v[2]), b[2]));
-			d->en[3 * (size_t)i] = en.x;
-			d->en[3 * (size_t)i + 1] = en.y;
-			d->en[3 * (size_t)i + 2] = en.z;
-			d->ec[3 * (size_t)i] = c1.x;
-			d->ec[3 * (size_t)i + 1] = c1.y;
-			d->ec[3 * (size_t)i + 2] = c1.z;
-			continue;
-		}
-		uint32_t m = 0;
-		for (uint32_t j = 0; j < k; j++) {
-			const deform_tri *T = &d->td[cand[j]];
-			if (!T->ok)
-				continue;
-			sim_v3 a0 = vat(d->P0, d->tris[3 * (size_t)cand[j]]);
-			if (v3_dot(v3_sub(x, a0), T->n0) >= 0.0f)
-				cand[m++] = cand[j];
-		}
-		d->nc[i] = (uint8_t)m;
-		d->mode[i] = m > 0 ? MODE_FACES : MODE_NONE;
-	}
+	for (uint32_t i = begin; i < end; i++)
+		classify_vertex(c->d, i, v3_of4(c->x[i]), c->r);
 }
 
 int sim_deform_reserve(sim_deform *d, uint32_t n)
@@ -572,18 +639,23 @@ int sim_deform_reserve(sim_deform *d, uint32_t n)
 	if (d->n == n && d->cand != NULL)
 		return 0;
 	free_cloth(d);
-	size_t nk = (size_t)n * DEFORM_K;
-	d->cand = malloc((nk ? nk : 1) * sizeof *d->cand);
-	d->cdist = malloc((nk ? nk : 1) * sizeof *d->cdist);
-	d->nc = calloc(n ? n : 1, 1);
-	d->mode = calloc(n ? n : 1, 1);
-	d->reach = calloc(n ? n : 1, sizeof *d->reach);
-	d->etri = calloc(n ? n : 1, sizeof *d->etri);
-	d->eb = calloc((size_t)(n ? n : 1) * 3, sizeof *d->eb);
-	d->en = calloc((size_t)(n ? n : 1) * 3, sizeof *d->en);
-	d->ec = calloc((size_t)(n ? n : 1) * 3, sizeof *d->ec);
-	if (d->cand == NULL || d->cdist == NULL || d->nc == NULL || d->mode == NULL ||
-	    d->reach == NULL || d->etri == NULL || d->eb == NULL || d->en == NULL || d->ec == NULL) {
+	size_t m = n ? n : 1;
+	d->cand = malloc(m * DEFORM_K * sizeof *d->cand);
+	d->cdist = malloc(m * DEFORM_K * sizeof *d->cdist);
+	d->near = malloc(m * DEFORM_NEAR * sizeof *d->near);
+	d->ndist = malloc(m * DEFORM_NEAR * sizeof *d->ndist);
+	d->nc = calloc(m, 1);
+	d->nn = calloc(m, 1);
+	d->mode = calloc(m, 1);
+	d->reach = calloc(m, sizeof *d->reach);
+	d->safe = calloc(m, sizeof *d->safe);
+	d->etri = calloc(m, sizeof *d->etri);
+	d->eb = calloc(m * 3, sizeof *d->eb);
+	d->en = calloc(m * 3, sizeof *d->en);
+	d->ec = calloc(m * 3, sizeof *d->ec);
+	if (d->cand == NULL || d->cdist == NULL || d->near == NULL || d->ndist == NULL ||
+	    d->nc == NULL || d->nn == NULL || d->mode == NULL || d->reach == NULL ||
+	    d->safe == NULL || d->etri == NULL || d->eb == NULL || d->en == NULL || d->ec == NULL) {
 		free_cloth(d);
 		return -1;
 	}
@@ -602,13 +674,7 @@ void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 
 	gather_ctx c = {d, x, p, r};
 	sim_pool_for(pool, n, DEFORM_BLOCK, gather_range, &c);
 	for (uint32_t i = 0; i < n; i++)
-		for (uint32_t j = 0; j < d->nc[i]; j++) {
-			uint32_t t = d->cand[(size_t)i * DEFORM_K + j];
-			if (d->stamp[t] != d->epoch) {
-				tri_prepare(d, t);
-				d->stamp[t] = d->epoch;
-			}
-		}
+		prepare_vertex(d, i);
 	sim_pool_for(pool, n, DEFORM_BLOCK, classify_range, &c);
 }
 
@@ -648,7 +714,7 @@ static sim_v3 respond(sim_v3 p, sim_v3 xc, sim_v3 n, float depth, const sim_cont
 	return np;
 }
 
-uint32_t sim_deform_project(const sim_deform *d, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 *restrict x,
 			    uint32_t begin, uint32_t end, float r, const sim_contact_params *cp)
 {
 	uint32_t contacts = 0;
@@ -658,17 +724,30 @@ uint32_t sim_deform_project(const sim_deform *d, sim_vec4 *restrict p, const sim
 		end = d->n;
 	const float tol = 0.25f * r;
 	for (uint32_t i = begin; i < end; i++) {
+		if (!(x[i].w > 0.0f))
+			continue;
+		sim_v3 q = v3_of4(p[i]), x0 = v3_of4(x[i]);
+		/* The iterations carried the vertex beyond what its lists cover:
+		 * gather them again for the longer motion. Only this vertex's
+		 * own lists change, and the triangles' cached geometry is a
+		 * function of the poses alone, so the result is the same
+		 * whoever computes it. */
+		float mv = v3_len(v3_sub(q, x0));
+		if (mv > d->safe[i]) {
+			gather_vertex(d, i, x0, mv, r);
+			prepare_vertex(d, i);
+			classify_vertex(d, i, x0, r);
+		}
 		uint8_t mode = d->mode[i];
 		if (mode == MODE_NONE)
 			continue;
-		sim_v3 q = v3_of4(p[i]);
 		int hit = 0;
 		if (mode == MODE_ESCAPE) {
 			sim_v3 n = v3(d->en[3 * (size_t)i], d->en[3 * (size_t)i + 1], d->en[3 * (size_t)i + 2]);
 			sim_v3 c = v3(d->ec[3 * (size_t)i], d->ec[3 * (size_t)i + 1], d->ec[3 * (size_t)i + 2]);
 			float s = v3_dot(v3_sub(q, c), n);
 			if (s < r) {
-				sim_v3 xc = v3_add(v3_of4(x[i]), surface_motion(d, d->etri[i], &d->eb[3 * (size_t)i]));
+				sim_v3 xc = v3_add(x0, surface_motion(d, d->etri[i], &d->eb[3 * (size_t)i]));
 				q = respond(q, xc, n, r - s, cp);
 				hit = 1;
 			}
@@ -676,6 +755,8 @@ uint32_t sim_deform_project(const sim_deform *d, sim_vec4 *restrict p, const sim
 			const uint32_t *cand = &d->cand[(size_t)i * DEFORM_K];
 			for (uint32_t j = 0; j < d->nc[i]; j++) {
 				const deform_tri *T = &d->td[cand[j]];
+				if (!T->ok)
+					continue;
 				float s = v3_dot(T->n1, q) - T->d1;
 				if (!(s < r) || !(s > -d->reach[i]))
 					continue;
@@ -695,7 +776,7 @@ uint32_t sim_deform_project(const sim_deform *d, sim_vec4 *restrict p, const sim
 				} else {
 					b[0] = 1.0f;
 				}
-				sim_v3 xc = v3_add(v3_of4(x[i]), surface_motion(d, cand[j], b));
+				sim_v3 xc = v3_add(x0, surface_motion(d, cand[j], b));
 				q = respond(q, xc, T->n1, r - s, cp);
 				hit = 1;
 			}
