@@ -382,7 +382,10 @@ static void box_sweep(double speed)
 		for (uint32_t i = 0; i < g.nv; i++) {
 			double dx = fabs(x[3 * i] - c0[0]), dy = fabs(x[3 * i + 1] - c0[1]), z = x[3 * i + 2];
 			int section = dx < h[0] && dy < h[1];
-			/* The vertices the box meets head on: where they hung. */
+			/* The vertices the box meets head on (by where they hung)
+			 * must stay in front of it. The sheet's lower part passes
+			 * under the box and is then pulled up behind it, wrapped
+			 * round its bottom edge: those may be behind, legitimately. */
 			int hit = fabs(g.pos[3 * i] - c0[0]) < h[0] && fabs(g.pos[3 * i + 1] - c0[1]) < h[1];
 			CHECKF(!(section && z > zmin && z < zmax),
 			       "%.0f m/s frame %u: vertex %u inside the box (%.4f %.4f %.4f, z in (%.4f, %.4f))",
