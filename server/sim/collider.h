@@ -1,7 +1,8 @@
 /*
  * Obstacle colliders as the solver step sees them: a set of analytic shapes
  * and OpenVDB mesh fields, each with keyframed rigid motion and a contact
- * response (static and dynamic friction, restitution).
+ * response (static and dynamic friction, restitution), and deforming meshes
+ * solved against their moving triangles (deform.h).
  *
  * The public drape_sim_*collider* functions in sim.c are thin wrappers over
  * this interface; the step calls sim_colliders_begin_substep() once per

@@ -11,10 +11,14 @@
  *     is refit to the boxes the triangles sweep from P0 to P1 (bvh.h).
  *  2. For every free cloth vertex, from its start position x (where the
  *     previous substep left it, outside the body) and its predicted p, the
- *     tree gives the triangles it may meet: those whose distance to x at P0
- *     is within r, plus how far the triangle's vertices move in the substep,
- *     plus twice the vertex's own predicted motion, plus a margin of r. The
- *     DEFORM_K nearest are kept.
+ *     tree gives the triangles it may meet: those within base = 2 r + 1 mm
+ *     + 1.5 |p - x| of x at the end pose (the tree's boxes hold it), sorted
+ *     by their distance to x at the start pose. The DEFORM_NEAR nearest of
+ *     any side are kept for step 3, and the DEFORM_K nearest that x is in
+ *     front of (its side of their plane at P0) for step 4. A vertex the
+ *     iterations later carry further than base - r from x could meet
+ *     triangles left out, so it gathers again for the longer motion (its
+ *     own lists only).
  *  3. The side each vertex is on is decided at the start, where it is
  *     known: x is inside the body when it lies behind the nearest feature's
  *     pseudonormal (the sum of the unit normals of the triangles tied for
