@@ -674,13 +674,14 @@ static void collider_sample(const sim_collider *c, const float *q, uint32_t m, f
 	}
 }
 
-uint32_t sim_colliders_project(const sim_collider_set *set, sim_vec4 *restrict p,
-			       const sim_vec4 *restrict x, uint32_t n, float thickness)
+/* Points [begin, end) against every collider, block by block. */
+static uint32_t project_range(const sim_collider_set *set, sim_vec4 *restrict p,
+			      const sim_vec4 *restrict x, uint32_t begin, uint32_t end, float thickness)
 {
 	uint32_t contacts = 0;
 	float q[COLLIDER_BLOCK * 3], dist[COLLIDER_BLOCK], grad[COLLIDER_BLOCK * 3];
-	for (uint32_t base = 0; base < n; base += COLLIDER_BLOCK) {
-		uint32_t m = n - base < COLLIDER_BLOCK ? n - base : COLLIDER_BLOCK;
+	for (uint32_t base = begin; base < end; base += COLLIDER_BLOCK) {
+		uint32_t m = end - base < COLLIDER_BLOCK ? end - base : COLLIDER_BLOCK;
 		for (uint32_t ci = 0; ci < set->count; ci++) {
 			const sim_collider *c = set->items[ci];
 			if (c->deform != NULL) {
@@ -738,6 +739,39 @@ uint32_t sim_colliders_project(const sim_collider_set *set, sim_vec4 *restrict p
 		}
 	}
 	return contacts;
+}
+
+uint32_t sim_colliders_project(const sim_collider_set *set, sim_vec4 *restrict p,
+			       const sim_vec4 *restrict x, uint32_t n, float thickness)
+{
+	return project_range(set, p, x, 0, n, thickness);
+}
+
+typedef struct project_job {
+	const sim_collider_set *set;
+	sim_vec4 *p;
+	const sim_vec4 *x;
+	float thickness;
+	uint32_t contacts; /* summed atomically: a sum is the same in any order */
+} project_job;
+
+static void project_job_range(void *ctx, uint32_t begin, uint32_t end)
+{
+	project_job *J = ctx;
+	uint32_t c = project_range(J->set, J->p, J->x, begin, end, J->thickness);
+	__atomic_fetch_add(&J->contacts, c, __ATOMIC_RELAXED);
+}
+
+uint32_t sim_colliders_project_pool(const sim_collider_set *set, sim_vec4 *restrict p,
+				    const sim_vec4 *restrict x, uint32_t n, float thickness,
+				    drape_pool *pool)
+{
+	/* Each point's result depends on that point alone (its collider
+	 * order is fixed), so the split never changes a bit. Blocks are a
+	 * multiple of COLLIDER_BLOCK so the field sampler's runs stay whole. */
+	project_job J = {set, p, x, thickness, 0};
+	sim_pool_for(pool, n, 4 * COLLIDER_BLOCK, project_job_range, &J);
+	return J.contacts;
 }
 
 void sim_colliders_attached_point(const sim_collider_set *set, uint32_t index, const float rest[3],

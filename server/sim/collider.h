@@ -1,7 +1,8 @@
 /*
  * Obstacle colliders as the solver step sees them: a set of analytic shapes
  * and OpenVDB mesh fields, each with keyframed rigid motion and a contact
- * response (static and dynamic friction, restitution).
+ * response (static and dynamic friction, restitution), and deforming meshes
+ * solved against their moving triangles (deform.h).
  *
  * The public drape_sim_*collider* functions in sim.c are thin wrappers over
  * this interface; the step calls sim_colliders_begin_substep() once per
@@ -74,6 +75,11 @@ void sim_colliders_begin_contacts(sim_collider_set *set, const sim_vec4 *x, cons
  */
 uint32_t sim_colliders_project(const sim_collider_set *set, sim_vec4 *restrict p,
 			       const sim_vec4 *restrict x, uint32_t n, float thickness);
+/* The same, its points split over pool (NULL: this thread); the same bits
+ * whatever the thread count. */
+uint32_t sim_colliders_project_pool(const sim_collider_set *set, sim_vec4 *restrict p,
+				    const sim_vec4 *restrict x, uint32_t n, float thickness,
+				    drape_pool *pool);
 
 /*
  * Position at the end of the current substep of a point rigidly attached to

@@ -11,10 +11,14 @@
  *     is refit to the boxes the triangles sweep from P0 to P1 (bvh.h).
  *  2. For every free cloth vertex, from its start position x (where the
  *     previous substep left it, outside the body) and its predicted p, the
- *     tree gives the triangles it may meet: those whose distance to x at P0
- *     is within r, plus how far the triangle's vertices move in the substep,
- *     plus twice the vertex's own predicted motion, plus a margin of r. The
- *     DEFORM_K nearest are kept.
+ *     tree gives the triangles it may meet: those within base = 2 r + 1 mm
+ *     + 1.5 |p - x| of x at the end pose (the tree's boxes hold it), sorted
+ *     by their distance to x at the start pose. The DEFORM_NEAR nearest of
+ *     any side are kept for step 3, and the DEFORM_K nearest that x is in
+ *     front of (its side of their plane at P0) for step 4. A vertex the
+ *     iterations later carry further than base - r from x could meet
+ *     triangles left out, so it gathers again for the longer motion (its
+ *     own lists only).
  *  3. The side each vertex is on is decided at the start, where it is
  *     known: x is inside the body when it lies behind the nearest feature's
  *     pseudonormal (the sum of the unit normals of the triangles tied for
@@ -532,9 +536,8 @@ static sim_v3 unit(sim_v3 a, float *len)
 }
 
 /* Phase 2: the start normal and end geometry of triangle t. */
-static void tri_prepare(sim_deform *d, uint32_t t)
+static void tri_compute(const sim_deform *d, uint32_t t, deform_tri *T)
 {
-	deform_tri *T = &d->td[t];
 	const uint32_t *v = &d->tris[3 * (size_t)t];
 	sim_v3 a0 = vat(d->P0, v[0]), b0 = vat(d->P0, v[1]), c0 = vat(d->P0, v[2]);
 	sim_v3 a = vat(d->P1, v[0]), b = vat(d->P1, v[1]), c = vat(d->P1, v[2]);
@@ -558,6 +561,18 @@ static void tri_prepare(sim_deform *d, uint32_t t)
 	}
 }
 
+/* Triangle t's geometry: the substep's cached copy, or when it is not
+ * cached (a vertex gathering again inside the iterations, which may run on
+ * several threads and so never writes the cache) computed into *tmp. The
+ * two are the same bits. */
+static const deform_tri *tri_get(const sim_deform *d, uint32_t t, deform_tri *tmp)
+{
+	if (d->stamp[t] == d->epoch)
+		return &d->td[t];
+	tri_compute(d, t, tmp);
+	return tmp;
+}
+
 static void prepare_vertex(sim_deform *d, uint32_t i)
 {
 	const uint32_t *lists[2] = {&d->near[(size_t)i * DEFORM_NEAR], &d->cand[(size_t)i * DEFORM_K]};
@@ -566,7 +581,7 @@ static void prepare_vertex(sim_deform *d, uint32_t i)
 		for (uint32_t j = 0; j < counts[l]; j++) {
 			uint32_t t = lists[l][j];
 			if (d->stamp[t] != d->epoch) {
-				tri_prepare(d, t);
+				tri_compute(d, t, &d->td[t]);
 				d->stamp[t] = d->epoch;
 			}
 		}
@@ -586,11 +601,14 @@ static void classify_vertex(sim_deform *d, uint32_t i, sim_v3 x, float r)
 	const float *nd = &d->ndist[(size_t)i * DEFORM_NEAR];
 	float tie = nd[0] * 1e-3f + 1e-7f;
 	sim_v3 n0 = v3(0, 0, 0), n1 = v3(0, 0, 0);
-	for (uint32_t j = 0; j < k && nd[j] <= nd[0] + tie; j++)
-		if (d->td[near[j]].ok) {
-			n0 = v3_add(n0, d->td[near[j]].n0);
-			n1 = v3_add(n1, d->td[near[j]].n1);
+	deform_tri tmp;
+	for (uint32_t j = 0; j < k && nd[j] <= nd[0] + tie; j++) {
+		const deform_tri *T = tri_get(d, near[j], &tmp);
+		if (T->ok) {
+			n0 = v3_add(n0, T->n0);
+			n1 = v3_add(n1, T->n1);
 		}
+	}
 	const uint32_t *v = &d->tris[3 * (size_t)near[0]];
 	float b[3];
 	sim_closest_on_triangle(x, vat(d->P0, v[0]), vat(d->P0, v[1]), vat(d->P0, v[2]), b);
@@ -619,7 +637,7 @@ static void classify_vertex(sim_deform *d, uint32_t i, sim_v3 x, float r)
 	uint32_t m = 0;
 	const float far = r + d->safe[i];
 	for (uint32_t j = 0; j < d->nc[i]; j++) {
-		const deform_tri *T = &d->td[cand[j]];
+		const deform_tri *T = tri_get(d, cand[j], &tmp);
 		if (T->ok && v3_dot(T->n1, x) - T->d1 < far)
 			cand[m++] = cand[j];
 	}
@@ -735,7 +753,6 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 		float mv = v3_len(v3_sub(q, x0));
 		if (mv > d->safe[i]) {
 			gather_vertex(d, i, x0, mv, r);
-			prepare_vertex(d, i);
 			classify_vertex(d, i, x0, r);
 		}
 		uint8_t mode = d->mode[i];
@@ -753,8 +770,9 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 			}
 		} else {
 			const uint32_t *cand = &d->cand[(size_t)i * DEFORM_K];
+			deform_tri tmp;
 			for (uint32_t j = 0; j < d->nc[i]; j++) {
-				const deform_tri *T = &d->td[cand[j]];
+				const deform_tri *T = tri_get(d, cand[j], &tmp);
 				if (!T->ok)
 					continue;
 				float s = v3_dot(T->n1, q) - T->d1;

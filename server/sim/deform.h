@@ -88,8 +88,8 @@ void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 
  * at the end of the substep, on the side each vertex was at the start, with
  * friction and restitution relative to the body surface's own motion.
  * Returns the number of contacts. A vertex the iterations carried beyond
- * what its triangle lists cover has them gathered again (its own entries
- * only, but the triangles' shared cache too): call it on one thread.
+ * what its triangle lists cover has them gathered again; only its own
+ * entries change, so disjoint ranges may run on different threads.
  */
 uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 *restrict x,
 			    uint32_t begin, uint32_t end, float r, const sim_contact_params *cp);

@@ -633,8 +633,9 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			}
 			if (sim->colliders.count > 0) {
 				double tc = now_ms();
-				uint32_t c = sim_colliders_project(&sim->colliders, sim->p,
-								   sim->x, n, P->thickness);
+				uint32_t c = sim_colliders_project_pool(&sim->colliders, sim->p,
+									sim->x, n, P->thickness,
+									sim->pool);
 				/* The first iteration pushes most contacts out, so
 				 * the most found in any iteration of the last
 				 * substep is the figure reported. */
