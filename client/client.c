@@ -261,6 +261,7 @@ drape_err client_call(drape_client *c, proto_request *req, proto_reply *rep, dra
 	case PROTO_OP_SESSION_RESUME:
 	case PROTO_OP_COLLIDER_ADD:
 	case PROTO_OP_COLLIDER_UPDATE:
+	case PROTO_OP_COLLIDER_FRAMES:
 	case PROTO_OP_PREFLIGHT:
 		wait = c->opts.build_timeout_ms;
 		break;
@@ -468,6 +469,8 @@ static drape_err do_hello(drape_client *c, drape_error *err)
 		.max_memory = l->max_memory,
 		.max_connections = l->max_connections,
 		.max_connections_per_peer = l->max_connections_per_peer,
+		.max_anim_frames = l->max_anim_frames,
+		.max_anim_bytes = l->max_anim_bytes,
 	};
 	proto_reply_free(&rep);
 	choose_stream_url(c);
@@ -984,6 +987,80 @@ void drape_collider_desc_unset(drape_collider_desc *d)
 	d->voxel_size = NAN;
 }
 
+/* Room kept in every message for the header, keys and auth token. */
+#define CLIENT_MESSAGE_SLACK 4096u
+
+/* The server's animation limits, checked before anything is sent. */
+static drape_err client_anim_limits(const drape_client *c, const char *op, uint64_t frames, uint32_t vertices,
+				    drape_error *err)
+{
+	const drape_server_limits *l = &c->info.limits;
+	if (l->max_anim_frames != 0 && frames > l->max_anim_frames)
+		return drape_error_setf(err, DRAPE_ELIMIT, "%s: frames: %llu animation frames exceed the server's "
+					"max_anim_frames %llu",
+					op, (unsigned long long)frames, (unsigned long long)l->max_anim_frames);
+	const uint64_t bytes = frames * vertices * 12u;
+	if (l->max_anim_bytes != 0 && bytes > l->max_anim_bytes)
+		return drape_error_setf(err, DRAPE_ELIMIT,
+					"%s: frames: %llu frames of %u vertices are %llu bytes, over the server's "
+					"max_anim_bytes %llu",
+					op, (unsigned long long)frames, (unsigned)vertices, (unsigned long long)bytes,
+					(unsigned long long)l->max_anim_bytes);
+	return DRAPE_OK;
+}
+
+/* How many poses of `vertices` fit one message beside `fixed` other bytes,
+ * at most `want`; 0 if not even one. */
+static uint32_t client_poses_per_message(const drape_client *c, uint64_t fixed, uint32_t vertices, uint32_t want)
+{
+	const uint64_t max = c->info.limits.max_message;
+	const uint64_t pose = (uint64_t)vertices * 12u;
+	if (max <= fixed + CLIENT_MESSAGE_SLACK)
+		return 0;
+	uint64_t n = (max - fixed - CLIENT_MESSAGE_SLACK) / pose;
+	return n < want ? (uint32_t)n : want;
+}
+
+/* Sends `count` poses as collider.frames parts that fit max_message. done
+ * and all number the poses for messages (done of all sent before). */
+static drape_err append_frames(drape_client *c, drape_session s, uint32_t index, const float *frames,
+			       uint32_t count, uint32_t vertices, uint32_t done, uint32_t all, uint32_t *total,
+			       drape_error *err)
+{
+	const uint32_t per = client_poses_per_message(c, 0, vertices, count);
+	if (per == 0)
+		return drape_error_setf(err, DRAPE_ELIMIT,
+					"collider.frames: frames: one pose of %u vertices does not fit the server's "
+					"max_message of %llu bytes",
+					(unsigned)vertices, (unsigned long long)c->info.limits.max_message);
+	for (uint32_t sent = 0; sent < count;) {
+		const uint32_t n = count - sent < per ? count - sent : per;
+		proto_request req;
+		proto_reply rep;
+		proto_request_init(&req, PROTO_OP_COLLIDER_FRAMES);
+		set_session(&req, s);
+		req.u.collider_frames.index = index;
+		req.u.collider_frames.frames = frames + (size_t)sent * vertices * 3;
+		req.u.collider_frames.point_count = n * vertices;
+		drape_err rc = client_call(c, &req, &rep, err);
+		if (rc != DRAPE_OK) {
+			if (err != NULL) {
+				char msg[DRAPE_ERROR_MESSAGE_MAX];
+				snprintf(msg, sizeof msg, "%s", err->message);
+				drape_error_setf(err, rc, "collider.frames (frames %u to %u of %u): %s",
+						 (unsigned)(done + sent + 1), (unsigned)(done + sent + n), (unsigned)all,
+						 msg);
+			}
+			return rc;
+		}
+		if (total != NULL)
+			*total = rep.u.collider_frames.frame_count;
+		proto_reply_free(&rep);
+		sent += n;
+	}
+	return DRAPE_OK;
+}
+
 drape_err drape_collider_add(drape_client *c, drape_session s, const drape_collider_desc *d,
 			     uint32_t *index, drape_error *err)
 {
@@ -1009,13 +1086,58 @@ drape_err drape_collider_add(drape_client *c, drape_session s, const drape_colli
 	if (d->shape == DRAPE_SHAPE_MESH && d->sdf != NULL && d->vertices == NULL)
 		return drape_error_setf(err, DRAPE_EINVAL,
 					"collider.add: a prebuilt sdf cannot be sent; give the mesh");
+	const bool deforming = d->shape == DRAPE_SHAPE_MESH && d->frame_count > 0;
+	uint32_t first = 0;
+	if (deforming) {
+		if (d->frames == NULL || d->vertex_count == 0)
+			return drape_error_setf(err, DRAPE_EINVAL, "collider.add: frames: %s",
+						d->frames == NULL ? "frame_count > 0 but no frames" : "no vertices");
+		drape_err rc = client_anim_limits(c, "collider.add", d->frame_count, d->vertex_count, err);
+		if (rc != DRAPE_OK)
+			return rc;
+		/* The mesh, its keyframes and the first poses share the first
+		 * message. */
+		const uint64_t fixed = (uint64_t)d->vertex_count * 12u + (uint64_t)d->triangle_count * 12u +
+				       (uint64_t)d->keyframe_count * 28u;
+		first = client_poses_per_message(c, fixed, d->vertex_count, d->frame_count);
+		if (first == 0)
+			return drape_error_setf(err, DRAPE_ELIMIT,
+						"collider.add: frames: the mesh and one pose of %u vertices do not fit "
+						"the server's max_message of %llu bytes",
+						(unsigned)d->vertex_count, (unsigned long long)c->info.limits.max_message);
+		a->desc.frame_count = first;
+	}
 	drape_err rc = client_call(c, &req, &rep, err);
 	if (rc != DRAPE_OK)
 		return rc;
-	if (index != NULL)
-		*index = rep.u.collider_add.index;
+	const uint32_t at = rep.u.collider_add.index;
 	proto_reply_free(&rep);
+	if (deforming && first < d->frame_count) {
+		const float *rest = d->frames + (size_t)first * d->vertex_count * 3;
+		rc = append_frames(c, s, at, rest, d->frame_count - first, d->vertex_count, first, d->frame_count, NULL,
+				   err);
+		if (rc != DRAPE_OK) {
+			/* Leave the session as it was: the collider goes again. */
+			drape_error ignored;
+			drape_collider_remove(c, s, at, &ignored);
+			return rc;
+		}
+	}
+	if (index != NULL)
+		*index = at;
 	return DRAPE_OK;
+}
+
+drape_err drape_collider_append_frames(drape_client *c, drape_session s, uint32_t index, const float *frames,
+				       uint32_t count, uint32_t vertex_count, uint32_t *total, drape_error *err)
+{
+	if (frames == NULL || count == 0 || vertex_count == 0)
+		return drape_error_setf(err, DRAPE_EINVAL, "collider.frames: frames: %s",
+					vertex_count == 0 ? "vertex_count is 0" : "no frames");
+	drape_err rc = client_anim_limits(c, "collider.frames", count, vertex_count, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	return append_frames(c, s, index, frames, count, vertex_count, 0, count, total, err);
 }
 
 drape_err drape_collider_transform(drape_client *c, drape_session s, uint32_t index,

@@ -891,12 +891,68 @@ static drape_err scn_shape(scn *c, const cJSON *sh, drape_collider_desc *d, cons
 	return DRAPE_OK;
 }
 
+/* "animation": a PC2 or MDD file or an OBJ sequence pattern of the mesh's
+ * vertices, resampled to one pose per simulation frame at the scene's fps
+ * (pointcache.h), then scaled and translated like the mesh. */
+static drape_err scn_animation(scn *c, const cJSON *v, uint32_t idx, const float scale[3], const float translate[3])
+{
+	if (!cJSON_IsString(v) || v->valuestring[0] == '\0')
+		return scn_fail(c, DRAPE_EINVAL, "must be a non-empty string (a .pc2 or .mdd file, or an OBJ "
+						 "sequence such as \"body_%%04d.obj\")");
+	drape_collider_desc *d = &c->s.colliders[idx];
+	drape_scene_anim *sa = &c->s.collider_anims[idx];
+	char *path = scn_resolve(c->base_dir, v->valuestring);
+	if (path == NULL)
+		return scn_fail(c, DRAPE_ENOMEM, "out of memory");
+	sa->path = path;
+	drape_anim_limits lim;
+	drape_anim_limits_default(&lim);
+	lim.max_vertices = c->lim.max_vertices;
+	drape_anim a;
+	drape_error ae;
+	drape_error_clear(&ae);
+	drape_err e = drape_anim_read_file(path, &lim, &a, &ae);
+	if (e != DRAPE_OK)
+		return scn_fail(c, e, "%s", ae.message);
+	if (a.vertex_count != d->vertex_count) {
+		e = scn_fail(c, DRAPE_EINVAL, "%s has %u vertices per frame, the collider's mesh has %u (an animation "
+					      "moves the mesh's own vertices, in its order)",
+			     path, (unsigned)a.vertex_count, (unsigned)d->vertex_count);
+		drape_anim_free(&a);
+		return e;
+	}
+	const double fps = c->s.params.fps;
+	sa->format = a.format;
+	sa->samples = a.sample_count;
+	sa->first_frame = drape_anim_sample_frame(&a, 0, fps);
+	sa->last_frame = drape_anim_sample_frame(&a, a.sample_count - 1, fps);
+	uint32_t count = 0, first = 0;
+	e = drape_anim_resample(&a, fps, path, &sa->frames, &count, &first, &ae);
+	drape_anim_free(&a);
+	if (e != DRAPE_OK)
+		return scn_fail(c, e, "%s", ae.message);
+	drape_obj_mesh poses = { 0 };
+	poses.positions = sa->frames;
+	/* Every pose in one go: scn_transform walks vertex_count vertices. */
+	const uint64_t all = (uint64_t)count * d->vertex_count;
+	if (all > UINT32_MAX)
+		return scn_fail(c, DRAPE_ELIMIT, "%s: %u frames of %u vertices are too many", path, (unsigned)count,
+				(unsigned)d->vertex_count);
+	poses.vertex_count = (uint32_t)all;
+	if ((e = scn_transform(c, &poses, scale, translate)) != DRAPE_OK)
+		return e;
+	d->frames = sa->frames;
+	d->frame_count = count;
+	d->frame_start = (float)first;
+	return DRAPE_OK;
+}
+
 static drape_err scn_collider(scn *c, const cJSON *o, uint32_t idx)
 {
 	static const char *const keys[] = {"mesh",	 "plane",	"sphere",      "box",
 					   "capsule",	 "scale",	"translate",   "voxel_size",
 					   "max_voxels", "friction",	"static_friction", "restitution",
-					   "thickness",	 "keyframes",	NULL};
+					   "thickness",	 "keyframes",	"animation",   NULL};
 	static const char *const kinds[] = {"mesh", "plane", "sphere", "box", "capsule"};
 	drape_err e;
 	if ((e = scn_want_object(c, o)) || (e = scn_keys(c, o, keys)))
@@ -915,8 +971,8 @@ static drape_err scn_collider(scn *c, const cJSON *o, uint32_t idx)
 	if (kind == NULL)
 		return scn_fail(c, DRAPE_EINVAL, "needs one of \"mesh\", \"plane\", \"sphere\", \"box\", \"capsule\"");
 	int is_mesh = strcmp(kind, "mesh") == 0;
-	static const char *const mesh_only[] = {"scale", "translate", "voxel_size", "max_voxels"};
-	for (int i = 0; i < 4; i++) {
+	static const char *const mesh_only[] = {"scale", "translate", "voxel_size", "max_voxels", "animation"};
+	for (int i = 0; i < 5; i++) {
 		if (!is_mesh && scn_get(o, mesh_only[i]) != NULL) {
 			scn_push_key(c, mesh_only[i]);
 			return scn_fail(c, DRAPE_EINVAL, "only mesh colliders take this key (shapes give their own "
@@ -949,6 +1005,12 @@ static drape_err scn_collider(scn *c, const cJSON *o, uint32_t idx)
 		d->vertex_count = m->vertex_count;
 		d->triangles = m->triangles;
 		d->triangle_count = m->triangle_count;
+		if (scn_get(o, "animation") != NULL && d->keyframe_count > 0) {
+			scn_push_key(c, "keyframes");
+			return scn_fail(c, DRAPE_EINVAL, "a collider with an \"animation\" takes its motion from it, "
+							 "not from keyframes");
+		}
+		SCN_FIELD(c, o, "animation", scn_animation(c, v_, idx, scale, translate));
 	} else {
 		size_t old = scn_push_key(c, kind);
 		if ((e = scn_shape(c, scn_get(o, kind), d, kind)) != DRAPE_OK)
@@ -969,8 +1031,9 @@ static drape_err scn_colliders(scn *c, const cJSON *a)
 		return scn_fail(c, DRAPE_ELIMIT, "%d colliders, over the limit %u", n, DRAPE_SCENE_MAX_COLLIDERS);
 	c->s.colliders = calloc((size_t)n, sizeof *c->s.colliders);
 	c->s.collider_meshes = calloc((size_t)n, sizeof *c->s.collider_meshes);
+	c->s.collider_anims = calloc((size_t)n, sizeof *c->s.collider_anims);
 	c->keys = calloc((size_t)n, sizeof *c->keys);
-	if (!c->s.colliders || !c->s.collider_meshes || !c->keys)
+	if (!c->s.colliders || !c->s.collider_meshes || !c->s.collider_anims || !c->keys)
 		return scn_fail(c, DRAPE_ENOMEM, "out of memory");
 	c->s.collider_count = (uint32_t)n;
 	uint32_t i = 0;
@@ -1041,7 +1104,7 @@ static drape_err scn_root(scn *c, const cJSON *root)
 {
 	static const char *const keys[] = {"fps",	"frames",  "substeps",       "iterations", "gravity",
 					   "damping",	"wind",	   "cloth",	     "self_collision",
-					   "long_range", "colliders", NULL};
+					   "long_range", "colliders", "start_frame", NULL};
 	drape_err e;
 	if (!cJSON_IsObject(root))
 		return scn_fail(c, DRAPE_EINVAL, "the scene must be a JSON object, not %s", scn_type_name(root));
@@ -1062,6 +1125,28 @@ static drape_err scn_root(scn *c, const cJSON *root)
 	SCN_FIELD(c, root, "long_range", scn_long_range(c, v_));
 	/* Colliders before the cloth, so that pins can check "attach". */
 	SCN_FIELD(c, root, "colliders", scn_colliders(c, v_));
+	/* Without "frames", a scene with animated colliders runs to the last
+	 * animation frame. */
+	if (scn_get(root, "frames") == NULL) {
+		uint32_t last = 0;
+		for (uint32_t i = 0; i < c->s.collider_count; i++) {
+			const drape_collider_desc *d = &c->s.colliders[i];
+			if (d->frame_count > 0 && (uint32_t)d->frame_start + d->frame_count - 1 > last)
+				last = (uint32_t)d->frame_start + d->frame_count - 1;
+		}
+		if (last > 0)
+			c->s.frames = last;
+	}
+	int64_t start;
+	SCN_FIELD(c, root, "start_frame", scn_integer(c, v_, 1, DRAPE_SCENE_MAX_FRAMES, &start));
+	if (scn_get(root, "start_frame") != NULL) {
+		if ((uint64_t)start > c->s.frames) {
+			scn_push_key(c, "start_frame");
+			return scn_fail(c, DRAPE_ERANGE, "%lld is after the last frame %u (\"frames\")", (long long)start,
+					(unsigned)c->s.frames);
+		}
+		c->s.start_frame = (uint32_t)start;
+	}
 	const cJSON *cl = scn_get(root, "cloth");
 	if (cl == NULL)
 		return scn_fail(c, DRAPE_EINVAL, "the scene needs \"cloth\"");
@@ -1083,9 +1168,14 @@ void drape_scene_free(drape_scene *s)
 		/* The scene allocated every keyframe array it points to. */
 		if (s->colliders)
 			free((void *)s->colliders[i].keyframes);
+		if (s->collider_anims) {
+			free(s->collider_anims[i].path);
+			free(s->collider_anims[i].frames);
+		}
 	}
 	free(s->colliders);
 	free(s->collider_meshes);
+	free(s->collider_anims);
 	memset(s, 0, sizeof *s);
 }
 
@@ -1143,6 +1233,7 @@ drape_err drape_scene_load_string(const char *json, size_t len, const char *base
 	}
 	drape_sim_params_default(&c.s.params);
 	c.s.frames = DRAPE_SCENE_DEFAULT_FRAMES;
+	c.s.start_frame = 1;
 	drape_err e = scn_root(&c, root);
 	cJSON_Delete(root);
 	free(c.pin_mark);

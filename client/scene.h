@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "client/obj.h"
+#include "client/pointcache.h"
 #include "drape/error.h"
 #include "drape/sim.h"
 
@@ -36,11 +37,26 @@
 /* Value of pin_attach[] for a pin that stays where it is. */
 #define DRAPE_SCENE_NO_ATTACH (-1)
 
+/* A deforming collider's animation as the scene read it. The poses the
+ * solver gets are in the collider's desc (frames, frame_count, frame_start:
+ * one pose per simulation frame, scaled and translated like the mesh). */
+typedef struct drape_scene_anim {
+	char *path;               /* resolved file (or sequence pattern); NULL = not animated */
+	drape_anim_format format;
+	float *frames;            /* owned; the desc's frames point here */
+	uint32_t samples;         /* samples in the file */
+	double first_frame;       /* animation frame of the first and of the last sample */
+	double last_frame;
+} drape_scene_anim;
+
 typedef struct drape_scene {
 	/* drape_sim_params_default() with every key of the scene applied;
 	 * validated with drape_sim_params_validate(). */
 	drape_sim_params params;
 	uint32_t frames;
+	/* "start_frame": the first frame written; frames before it are solved
+	 * but not written (pre-roll). 1 unless the scene says. */
+	uint32_t start_frame;
 
 	/* The cloth: positions after scale and translate, triangles, and the OBJ
 	 * groups (or, for a grid, the groups "top", "bottom", "left", "right"
@@ -61,6 +77,7 @@ typedef struct drape_scene {
 	 * drape_scene_free. */
 	drape_collider_desc *colliders;
 	drape_obj_mesh *collider_meshes;
+	drape_scene_anim *collider_anims; /* collider_count entries */
 	uint32_t collider_count;
 } drape_scene;
 

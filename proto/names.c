@@ -26,6 +26,7 @@ static const char *const op_names[PROTO_OP_COUNT_] = {
 	[PROTO_OP_COLLIDER_REMOVE] = "collider.remove",
 	[PROTO_OP_PINS_ATTACH] = "pins.attach",
 	[PROTO_OP_PREFLIGHT] = "preflight",
+	[PROTO_OP_COLLIDER_FRAMES] = "collider.frames",
 };
 
 static const char *const state_names[PROTO_STATE_COUNT_] = {
@@ -67,6 +68,7 @@ bool proto_op_needs_session(proto_op op)
 	case PROTO_OP_COLLIDER_UPDATE:
 	case PROTO_OP_COLLIDER_REMOVE:
 	case PROTO_OP_PINS_ATTACH:
+	case PROTO_OP_COLLIDER_FRAMES:
 		return true;
 	default:
 		return false;
@@ -158,6 +160,9 @@ void proto_collider_apply(drape_collider_desc *dst, const proto_collider_add_req
 	dst->triangle_count = s->triangle_count;
 	dst->keyframes = s->keyframes;
 	dst->keyframe_count = s->keyframe_count;
+	dst->frames = s->frames;
+	dst->frame_count = s->frame_count;
+	dst->frame_start = s->frame_start;
 	if (m & PROTO_COLLIDER_FRICTION)
 		dst->friction = s->friction;
 	if (m & PROTO_COLLIDER_STATIC_FRICTION)

@@ -117,6 +117,7 @@ typedef enum proto_op {
 	PROTO_OP_COLLIDER_REMOVE,    /* "collider.remove" */
 	PROTO_OP_PINS_ATTACH,        /* "pins.attach" */
 	PROTO_OP_PREFLIGHT,          /* "preflight" */
+	PROTO_OP_COLLIDER_FRAMES,    /* "collider.frames" */
 	PROTO_OP_COUNT_
 } proto_op;
 
@@ -280,6 +281,8 @@ typedef struct proto_limits {
 	uint64_t max_memory;              /* bytes, the server's memory budget (all sessions) */
 	uint64_t max_connections;         /* control connections at once */
 	uint64_t max_connections_per_peer; /* control connections from one IP address or uid */
+	uint64_t max_anim_frames;         /* animation frames per deforming collider */
+	uint64_t max_anim_bytes;          /* their bytes (frames * vertices * 12) per collider */
 } proto_limits;
 
 /* ---- Requests ------------------------------------------------------------ */
@@ -336,10 +339,14 @@ typedef struct proto_frames_get_req {
 /*
  * collider.add. desc follows drape_collider_desc: the shape's fields, for a
  * mesh vertices/triangles (and voxel_size if its mask bit is set), the
- * response fields whose mask bits are set, and keyframes. Decoded: desc.sdf
- * is NULL and desc.max_voxels 0 (the daemon sets its configured cap); every
- * float finite; mesh indices < vertex_count. Encoded: the fields the shape
- * uses, the optional fields in mask, keyframes if keyframe_count > 0.
+ * response fields whose mask bits are set, and keyframes; a deforming mesh
+ * also frames/frame_count/frame_start ("frames": bin<f32> holding
+ * frame_count whole poses of vertex_count * 3 floats; "frame_start": num).
+ * Decoded: desc.sdf is NULL and desc.max_voxels 0 (the daemon sets its
+ * configured cap); every float finite; mesh indices < vertex_count; frames
+ * only on a mesh, at least one, a whole number of poses. Encoded: the fields
+ * the shape uses, the optional fields in mask, keyframes if keyframe_count >
+ * 0, frames and frame_start if frame_count > 0.
  */
 typedef struct proto_collider_add_req {
 	drape_collider_desc desc;
@@ -362,6 +369,15 @@ typedef struct proto_collider_update_req {
 	const float *vertices; /* vertex_count * 3 finite floats */
 	uint32_t vertex_count;
 } proto_collider_update_req;
+
+/* collider.frames: appends poses to a deforming mesh collider. The codec
+ * checks a non-empty bin of finite float triples; the daemon checks that
+ * they make whole poses of the collider's vertex count. */
+typedef struct proto_collider_frames_req {
+	uint32_t index;
+	const float *frames; /* point_count * 3 floats */
+	uint32_t point_count; /* poses * vertex_count, >= 1 */
+} proto_collider_frames_req;
 
 typedef struct proto_collider_remove_req {
 	uint32_t index;
@@ -406,6 +422,7 @@ typedef struct proto_request {
 		proto_collider_remove_req collider_remove;
 		proto_pins_attach_req pins_attach;
 		proto_preflight_req preflight;
+		proto_collider_frames_req collider_frames;
 	} u;
 	proto_mem *mem; /* owned memory of a decoded request; NULL when filled by hand */
 } proto_request;
@@ -554,6 +571,10 @@ typedef struct proto_collider_add_rep {
 	uint32_t index;
 } proto_collider_add_rep;
 
+typedef struct proto_collider_frames_rep {
+	uint32_t frame_count; /* "frames": poses the collider holds after the append */
+} proto_collider_frames_rep;
+
 typedef struct proto_preflight_rep {
 	uint64_t count;               /* intersecting pairs in all */
 	const drape_tri_pair *pairs;  /* the first pair_count of them */
@@ -583,6 +604,7 @@ typedef struct proto_reply {
 		proto_server_stats_rep server_stats;
 		proto_collider_add_rep collider_add;
 		proto_preflight_rep preflight;
+		proto_collider_frames_rep collider_frames;
 	} u;
 	proto_mem *mem;
 } proto_reply;

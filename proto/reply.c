@@ -20,6 +20,7 @@ static const struct {
 	LF(max_sessions),        LF(max_sessions_per_client), LF(max_frames_retained),
 	LF(max_frames_per_get),  LF(max_session_memory), LF(idle_timeout_s),
 	LF(max_memory),          LF(max_connections),    LF(max_connections_per_peer),
+	LF(max_anim_frames),     LF(max_anim_bytes),
 };
 #undef LF
 
@@ -324,6 +325,8 @@ static drape_err decode_body(proto_wire_dec *d, const msgpack_object *m, proto_r
 		return decode_server_stats(d, m, &r->u.server_stats);
 	case PROTO_OP_COLLIDER_ADD:
 		return proto_wire_field_u32(d, m, "index", true, &r->u.collider_add.index, NULL);
+	case PROTO_OP_COLLIDER_FRAMES:
+		return proto_wire_field_u32(d, m, "frames", true, &r->u.collider_frames.frame_count, NULL);
 	case PROTO_OP_PREFLIGHT:
 		return decode_preflight(d, m, &r->u.preflight);
 	default:
@@ -560,6 +563,9 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_reply *r)
 	}
 	case PROTO_OP_COLLIDER_ADD:
 		encode_u32_field(e, n, "index", r->u.collider_add.index);
+		break;
+	case PROTO_OP_COLLIDER_FRAMES:
+		encode_u32_field(e, n, "frames", r->u.collider_frames.frame_count);
 		break;
 	case PROTO_OP_PREFLIGHT: {
 		const proto_preflight_rep *p = &r->u.preflight;

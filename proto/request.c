@@ -257,9 +257,27 @@ static drape_err decode_collider_add(proto_wire_dec *d, const msgpack_object *m,
 			c->mask |= opt[i].bit;
 	}
 	v = proto_wire_get(m, "keyframes");
-	if (v != NULL)
-		return proto_wire_read_keyframes(d, v, "keyframes", &s->keyframes, &s->keyframe_count);
-	return DRAPE_OK;
+	if (v != NULL) {
+		rc = proto_wire_read_keyframes(d, v, "keyframes", &s->keyframes, &s->keyframe_count);
+		if (rc != DRAPE_OK)
+			return rc;
+	}
+	v = proto_wire_get(m, "frames");
+	if (v == NULL) {
+		if (proto_wire_get(m, "frame_start") != NULL)
+			return proto_wire_fail(d, DRAPE_EINVAL, "frame_start", "given without frames");
+		return DRAPE_OK;
+	}
+	if (s->shape != DRAPE_SHAPE_MESH)
+		return proto_wire_fail(d, DRAPE_EINVAL, "frames", "only a mesh collider can deform");
+	/* One tuple is one whole pose, so a bin that ends inside a pose is
+	 * refused here, before anything reaches the daemon. */
+	rc = proto_wire_bin_f32(d, v, "frames", s->vertex_count * 3u, UINT32_MAX, &s->frames, &s->frame_count);
+	if (rc == DRAPE_OK && s->frame_count == 0)
+		rc = proto_wire_fail(d, DRAPE_EINVAL, "frames", "no frames");
+	if (rc == DRAPE_OK)
+		rc = proto_wire_field_f32(d, m, "frame_start", false, &s->frame_start, NULL);
+	return rc;
 }
 
 static drape_err decode_body(proto_wire_dec *d, const msgpack_object *m, proto_request *r)
@@ -320,6 +338,17 @@ static drape_err decode_body(proto_wire_dec *d, const msgpack_object *m, proto_r
 	}
 	case PROTO_OP_COLLIDER_REMOVE:
 		return proto_wire_field_u32(d, m, "index", true, &r->u.collider_remove.index, NULL);
+	case PROTO_OP_COLLIDER_FRAMES: {
+		proto_collider_frames_req *f = &r->u.collider_frames;
+		rc = proto_wire_field_u32(d, m, "index", true, &f->index, NULL);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_need(d, m, "frames", "frames", &v);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_bin_f32(d, v, "frames", 3, UINT32_MAX, &f->frames, &f->point_count);
+		if (rc == DRAPE_OK && f->point_count == 0)
+			rc = proto_wire_fail(d, DRAPE_EINVAL, "frames", "no frames");
+		return rc;
+	}
 	case PROTO_OP_PINS_ATTACH: {
 		proto_pins_attach_req *p = &r->u.pins_attach;
 		rc = proto_wire_need(d, m, "vertices", "vertices", &v);
@@ -480,6 +509,13 @@ static void encode_collider_add(proto_wire_enc *e, uint32_t *n, const proto_coll
 		proto_wire_kv(e, n, "keyframes");
 		proto_wire_pack_keyframes(e, "keyframes", s->keyframes, s->keyframe_count);
 	}
+	if (s->frame_count > 0 && s->shape == DRAPE_SHAPE_MESH) {
+		proto_wire_kv(e, n, "frames");
+		proto_wire_pack_bin_f32(e, "frames", s->frames,
+				  (uint64_t)s->frame_count * s->vertex_count * 3u);
+		proto_wire_kv(e, n, "frame_start");
+		proto_wire_pack_f32(e, s->frame_start);
+	}
 }
 
 static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
@@ -550,6 +586,13 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 	case PROTO_OP_COLLIDER_REMOVE:
 		proto_wire_kv(e, n, "index");
 		proto_wire_pack_u64(e, r->u.collider_remove.index);
+		break;
+	case PROTO_OP_COLLIDER_FRAMES:
+		proto_wire_kv(e, n, "index");
+		proto_wire_pack_u64(e, r->u.collider_frames.index);
+		proto_wire_kv(e, n, "frames");
+		proto_wire_pack_bin_f32(e, "frames", r->u.collider_frames.frames,
+				  (uint64_t)r->u.collider_frames.point_count * 3u);
 		break;
 	case PROTO_OP_PINS_ATTACH:
 		proto_wire_kv(e, n, "vertices");

@@ -13,6 +13,25 @@
 #include "server/log.h"
 #include "server/server.h"
 
+/* Checks `total` animation frames of `vertices` vertices against the
+ * configured limits, before anything is allocated for them. */
+static drape_err srv_anim_limits(const srv_config *cfg, const char *op, uint64_t total, uint32_t vertices,
+				 drape_error *err)
+{
+	if (cfg->max_anim_frames != 0 && total > cfg->max_anim_frames)
+		return drape_error_setf(err, DRAPE_ELIMIT,
+					"%s: frames: %llu animation frames exceed the limit max_anim_frames %llu", op,
+					(unsigned long long)total, (unsigned long long)cfg->max_anim_frames);
+	const uint64_t bytes = total * vertices * 12u;
+	if (cfg->max_anim_bytes != 0 && bytes > cfg->max_anim_bytes)
+		return drape_error_setf(err, DRAPE_ELIMIT,
+					"%s: frames: %llu frames of %u vertices are %llu bytes, over the limit "
+					"max_anim_bytes %llu",
+					op, (unsigned long long)total, (unsigned)vertices, (unsigned long long)bytes,
+					(unsigned long long)cfg->max_anim_bytes);
+	return DRAPE_OK;
+}
+
 drape_err srv_collider_admit(srv_server *srv, const srv_session *s, const proto_request *req, drape_error *err)
 {
 	if (req->op == PROTO_OP_COLLIDER_ADD) {
@@ -22,7 +41,16 @@ drape_err srv_collider_admit(srv_server *srv, const srv_session *s, const proto_
 						"collider.add: session %u has %u colliders; the limit "
 						"max_colliders is %llu",
 						(unsigned)s->id, (unsigned)s->colliders, (unsigned long long)max);
+		const drape_collider_desc *d = &req->u.collider_add.desc;
+		if (d->frame_count > 0) {
+			drape_err rc = srv_anim_limits(srv->cfg, "collider.add", d->frame_count, d->vertex_count, err);
+			if (rc != DRAPE_OK)
+				return rc;
+		}
 	}
+	if (req->op == PROTO_OP_COLLIDER_FRAMES && req->u.collider_frames.index >= s->colliders)
+		return drape_error_setf(err, DRAPE_ERANGE, "collider.frames: index: %u >= collider count %u",
+					(unsigned)req->u.collider_frames.index, (unsigned)s->colliders);
 	if (req->op == PROTO_OP_PINS_ATTACH) {
 		const proto_pins_attach_req *p = &req->u.pins_attach;
 		for (uint32_t i = 0; i < p->count; i++)
@@ -31,6 +59,74 @@ drape_err srv_collider_admit(srv_server *srv, const srv_session *s, const proto_
 							"pins.attach: vertices[%u]: index %u >= vertex count %u",
 							(unsigned)i, (unsigned)p->vertices[i], (unsigned)s->vertices);
 	}
+	return DRAPE_OK;
+}
+
+static const char *srv_shape_name(drape_shape s)
+{
+	switch (s) {
+	case DRAPE_SHAPE_PLANE:
+		return "plane";
+	case DRAPE_SHAPE_SPHERE:
+		return "sphere";
+	case DRAPE_SHAPE_BOX:
+		return "box";
+	case DRAPE_SHAPE_CAPSULE:
+		return "capsule";
+	case DRAPE_SHAPE_MESH:
+		return "mesh";
+	}
+	return "?";
+}
+
+/* Room for one more srv_collider_info, taken before the solver changes, so
+ * a failure here leaves the session as it was. */
+static drape_err srv_cinfo_reserve(srv_session *s, drape_error *err)
+{
+	if (s->cinfo_count < s->cinfo_cap)
+		return DRAPE_OK;
+	uint32_t cap = s->cinfo_cap ? s->cinfo_cap * 2 : 4;
+	srv_collider_info *n = realloc(s->cinfo, cap * sizeof *n);
+	if (n == NULL)
+		return drape_error_setf(err, DRAPE_ENOMEM, "collider.add: out of memory");
+	s->cinfo = n;
+	s->cinfo_cap = cap;
+	return DRAPE_OK;
+}
+
+/* collider.frames: the poses must be whole poses of a mesh collider and
+ * stay within the limits, checked before the solver copies them. */
+static drape_err srv_collider_frames(const srv_config *cfg, srv_session *s, const proto_collider_frames_req *f,
+				     proto_reply *rep, drape_error *err)
+{
+	if (f->index >= s->cinfo_count)
+		return drape_error_setf(err, DRAPE_ERANGE, "collider.frames: index: %u >= collider count %u",
+					(unsigned)f->index, (unsigned)s->cinfo_count);
+	srv_collider_info *ci = &s->cinfo[f->index];
+	if (ci->shape != DRAPE_SHAPE_MESH)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"collider.frames: index: collider %u is a %s; only a mesh collider deforms",
+					(unsigned)f->index, srv_shape_name(ci->shape));
+	if (f->point_count % ci->vertex_count != 0)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"collider.frames: frames: %u points are not whole poses of the collider's %u "
+					"vertices",
+					(unsigned)f->point_count, (unsigned)ci->vertex_count);
+	const uint32_t count = f->point_count / ci->vertex_count;
+	drape_err rc = srv_anim_limits(cfg, "collider.frames", (uint64_t)ci->frames + count, ci->vertex_count, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	rc = drape_sim_append_collider_frames(s->sim, f->index, f->frames, count, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	if (ci->frames == 0)
+		srv_info("session %u: collider %u now deforms: kind %s (solved against its moving surface)",
+			 (unsigned)s->id, (unsigned)f->index,
+			 drape_collider_kind_name(drape_sim_collider_kind(s->sim, f->index)));
+	ci->frames += count;
+	rep->u.collider_frames.frame_count = ci->frames;
+	srv_debug("session %u: collider %u: %u frames appended, %u in all", (unsigned)s->id, (unsigned)f->index,
+		  (unsigned)count, (unsigned)ci->frames);
 	return DRAPE_OK;
 }
 
@@ -45,10 +141,17 @@ drape_err srv_collider_apply(const srv_config *cfg, srv_session *s, const proto_
 		proto_collider_apply(&d, &req->u.collider_add);
 		d.sdf = NULL;
 		d.max_voxels = cfg->max_voxels;
+		if (d.frame_count > 0 &&
+		    (rc = srv_anim_limits(cfg, "collider.add", d.frame_count, d.vertex_count, err)) != DRAPE_OK)
+			break;
+		if ((rc = srv_cinfo_reserve(s, err)) != DRAPE_OK)
+			break;
 		/* A mesh field is built once per mesh and settings and shared by
-		 * every session that asks for the same (fieldcache.h). */
+		 * every session that asks for the same (fieldcache.h). A
+		 * deforming mesh needs none: the solver collides with its moving
+		 * triangles. */
 		drape_sdf *field = NULL;
-		if (d.shape == DRAPE_SHAPE_MESH) {
+		if (d.shape == DRAPE_SHAPE_MESH && d.frame_count == 0) {
 			srv_field_key key = srv_field_key_of(s->sim, &d);
 			field = srv_fieldcache_get(key);
 			if (field != NULL) {
@@ -71,10 +174,27 @@ drape_err srv_collider_apply(const srv_config *cfg, srv_session *s, const proto_
 		uint32_t index = 0;
 		rc = drape_sim_add_collider(s->sim, &d, &index, err);
 		drape_sdf_release(field);
-		if (rc == DRAPE_OK)
-			rep->u.collider_add.index = index;
+		if (rc != DRAPE_OK)
+			break;
+		rep->u.collider_add.index = index;
+		s->cinfo[s->cinfo_count++] = (srv_collider_info){ d.shape, d.vertex_count, d.frame_count };
+		/* The kind is the solver's own choice, read back rather than
+		 * guessed from the request. */
+		const drape_collider_kind kind = drape_sim_collider_kind(s->sim, index);
+		if (d.frame_count > 0)
+			srv_info("session %u: collider %u is a deforming mesh of %u vertices, %u frames from frame %g: "
+				 "kind %s (solved against its moving surface, no field)",
+				 (unsigned)s->id, (unsigned)index, (unsigned)d.vertex_count, (unsigned)d.frame_count,
+				 (double)d.frame_start, drape_collider_kind_name(kind));
+		else
+			srv_info("session %u: collider %u is a %s %s: kind %s", (unsigned)s->id, (unsigned)index,
+				 d.keyframe_count ? "keyframed" : "static", srv_shape_name(d.shape),
+				 drape_collider_kind_name(kind));
 		break;
 	}
+	case PROTO_OP_COLLIDER_FRAMES:
+		rc = srv_collider_frames(cfg, s, &req->u.collider_frames, rep, err);
+		break;
 	case PROTO_OP_COLLIDER_TRANSFORM: {
 		const proto_collider_transform_req *t = &req->u.collider_transform;
 		rc = drape_sim_set_keyframes(s->sim, t->index, t->keyframes, t->keyframe_count, err);
@@ -85,9 +205,15 @@ drape_err srv_collider_apply(const srv_config *cfg, srv_session *s, const proto_
 		rc = drape_sim_update_collider_mesh(s->sim, u->index, u->vertices, u->vertex_count, err);
 		break;
 	}
-	case PROTO_OP_COLLIDER_REMOVE:
-		rc = drape_sim_remove_collider(s->sim, req->u.collider_remove.index, err);
+	case PROTO_OP_COLLIDER_REMOVE: {
+		const uint32_t i = req->u.collider_remove.index;
+		rc = drape_sim_remove_collider(s->sim, i, err);
+		if (rc == DRAPE_OK && i < s->cinfo_count) {
+			memmove(s->cinfo + i, s->cinfo + i + 1, (s->cinfo_count - i - 1) * sizeof *s->cinfo);
+			s->cinfo_count--;
+		}
 		break;
+	}
 	case PROTO_OP_PINS_ATTACH: {
 		const proto_pins_attach_req *p = &req->u.pins_attach;
 		rc = drape_sim_attach_pins(s->sim, p->vertices, p->count, p->collider, err);

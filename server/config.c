@@ -4,6 +4,8 @@
  */
 #include "server/config.h"
 
+#include "drape/sim.h"
+
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
@@ -82,6 +84,12 @@ static const srv_opt srv_opts[] = {
 	  "colliders per session; 0 = no limit. Default 64" },
 	{ "max-voxels", SRV_OPT_U64, OFF(max_voxels), 0, 0, "N",
 	  "voxels per mesh collider field. Default 64000000" },
+	{ "max-anim-frames", SRV_OPT_U64, OFF(max_anim_frames), 0, UINT32_MAX, "N",
+	  "animation frames per deforming collider (collider.add plus collider.frames); "
+	  "0 = no limit of ours. Default 100000" },
+	{ "max-anim-bytes", SRV_OPT_U64, OFF(max_anim_bytes), 0, 0, "BYTES",
+	  "bytes of those frames per collider (frames * vertices * 12); 0 = no limit of ours. "
+	  "Default 2147483648" },
 	{ "max-sessions", SRV_OPT_U64, OFF(max_sessions), 0, UINT32_MAX, "N",
 	  "sessions in all; 0 = no limit. Default 256" },
 	{ "max-sessions-per-client", SRV_OPT_U64, OFF(max_sessions_per_client), 0, UINT32_MAX, "N",
@@ -144,6 +152,9 @@ void srv_config_default(srv_config *c)
 	c->max_triangles = 8000000;
 	c->max_colliders = 64;
 	c->max_voxels = 64000000;
+	/* The solver's own caps (sim.h); an operator may set lower ones. */
+	c->max_anim_frames = DRAPE_MAX_COLLIDER_FRAMES;
+	c->max_anim_bytes = DRAPE_MAX_COLLIDER_FRAME_BYTES;
 	c->max_sessions = 256;
 	c->max_sessions_per_client = 32;
 	c->max_frames_retained = 100000;

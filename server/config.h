@@ -33,6 +33,8 @@ typedef struct srv_config {
 	uint64_t max_triangles;
 	uint64_t max_colliders;
 	uint64_t max_voxels;
+	uint64_t max_anim_frames;   /* animation frames per deforming collider; 0 = the solver's cap */
+	uint64_t max_anim_bytes;    /* their bytes (frames * vertices * 12); 0 = the solver's cap */
 	uint64_t max_sessions;
 	uint64_t max_sessions_per_client;
 	uint64_t max_frames_retained;

@@ -37,6 +37,7 @@ static bool srv_op_mutates(proto_op op)
 	case PROTO_OP_COLLIDER_UPDATE:
 	case PROTO_OP_COLLIDER_REMOVE:
 	case PROTO_OP_PINS_ATTACH:
+	case PROTO_OP_COLLIDER_FRAMES:
 		return true;
 	default:
 		return false;
@@ -58,6 +59,8 @@ static void srv_limits(const srv_config *c, proto_limits *l)
 	l->max_colliders = c->max_colliders;
 	l->max_voxels = c->max_voxels;
 	l->max_keyframes = DRAPE_MAX_KEYFRAMES;
+	l->max_anim_frames = c->max_anim_frames;
+	l->max_anim_bytes = c->max_anim_bytes;
 	l->max_sessions = c->max_sessions;
 	l->max_sessions_per_client = c->max_sessions_per_client;
 	l->max_frames_retained = c->max_frames_retained;
@@ -242,6 +245,7 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 	case PROTO_OP_COLLIDER_UPDATE:
 	case PROTO_OP_COLLIDER_REMOVE:
 	case PROTO_OP_PINS_ATTACH:
+	case PROTO_OP_COLLIDER_FRAMES:
 		/* The job takes the request; on success it replies later. */
 		rc = srv_job_start(srv, &req, &head, buf, len, s, &k, reply_to, &err);
 		if (rc == DRAPE_OK)

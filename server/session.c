@@ -79,6 +79,7 @@ void srv_session_free(srv_session *s)
 	if (s == NULL)
 		return;
 	drape_sim_destroy(s->sim);
+	free(s->cinfo);
 	srv_frames_free(&s->frames);
 	free(s->work_positions);
 	free(s->out_positions);

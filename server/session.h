@@ -16,6 +16,13 @@
 struct srv_server;
 typedef struct srv_ckpt_snap srv_ckpt_snap; /* checkpoint.c */
 
+/* What the daemon keeps of each collider to check ops on it. */
+typedef struct srv_collider_info {
+	drape_shape shape;
+	uint32_t vertex_count; /* mesh colliders */
+	uint32_t frames;       /* animation frames held; 0 = not deforming */
+} srv_collider_info;
+
 typedef struct srv_session {
 	uint32_t id;
 	char *name; /* NULL if none */
@@ -45,6 +52,12 @@ typedef struct srv_session {
 				* when that frame has landed */
 	int fail_status;       /* libuv status of the failed solve */
 	struct srv_job *parked; /* a collider op waiting for the frame in flight */
+	/* Per collider, in index order, what collider.frames needs to check
+	 * an append before the solver sees it (colliders.c). Owned like the
+	 * sim: touched only by whoever holds it (a collider job's worker, or
+	 * the loop while reloading). */
+	struct srv_collider_info *cinfo;
+	uint32_t cinfo_count, cinfo_cap;
 	uint64_t intersections; /* preflight count of the input mesh */
 	bool deleted;          /* deleted while busy; freed when the frame lands */
 	bool end_pending;      /* canceled while busy: the end message goes out

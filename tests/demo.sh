@@ -4,7 +4,10 @@
 # 1. examples/garment.json: the MakeHuman T-shirt and trousers draped on the
 #    body they were modelled on (an OpenVDB mesh collider, self-collision on),
 #    frames to out/demo/garment/frame_NNNN.obj.
-# 2. examples/flag.json: a 64x64 flag pinned along one edge in the wind,
+# 2. examples/walk.json: the same suit on the walking body (a deforming
+#    collider read from tests/data/anim/walk.pc2, 96 frames), frames to
+#    out/demo/walk/frame_NNNN.obj.
+# 3. examples/flag.json: a 64x64 flag pinned along one edge in the wind,
 #    frames to out/demo/flag/, then the same scene with the solver in process
 #    (drape run --local, frames discarded), so the server's overhead shows.
 #
@@ -45,6 +48,7 @@ run_scene() {
 }
 
 run_scene examples/garment.json out/demo/garment
+run_scene examples/walk.json out/demo/walk
 run_scene examples/flag.json out/demo/flag
 "$B/drape" run examples/flag.json --local --json >"$log/local.json"
 printf '  in process        %.2f s wall, %.2f ms per frame (drape run --local, same scene)\n' \

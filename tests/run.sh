@@ -56,7 +56,7 @@ if [ "$ONLY" != unit ]; then
 	done
 	# Fuzz corpora (tests/fuzz/<target>/, crash reproducers included) go
 	# through each target in-process; a crash prints the file's name.
-	for t in proto obj scene daemon; do
+	for t in proto obj scene daemon pc2; do
 		if [ -x "$B/fuzz_replay_$t" ]; then
 			run "fuzz corpus replay $t" "$B/fuzz_replay_$t" "tests/fuzz/$t"
 		else

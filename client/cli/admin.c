@@ -325,6 +325,20 @@ int cli_cmd_check(int argc, char **argv)
 		       t.pinned_vertices, (unsigned)sc.collider_count, (unsigned long long)count);
 		for (uint32_t i = 0; i < shown; i++)
 			printf("%s[%u,%u]", i ? "," : "", pairs[i].a, pairs[i].b);
+		printf("],\"frames\":%u,\"start_frame\":%u,\"animations\":[", (unsigned)sc.frames,
+		       (unsigned)sc.start_frame);
+		for (uint32_t i = 0, n = 0; i < sc.collider_count; i++) {
+			const drape_collider_desc *cd = &sc.colliders[i];
+			if (cd->frame_count == 0)
+				continue;
+			printf("%s{\"collider\":%u,\"path\":", n++ ? "," : "", (unsigned)i);
+			cli_json_str(stdout, sc.collider_anims[i].path);
+			printf(",\"samples\":%u,\"first_sample_frame\":%.9g,\"last_sample_frame\":%.9g,"
+			       "\"frames\":%u,\"first_frame\":%u,\"last_frame\":%u,\"vertices\":%u}",
+			       (unsigned)sc.collider_anims[i].samples, sc.collider_anims[i].first_frame,
+			       sc.collider_anims[i].last_frame, (unsigned)cd->frame_count, (unsigned)cd->frame_start,
+			       (unsigned)cd->frame_start + cd->frame_count - 1, (unsigned)cd->vertex_count);
+		}
 		printf("]}\n");
 	} else {
 		printf("vertices:              %u\n", t.vertices);
@@ -341,6 +355,23 @@ int cli_cmd_check(int argc, char **argv)
 			printf("  triangles %u and %u\n", pairs[i].a, pairs[i].b);
 		if (count > shown)
 			printf("  ... and %llu more\n", (unsigned long long)(count - shown));
+		printf("frames:                %u to %u written (%u solved)\n", (unsigned)sc.start_frame,
+		       (unsigned)sc.frames, (unsigned)sc.frames);
+		for (uint32_t i = 0; i < sc.collider_count; i++) {
+			const drape_collider_desc *cd = &sc.colliders[i];
+			if (cd->frame_count == 0)
+				continue;
+			const drape_scene_anim *a = &sc.collider_anims[i];
+			const uint32_t last = (uint32_t)cd->frame_start + cd->frame_count - 1;
+			printf("animation:             collider %u, %s: %u samples (frames %g to %g), "
+			       "%u frames %u to %u of %u vertices\n",
+			       (unsigned)i, a->path, (unsigned)a->samples, a->first_frame, a->last_frame,
+			       (unsigned)cd->frame_count, (unsigned)cd->frame_start, (unsigned)last,
+			       (unsigned)cd->vertex_count);
+			if (last < sc.frames)
+				printf("                       the body holds its last pose from frame %u to %u\n",
+				       (unsigned)last, (unsigned)sc.frames);
+		}
 	}
 	/* A cloth that starts tangled cannot be untangled by the solver, so a
 	 * script running check before a long run wants a failing status. */

@@ -70,7 +70,8 @@ static const struct {
 	 "Loads the scene (see client/SCENE.md), creates a session with its cloth, pins and\n"
 	 "colliders, runs it, and receives every frame in order.\n"
 	 "\n"
-	 "  --out DIR       write DIR/frame_0001.obj ... (the scene's triangulated mesh)\n"
+	 "  --out DIR       write DIR/frame_0001.obj ... (the scene's triangulated mesh);\n"
+	 "                  frames before the scene's \"start_frame\" are solved, not written\n"
 	 "  --frames N      frames to solve (default: the scene's \"frames\")\n"
 	 "  --json          one JSON object per frame on stdout,\n"
 	 "                  {\"frame\":N,\"sim_ms\":..,\"max_strain\":..,...}, then {\"summary\":{...}}\n"
@@ -145,7 +146,8 @@ static const struct {
 	 "\n"
 	 "Loads the scene and reports the cloth's topology (vertices, triangles, edges,\n"
 	 "bending pairs, boundary/non-manifold/degenerate edges, pins) and the pairs of\n"
-	 "triangles that intersect (up to --max-pairs, default 16). Runs in process; with\n"
+	 "triangles that intersect (up to --max-pairs, default 16), the frames written,\n"
+	 "and each animated collider's samples and frame range. Runs in process; with\n"
 	 "--server the intersection test runs on the server. Exit 65 if any pair\n"
 	 "intersects (the solver cannot untangle a cloth that starts tangled).\n",
 	 cli_cmd_check},

@@ -26,6 +26,8 @@ typedef struct sink {
 	uint32_t triangle_count;
 	uint32_t vertex_count;
 	uint32_t total;     /* frames expected, for the progress bar; 0 = unknown */
+	uint32_t start;     /* frames before this index are solved but not written (pre-roll) */
+	uint32_t skipped;   /* frames received before start */
 	uint32_t written;
 	uint32_t last_index;
 	double start_ms;    /* when frames started to arrive (after setup) */
@@ -73,6 +75,10 @@ static int sink_frame(sink *k, uint32_t index, const float *positions, uint32_t 
 		fprintf(stderr, "drape: frame %u has %u vertices, the mesh has %u\n", (unsigned)index,
 			(unsigned)vertex_count, (unsigned)k->vertex_count);
 		return CLI_PROTOCOL;
+	}
+	if (index < k->start) {
+		k->skipped++;
+		return 0;
 	}
 	if (k->o->out_dir != NULL) {
 		char path[4096];
@@ -308,7 +314,7 @@ static const char *base_name(const char *path)
 }
 
 /* `drape run --local`: the same scene through the solver in this process. */
-static int run_local(const drape_scene *sc, uint32_t frames, const cli_opts *o, double t0)
+static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, const cli_opts *o, double t0)
 {
 	drape_sim_desc d;
 	drape_sim_desc_default(&d);
@@ -347,7 +353,8 @@ static int run_local(const drape_scene *sc, uint32_t frames, const cli_opts *o, 
 		x = CLI_SOFTWARE;
 	}
 	sink k;
-	sink_init(&k, o, &sc->cloth, frames);
+	sink_init(&k, o, &sc->cloth, frames - start + 1);
+	k.start = start;
 	for (uint32_t f = 1; f <= frames && x == 0; f++) {
 		if (cli_interrupted) {
 			x = CLI_INTERRUPTED;
@@ -396,13 +403,19 @@ int cli_cmd_run(int argc, char **argv)
 	if (x != 0)
 		return x;
 	uint32_t frames = o.frames ? o.frames : sc.frames;
+	if (sc.start_frame > frames) {
+		fprintf(stderr, "drape run: --frames %u ends before the scene's start_frame %u\n", (unsigned)frames,
+			(unsigned)sc.start_frame);
+		drape_scene_free(&sc);
+		return CLI_USAGE;
+	}
 	if (o.out_dir != NULL && (x = make_out_dir(o.out_dir)) != 0) {
 		drape_scene_free(&sc);
 		return x;
 	}
 	cli_signals_install();
 	if (o.local) {
-		x = run_local(&sc, frames, &o, t0);
+		x = run_local(&sc, frames, sc.start_frame, &o, t0);
 		drape_scene_free(&sc);
 		return x;
 	}
@@ -464,15 +477,16 @@ int cli_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	sink k;
-	sink_init(&k, &o, &sc.cloth, frames);
+	sink_init(&k, &o, &sc.cloth, frames - sc.start_frame + 1);
+	k.start = sc.start_frame;
 	x = receive(c, s, &k, emb.pid, false);
 	if (x == CLI_INTERRUPTED) {
 		fprintf(stderr, "\ndrape: interrupted; canceling session %u\n", (unsigned)s.id);
 		drape_session_cancel(c, s, NULL, NULL, NULL);
 	} else if (x == 0) {
-		if (k.written != frames)
-			fprintf(stderr, "drape: warning: received %u of %u frames\n", (unsigned)k.written,
-				(unsigned)frames);
+		if (k.written + k.skipped != frames)
+			fprintf(stderr, "drape: warning: received %u of %u frames\n",
+				(unsigned)(k.written + k.skipped), (unsigned)frames);
 		sink_summary(&k, s.id, cli_now_ms() - t0,
 			     o.server ? "server" : "embedded server");
 	}

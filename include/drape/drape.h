@@ -156,6 +156,8 @@ typedef struct drape_server_limits {
 	uint64_t max_memory;               /* the server's memory budget, bytes */
 	uint64_t max_connections;          /* control connections at once */
 	uint64_t max_connections_per_peer; /* from one IP address (tcp) or user id (ipc) */
+	uint64_t max_anim_frames; /* animation frames per deforming collider */
+	uint64_t max_anim_bytes;  /* their bytes (frames * vertices * 12) per collider */
 } drape_server_limits;
 
 /* What the server said at hello. */
@@ -346,9 +348,32 @@ drape_err drape_server_stats_get(drape_client *c, drape_server_stats *out, drape
  */
 void drape_collider_desc_unset(drape_collider_desc *d);
 
-/* Adds a collider; *index (may be NULL) is its index in the session. */
+/*
+ * Adds a collider; *index (may be NULL) is its index in the session.
+ *
+ * A deforming mesh (d->frames, frame_count, frame_start; see sim.h) is sent
+ * whole when it fits the server's max_message (from hello), else as a
+ * collider.add carrying the first poses that fit, followed by collider.frames
+ * requests of as many poses as fit each, in order, so an animation of any
+ * length within the server's max_anim_frames and max_anim_bytes goes through
+ * (a 100-frame animation of a 14k-vertex body is 16 MB). Those two limits are
+ * checked here before anything is sent (DRAPE_ELIMIT). If a later part is
+ * refused, the collider is removed again so the session is as it was, and
+ * the error names the part ("collider.frames (frames 41 to 60 of 96): ...").
+ * The caller's arrays are only read, never kept.
+ */
 drape_err drape_collider_add(drape_client *c, drape_session s, const drape_collider_desc *d,
 			     uint32_t *index, drape_error *err);
+/*
+ * Appends `count` poses of `vertex_count` vertices each (count *
+ * vertex_count * 3 floats) to mesh collider `index`, which then deforms
+ * (sim.h, drape_sim_append_collider_frames). Split into as many
+ * collider.frames requests as max_message needs; a part refused stops the
+ * append there (the parts before it stay: *total, which may be NULL,
+ * receives the poses the collider holds after the last part accepted).
+ */
+drape_err drape_collider_append_frames(drape_client *c, drape_session s, uint32_t index, const float *frames,
+				       uint32_t count, uint32_t vertex_count, uint32_t *total, drape_error *err);
 /* Replaces a collider's keyframes (count 0 = identity transform). */
 drape_err drape_collider_transform(drape_client *c, drape_session s, uint32_t index,
 				   const drape_keyframe *keys, uint32_t count, drape_error *err);

@@ -325,6 +325,28 @@ drape_err drape_sim_append_collider_frames(drape_sim *sim, uint32_t index, const
 drape_err drape_sim_attach_pins(drape_sim *sim, const uint32_t *vertices, uint32_t count,
 				uint32_t index, drape_error *err);
 
+/* Limits on a deforming collider's animation, checked before anything is
+ * allocated: frames in total (added plus appended) and their bytes
+ * (frames * vertex_count * 12). */
+#define DRAPE_MAX_COLLIDER_FRAMES 100000u
+#define DRAPE_MAX_COLLIDER_FRAME_BYTES (2ull << 30)
+
+/* How the solver treats a collider, for logs: an analytic shape, a mesh
+ * sampled through its signed distance field (static or rigidly keyframed),
+ * or a deforming mesh solved against its moving triangles. */
+typedef enum drape_collider_kind {
+	DRAPE_COLLIDER_NONE = 0, /* no such collider */
+	DRAPE_COLLIDER_SHAPE = 1,
+	DRAPE_COLLIDER_FIELD = 2,
+	DRAPE_COLLIDER_SURFACE = 3
+} drape_collider_kind;
+
+drape_collider_kind drape_sim_collider_kind(const drape_sim *sim, uint32_t index);
+/* "shape", "field", "surface" ("none" for anything else); static. */
+const char *drape_collider_kind_name(drape_collider_kind kind);
+/* Animation frames a deforming collider holds (0 for any other collider). */
+uint32_t drape_sim_collider_frame_count(const drape_sim *sim, uint32_t index);
+
 /* ---- Signed distance fields (OpenVDB behind a C interface) ---------------- */
 
 #define DRAPE_SDF_DEFAULT_MAX_VOXELS 64000000ull

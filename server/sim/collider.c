@@ -41,6 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/sim/deform.h"
+#include "server/sim/pool.h"
 #include "server/sim/shapes.h"
 
 /* Points handled together per collider: the field sampler and the transform
@@ -53,11 +55,9 @@
 #define COLLIDER_MAX_THICKNESS 1.0f
 #define COLLIDER_DEG 0.017453292519943295
 
-/* A rigid transform: world = r * local + t, r row-major. */
-typedef struct collider_xform {
-	float r[9];
-	sim_v3 t;
-} collider_xform;
+/* A rigid transform: world = r * local + t, r row-major (deform.h's,
+ * which a deforming collider's keyframes move it by). */
+typedef sim_rigid collider_xform;
 
 struct sim_collider {
 	drape_shape shape;
@@ -76,6 +76,12 @@ struct sim_collider {
 	float friction, static_friction, restitution, thickness;
 	drape_keyframe *keys;
 	uint32_t key_count;
+	/* A deforming mesh (deform.c): solved against its moving triangles
+	 * instead of the field, which it then does not hold. frame_start is
+	 * kept for a mesh that becomes deforming with its first appended
+	 * frames. */
+	sim_deform *deform;
+	float frame_start;
 	collider_xform rest;   /* at t = 0, for attached points */
 	collider_xform x0, x1; /* at the start and end of the current substep */
 };
@@ -325,6 +331,10 @@ static drape_err check_desc(const drape_collider_desc *d, drape_error *err)
 		if (d->sdf == NULL || d->vertices != NULL || d->triangles != NULL)
 			if ((rc = check_mesh(d, err)))
 				return rc;
+		if (!isfinite(d->frame_start))
+			return drape_error_setf(err, DRAPE_ENONFINITE,
+						"colliders.mesh.frame_start: %g is not finite",
+						(double)d->frame_start);
 		if (!isfinite(d->voxel_size) || d->voxel_size < 0)
 			return drape_error_setf(err, isfinite(d->voxel_size) ? DRAPE_EINVAL : DRAPE_ENONFINITE,
 						"colliders.mesh.voxel_size: %g is not a finite number >= 0",
@@ -351,6 +361,7 @@ static void collider_free(sim_collider *c)
 	if (c == NULL)
 		return;
 	drape_sdf_release(c->sdf);
+	sim_deform_free(c->deform);
 	free(c->vertices);
 	free(c->triangles);
 	free(c->keys);
@@ -394,6 +405,7 @@ void sim_colliders_init(sim_collider_set *set)
 	set->items = NULL;
 	set->count = 0;
 	set->cap = 0;
+	set->cloth_n = 0;
 }
 
 void sim_colliders_free(sim_collider_set *set)
@@ -401,7 +413,9 @@ void sim_colliders_free(sim_collider_set *set)
 	for (uint32_t i = 0; i < set->count; i++)
 		collider_free(set->items[i]);
 	free(set->items);
+	uint32_t n = set->cloth_n;
 	sim_colliders_init(set);
+	set->cloth_n = n;
 }
 
 drape_err sim_colliders_add(sim_collider_set *set, const drape_collider_desc *d, uint32_t *index,
@@ -410,6 +424,17 @@ drape_err sim_colliders_add(sim_collider_set *set, const drape_collider_desc *d,
 	drape_err rc = check_desc(d, err);
 	if (rc != DRAPE_OK)
 		return rc;
+	const int deforming = d->shape == DRAPE_SHAPE_MESH && (d->frames != NULL || d->frame_count > 0);
+	if (deforming) {
+		if (d->vertices == NULL)
+			return drape_error_setf(err, DRAPE_EINVAL,
+						"colliders[%u].frames: a deforming collider needs its rest pose "
+						"(vertices and triangles), not only a field",
+						set->count);
+		if ((rc = sim_deform_check_frames(set->count, d->frames, d->frame_count, 0,
+						  d->vertex_count, err)))
+			return rc;
+	}
 	if (set->count == set->cap) {
 		uint32_t cap = set->cap ? set->cap * 2 : 4;
 		sim_collider **items = realloc(set->items, cap * sizeof *items);
@@ -439,6 +464,7 @@ drape_err sim_colliders_add(sim_collider_set *set, const drape_collider_desc *d,
 	c->thickness = d->thickness;
 	c->voxel_size = d->voxel_size;
 	c->max_voxels = d->max_voxels;
+	c->frame_start = d->frame_start;
 	if (d->keyframe_count > 0) {
 		c->keys = malloc((size_t)d->keyframe_count * sizeof *c->keys);
 		if (c->keys == NULL)
@@ -459,7 +485,16 @@ drape_err sim_colliders_add(sim_collider_set *set, const drape_collider_desc *d,
 			c->vertex_count = d->vertex_count;
 			c->triangle_count = d->triangle_count;
 		}
-		if (d->sdf != NULL) {
+		if (deforming) {
+			/* No field: the surface path needs none, and building one
+			 * would cost seconds for a body (a given sdf is not kept). */
+			c->deform = sim_deform_create(d->vertices, d->vertex_count, d->triangles,
+						      d->triangle_count, d->frames, d->frame_count,
+						      d->frame_start);
+			if (c->deform == NULL ||
+			    (set->cloth_n > 0 && sim_deform_reserve(c->deform, set->cloth_n) != 0))
+				goto nomem;
+		} else if (d->sdf != NULL) {
 			drape_sdf_retain(d->sdf);
 			c->sdf = d->sdf;
 		} else {
@@ -536,6 +571,11 @@ drape_err sim_colliders_update_mesh(sim_collider_set *set, uint32_t index, const
 	if (c->shape != DRAPE_SHAPE_MESH || c->triangles == NULL)
 		return drape_error_setf(err, DRAPE_ESTATE,
 					"collider %u: not a mesh collider built from triangles", index);
+	if (c->deform != NULL)
+		return drape_error_setf(err, DRAPE_ESTATE,
+					"collider %u: deforming; its motion comes from its frames "
+					"(append more with drape_sim_append_collider_frames)",
+					index);
 	if (vertex_count != c->vertex_count)
 		return drape_error_setf(err, DRAPE_EINVAL,
 					"colliders.mesh.vertices: %u vertices, the mesh has %u", vertex_count,
@@ -569,6 +609,11 @@ drape_err sim_colliders_set_sdf(sim_collider_set *set, uint32_t index, drape_sdf
 					index, shape_name(c->shape));
 	if (sdf == NULL)
 		return drape_error_setf(err, DRAPE_EINVAL, "colliders.mesh.sdf: NULL");
+	if (c->deform != NULL)
+		return drape_error_setf(err, DRAPE_ESTATE,
+					"collider %u: deforming; it is solved against its triangles, "
+					"not a field",
+					index);
 	drape_sdf_retain(sdf);
 	drape_sdf_release(c->sdf);
 	c->sdf = sdf;
@@ -583,6 +628,18 @@ void sim_colliders_begin_substep(sim_collider_set *set, float t0, float t1)
 		sim_collider *c = set->items[i];
 		collider_eval(c, t0, &c->x0);
 		collider_eval(c, t1, &c->x1);
+		if (c->deform != NULL)
+			sim_deform_begin_substep(c->deform, t0, t1, &c->x0, &c->x1);
+	}
+}
+
+void sim_colliders_begin_contacts(sim_collider_set *set, const sim_vec4 *x, const sim_vec4 *p,
+				  uint32_t n, float thickness, drape_pool *pool)
+{
+	for (uint32_t i = 0; i < set->count; i++) {
+		sim_collider *c = set->items[i];
+		if (c->deform != NULL)
+			sim_deform_begin_contacts(c->deform, x, p, n, thickness + c->thickness, pool);
 	}
 }
 
@@ -617,15 +674,22 @@ static void collider_sample(const sim_collider *c, const float *q, uint32_t m, f
 	}
 }
 
-uint32_t sim_colliders_project(const sim_collider_set *set, sim_vec4 *restrict p,
-			       const sim_vec4 *restrict x, uint32_t n, float thickness)
+/* Points [begin, end) against every collider, block by block. */
+static uint32_t project_range(const sim_collider_set *set, sim_vec4 *restrict p,
+			      const sim_vec4 *restrict x, uint32_t begin, uint32_t end, float thickness)
 {
 	uint32_t contacts = 0;
 	float q[COLLIDER_BLOCK * 3], dist[COLLIDER_BLOCK], grad[COLLIDER_BLOCK * 3];
-	for (uint32_t base = 0; base < n; base += COLLIDER_BLOCK) {
-		uint32_t m = n - base < COLLIDER_BLOCK ? n - base : COLLIDER_BLOCK;
+	for (uint32_t base = begin; base < end; base += COLLIDER_BLOCK) {
+		uint32_t m = end - base < COLLIDER_BLOCK ? end - base : COLLIDER_BLOCK;
 		for (uint32_t ci = 0; ci < set->count; ci++) {
 			const sim_collider *c = set->items[ci];
+			if (c->deform != NULL) {
+				sim_contact_params cp = {c->friction, c->static_friction, c->restitution};
+				contacts += sim_deform_project(c->deform, p, x, base, base + m,
+							       thickness + c->thickness, &cp);
+				continue;
+			}
 			for (uint32_t j = 0; j < m; j++) {
 				sim_v3 l = xf_inverse(&c->x1, v3_of4(p[base + j]));
 				q[j * 3] = l.x;
@@ -677,6 +741,39 @@ uint32_t sim_colliders_project(const sim_collider_set *set, sim_vec4 *restrict p
 	return contacts;
 }
 
+uint32_t sim_colliders_project(const sim_collider_set *set, sim_vec4 *restrict p,
+			       const sim_vec4 *restrict x, uint32_t n, float thickness)
+{
+	return project_range(set, p, x, 0, n, thickness);
+}
+
+typedef struct project_job {
+	const sim_collider_set *set;
+	sim_vec4 *p;
+	const sim_vec4 *x;
+	float thickness;
+	uint32_t contacts; /* summed atomically: a sum is the same in any order */
+} project_job;
+
+static void project_job_range(void *ctx, uint32_t begin, uint32_t end)
+{
+	project_job *J = ctx;
+	uint32_t c = project_range(J->set, J->p, J->x, begin, end, J->thickness);
+	__atomic_fetch_add(&J->contacts, c, __ATOMIC_RELAXED);
+}
+
+uint32_t sim_colliders_project_pool(const sim_collider_set *set, sim_vec4 *restrict p,
+				    const sim_vec4 *restrict x, uint32_t n, float thickness,
+				    drape_pool *pool)
+{
+	/* Each point's result depends on that point alone (its collider
+	 * order is fixed), so the split never changes a bit. Blocks are a
+	 * multiple of COLLIDER_BLOCK so the field sampler's runs stay whole. */
+	project_job J = {set, p, x, thickness, 0};
+	sim_pool_for(pool, n, 4 * COLLIDER_BLOCK, project_job_range, &J);
+	return J.contacts;
+}
+
 void sim_colliders_attached_point(const sim_collider_set *set, uint32_t index, const float rest[3],
 				  float out[3])
 {
@@ -685,4 +782,75 @@ void sim_colliders_attached_point(const sim_collider_set *set, uint32_t index, c
 	out[0] = w.x;
 	out[1] = w.y;
 	out[2] = w.z;
+}
+
+int sim_colliders_bind_skin(const sim_collider_set *set, uint32_t index, const float world[3],
+			    sim_skin *out)
+{
+	const sim_collider *c = set->items[index];
+	if (c->shape != DRAPE_SHAPE_MESH || c->vertices == NULL)
+		return 0;
+	/* The rest pose is in the collider's own space, where its keyframes'
+	 * transform at t = 0 takes a world point. */
+	sim_v3 l = xf_inverse(&c->rest, v3(world[0], world[1], world[2]));
+	float q[3] = {l.x, l.y, l.z};
+	sim_skin_bind(c->vertices, c->triangles, c->triangle_count, q, out);
+	return 1;
+}
+
+void sim_colliders_follow(const sim_collider_set *set, uint32_t index, const float rest[3],
+			  const sim_skin *skin, float out[3])
+{
+	const sim_collider *c = set->items[index];
+	if (c->deform != NULL && skin != NULL)
+		sim_deform_skin_point(c->deform, skin, out);
+	else
+		sim_colliders_attached_point(set, index, rest, out);
+}
+
+drape_err sim_colliders_append_frames(sim_collider_set *set, uint32_t index, const float *frames,
+				      uint32_t count, drape_error *err)
+{
+	drape_err rc = check_index(set, index, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	sim_collider *c = set->items[index];
+	if (c->shape != DRAPE_SHAPE_MESH || c->vertices == NULL || c->triangles == NULL)
+		return drape_error_setf(err, DRAPE_ESTATE,
+					"colliders[%u].frames: collider %u is a %s without its triangles; "
+					"only a mesh collider given vertices and triangles can deform",
+					index, index, shape_name(c->shape));
+	uint32_t have = c->deform ? sim_deform_frame_count(c->deform) : 0;
+	if ((rc = sim_deform_check_frames(index, frames, count, have, c->vertex_count, err)))
+		return rc;
+	if (c->deform != NULL)
+		return sim_deform_append(c->deform, frames, count, err);
+	sim_deform *d = sim_deform_create(c->vertices, c->vertex_count, c->triangles,
+					  c->triangle_count, frames, count, c->frame_start);
+	if (d == NULL || (set->cloth_n > 0 && sim_deform_reserve(d, set->cloth_n) != 0)) {
+		sim_deform_free(d);
+		return drape_error_setf(err, DRAPE_ENOMEM, "colliders[%u].frames: out of memory", index);
+	}
+	/* From now on the surface path: the field is dropped. */
+	c->deform = d;
+	drape_sdf_release(c->sdf);
+	c->sdf = NULL;
+	return DRAPE_OK;
+}
+
+drape_collider_kind sim_colliders_kind(const sim_collider_set *set, uint32_t index)
+{
+	if (index >= set->count)
+		return DRAPE_COLLIDER_NONE;
+	const sim_collider *c = set->items[index];
+	if (c->shape != DRAPE_SHAPE_MESH)
+		return DRAPE_COLLIDER_SHAPE;
+	return c->deform != NULL ? DRAPE_COLLIDER_SURFACE : DRAPE_COLLIDER_FIELD;
+}
+
+uint32_t sim_colliders_frame_count(const sim_collider_set *set, uint32_t index)
+{
+	if (index >= set->count || set->items[index]->deform == NULL)
+		return 0;
+	return sim_deform_frame_count(set->items[index]->deform);
 }

@@ -1,7 +1,8 @@
 /*
  * Obstacle colliders as the solver step sees them: a set of analytic shapes
  * and OpenVDB mesh fields, each with keyframed rigid motion and a contact
- * response (static and dynamic friction, restitution).
+ * response (static and dynamic friction, restitution), and deforming meshes
+ * solved against their moving triangles (deform.h).
  *
  * The public drape_sim_*collider* functions in sim.c are thin wrappers over
  * this interface; the step calls sim_colliders_begin_substep() once per
@@ -13,6 +14,7 @@
 #include <stdint.h>
 
 #include "drape/sim.h"
+#include "server/sim/deform.h"
 #include "server/sim/vec.h"
 
 typedef struct sim_collider sim_collider;
@@ -21,6 +23,9 @@ typedef struct sim_collider_set {
 	sim_collider **items;
 	uint32_t count;
 	uint32_t cap;
+	/* The cloth's vertex count, set by the sim (0 when unknown): a
+	 * deforming collider sizes its per-vertex scratch when added. */
+	uint32_t cloth_n;
 } sim_collider_set;
 
 void sim_colliders_init(sim_collider_set *set);
@@ -54,6 +59,14 @@ drape_err sim_collider_build_sdf(const drape_collider_desc *d, drape_sdf **out, 
 void sim_colliders_begin_substep(sim_collider_set *set, float t0, float t1);
 
 /*
+ * After begin_substep and with the substep's predicted positions: each
+ * deforming collider finds the triangles every free cloth vertex may meet
+ * and the side it starts on (deform.h). pool may be NULL.
+ */
+void sim_colliders_begin_contacts(sim_collider_set *set, const sim_vec4 *x, const sim_vec4 *p,
+				  uint32_t n, float thickness, drape_pool *pool);
+
+/*
  * Pushes every predicted position p[i] with inverse mass > 0 out of every
  * collider to distance (cloth thickness + collider thickness), then applies
  * friction and restitution to its displacement relative to the collider's
@@ -62,6 +75,11 @@ void sim_colliders_begin_substep(sim_collider_set *set, float t0, float t1);
  */
 uint32_t sim_colliders_project(const sim_collider_set *set, sim_vec4 *restrict p,
 			       const sim_vec4 *restrict x, uint32_t n, float thickness);
+/* The same, its points split over pool (NULL: this thread); the same bits
+ * whatever the thread count. */
+uint32_t sim_colliders_project_pool(const sim_collider_set *set, sim_vec4 *restrict p,
+				    const sim_vec4 *restrict x, uint32_t n, float thickness,
+				    drape_pool *pool);
 
 /*
  * Position at the end of the current substep of a point rigidly attached to
@@ -69,5 +87,23 @@ uint32_t sim_colliders_project(const sim_collider_set *set, sim_vec4 *restrict p
  */
 void sim_colliders_attached_point(const sim_collider_set *set, uint32_t index, const float rest[3],
 				  float out[3]);
+
+
+/* Binds a world point (at t = 0) to collider `index`'s rest pose; returns 0
+ * (and leaves *out) when the collider has no triangle mesh. */
+int sim_colliders_bind_skin(const sim_collider_set *set, uint32_t index, const float world[3],
+			    sim_skin *out);
+/* Where an attached pin is at the end of the substep: on the skin of a
+ * deforming collider (skin non-NULL), else carried rigidly from rest. */
+void sim_colliders_follow(const sim_collider_set *set, uint32_t index, const float rest[3],
+			  const sim_skin *skin, float out[3]);
+
+/* Appends animation frames (checked first; the collider is unchanged on
+ * error). A mesh collider with triangles and no frames becomes deforming
+ * and drops its field. */
+drape_err sim_colliders_append_frames(sim_collider_set *set, uint32_t index, const float *frames,
+				      uint32_t count, drape_error *err);
+drape_collider_kind sim_colliders_kind(const sim_collider_set *set, uint32_t index);
+uint32_t sim_colliders_frame_count(const sim_collider_set *set, uint32_t index);
 
 #endif

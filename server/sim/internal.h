@@ -77,11 +77,15 @@ typedef struct sim_bend {
 } sim_bend;
 
 /* A pinned vertex that follows a collider's rigid motion: its position at
- * t = 0 (rest) is carried by the collider's transform every substep. */
+ * t = 0 (rest) is carried by the collider's transform every substep. On a
+ * mesh collider it is also bound to the rest pose's skin (skinned = 1),
+ * which it follows once the collider deforms (deform.h). */
 typedef struct sim_attach {
 	uint32_t vertex;
 	uint32_t collider;
 	float rest[3];
+	uint32_t skinned;
+	sim_skin skin;
 } sim_attach;
 
 /* Colour groups of one constraint kind: colour c spans records

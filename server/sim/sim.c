@@ -305,6 +305,7 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 	if (sim == NULL)
 		return drape_error_setf(err, DRAPE_ENOMEM, "sim: out of memory");
 	sim_colliders_init(&sim->colliders);
+	sim->colliders.cloth_n = n;
 	sim->params = desc->params;
 	sim->n = n;
 	sim->ntri = nt;
@@ -560,7 +561,8 @@ static void move_attached(drape_sim *sim)
 	for (uint32_t a = 0; a < sim->attach_count; a++) {
 		const sim_attach *at = &sim->attach[a];
 		float q[3];
-		sim_colliders_attached_point(&sim->colliders, at->collider, at->rest, q);
+		sim_colliders_follow(&sim->colliders, at->collider, at->rest,
+				     at->skinned ? &at->skin : NULL, q);
 		sim->p[at->vertex] = (sim_vec4){q[0], q[1], q[2], 0.0f};
 	}
 }
@@ -600,6 +602,8 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			sim_colliders_begin_substep(&sim->colliders, f0 + (float)s / S,
 						    f0 + (float)(s + 1) / S);
 			move_attached(sim);
+			sim_colliders_begin_contacts(&sim->colliders, sim->x, sim->p, n, P->thickness,
+						     sim->pool);
 			collide_ms += now_ms() - tc;
 		}
 		if (selfc) {
@@ -629,8 +633,9 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			}
 			if (sim->colliders.count > 0) {
 				double tc = now_ms();
-				uint32_t c = sim_colliders_project(&sim->colliders, sim->p,
-								   sim->x, n, P->thickness);
+				uint32_t c = sim_colliders_project_pool(&sim->colliders, sim->p,
+									sim->x, n, P->thickness,
+									sim->pool);
 				/* The first iteration pushes most contacts out, so
 				 * the most found in any iteration of the last
 				 * substep is the figure reported. */
@@ -967,8 +972,11 @@ drape_err drape_sim_attach_pins(drape_sim *sim, const uint32_t *vertices, uint32
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t vi = internal_of(sim, vertices[i]);
 		const sim_vec4 *x = &sim->x[vi];
-		tmp[sim->attach_count + i] =
-			(attach_sort){{vi, index, {x->x, x->y, x->z}}, sim->attach_count + i};
+		sim_attach at = {vi, index, {x->x, x->y, x->z}, 0, {0, {0, 0, 0}, {0, 0, 0}}};
+		/* Bound to the skin too, so the pin follows if the collider
+		 * deforms now or later (sim_colliders_append_frames). */
+		at.skinned = (uint32_t)sim_colliders_bind_skin(&sim->colliders, index, at.rest, &at.skin);
+		tmp[sim->attach_count + i] = (attach_sort){at, sim->attach_count + i};
 	}
 	qsort(tmp, total, sizeof *tmp, attach_cmp);
 	uint32_t m = 0;
@@ -980,4 +988,34 @@ drape_err drape_sim_attach_pins(drape_sim *sim, const uint32_t *vertices, uint32
 	sim->attach = all;
 	sim->attach_count = m;
 	return DRAPE_OK;
+}
+
+drape_err drape_sim_append_collider_frames(drape_sim *sim, uint32_t index, const float *frames,
+					   uint32_t count, drape_error *err)
+{
+	return sim_colliders_append_frames(&sim->colliders, index, frames, count, err);
+}
+
+drape_collider_kind drape_sim_collider_kind(const drape_sim *sim, uint32_t index)
+{
+	return sim_colliders_kind(&sim->colliders, index);
+}
+
+const char *drape_collider_kind_name(drape_collider_kind kind)
+{
+	switch (kind) {
+	case DRAPE_COLLIDER_SHAPE:
+		return "shape";
+	case DRAPE_COLLIDER_FIELD:
+		return "field";
+	case DRAPE_COLLIDER_SURFACE:
+		return "surface";
+	default:
+		return "none";
+	}
+}
+
+uint32_t drape_sim_collider_frame_count(const drape_sim *sim, uint32_t index)
+{
+	return sim_colliders_frame_count(&sim->colliders, index);
 }

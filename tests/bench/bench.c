@@ -55,6 +55,9 @@ typedef struct bench_result {
 	float mean_strain;
 	double sim_bytes; /* the sim's own arrays */
 	double self_ms;   /* median self-collision time per frame */
+	double collide_ms; /* median collider time per frame (stats.collide_ms) */
+	double upload_ms; /* walking body: its animation's upload through draped */
+	double upload_mb;
 	/* Hanging sheets: stretch edges over 2 % strain at the last frame,
 	 * and the sheet row (0 = pinned) and column of the worst edge. */
 	uint32_t over2, worst_row, worst_col;
@@ -142,6 +145,7 @@ typedef enum scene_kind {
 	SCENE_FOLD,   /* as SCENE_SPHERE, with self-collision */
 	SCENE_TSHIRT,
 	SCENE_IPC,
+	SCENE_WALK,
 } scene_kind;
 
 typedef struct scene {
@@ -165,6 +169,7 @@ static int run_frames(drape_sim *sim, const scene *sc, bench_result *r, int want
 	double *t = malloc((size_t)(sc->timed > 0 ? sc->timed : 1) * sizeof *t);
 	double *ts = malloc((size_t)(sc->timed > 0 ? sc->timed : 1) * sizeof *ts);
 	double *tc = malloc((size_t)(sc->timed > 0 ? sc->timed : 1) * sizeof *tc);
+	double *tk = malloc((size_t)(sc->timed > 0 ? sc->timed : 1) * sizeof *tk);
 	uint64_t pairs = 0;
 	drape_sim_stats st;
 	memset(&st, 0, sizeof st);
@@ -176,6 +181,7 @@ static int run_frames(drape_sim *sim, const scene *sc, bench_result *r, int want
 			free(t);
 			free(ts);
 			free(tc);
+			free(tk);
 			return 0;
 		}
 		double dt = now_ms() - t0, dc = cpu_ms() - c0;
@@ -184,13 +190,16 @@ static int run_frames(drape_sim *sim, const scene *sc, bench_result *r, int want
 			t[f - sc->warmup] = dt;
 			ts[f - sc->warmup] = st.self_ms;
 			tc[f - sc->warmup] = dc;
+			tk[f - sc->warmup] = st.collide_ms;
 		}
 	}
 	r->ms = median(t, sc->timed);
 	r->best_ms = t[0]; /* median() sorted t */
 	r->self_ms = median(ts, sc->timed);
 	r->cpu_ms = median(tc, sc->timed);
+	r->collide_ms = median(tk, sc->timed);
 	free(tc);
+	free(tk);
 	r->strain = st.max_strain;
 	r->mean_strain = st.mean_strain;
 	free(t);
@@ -381,6 +390,7 @@ out_mesh:
 }
 
 static void run_ipc(const scene *sc, bench_result *r);
+static void run_walk(const scene *sc, bench_result *r);
 
 /* ---- Children ----------------------------------------------------------------- */
 
@@ -410,6 +420,8 @@ static child start_scene(const scene *sc, bench_result *r)
 			run_tshirt(sc, &c);
 		else if (sc->kind == SCENE_IPC)
 			run_ipc(sc, &c);
+		else if (sc->kind == SCENE_WALK)
+			run_walk(sc, &c);
 		else
 			run_sheet(sc, &c);
 		ssize_t w = write(fd[1], &c, sizeof c);
@@ -490,6 +502,7 @@ static void print_row(const scene *sc, const bench_result *r)
 /* ---- Through draped over ipc ------------------------------------------------------ */
 
 #include "tests/bench/bench_ipc.inc"
+#include "tests/bench/bench_walk.inc"
 
 /* Whether name contains one of the comma-separated words of list, or is
  * one written "=name". */
@@ -532,6 +545,7 @@ int main(void)
 		R_FOLD,
 		R_TSHIRT,
 		R_IPC,
+		R_WALK,
 	};
 	const scene scenes[] = {
 		{"sheet100", SCENE_HANG, 100, T, 0, -1, 5, 30, 0.0f},
@@ -547,9 +561,12 @@ int main(void)
 		{"sheet300 fold on sphere + self", SCENE_FOLD, 300, T, 0, -1, 10, 7, 0.0f},
 		{"tshirt on body (garment.json)", SCENE_TSHIRT, 0, T, 0, -1, 3, 6, 0.0f},
 		{"sheet300 through draped (ipc)", SCENE_IPC, 300, T, 0, -1, 3, 21, 0.0f},
+		/* Frames 1-48 are the rest pose and the arms lowering; the
+		 * timed ones are walking. */
+		{"tshirt on walking body (walk.json)", SCENE_WALK, 0, T, 0, -1, 50, 10, 0.0f},
 	};
 	enum { N = sizeof scenes / sizeof scenes[0] };
-	_Static_assert(N == R_IPC + 1, "one row name per scene");
+	_Static_assert(N == R_WALK + 1, "one row name per scene");
 	bench_result res[N];
 	print_header();
 	/* BENCH_ONLY=word[,word...] runs only the scenes whose names contain
@@ -590,6 +607,18 @@ int main(void)
 	 * exposed to the machine's swings, and against draped's own step in
 	 * the same frames, which isolates what the transport adds (encode,
 	 * publish, receive, decode). */
+	if (res[R_TSHIRT].ok && res[R_WALK].ok)
+		printf("tshirt: walking body %.2f ms/frame against static body %.2f ms/frame: %.2fx (CPU time "
+		       "per frame %.2f against %.2f ms: %.2fx); the collider's own work %.1f %% of the frame "
+		       "walking, %.1f %% static\n",
+		       res[R_WALK].ms, res[R_TSHIRT].ms, res[R_WALK].ms / res[R_TSHIRT].ms, res[R_WALK].cpu_ms,
+		       res[R_TSHIRT].cpu_ms, res[R_WALK].cpu_ms / res[R_TSHIRT].cpu_ms,
+		       100.0 * res[R_WALK].collide_ms / res[R_WALK].ms,
+		       100.0 * res[R_TSHIRT].collide_ms / res[R_TSHIRT].ms);
+	if (res[R_WALK].ok && res[R_WALK].upload_ms > 0)
+		printf("walking body: its animation (%.1f MB) uploaded through draped in parts of at most "
+		       "4 MiB in %.0f ms (%.0f MB/s)\n",
+		       res[R_WALK].upload_mb, res[R_WALK].upload_ms, res[R_WALK].upload_mb / (res[R_WALK].upload_ms / 1e3));
 	if (res[R_300].ok && res[R_IPC].ok)
 		printf("sheet300 through draped (one session, draped's shared pool of %u threads): %.2fx "
 		       "the in-process %u-thread frame time; %.3fx draped's own step\n",

@@ -3,7 +3,7 @@
 #
 #   make fuzz                                   builds them into build/fuzz/
 #   make -f tests/fuzz/fuzz.mk run SECONDS=600  runs each in turn on its corpus
-#   make -f tests/fuzz/fuzz.mk run-proto SECONDS=60     one target (proto|obj|scene|daemon)
+#   make -f tests/fuzz/fuzz.mk run-proto SECONDS=60     one target (proto|obj|scene|daemon|pc2)
 #   make -f tests/fuzz/fuzz.mk seeds            rewrites the generated proto seeds
 #   make -f tests/fuzz/fuzz.mk minimize         shrinks each corpus to its coverage
 #
@@ -38,22 +38,23 @@ san = $(patsubst %.cc,$(FZ)/san/%.o,$(patsubst %.c,$(FZ)/san/%.o,$(1)))
 SIM_OBJ   := $(call san,$(SIM_SRC) $(SIM_CC))
 PROTO_OBJ := $(call cov,$(PROTO_SRC) server/sim/error.c)
 OBJ_OBJ   := $(call cov,client/obj.c server/sim/error.c)
+PC2_OBJ   := $(call cov,client/pointcache.c client/obj.c server/sim/error.c)
 SCENE_OBJ := $(call cov,client/scene.c client/obj.c)
 SRV_SRC   := $(filter-out server/main.c,$(sort $(wildcard server/*.c)))
 DAEMON_OBJ := $(call cov,$(SRV_SRC) $(PROTO_SRC))
 
 VDB_LIBS  := -lopenvdb -ltbb -lImath-3_1
-TARGETS   := $(FZ)/fuzz_proto $(FZ)/fuzz_obj $(FZ)/fuzz_scene $(FZ)/fuzz_daemon
+TARGETS   := $(FZ)/fuzz_proto $(FZ)/fuzz_obj $(FZ)/fuzz_scene $(FZ)/fuzz_daemon $(FZ)/fuzz_pc2
 
-.PHONY: all run run-proto run-obj run-scene run-daemon seeds minimize clean
+.PHONY: all run run-proto run-obj run-scene run-daemon run-pc2 seeds minimize clean
 .DEFAULT_GOAL := all
 
 all: $(TARGETS)
-	@echo "fuzz targets built in $(FZ)/: fuzz_proto fuzz_obj fuzz_scene fuzz_daemon"
+	@echo "fuzz targets built in $(FZ)/: fuzz_proto fuzz_obj fuzz_scene fuzz_daemon fuzz_pc2"
 	@echo "run all, one after another:   make -f tests/fuzz/fuzz.mk run SECONDS=600"
 	@echo "run one:                      make -f tests/fuzz/fuzz.mk run-proto SECONDS=60"
 	@echo "by hand: $(FZ)/fuzz_proto -dict=tests/fuzz/proto.dict tests/fuzz/proto"
-	@echo "corpora: tests/fuzz/{proto,obj,scene,daemon}; make test replays them"
+	@echo "corpora: tests/fuzz/{proto,obj,scene,daemon,pc2}; make test replays them"
 
 $(FZ)/cov/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -71,6 +72,9 @@ $(FZ)/fuzz_proto: $(call cov,tests/fuzz/fuzz_proto.c) $(PROTO_OBJ)
 	$(FCC) $(FLDFLAGS) -o $@ $^ -lmsgpackc -lm
 
 $(FZ)/fuzz_obj: $(call cov,tests/fuzz/fuzz_obj.c) $(OBJ_OBJ)
+	$(FCC) $(FLDFLAGS) -o $@ $^ -lm
+
+$(FZ)/fuzz_pc2: $(call cov,tests/fuzz/fuzz_pc2.c) $(PC2_OBJ)
 	$(FCC) $(FLDFLAGS) -o $@ $^ -lm
 
 $(FZ)/fuzz_scene: $(call cov,tests/fuzz/fuzz_scene.c) $(SCENE_OBJ) $(SIM_OBJ)
@@ -95,13 +99,13 @@ seeds: $(FZ)/gen_proto_seeds $(FZ)/gen_daemon_seeds
 	tests/fuzz/make_seeds.sh
 
 run: $(TARGETS)
-	tests/fuzz/fuzz_run.sh $(FZ) $(SECONDS) proto obj scene daemon
+	tests/fuzz/fuzz_run.sh $(FZ) $(SECONDS) proto obj scene daemon pc2
 
-run-proto run-obj run-scene run-daemon: run-%: $(FZ)/fuzz_%
+run-proto run-obj run-scene run-daemon run-pc2: run-%: $(FZ)/fuzz_%
 	tests/fuzz/fuzz_run.sh $(FZ) $(SECONDS) $*
 
 minimize: $(TARGETS)
-	tests/fuzz/fuzz_run.sh $(FZ) 0 proto obj scene daemon
+	tests/fuzz/fuzz_run.sh $(FZ) 0 proto obj scene daemon pc2
 
 clean:
 	rm -rf $(FZ)

@@ -93,6 +93,11 @@ static bool same_collider(const proto_collider_add_req *x, const proto_collider_
 		return false;
 	if (!same_bytes(a->keyframes, b->keyframes, (size_t)a->keyframe_count * sizeof(drape_keyframe)))
 		return false;
+	if (a->frame_count != b->frame_count ||
+	    (a->frame_count > 0 &&
+	     (!same_f32(a->frame_start, b->frame_start) ||
+	      !same_bytes(a->frames, b->frames, (size_t)a->frame_count * a->vertex_count * 3 * sizeof(float)))))
+		return false;
 	switch (a->shape) {
 	case DRAPE_SHAPE_PLANE:
 		if (!same_f32x3(a->point, b->point) || !same_f32x3(a->normal, b->normal))
@@ -199,6 +204,13 @@ static void compare_requests(const proto_request *a, const proto_request *b)
 		check(x->count == y->count && x->collider == y->collider &&
 			      same_bytes(x->vertices, y->vertices, (size_t)x->count * sizeof(uint32_t)),
 		      "pins.attach");
+		break;
+	}
+	case PROTO_OP_COLLIDER_FRAMES: {
+		const proto_collider_frames_req *x = &a->u.collider_frames, *y = &b->u.collider_frames;
+		check(x->index == y->index && x->point_count == y->point_count &&
+			      same_bytes(x->frames, y->frames, (size_t)x->point_count * 3 * sizeof(float)),
+		      "collider.frames");
 		break;
 	}
 	case PROTO_OP_PREFLIGHT:

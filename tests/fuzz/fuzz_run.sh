@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs fuzz targets one after another and keeps what they find.
-#   tests/fuzz/fuzz_run.sh FUZZ_BUILD_DIR SECONDS TARGET...   (TARGET: proto obj scene daemon)
+#   tests/fuzz/fuzz_run.sh FUZZ_BUILD_DIR SECONDS TARGET...   (TARGET: proto obj scene daemon pc2)
 # For each target: fuzz for SECONDS (single process, niced, so other builds
 # keep their cores) starting from a copy of tests/fuzz/TARGET without its
 # crash reproducers (they would stop the run at once); merge the inputs that

@@ -158,6 +158,11 @@ static void requests(void)
 			r.u.pins_attach.count = 2;
 			r.u.pins_attach.collider = 0;
 			break;
+		case PROTO_OP_COLLIDER_FRAMES:
+			r.u.collider_frames.index = 0;
+			r.u.collider_frames.frames = g_pos;
+			r.u.collider_frames.point_count = 9;
+			break;
 		default:
 			break;
 		}
@@ -213,6 +218,27 @@ static void requests(void)
 		r.u.collider_add.mask = s == 3 ? PROTO_COLLIDER_ALL : PROTO_COLLIDER_FRICTION;
 		put_request(&r, 1 + s);
 	}
+
+	/* A deforming mesh: two poses from frame 25, then two more appended. */
+	static float poses[2 * 27];
+	for (int i = 0; i < 2 * 27; i++)
+		poses[i] = g_pos[i % 27] + (i % 3 == 1 ? 0.1f * (float)(i / 27) : 0.0f);
+	header(&r, PROTO_OP_COLLIDER_ADD, 115);
+	drape_collider_desc_default(&r.u.collider_add.desc);
+	r.u.collider_add.desc.shape = DRAPE_SHAPE_MESH;
+	r.u.collider_add.desc.vertices = g_pos;
+	r.u.collider_add.desc.vertex_count = 9;
+	r.u.collider_add.desc.triangles = g_tri;
+	r.u.collider_add.desc.triangle_count = 8;
+	r.u.collider_add.desc.frames = poses;
+	r.u.collider_add.desc.frame_count = 2;
+	r.u.collider_add.desc.frame_start = 25.0f;
+	put_request(&r, 5);
+	header(&r, PROTO_OP_COLLIDER_FRAMES, 116);
+	r.u.collider_frames.index = 1;
+	r.u.collider_frames.frames = poses;
+	r.u.collider_frames.point_count = 18;
+	put_request(&r, 1);
 
 	header(&r, PROTO_OP_COLLIDER_TRANSFORM, 120);
 	r.u.collider_transform.index = 3; /* no keyframes: back to identity */
@@ -298,6 +324,9 @@ static void replies(void)
 			break;
 		case PROTO_OP_COLLIDER_ADD:
 			r.u.collider_add.index = 1;
+			break;
+		case PROTO_OP_COLLIDER_FRAMES:
+			r.u.collider_frames.frame_count = 96;
 			break;
 		case PROTO_OP_PREFLIGHT:
 			r.u.preflight.count = 2;

@@ -461,7 +461,7 @@ static void test_reply_roundtrip_hello(void)
 	r.u.hello.stream_url_count = 2;
 	r.u.hello.auth_required = true;
 	r.u.hello.limits = (proto_limits){ 64u << 20, 1u << 20, 2u << 20, 16, 64000000, 100000,
-					   64, 8, 100000, 64, 1ull << 32, 3600, 12ull << 30, 256, 64 };
+					   64, 8, 100000, 64, 1ull << 32, 3600, 12ull << 30, 256, 64, 5000, 3ull << 30 };
 	CHECK_OK(reply_roundtrip(&r, &d, &err));
 	CHECK(d.ok && d.has_id && d.id == 99 && d.op == PROTO_OP_HELLO);
 	const proto_hello_rep *h = &d.u.hello;
@@ -1421,6 +1421,168 @@ static void test_mutated_messages_never_crash(void)
 		proto_buf_free(&seeds[s]);
 }
 
+/* ---- Deforming colliders: collider.add with frames, collider.frames ------------ */
+
+/* Two poses of the 9-vertex sheet: pose p moves every vertex by p * 0.25 in y. */
+static void anim_poses(float *out, uint32_t poses)
+{
+	for (uint32_t p = 0; p < poses; p++)
+		for (uint32_t i = 0; i < 27; i++)
+			out[p * 27 + i] = sheet_pos[i] + (i % 3 == 1 ? 0.25f * (float)p : 0.0f);
+}
+
+static void test_request_roundtrip_anim(void)
+{
+	drape_error err;
+	float poses[3 * 27];
+	anim_poses(poses, 3);
+	proto_request r = base_request(PROTO_OP_COLLIDER_ADD), d;
+	drape_collider_desc *s = &r.u.collider_add.desc;
+	s->shape = DRAPE_SHAPE_MESH;
+	s->vertices = sheet_pos;
+	s->vertex_count = 9;
+	s->triangles = sheet_tri;
+	s->triangle_count = 8;
+	s->frames = poses;
+	s->frame_count = 3;
+	s->frame_start = 25.0f;
+	CHECK_OK(request_roundtrip(&r, &d, &err));
+	const drape_collider_desc *o = &d.u.collider_add.desc;
+	int ok = o->frame_count == 3 && o->frame_start == 25.0f && o->frames != NULL &&
+		 memcmp(o->frames, poses, sizeof poses) == 0;
+	drape_collider_desc merged;
+	memset(&merged, 0, sizeof merged);
+	proto_collider_apply(&merged, &d.u.collider_add);
+	ok &= merged.frames == o->frames && merged.frame_count == 3 && merged.frame_start == 25.0f;
+	proto_request_free(&d);
+	CHECK(ok);
+
+	/* Without frames nothing deform-related is sent or decoded. */
+	s->frames = NULL;
+	s->frame_count = 0;
+	CHECK_OK(request_roundtrip(&r, &d, &err));
+	ok = d.u.collider_add.desc.frame_count == 0 && d.u.collider_add.desc.frames == NULL;
+	proto_request_free(&d);
+	CHECK(ok);
+
+	r = base_request(PROTO_OP_COLLIDER_FRAMES);
+	r.u.collider_frames.index = 4;
+	r.u.collider_frames.frames = poses;
+	r.u.collider_frames.point_count = 2 * 9;
+	CHECK_OK(request_roundtrip(&r, &d, &err));
+	ok = d.op == PROTO_OP_COLLIDER_FRAMES && d.has_token && d.session == 7 && d.u.collider_frames.index == 4 &&
+	     d.u.collider_frames.point_count == 18 && memcmp(d.u.collider_frames.frames, poses, 18 * 12) == 0;
+	proto_request_free(&d);
+	CHECK(ok);
+	CHECK(proto_op_needs_session(PROTO_OP_COLLIDER_FRAMES) && proto_op_needs_token(PROTO_OP_COLLIDER_FRAMES));
+	CHECK(proto_op_from_name("collider.frames", 15) == PROTO_OP_COLLIDER_FRAMES);
+
+	proto_reply rep, dr;
+	proto_reply_init(&rep, PROTO_OP_COLLIDER_FRAMES, 3);
+	rep.u.collider_frames.frame_count = 96;
+	CHECK_OK(reply_roundtrip(&rep, &dr, &err));
+	ok = dr.ok && dr.u.collider_frames.frame_count == 96;
+	proto_reply_free(&dr);
+	CHECK(ok);
+}
+
+/* A mesh collider.add of the sheet with the given frames bytes (and
+ * frame_start when fs is not NULL). */
+static void tb_anim_add(tb *t, const char *shape, const void *frames, size_t n, const float *fs)
+{
+	tb_request(t, 9 + (fs != NULL), "collider.add");
+	tb_u(t, "session", 1);
+	tb_bin(t, "token", token16, 16);
+	tb_str(t, "shape", shape);
+	tb_bin(t, "vertices", sheet_pos, sizeof sheet_pos);
+	tb_bin(t, "triangles", sheet_tri, sizeof sheet_tri);
+	if (frames != NULL)
+		tb_bin(t, "frames", frames, n);
+	else
+		tb_u(t, "frames", 3);
+	if (fs != NULL) {
+		tb_key(t, "frame_start");
+		msgpack_pack_float(&t->pk, *fs);
+	}
+}
+
+static void test_decode_bad_anim(void)
+{
+	tb t;
+	float poses[2 * 27];
+	anim_poses(poses, 2);
+	/* Half a pose more than two: the frames end inside a pose. */
+	tb_anim_add(&t, "mesh", poses, 27 * 4 + 12, NULL);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "frames");
+	/* Not a bin. */
+	tb_anim_add(&t, "mesh", NULL, 0, NULL);
+	EXPECT_ERR(&t, DRAPE_EPROTO, "frames");
+	/* Empty. */
+	tb_anim_add(&t, "mesh", poses, 0, NULL);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "frames");
+	/* A NaN in pose 1, vertex 2's y: component 7 of pose 1. */
+	poses[27 + 7] = NAN;
+	tb_anim_add(&t, "mesh", poses, sizeof poses, NULL);
+	EXPECT_ERR(&t, DRAPE_ENONFINITE, "frames[1][7]");
+	poses[27 + 7] = 0;
+	/* A non-finite frame_start. */
+	float inf = INFINITY;
+	tb_anim_add(&t, "mesh", poses, sizeof poses, &inf);
+	EXPECT_ERR(&t, DRAPE_ENONFINITE, "frame_start");
+	/* frame_start without frames. */
+	tb_request(&t, 9, "collider.add");
+	tb_u(&t, "session", 1);
+	tb_bin(&t, "token", token16, 16);
+	tb_str(&t, "shape", "mesh");
+	tb_bin(&t, "vertices", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_u(&t, "frame_start", 3);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "frame_start");
+
+	/* collider.frames: missing index, missing frames, empty, not triples,
+	 * NaN. */
+	tb_request(&t, 6, "collider.frames");
+	tb_u(&t, "session", 1);
+	tb_bin(&t, "token", token16, 16);
+	tb_bin(&t, "frames", poses, sizeof poses);
+	EXPECT_ERR(&t, DRAPE_EPROTO, "index");
+	tb_request(&t, 6, "collider.frames");
+	tb_u(&t, "session", 1);
+	tb_bin(&t, "token", token16, 16);
+	tb_u(&t, "index", 0);
+	EXPECT_ERR(&t, DRAPE_EPROTO, "frames");
+	tb_request(&t, 7, "collider.frames");
+	tb_u(&t, "session", 1);
+	tb_bin(&t, "token", token16, 16);
+	tb_u(&t, "index", 0);
+	tb_bin(&t, "frames", poses, 0);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "frames");
+	tb_request(&t, 7, "collider.frames");
+	tb_u(&t, "session", 1);
+	tb_bin(&t, "token", token16, 16);
+	tb_u(&t, "index", 0);
+	tb_bin(&t, "frames", poses, 8);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "frames");
+	poses[40] = NAN; /* point 13, y */
+	tb_request(&t, 7, "collider.frames");
+	tb_u(&t, "session", 1);
+	tb_bin(&t, "token", token16, 16);
+	tb_u(&t, "index", 0);
+	tb_bin(&t, "frames", poses, sizeof poses);
+	EXPECT_ERR(&t, DRAPE_ENONFINITE, "frames[13][1]");
+	/* Without a session, and with an index that does not fit 32 bits. */
+	tb_request(&t, 5, "collider.frames");
+	tb_u(&t, "index", 0);
+	tb_bin(&t, "frames", sheet_pos, sizeof sheet_pos);
+	EXPECT_ERR(&t, DRAPE_EPROTO, "session");
+	tb_request(&t, 7, "collider.frames");
+	tb_u(&t, "session", 1);
+	tb_bin(&t, "token", token16, 16);
+	tb_u(&t, "index", 1ull << 33);
+	tb_bin(&t, "frames", sheet_pos, sizeof sheet_pos);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "index");
+}
+
 static const check_test tests[] = {
 	CHECK_TEST(test_request_header_roundtrip),
 	CHECK_TEST(test_request_roundtrip_hello_and_bodyless),
@@ -1451,6 +1613,8 @@ static const check_test tests[] = {
 	CHECK_TEST(test_decode_unknown_keys_ignored_and_peek),
 	CHECK_TEST(test_random_bytes_never_crash),
 	CHECK_TEST(test_mutated_messages_never_crash),
+	CHECK_TEST(test_request_roundtrip_anim),
+	CHECK_TEST(test_decode_bad_anim),
 };
 
 int main(int argc, char **argv)

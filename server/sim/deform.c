@@ -1,0 +1,874 @@
+/*
+ * Deforming mesh colliders (deform.h): the animation frames, the body's
+ * pose at any time, the contact against the moving triangles, and points
+ * bound to the skin.
+ *
+ * The method, per substep of length dt, with r = cloth thickness + collider
+ * thickness:
+ *
+ *  1. The body's world positions at the start (P0) and end (P1) of the
+ *     substep are interpolated from the frames; a triangle tree built once
+ *     is refit to the boxes the triangles sweep from P0 to P1 (bvh.h).
+ *  2. For every free cloth vertex, from its start position x (where the
+ *     previous substep left it, outside the body) and its predicted p, the
+ *     tree gives the triangles it may meet: those within base = 2 r + 1 mm
+ *     + 1.5 |p - x| of x at the end pose (the tree's boxes hold it), sorted
+ *     by their distance to x at the start pose. The DEFORM_NEAR nearest of
+ *     any side are kept for step 3, and the DEFORM_K nearest that x is in
+ *     front of (its side of their plane at P0) for step 4. A vertex the
+ *     iterations later carry further than base - r from x could meet
+ *     triangles left out, so it gathers again for the longer motion (its
+ *     own lists only).
+ *  3. The side each vertex is on is decided at the start, where it is
+ *     known: x is inside the body when it lies behind the nearest feature's
+ *     pseudonormal (the sum of the unit normals of the triangles tied for
+ *     nearest: one for a face, two for an edge, the fan for a vertex;
+ *     Baerentzen and Aanaes, "Signed distance computation using the angle
+ *     weighted pseudonormal", 2005, with equal weights). An outside vertex
+ *     keeps, of its candidates, the triangles whose plane it was in front
+ *     of at P0; an inside one (a garment modelled into the body, or a vertex
+ *     a previous substep could not free) gets one escape plane through its
+ *     nearest point, along that pseudonormal.
+ *  4. Each solver iteration then keeps p at distance r in front of every
+ *     kept triangle's plane at P1, wherever p's projection falls within the
+ *     triangle (with a margin of a quarter of r, so no seam between two
+ *     triangles lets a vertex through). The side comes from the start of the
+ *     substep, not from where p is now, so a vertex the body sweeps past in
+ *     one substep, however far, is pushed out on the side it came from and
+ *     never pulled through: this is the continuous test of a vertex against
+ *     a triangle moving from P0 to P1, linearised (the plane at the end).
+ *     A push of more than the relative motion possible in the substep is
+ *     refused (that triangle was never in the vertex's way).
+ *  5. Friction and restitution act on the motion relative to the body's
+ *     surface, whose displacement over the substep at the contact is the
+ *     barycentric mix of its triangle's vertex displacements P1 - P0, so a
+ *     sleeve is carried by the arm; the response is collider.c's (Macklin
+ *     et al. 2014, eq. 24).
+ *
+ * Every vertex's result depends only on its own x and p and the body, so
+ * the pool's split of the vertices never changes a bit.
+ */
+#include "server/sim/deform.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/sim/bvh.h"
+#include "server/sim/pool.h"
+
+/* Triangles kept per cloth vertex: a vertex in a crease (an armpit, the
+ * inside of an elbow) meets both sides, each a fan of a few triangles. */
+#define DEFORM_K 8u
+/* Nearest triangles of any side kept for the inside test: a vertex's fan
+ * on a body mesh. */
+#define DEFORM_NEAR 8u
+/* Cloth vertices per block of the parallel passes. */
+#define DEFORM_BLOCK 256u
+
+enum { MODE_NONE = 0, MODE_FACES = 1, MODE_ESCAPE = 2 };
+
+/* A triangle's geometry in the current substep: the unit normal at the
+ * start, and at the end its plane n1 . q = d1, the inward unit normals e[k]
+ * of its edges (edge k is opposite vertex k) with e[k] . q = eo[k] on the
+ * edge, and the height h[k] of vertex k over edge k, so that the
+ * barycentric coordinate of a point in the plane is (e[k] . q - eo[k]) /
+ * h[k]. ok is 0 for a triangle of zero area at either pose. */
+typedef struct deform_tri {
+	sim_v3 n0, n1;
+	float d1;
+	sim_v3 e[3];
+	float eo[3], h[3];
+	uint32_t ok;
+} deform_tri;
+
+struct sim_deform {
+	uint32_t nv, nt;
+	float *rest;
+	/* The triangles, wound so that their normals face out of the body:
+	 * flipped (flipped = 1) when the caller's enclose a negative volume. */
+	uint32_t *tris;
+	int flipped;
+	float *frames;
+	uint32_t count, cap;
+	float start;
+	sim_bvh bvh;
+
+	/* The substep: world poses, each body vertex's displacement and the
+	 * largest, and the end time and transform (the next substep's start
+	 * pose is this one's end pose when they match). */
+	float *P0, *P1;
+	float *vdisp;
+	float maxdisp;
+	int have_end;
+	float t_end;
+	sim_rigid x_end;
+
+	/* Triangle data computed on demand once per substep (stamp = epoch). */
+	deform_tri *td;
+	uint32_t *stamp;
+	uint32_t epoch;
+
+	/* Per cloth vertex (n of them): the candidate triangles (DEFORM_K
+	 * each) and their start distances, how many, the mode, the largest
+	 * push allowed, and for MODE_ESCAPE the plane and contact point. */
+	uint32_t n;
+	uint32_t *cand, *near;
+	float *cdist, *ndist;
+	uint8_t *nc, *nn;
+	uint8_t *mode;
+	float *reach, *safe;
+	uint32_t *etri;
+	float *eb;
+	float *en;
+	float *ec;
+};
+
+/* ---- Frames ------------------------------------------------------------- */
+
+drape_err sim_deform_check_frames(uint32_t index, const float *frames, uint32_t count,
+				  uint32_t have, uint32_t vertex_count, drape_error *err)
+{
+	if (count == 0)
+		return drape_error_setf(err, DRAPE_EINVAL, "colliders[%u].frames: no frames (count 0)",
+					index);
+	if (frames == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "colliders[%u].frames: NULL with %u frames",
+					index, count);
+	if (vertex_count == 0)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"colliders[%u].frames: the mesh has no vertices", index);
+	uint64_t total = (uint64_t)have + count;
+	if (total > DRAPE_MAX_COLLIDER_FRAMES)
+		return drape_error_setf(err, DRAPE_ELIMIT,
+					"colliders[%u].frames: %llu frames in all, over the limit %u", index,
+					(unsigned long long)total, (unsigned)DRAPE_MAX_COLLIDER_FRAMES);
+	uint64_t bytes = total * vertex_count * 12u;
+	if (bytes > DRAPE_MAX_COLLIDER_FRAME_BYTES)
+		return drape_error_setf(err, DRAPE_ELIMIT,
+					"colliders[%u].frames: %llu frames of %u vertices are %llu bytes, over "
+					"the limit %llu",
+					index, (unsigned long long)total, vertex_count,
+					(unsigned long long)bytes,
+					(unsigned long long)DRAPE_MAX_COLLIDER_FRAME_BYTES);
+	uint64_t m = (uint64_t)count * vertex_count * 3u;
+	for (uint64_t i = 0; i < m; i++)
+		if (!isfinite(frames[i])) {
+			uint64_t per = (uint64_t)vertex_count * 3u;
+			return drape_error_setf(err, DRAPE_ENONFINITE,
+						"colliders[%u].frames[%llu][%llu][%d]: %g is not finite",
+						index, (unsigned long long)(have + i / per),
+						(unsigned long long)(i % per / 3), (int)(i % 3),
+						(double)frames[i]);
+		}
+	return DRAPE_OK;
+}
+
+static void free_cloth(sim_deform *d)
+{
+	free(d->cand);
+	free(d->cdist);
+	free(d->near);
+	free(d->ndist);
+	free(d->nc);
+	free(d->nn);
+	free(d->mode);
+	free(d->reach);
+	free(d->safe);
+	free(d->etri);
+	free(d->eb);
+	free(d->en);
+	free(d->ec);
+	d->cand = d->near = d->etri = NULL;
+	d->cdist = d->ndist = d->reach = d->safe = d->eb = d->en = d->ec = NULL;
+	d->nc = d->nn = d->mode = NULL;
+	d->n = 0;
+}
+
+void sim_deform_free(sim_deform *d)
+{
+	if (d == NULL)
+		return;
+	free(d->rest);
+	free(d->tris);
+	free(d->frames);
+	free(d->P0);
+	free(d->P1);
+	free(d->vdisp);
+	free(d->td);
+	free(d->stamp);
+	sim_bvh_free(&d->bvh);
+	free_cloth(d);
+	free(d);
+}
+
+sim_deform *sim_deform_create(const float *rest, uint32_t nv, const uint32_t *tris, uint32_t nt,
+			      const float *frames, uint32_t count, float frame_start)
+{
+	sim_deform *d = calloc(1, sizeof *d);
+	if (d == NULL)
+		return NULL;
+	size_t pb = (size_t)nv * 3 * sizeof(float), fb = (size_t)count * pb;
+	d->nv = nv;
+	d->nt = nt;
+	d->start = frame_start;
+	d->rest = malloc(pb);
+	d->tris = malloc((size_t)nt * 3 * sizeof *d->tris);
+	d->frames = malloc(fb);
+	d->P0 = malloc(pb);
+	d->P1 = malloc(pb);
+	d->vdisp = calloc(nv, sizeof *d->vdisp);
+	d->td = calloc(nt, sizeof *d->td);
+	d->stamp = calloc(nt, sizeof *d->stamp);
+	if (d->rest == NULL || d->tris == NULL || d->frames == NULL || d->P0 == NULL ||
+	    d->P1 == NULL || d->vdisp == NULL || d->td == NULL || d->stamp == NULL)
+		goto fail;
+	memcpy(d->rest, rest, pb);
+	memcpy(d->tris, tris, (size_t)nt * 3 * sizeof *d->tris);
+	/* Which side is outside comes from the winding: a closed mesh whose
+	 * triangles enclose a negative signed volume (divergence theorem) is
+	 * wound inward, and is turned around here so that callers need not
+	 * care. Summed in double in a fixed order. */
+	double vol = 0.0;
+	for (uint32_t t = 0; t < nt; t++) {
+		const float *a = &rest[3 * (size_t)tris[3 * t]], *b = &rest[3 * (size_t)tris[3 * t + 1]];
+		const float *c = &rest[3 * (size_t)tris[3 * t + 2]];
+		vol += (double)a[0] * ((double)b[1] * c[2] - (double)b[2] * c[1]) -
+		       (double)a[1] * ((double)b[0] * c[2] - (double)b[2] * c[0]) +
+		       (double)a[2] * ((double)b[0] * c[1] - (double)b[1] * c[0]);
+	}
+	if (vol < 0.0) {
+		d->flipped = 1;
+		for (uint32_t t = 0; t < nt; t++) {
+			uint32_t k = d->tris[3 * t + 1];
+			d->tris[3 * t + 1] = d->tris[3 * t + 2];
+			d->tris[3 * t + 2] = k;
+		}
+	}
+	memcpy(d->frames, frames, fb);
+	d->count = d->cap = count;
+	memcpy(d->P0, rest, pb);
+	memcpy(d->P1, rest, pb);
+	if (sim_bvh_build(&d->bvh, rest, d->tris, nt) != 0)
+		goto fail;
+	return d;
+fail:
+	sim_deform_free(d);
+	return NULL;
+}
+
+drape_err sim_deform_append(sim_deform *d, const float *frames, uint32_t count, drape_error *err)
+{
+	size_t per = (size_t)d->nv * 3;
+	if (d->count + count > d->cap) {
+		/* Grow geometrically so a client streaming a frame at a time
+		 * costs amortised O(1) copies per frame. */
+		size_t cap = d->cap ? d->cap : 1;
+		while (cap < (size_t)d->count + count)
+			cap *= 2;
+		if (cap > DRAPE_MAX_COLLIDER_FRAMES)
+			cap = DRAPE_MAX_COLLIDER_FRAMES;
+		float *f = realloc(d->frames, cap * per * sizeof(float));
+		if (f == NULL)
+			return drape_error_setf(err, DRAPE_ENOMEM, "colliders.frames: out of memory");
+		d->frames = f;
+		d->cap = (uint32_t)cap;
+	}
+	memcpy(d->frames + (size_t)d->count * per, frames, (size_t)count * per * sizeof(float));
+	d->count += count;
+	/* The end pose cached for the next substep may have held the old last
+	 * frame; evaluate afresh. */
+	d->have_end = 0;
+	return DRAPE_OK;
+}
+
+uint32_t sim_deform_frame_count(const sim_deform *d)
+{
+	return d->count;
+}
+
+void sim_deform_pose(const sim_deform *d, float t, float *out)
+{
+	size_t per = (size_t)d->nv * 3;
+	double f = (double)t - (double)d->start;
+	if (!(f > 0.0) || d->count == 1) {
+		memcpy(out, d->frames, per * sizeof(float));
+		return;
+	}
+	if (f >= (double)(d->count - 1)) {
+		memcpy(out, d->frames + (size_t)(d->count - 1) * per, per * sizeof(float));
+		return;
+	}
+	double fl = floor(f);
+	size_t i = (size_t)fl;
+	float s = (float)(f - fl);
+	const float *a = d->frames + i * per, *b = a + per;
+	for (size_t k = 0; k < per; k++)
+		out[k] = a[k] + s * (b[k] - a[k]);
+}
+
+/* ---- The substep ---------------------------------------------------------- */
+
+static void to_world(const sim_rigid *x, float *pos, uint32_t nv)
+{
+	const float *r = x->r;
+	for (uint32_t i = 0; i < nv; i++) {
+		float *q = &pos[3 * (size_t)i];
+		float a = q[0], b = q[1], c = q[2];
+		q[0] = r[0] * a + r[1] * b + r[2] * c + x->t.x;
+		q[1] = r[3] * a + r[4] * b + r[5] * c + x->t.y;
+		q[2] = r[6] * a + r[7] * b + r[8] * c + x->t.z;
+	}
+}
+
+void sim_deform_begin_substep(sim_deform *d, float t0, float t1, const sim_rigid *x0,
+			      const sim_rigid *x1)
+{
+	if (d->have_end && d->t_end == t0 && memcmp(&d->x_end, x0, sizeof *x0) == 0) {
+		float *tmp = d->P0;
+		d->P0 = d->P1;
+		d->P1 = tmp;
+	} else {
+		sim_deform_pose(d, t0, d->P0);
+		to_world(x0, d->P0, d->nv);
+	}
+	sim_deform_pose(d, t1, d->P1);
+	to_world(x1, d->P1, d->nv);
+	d->have_end = 1;
+	d->t_end = t1;
+	d->x_end = *x1;
+	float mx = 0.0f;
+	for (uint32_t i = 0; i < d->nv; i++) {
+		const float *a = &d->P0[3 * (size_t)i], *b = &d->P1[3 * (size_t)i];
+		float l = v3_len(v3(b[0] - a[0], b[1] - a[1], b[2] - a[2]));
+		d->vdisp[i] = l;
+		mx = l > mx ? l : mx;
+	}
+	d->maxdisp = mx;
+	sim_bvh_refit(&d->bvh, d->P0, d->P1, d->tris);
+	/* A new epoch invalidates every triangle's cached geometry; on wrap,
+	 * clear the stamps so no stale one matches. */
+	if (++d->epoch == 0) {
+		memset(d->stamp, 0, (size_t)d->nt * sizeof *d->stamp);
+		d->epoch = 1;
+	}
+}
+
+static inline sim_v3 vat(const float *pos, uint32_t v)
+{
+	return v3(pos[3 * (size_t)v], pos[3 * (size_t)v + 1], pos[3 * (size_t)v + 2]);
+}
+
+float sim_closest_on_triangle(sim_v3 q, sim_v3 a, sim_v3 b, sim_v3 c, float bary[3])
+{
+	sim_v3 ab = v3_sub(b, a), ac = v3_sub(c, a), ap = v3_sub(q, a);
+	float d1 = v3_dot(ab, ap), d2 = v3_dot(ac, ap);
+	float u, v, w;
+	if (d1 <= 0.0f && d2 <= 0.0f) {
+		u = 1.0f, v = 0.0f, w = 0.0f;
+		goto done;
+	}
+	sim_v3 bp = v3_sub(q, b);
+	float d3 = v3_dot(ab, bp), d4 = v3_dot(ac, bp);
+	if (d3 >= 0.0f && d4 <= d3) {
+		u = 0.0f, v = 1.0f, w = 0.0f;
+		goto done;
+	}
+	float vc = d1 * d4 - d3 * d2;
+	if (vc <= 0.0f && d1 >= 0.0f && d3 <= 0.0f) {
+		float s = d1 / (d1 - d3);
+		u = 1.0f - s, v = s, w = 0.0f;
+		goto done;
+	}
+	sim_v3 cp = v3_sub(q, c);
+	float d5 = v3_dot(ab, cp), d6 = v3_dot(ac, cp);
+	if (d6 >= 0.0f && d5 <= d6) {
+		u = 0.0f, v = 0.0f, w = 1.0f;
+		goto done;
+	}
+	float vb = d5 * d2 - d1 * d6;
+	if (vb <= 0.0f && d2 >= 0.0f && d6 <= 0.0f) {
+		float s = d2 / (d2 - d6);
+		u = 1.0f - s, v = 0.0f, w = s;
+		goto done;
+	}
+	float va = d3 * d6 - d5 * d4;
+	if (va <= 0.0f && (d4 - d3) >= 0.0f && (d5 - d6) >= 0.0f) {
+		float s = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+		u = 0.0f, v = 1.0f - s, w = s;
+		goto done;
+	}
+	{
+		float den = va + vb + vc;
+		if (!(den > 0.0f)) {
+			/* A degenerate triangle: its first vertex stands for it. */
+			u = 1.0f, v = 0.0f, w = 0.0f;
+			goto done;
+		}
+		v = vb / den;
+		w = vc / den;
+		u = 1.0f - v - w;
+	}
+done:
+	bary[0] = u;
+	bary[1] = v;
+	bary[2] = w;
+	sim_v3 cpt = v3_add(v3_add(v3_scale(a, u), v3_scale(b, v)), v3_scale(c, w));
+	sim_v3 dq = v3_sub(q, cpt);
+	return v3_dot(dq, dq);
+}
+
+/* Phase 1: for each cloth vertex, the nearest triangles overall (list A,
+ * DEFORM_NEAR of them, for the inside test) and the nearest it is in front
+ * of at the start (list B, DEFORM_K, the ones it is kept out of). Both are
+ * sorted by (distance, triangle index), so the kept sets do not depend on
+ * the order the tree visits in. */
+typedef struct gather_one {
+	const sim_deform *d;
+	sim_v3 q;
+	float base;
+	uint32_t *near, *cand;
+	float *ndist, *cdist;
+	uint32_t kn, kc;
+} gather_one;
+
+/* Inserts (dist, t) into a sorted list of at most cap entries. */
+static void list_insert(uint32_t *id, float *dist, uint32_t *count, uint32_t cap, uint32_t t,
+			float dd)
+{
+	uint32_t k = *count;
+	if (k == cap && !(dd < dist[k - 1] || (dd == dist[k - 1] && t < id[k - 1])))
+		return;
+	uint32_t at = k < cap ? k : cap - 1;
+	while (at > 0 && (dd < dist[at - 1] || (dd == dist[at - 1] && t < id[at - 1]))) {
+		dist[at] = dist[at - 1];
+		id[at] = id[at - 1];
+		at--;
+	}
+	dist[at] = dd;
+	id[at] = t;
+	if (k < cap)
+		*count = k + 1;
+}
+
+static void gather_visit(void *ctx, uint32_t t)
+{
+	gather_one *g = ctx;
+	const sim_deform *d = g->d;
+	const uint32_t *v = &d->tris[3 * (size_t)t];
+	float lim = g->base + fmaxf(d->vdisp[v[0]], fmaxf(d->vdisp[v[1]], d->vdisp[v[2]]));
+	float bary[3];
+	sim_v3 a = vat(d->P0, v[0]), b = vat(d->P0, v[1]), c = vat(d->P0, v[2]);
+	/* Most triangles the boxes let through are further than lim from
+	 * their plane already: reject them before the closest point. */
+	sim_v3 nrm = v3_cross(v3_sub(b, a), v3_sub(c, a));
+	float side = v3_dot(v3_sub(g->q, a), nrm);
+	if (side * side > lim * lim * v3_dot(nrm, nrm))
+		return;
+	float d2 = sim_closest_on_triangle(g->q, a, b, c, bary);
+	if (!(d2 <= lim * lim))
+		return;
+	float dist = sqrtf(d2);
+	list_insert(g->near, g->ndist, &g->kn, DEFORM_NEAR, t, dist);
+	/* In front of the plane at the start: the sign of (q - a) . normal,
+	 * the normal left unnormalised. */
+	if (side >= 0.0f)
+		list_insert(g->cand, g->cdist, &g->kc, DEFORM_K, t, dist);
+}
+
+/* Gathers vertex i's lists for a motion of up to `mv` from x, and sets its
+ * reach (the largest push allowed) and safe radius (how far it may move in
+ * the iterations before the lists must be gathered again). */
+static void gather_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r)
+{
+	/* r to touch, 2 r + 1 mm of margin, twice the motion (the constraints
+	 * may carry a vertex further than its prediction). A triangle left out
+	 * is further than base from x at the end of the substep, so it cannot
+	 * come within r of a point within base - r of x. */
+	float base = 2.0f * r + 1e-3f + 1.5f * mv;
+	d->reach[i] = base + d->maxdisp;
+	d->safe[i] = base - r;
+	/* A vertex within base - r of x meets only triangles within base of x
+	 * at the end pose, and the tree's boxes hold the end pose: the query
+	 * box need not grow by the body's motion. */
+	float ext = base;
+	float lo[3] = {q.x - ext, q.y - ext, q.z - ext}, hi[3] = {q.x + ext, q.y + ext, q.z + ext};
+	gather_one g = {d,
+			q,
+			base,
+			&d->near[(size_t)i * DEFORM_NEAR],
+			&d->cand[(size_t)i * DEFORM_K],
+			&d->ndist[(size_t)i * DEFORM_NEAR],
+			&d->cdist[(size_t)i * DEFORM_K],
+			0,
+			0};
+	sim_bvh_query(&d->bvh, lo, hi, gather_visit, &g);
+	d->nn[i] = (uint8_t)g.kn;
+	d->nc[i] = (uint8_t)g.kc;
+}
+
+typedef struct gather_ctx {
+	sim_deform *d;
+	const sim_vec4 *x, *p;
+	float r;
+} gather_ctx;
+
+static void gather_range(void *vctx, uint32_t begin, uint32_t end)
+{
+	gather_ctx *c = vctx;
+	sim_deform *d = c->d;
+	for (uint32_t i = begin; i < end; i++) {
+		d->nc[i] = 0;
+		d->nn[i] = 0;
+		d->mode[i] = MODE_NONE;
+		if (!(c->x[i].w > 0.0f))
+			continue;
+		sim_v3 q = v3_of4(c->x[i]);
+		gather_vertex(d, i, q, v3_len(v3_sub(v3_of4(c->p[i]), q)), c->r);
+	}
+}
+
+static sim_v3 unit(sim_v3 a, float *len)
+{
+	float l = v3_len(a);
+	*len = l;
+	return l > 0.0f ? v3_scale(a, 1.0f / l) : v3(0, 0, 0);
+}
+
+/* Phase 2: the start normal and end geometry of triangle t. */
+static void tri_compute(const sim_deform *d, uint32_t t, deform_tri *T)
+{
+	const uint32_t *v = &d->tris[3 * (size_t)t];
+	sim_v3 a0 = vat(d->P0, v[0]), b0 = vat(d->P0, v[1]), c0 = vat(d->P0, v[2]);
+	sim_v3 a = vat(d->P1, v[0]), b = vat(d->P1, v[1]), c = vat(d->P1, v[2]);
+	float l0, l1;
+	T->n0 = unit(v3_cross(v3_sub(b0, a0), v3_sub(c0, a0)), &l0);
+	T->n1 = unit(v3_cross(v3_sub(b, a), v3_sub(c, a)), &l1);
+	T->ok = l0 > 0.0f && l1 > 0.0f;
+	if (!T->ok)
+		return;
+	T->d1 = v3_dot(T->n1, a);
+	const sim_v3 P[3] = {a, b, c};
+	for (int k = 0; k < 3; k++) {
+		sim_v3 p = P[(k + 1) % 3], q = P[(k + 2) % 3];
+		float le;
+		sim_v3 e = unit(v3_cross(T->n1, v3_sub(q, p)), &le);
+		T->e[k] = e;
+		T->eo[k] = v3_dot(e, p);
+		T->h[k] = v3_dot(e, P[k]) - T->eo[k];
+		if (!(le > 0.0f) || !(T->h[k] > 0.0f))
+			T->ok = 0;
+	}
+}
+
+/* Triangle t's geometry: the substep's cached copy, or when it is not
+ * cached (a vertex gathering again inside the iterations, which may run on
+ * several threads and so never writes the cache) computed into *tmp. The
+ * two are the same bits. */
+static const deform_tri *tri_get(const sim_deform *d, uint32_t t, deform_tri *tmp)
+{
+	if (d->stamp[t] == d->epoch)
+		return &d->td[t];
+	tri_compute(d, t, tmp);
+	return tmp;
+}
+
+static void prepare_vertex(sim_deform *d, uint32_t i)
+{
+	const uint32_t *lists[2] = {&d->near[(size_t)i * DEFORM_NEAR], &d->cand[(size_t)i * DEFORM_K]};
+	const uint32_t counts[2] = {d->nn[i], d->nc[i]};
+	for (int l = 0; l < 2; l++)
+		for (uint32_t j = 0; j < counts[l]; j++) {
+			uint32_t t = lists[l][j];
+			if (d->stamp[t] != d->epoch) {
+				tri_compute(d, t, &d->td[t]);
+				d->stamp[t] = d->epoch;
+			}
+		}
+}
+
+/* Phase 3: inside or outside at the start. Inside, the escape plane
+ * through the nearest point along the pseudonormal of the nearest feature
+ * (the triangles tied with the nearest within rounding share its closest
+ * point); outside, the front-facing list B as gathered. */
+static void classify_vertex(sim_deform *d, uint32_t i, sim_v3 x, float r)
+{
+	uint32_t k = d->nn[i];
+	d->mode[i] = MODE_NONE;
+	if (k == 0)
+		return;
+	const uint32_t *near = &d->near[(size_t)i * DEFORM_NEAR];
+	const float *nd = &d->ndist[(size_t)i * DEFORM_NEAR];
+	float tie = nd[0] * 1e-3f + 1e-7f;
+	sim_v3 n0 = v3(0, 0, 0), n1 = v3(0, 0, 0);
+	deform_tri tmp;
+	for (uint32_t j = 0; j < k && nd[j] <= nd[0] + tie; j++) {
+		const deform_tri *T = tri_get(d, near[j], &tmp);
+		if (T->ok) {
+			n0 = v3_add(n0, T->n0);
+			n1 = v3_add(n1, T->n1);
+		}
+	}
+	const uint32_t *v = &d->tris[3 * (size_t)near[0]];
+	float b[3];
+	sim_closest_on_triangle(x, vat(d->P0, v[0]), vat(d->P0, v[1]), vat(d->P0, v[2]), b);
+	sim_v3 c0 = v3_add(v3_add(v3_scale(vat(d->P0, v[0]), b[0]), v3_scale(vat(d->P0, v[1]), b[1])),
+			   v3_scale(vat(d->P0, v[2]), b[2]));
+	float ln;
+	sim_v3 en = unit(n1, &ln);
+	if (nd[0] > 0.0f && v3_dot(v3_sub(x, c0), n0) < 0.0f && ln > 0.0f) {
+		d->mode[i] = MODE_ESCAPE;
+		d->etri[i] = near[0];
+		memcpy(&d->eb[3 * (size_t)i], b, sizeof b);
+		sim_v3 c1 = v3_add(v3_add(v3_scale(vat(d->P1, v[0]), b[0]), v3_scale(vat(d->P1, v[1]), b[1])),
+				   v3_scale(vat(d->P1, v[2]), b[2]));
+		d->en[3 * (size_t)i] = en.x;
+		d->en[3 * (size_t)i + 1] = en.y;
+		d->en[3 * (size_t)i + 2] = en.z;
+		d->ec[3 * (size_t)i] = c1.x;
+		d->ec[3 * (size_t)i + 1] = c1.y;
+		d->ec[3 * (size_t)i + 2] = c1.z;
+		return;
+	}
+	/* Of the front-facing triangles, those whose end plane x is already
+	 * further from than r plus the safe radius cannot be reached before
+	 * the lists are gathered again: they are dropped, keeping the order. */
+	uint32_t *cand = &d->cand[(size_t)i * DEFORM_K];
+	uint32_t m = 0;
+	const float far = r + d->safe[i];
+	for (uint32_t j = 0; j < d->nc[i]; j++) {
+		const deform_tri *T = tri_get(d, cand[j], &tmp);
+		if (T->ok && v3_dot(T->n1, x) - T->d1 < far)
+			cand[m++] = cand[j];
+	}
+	d->nc[i] = (uint8_t)m;
+	d->mode[i] = m > 0 ? MODE_FACES : MODE_NONE;
+}
+
+static void classify_range(void *vctx, uint32_t begin, uint32_t end)
+{
+	gather_ctx *c = vctx;
+	for (uint32_t i = begin; i < end; i++)
+		classify_vertex(c->d, i, v3_of4(c->x[i]), c->r);
+}
+
+int sim_deform_reserve(sim_deform *d, uint32_t n)
+{
+	if (d->n == n && d->cand != NULL)
+		return 0;
+	free_cloth(d);
+	size_t m = n ? n : 1;
+	d->cand = malloc(m * DEFORM_K * sizeof *d->cand);
+	d->cdist = malloc(m * DEFORM_K * sizeof *d->cdist);
+	d->near = malloc(m * DEFORM_NEAR * sizeof *d->near);
+	d->ndist = malloc(m * DEFORM_NEAR * sizeof *d->ndist);
+	d->nc = calloc(m, 1);
+	d->nn = calloc(m, 1);
+	d->mode = calloc(m, 1);
+	d->reach = calloc(m, sizeof *d->reach);
+	d->safe = calloc(m, sizeof *d->safe);
+	d->etri = calloc(m, sizeof *d->etri);
+	d->eb = calloc(m * 3, sizeof *d->eb);
+	d->en = calloc(m * 3, sizeof *d->en);
+	d->ec = calloc(m * 3, sizeof *d->ec);
+	if (d->cand == NULL || d->cdist == NULL || d->near == NULL || d->ndist == NULL ||
+	    d->nc == NULL || d->nn == NULL || d->mode == NULL || d->reach == NULL ||
+	    d->safe == NULL || d->etri == NULL || d->eb == NULL || d->en == NULL || d->ec == NULL) {
+		free_cloth(d);
+		return -1;
+	}
+	d->n = n;
+	return 0;
+}
+
+void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 *p, uint32_t n,
+			       float r, drape_pool *pool)
+{
+	/* The scratch is sized when the collider is added to a sim; a caller
+	 * that drives the set directly gets it here, once. Without it there is
+	 * no contact (d->n stays 0 and project() does nothing). */
+	if (d->n != n && sim_deform_reserve(d, n) != 0)
+		return;
+	gather_ctx c = {d, x, p, r};
+	sim_pool_for(pool, n, DEFORM_BLOCK, gather_range, &c);
+	for (uint32_t i = 0; i < n; i++)
+		prepare_vertex(d, i);
+	sim_pool_for(pool, n, DEFORM_BLOCK, classify_range, &c);
+}
+
+/* ---- Projection ----------------------------------------------------------- */
+
+/* The body surface's displacement over the substep at barycentric b of
+ * triangle t. */
+static sim_v3 surface_motion(const sim_deform *d, uint32_t t, const float b[3])
+{
+	const uint32_t *v = &d->tris[3 * (size_t)t];
+	sim_v3 m = v3(0, 0, 0);
+	for (int k = 0; k < 3; k++)
+		m = v3_add(m, v3_scale(v3_sub(vat(d->P1, v[k]), vat(d->P0, v[k])), b[k]));
+	return m;
+}
+
+/* Push along the unit normal n by depth, then friction and restitution
+ * relative to xc, the start position carried by the surface (collider.c's
+ * response, the same three steps). */
+static sim_v3 respond(sim_v3 p, sim_v3 xc, sim_v3 n, float depth, const sim_contact_params *cp)
+{
+	sim_v3 np = v3_add(p, v3_scale(n, depth));
+	sim_v3 rel = v3_sub(np, xc);
+	sim_v3 tan = v3_sub(rel, v3_scale(n, v3_dot(rel, n)));
+	float tl = v3_len(tan);
+	if (tl < cp->static_friction * depth)
+		np = v3_sub(np, tan);
+	else if (tl > 0.0f)
+		np = v3_sub(np, v3_scale(tan, fminf(cp->friction * depth / tl, 1.0f)));
+	if (cp->restitution > 0.0f) {
+		float approach = -v3_dot(v3_sub(p, xc), n);
+		float out_n = v3_dot(v3_sub(np, xc), n);
+		float want = cp->restitution * approach;
+		if (approach > 0.0f && out_n < want)
+			np = v3_add(np, v3_scale(n, want - out_n));
+	}
+	return np;
+}
+
+uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+			    uint32_t begin, uint32_t end, float r, const sim_contact_params *cp)
+{
+	uint32_t contacts = 0;
+	if (d->n == 0)
+		return 0;
+	if (end > d->n)
+		end = d->n;
+	const float tol = 0.25f * r;
+	for (uint32_t i = begin; i < end; i++) {
+		if (!(x[i].w > 0.0f))
+			continue;
+		sim_v3 q = v3_of4(p[i]), x0 = v3_of4(x[i]);
+		/* The iterations carried the vertex beyond what its lists cover:
+		 * gather them again for the longer motion. Only this vertex's
+		 * own lists change, and the triangles' cached geometry is a
+		 * function of the poses alone, so the result is the same
+		 * whoever computes it. */
+		float mv = v3_len(v3_sub(q, x0));
+		if (mv > d->safe[i]) {
+			gather_vertex(d, i, x0, mv, r);
+			classify_vertex(d, i, x0, r);
+		}
+		uint8_t mode = d->mode[i];
+		if (mode == MODE_NONE)
+			continue;
+		int hit = 0;
+		if (mode == MODE_ESCAPE) {
+			sim_v3 n = v3(d->en[3 * (size_t)i], d->en[3 * (size_t)i + 1], d->en[3 * (size_t)i + 2]);
+			sim_v3 c = v3(d->ec[3 * (size_t)i], d->ec[3 * (size_t)i + 1], d->ec[3 * (size_t)i + 2]);
+			float s = v3_dot(v3_sub(q, c), n);
+			if (s < r) {
+				sim_v3 xc = v3_add(x0, surface_motion(d, d->etri[i], &d->eb[3 * (size_t)i]));
+				q = respond(q, xc, n, r - s, cp);
+				hit = 1;
+			}
+		} else {
+			const uint32_t *cand = &d->cand[(size_t)i * DEFORM_K];
+			deform_tri tmp;
+			for (uint32_t j = 0; j < d->nc[i]; j++) {
+				const deform_tri *T = tri_get(d, cand[j], &tmp);
+				if (!T->ok)
+					continue;
+				float s = v3_dot(T->n1, q) - T->d1;
+				if (!(s < r) || !(s > -d->reach[i]))
+					continue;
+				float e0 = v3_dot(T->e[0], q) - T->eo[0];
+				float e1 = v3_dot(T->e[1], q) - T->eo[1];
+				float e2 = v3_dot(T->e[2], q) - T->eo[2];
+				if (e0 < -tol || e1 < -tol || e2 < -tol)
+					continue;
+				float b[3] = {fminf(fmaxf(e0 / T->h[0], 0.0f), 1.0f),
+					      fminf(fmaxf(e1 / T->h[1], 0.0f), 1.0f),
+					      fminf(fmaxf(e2 / T->h[2], 0.0f), 1.0f)};
+				float sum = b[0] + b[1] + b[2];
+				if (sum > 0.0f) {
+					b[0] /= sum;
+					b[1] /= sum;
+					b[2] /= sum;
+				} else {
+					b[0] = 1.0f;
+				}
+				sim_v3 xc = v3_add(x0, surface_motion(d, cand[j], b));
+				q = respond(q, xc, T->n1, r - s, cp);
+				hit = 1;
+			}
+		}
+		if (hit) {
+			p[i].x = q.x;
+			p[i].y = q.y;
+			p[i].z = q.z;
+			contacts++;
+		}
+	}
+	return contacts;
+}
+
+/* ---- Skin ------------------------------------------------------------------- */
+
+/* The triangle's own frame: first edge direction, normal x edge, normal.
+ * Returns 0 for a degenerate triangle. */
+static int tri_frame(sim_v3 a, sim_v3 b, sim_v3 c, sim_v3 f[3])
+{
+	float lu, ln;
+	sim_v3 u = unit(v3_sub(b, a), &lu);
+	sim_v3 n = unit(v3_cross(v3_sub(b, a), v3_sub(c, a)), &ln);
+	if (!(lu > 0.0f) || !(ln > 0.0f))
+		return 0;
+	f[0] = u;
+	f[1] = v3_cross(n, u);
+	f[2] = n;
+	return 1;
+}
+
+void sim_deform_bind(const sim_deform *d, const float local[3], sim_skin *out)
+{
+	sim_skin_bind(d->rest, d->tris, d->nt, local, out);
+}
+
+void sim_skin_bind(const float *rest, const uint32_t *tris, uint32_t nt, const float local[3],
+		   sim_skin *out)
+{
+	sim_v3 q = v3(local[0], local[1], local[2]);
+	float best = INFINITY;
+	memset(out, 0, sizeof *out);
+	out->b[0] = 1.0f;
+	for (uint32_t t = 0; t < nt; t++) {
+		const uint32_t *v = &tris[3 * (size_t)t];
+		sim_v3 a = vat(rest, v[0]), b = vat(rest, v[1]), c = vat(rest, v[2]), f[3];
+		if (!tri_frame(a, b, c, f))
+			continue;
+		float bary[3];
+		float d2 = sim_closest_on_triangle(q, a, b, c, bary);
+		if (!(d2 < best))
+			continue;
+		best = d2;
+		out->tri = t;
+		memcpy(out->b, bary, sizeof bary);
+		sim_v3 cp = v3_add(v3_add(v3_scale(a, bary[0]), v3_scale(b, bary[1])), v3_scale(c, bary[2]));
+		sim_v3 o = v3_sub(q, cp);
+		out->off[0] = v3_dot(o, f[0]);
+		out->off[1] = v3_dot(o, f[1]);
+		out->off[2] = v3_dot(o, f[2]);
+	}
+}
+
+void sim_deform_skin_point(const sim_deform *d, const sim_skin *s, float out[3])
+{
+	/* The binding is in the caller's winding (sim_skin_bind). */
+	const uint32_t *t = &d->tris[3 * (size_t)s->tri];
+	uint32_t v[3] = {t[0], d->flipped ? t[2] : t[1], d->flipped ? t[1] : t[2]};
+	sim_v3 a = vat(d->P1, v[0]), b = vat(d->P1, v[1]), c = vat(d->P1, v[2]), f[3];
+	sim_v3 w = v3_add(v3_add(v3_scale(a, s->b[0]), v3_scale(b, s->b[1])), v3_scale(c, s->b[2]));
+	if (tri_frame(a, b, c, f))
+		w = v3_add(w, v3_add(v3_add(v3_scale(f[0], s->off[0]), v3_scale(f[1], s->off[1])),
+				     v3_scale(f[2], s->off[2])));
+	out[0] = w.x;
+	out[1] = w.y;
+	out[2] = w.z;
+}

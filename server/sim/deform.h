@@ -1,0 +1,111 @@
+/*
+ * Deforming mesh colliders: a triangle mesh whose vertices move through
+ * per-frame positions (a skinned body), solved against its moving
+ * triangles instead of a signed distance field (deform.c has the method).
+ *
+ * collider.c owns the collider and calls this file for a mesh collider that
+ * has animation frames; nothing here knows the other collider kinds.
+ */
+#ifndef DRAPE_SIM_DEFORM_H
+#define DRAPE_SIM_DEFORM_H
+
+#include <stdint.h>
+
+#include "drape/sim.h"
+#include "server/sim/vec.h"
+
+typedef struct sim_deform sim_deform;
+
+/* A rigid transform: world = r * local + t, r row-major (collider.c's
+ * keyframes; identity without keys). */
+typedef struct sim_rigid {
+	float r[9];
+	sim_v3 t;
+} sim_rigid;
+
+/* A point bound to the skin: triangle `tri` of the rest pose, barycentric
+ * coordinates b of its nearest point there, and the offset from that point
+ * in the triangle's own frame (first edge direction, normal x edge,
+ * normal), so the bound point turns and moves with its triangle. */
+typedef struct sim_skin {
+	uint32_t tri;
+	float b[3];
+	float off[3];
+} sim_skin;
+
+/* Contact response of a collider (collider.c's fields). */
+typedef struct sim_contact_params {
+	float friction, static_friction, restitution;
+} sim_contact_params;
+
+/*
+ * Checks `count` frames of vertex_count * 3 floats that would join `have`
+ * frames already held by collider `index`: a non-NULL array, the frame
+ * limits and finite numbers. Errors name "colliders[index].frames".
+ */
+drape_err sim_deform_check_frames(uint32_t index, const float *frames, uint32_t count,
+				  uint32_t have, uint32_t vertex_count, drape_error *err);
+
+/* Makes a deforming collider from its rest pose (copied), its triangles
+ * (copied) and its first frames (copied, already checked). NULL when out of
+ * memory. */
+sim_deform *sim_deform_create(const float *rest, uint32_t nv, const uint32_t *tris, uint32_t nt,
+			      const float *frames, uint32_t count, float frame_start);
+void sim_deform_free(sim_deform *d);
+/* Appends frames (already checked); DRAPE_ENOMEM leaves d unchanged. */
+drape_err sim_deform_append(sim_deform *d, const float *frames, uint32_t count, drape_error *err);
+uint32_t sim_deform_frame_count(const sim_deform *d);
+
+/*
+ * The body's local positions at time t (fractional sim frames: animation
+ * frame i is at frame_start + i, linear between frames, the first or last
+ * frame held outside them), written to out (vertex_count * 3 floats).
+ */
+void sim_deform_pose(const sim_deform *d, float t, float *out);
+
+/* Per-cloth-vertex scratch for n cloth vertices; allocated once (at add,
+ * when the cloth is known) so that a step never allocates. -1 when out of
+ * memory. */
+int sim_deform_reserve(sim_deform *d, uint32_t n);
+
+/* Moves the body to its world poses at the start (t0, transform x0) and
+ * end (t1, x1) of the substep and refits the tree. */
+void sim_deform_begin_substep(sim_deform *d, float t0, float t1, const sim_rigid *x0,
+			      const sim_rigid *x1);
+
+/*
+ * Finds, for every free cloth vertex, the body triangles it may meet in
+ * this substep (from its start position x and its predicted motion to p)
+ * and which side of each it is on at the start. r is the contact distance
+ * (cloth thickness + collider thickness). Per vertex, independent of the
+ * others, so the pool's split never changes a result.
+ */
+void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 *p, uint32_t n,
+			       float r, drape_pool *pool);
+
+/*
+ * Keeps p[i] (i in [begin, end)) at distance r outside the body's triangles
+ * at the end of the substep, on the side each vertex was at the start, with
+ * friction and restitution relative to the body surface's own motion.
+ * Returns the number of contacts. A vertex the iterations carried beyond
+ * what its triangle lists cover has them gathered again; only its own
+ * entries change, so disjoint ranges may run on different threads.
+ */
+uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+			    uint32_t begin, uint32_t end, float r, const sim_contact_params *cp);
+
+/* Binds a local-space point to the nearest point of the rest pose (rest,
+ * tris: the collider's mesh; degenerate triangles are skipped; ties go to
+ * the lower triangle index). */
+void sim_skin_bind(const float *rest, const uint32_t *tris, uint32_t nt, const float local[3],
+		   sim_skin *out);
+void sim_deform_bind(const sim_deform *d, const float local[3], sim_skin *out);
+/* Where a bound point is at the end of the current substep (world). */
+void sim_deform_skin_point(const sim_deform *d, const sim_skin *s, float out[3]);
+
+/* Closest point of triangle (a, b, c) to q (Ericson, "Real-Time Collision
+ * Detection", 5.1.5): its barycentric coordinates in bary; returns the
+ * squared distance. */
+float sim_closest_on_triangle(sim_v3 q, sim_v3 a, sim_v3 b, sim_v3 c, float bary[3]);
+
+#endif

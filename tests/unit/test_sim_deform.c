@@ -1,0 +1,1411 @@
+/*
+ * Deforming mesh colliders (server/sim/deform.c): cloth against a body
+ * whose vertices move frame by frame, checked against the geometry itself —
+ * the analytic box, the sphere's convex hull, and for the elbow and the
+ * walking body the inside of the frame's own triangles by ray parity —
+ * never against the solver's own field or output.
+ *
+ * Run from the repository root (tests/run.sh does): the walking body and
+ * the suit are read from tests/data/.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "drape/sim.h"
+#include "sim_fixtures.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define DEFORM_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DEFORM_SANITIZED 1
+#endif
+#endif
+#ifndef DEFORM_SANITIZED
+#define DEFORM_SANITIZED 0
+#endif
+
+/* ---- Meshes ----------------------------------------------------------------- */
+
+typedef struct mesh {
+	float *v;
+	uint32_t *t;
+	uint32_t nv, nt;
+} mesh;
+
+static void mesh_free(mesh *m)
+{
+	free(m->v);
+	free(m->t);
+	memset(m, 0, sizeof *m);
+}
+
+/* The 8 corners and 12 outward triangles of the box c +- h. */
+static void box_mesh(mesh *m, const double c[3], const double h[3])
+{
+	m->nv = 8;
+	m->nt = 12;
+	m->v = malloc(24 * sizeof *m->v);
+	m->t = malloc(36 * sizeof *m->t);
+	for (int i = 0; i < 8; i++)
+		for (int k = 0; k < 3; k++)
+			m->v[3 * i + k] = (float)(c[k] + ((i >> k) & 1 ? h[k] : -h[k]));
+	/* Corner i has bit k set for +h along axis k. */
+	static const uint32_t q[6][4] = {{0, 2, 6, 4}, {1, 5, 7, 3}, {0, 4, 5, 1},
+					 {2, 3, 7, 6}, {0, 1, 3, 2}, {4, 6, 7, 5}};
+	for (int f = 0; f < 6; f++) {
+		uint32_t *t = &m->t[6 * f];
+		t[0] = q[f][0], t[1] = q[f][1], t[2] = q[f][2];
+		t[3] = q[f][0], t[4] = q[f][2], t[5] = q[f][3];
+	}
+}
+
+static double signed_volume(const float *v, const uint32_t *t, uint32_t nt)
+{
+	double s = 0.0;
+	for (uint32_t i = 0; i < nt; i++) {
+		const float *a = &v[3 * t[3 * i]], *b = &v[3 * t[3 * i + 1]], *c = &v[3 * t[3 * i + 2]];
+		s += (double)a[0] * ((double)b[1] * c[2] - (double)b[2] * c[1]) -
+		     (double)a[1] * ((double)b[0] * c[2] - (double)b[2] * c[0]) +
+		     (double)a[2] * ((double)b[0] * c[1] - (double)b[1] * c[0]);
+	}
+	return s / 6.0;
+}
+
+/* Flips every triangle when the mesh's volume is negative (inward). */
+static void orient_outward(mesh *m)
+{
+	if (signed_volume(m->v, m->t, m->nt) < 0)
+		for (uint32_t i = 0; i < m->nt; i++) {
+			uint32_t s = m->t[3 * i + 1];
+			m->t[3 * i + 1] = m->t[3 * i + 2];
+			m->t[3 * i + 2] = s;
+		}
+}
+
+/* ---- Geometry checks, written apart from the solver's ------------------------ */
+
+/* Distance from q to triangle (a, b, c): the projection onto the plane when
+ * it falls inside, else the nearest of the three edges. */
+static double seg_dist(const double q[3], const double a[3], const double b[3], double out[3])
+{
+	double ab[3], aq[3], l2 = 0, t = 0;
+	for (int k = 0; k < 3; k++) {
+		ab[k] = b[k] - a[k];
+		aq[k] = q[k] - a[k];
+		l2 += ab[k] * ab[k];
+		t += ab[k] * aq[k];
+	}
+	t = l2 > 0 ? fmin(fmax(t / l2, 0.0), 1.0) : 0.0;
+	double d = 0;
+	for (int k = 0; k < 3; k++) {
+		out[k] = a[k] + t * ab[k];
+		d += (q[k] - out[k]) * (q[k] - out[k]);
+	}
+	return sqrt(d);
+}
+
+static void cross3(const double a[3], const double b[3], double o[3])
+{
+	o[0] = a[1] * b[2] - a[2] * b[1];
+	o[1] = a[2] * b[0] - a[0] * b[2];
+	o[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+static double dot3(const double a[3], const double b[3])
+{
+	return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+/* Distance and nearest point (and its barycentric coordinates when the
+ * projection is inside) of q to a triangle. */
+static double tri_dist(const double q[3], const double A[3], const double B[3], const double C[3],
+		       double near[3], double bary[3])
+{
+	double e1[3], e2[3], n[3], aq[3];
+	for (int k = 0; k < 3; k++) {
+		e1[k] = B[k] - A[k];
+		e2[k] = C[k] - A[k];
+		aq[k] = q[k] - A[k];
+	}
+	cross3(e1, e2, n);
+	double nn = dot3(n, n);
+	if (nn > 0) {
+		/* Barycentric coordinates of the projection by areas. */
+		double c1[3], c2[3];
+		cross3(aq, e2, c1);
+		cross3(e1, aq, c2);
+		double v = dot3(c1, n) / nn, w = dot3(c2, n) / nn, u = 1 - v - w;
+		if (u >= 0 && v >= 0 && w >= 0) {
+			for (int k = 0; k < 3; k++)
+				near[k] = u * A[k] + v * B[k] + w * C[k];
+			bary[0] = u, bary[1] = v, bary[2] = w;
+			double d = dot3(aq, n) / sqrt(nn);
+			return fabs(d);
+		}
+	}
+	double p[3], best = INFINITY;
+	const double *E[3][2] = {{A, B}, {B, C}, {C, A}};
+	for (int e = 0; e < 3; e++) {
+		double d = seg_dist(q, E[e][0], E[e][1], p);
+		if (d < best) {
+			best = d;
+			memcpy(near, p, sizeof p);
+		}
+	}
+	bary[0] = bary[1] = bary[2] = -1;
+	return best;
+}
+
+static void vget(const float *v, uint32_t i, double o[3])
+{
+	o[0] = v[3 * (size_t)i], o[1] = v[3 * (size_t)i + 1], o[2] = v[3 * (size_t)i + 2];
+}
+
+static double mesh_dist(const float *v, const uint32_t *t, uint32_t nt, const double q[3])
+{
+	double best = INFINITY, near[3], b[3], A[3], B[3], C[3];
+	for (uint32_t i = 0; i < nt; i++) {
+		vget(v, t[3 * i], A), vget(v, t[3 * i + 1], B), vget(v, t[3 * i + 2], C);
+		double d = tri_dist(q, A, B, C, near, b);
+		best = d < best ? d : best;
+	}
+	return best;
+}
+
+/*
+ * Inside a closed mesh by ray parity: a ray from q along +x, crossings
+ * counted where the triangle's projection onto the yz plane contains q's.
+ * q is nudged by amounts far below any tolerance checked here so that the
+ * ray never grazes an edge or a vertex exactly. A uniform grid of the
+ * triangles' yz boxes keeps the walking body's 27,000 triangles cheap.
+ */
+typedef struct parity_grid {
+	double y0, z0, cell;
+	int ny, nz;
+	uint32_t *start, *items;
+	const float *v;
+	const uint32_t *t;
+} parity_grid;
+
+static void grid_build(parity_grid *g, const float *v, const uint32_t *t, uint32_t nv, uint32_t nt,
+		       double cell)
+{
+	double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+	for (uint32_t i = 0; i < nv; i++)
+		for (int k = 0; k < 2; k++) {
+			lo[k] = fmin(lo[k], v[3 * i + 1 + k]);
+			hi[k] = fmax(hi[k], v[3 * i + 1 + k]);
+		}
+	g->y0 = lo[0], g->z0 = lo[1], g->cell = cell, g->v = v, g->t = t;
+	g->ny = (int)((hi[0] - lo[0]) / cell) + 1;
+	g->nz = (int)((hi[1] - lo[1]) / cell) + 1;
+	size_t nc = (size_t)g->ny * g->nz;
+	g->start = calloc(nc + 1, sizeof *g->start);
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < nt; i++) {
+			double a[2] = {INFINITY, INFINITY}, b[2] = {-INFINITY, -INFINITY};
+			for (int c = 0; c < 3; c++)
+				for (int k = 0; k < 2; k++) {
+					a[k] = fmin(a[k], v[3 * t[3 * i + c] + 1 + k]);
+					b[k] = fmax(b[k], v[3 * t[3 * i + c] + 1 + k]);
+				}
+			int y0 = (int)((a[0] - g->y0) / cell), y1 = (int)((b[0] - g->y0) / cell);
+			int z0 = (int)((a[1] - g->z0) / cell), z1 = (int)((b[1] - g->z0) / cell);
+			for (int y = y0; y <= y1; y++)
+				for (int z = z0; z <= z1; z++) {
+					size_t c = (size_t)y * g->nz + z;
+					if (pass == 0)
+						g->start[c + 1]++;
+					else
+						g->items[g->start[c]++] = i;
+				}
+		}
+		if (pass == 0) {
+			for (size_t c = 0; c < nc; c++)
+				g->start[c + 1] += g->start[c];
+			g->items = malloc((g->start[nc] ? g->start[nc] : 1) * sizeof *g->items);
+		} else {
+			for (size_t c = nc; c > 0; c--)
+				g->start[c] = g->start[c - 1];
+			g->start[0] = 0;
+		}
+	}
+}
+
+static void parity_free(parity_grid *g)
+{
+	free(g->start);
+	free(g->items);
+}
+
+static int grid_inside(const parity_grid *g, const double q0[3])
+{
+	double q[3] = {q0[0], q0[1] + 3.1e-9, q0[2] + 1.7e-9};
+	int y = (int)floor((q[1] - g->y0) / g->cell), z = (int)floor((q[2] - g->z0) / g->cell);
+	if (y < 0 || z < 0 || y >= g->ny || z >= g->nz)
+		return 0;
+	size_t c = (size_t)y * g->nz + z;
+	int crossings = 0;
+	for (uint32_t k = g->start[c]; k < g->start[c + 1]; k++) {
+		const uint32_t *t = &g->t[3 * g->items[k]];
+		double P[3][3];
+		for (int j = 0; j < 3; j++)
+			vget(g->v, t[j], P[j]);
+		/* 2D barycentric of (y, z) in the projected triangle. */
+		double d = (P[1][1] - P[0][1]) * (P[2][2] - P[0][2]) - (P[2][1] - P[0][1]) * (P[1][2] - P[0][2]);
+		if (d == 0)
+			continue;
+		double v = ((q[1] - P[0][1]) * (P[2][2] - P[0][2]) - (P[2][1] - P[0][1]) * (q[2] - P[0][2])) / d;
+		double w = ((P[1][1] - P[0][1]) * (q[2] - P[0][2]) - (q[1] - P[0][1]) * (P[1][2] - P[0][2])) / d;
+		double u = 1 - v - w;
+		if (u < 0 || v < 0 || w < 0)
+			continue;
+		double x = u * P[0][0] + v * P[1][0] + w * P[2][0];
+		if (x > q[0])
+			crossings++;
+	}
+	return crossings & 1;
+}
+
+/* The deepest cloth vertex inside the mesh (0 when none is inside), and how
+ * many are inside. */
+static double deepest_inside(const float *cloth, uint32_t n, const float *v, const uint32_t *t,
+			     uint32_t nv, uint32_t nt, uint32_t *inside)
+{
+	parity_grid g;
+	grid_build(&g, v, t, nv, nt, 0.01);
+	double deep = 0.0;
+	*inside = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		double q[3];
+		vget(cloth, i, q);
+		if (!grid_inside(&g, q))
+			continue;
+		(*inside)++;
+		double d = mesh_dist(v, t, nt, q);
+		deep = d > deep ? d : deep;
+	}
+	parity_free(&g);
+	return deep;
+}
+
+static uint64_t state_hash(const drape_sim *sim)
+{
+	uint32_t n = drape_sim_vertex_count(sim), frame;
+	float *x = malloc((size_t)n * 12), *v = malloc((size_t)n * 12);
+	drape_sim_get_state(sim, x, v, &frame);
+	uint64_t h = 1469598103934665603ull;
+	const unsigned char *b[2] = {(const unsigned char *)x, (const unsigned char *)v};
+	for (int k = 0; k < 2; k++)
+		for (size_t i = 0; i < (size_t)n * 12; i++)
+			h = (h ^ b[k][i]) * 1099511628211ull;
+	h ^= frame;
+	free(x);
+	free(v);
+	return h;
+}
+
+static int all_finite(const float *x, uint32_t n)
+{
+	for (uint32_t i = 0; i < 3 * n; i++)
+		if (!isfinite(x[i]))
+			return 0;
+	return 1;
+}
+
+/* ---- A box through a hanging sheet ---------------------------------------- */
+
+/*
+ * A 1 m sheet hangs from its top row at z = 0; a 0.3 x 0.3 x 0.2 m box at
+ * mid-height moves along +z through where it hangs, at `speed`, for 0.7 m,
+ * then stops. At every frame no cloth vertex is inside the box, and none
+ * within the box's cross-section is behind it: the sheet was carried in
+ * front, never crossed. At 20 m/s and 4 substeps the box moves 0.21 m per
+ * substep, more than its own depth: only a continuous test holds.
+ */
+static void box_sweep(double speed)
+{
+	grid g;
+	const float o[3] = {-0.5f, 0.0f, 0.0f}, u[3] = {1, 0, 0}, w[3] = {0, 1, 0};
+	CHECK(grid_make(&g, 21, 21, o, u, w));
+	uint32_t pins[21];
+	for (uint32_t i = 0; i < 21; i++)
+		pins[i] = 20 * 21 + i;
+	drape_sim_desc sd;
+	desc_from_grid(&sd, &g);
+	sd.pins = pins;
+	sd.pin_count = 21;
+	drape_sim *sim = NULL;
+	drape_error err;
+	CHECK_OK(drape_sim_create(&sd, &sim, &err));
+	const double fps = 24.0, h[3] = {0.15, 0.15, 0.1}, z0 = -0.3, z1 = 0.4;
+	const uint32_t frames = (uint32_t)ceil((z1 - z0) / speed * fps) + 24;
+	mesh box;
+	/* Off the sheet's rows and columns (every 5 cm), so no vertex starts
+	 * exactly on a face plane. */
+	double c0[3] = {0.012, 0.47, 0};
+	box_mesh(&box, c0, h);
+	float *anim = malloc((size_t)frames * 24 * sizeof *anim);
+	double *zc = malloc((size_t)frames * sizeof *zc);
+	for (uint32_t f = 0; f < frames; f++) {
+		zc[f] = fmin(z0 + speed * f / fps, z1);
+		for (int i = 0; i < 8; i++) {
+			anim[24 * f + 3 * i] = box.v[3 * i];
+			anim[24 * f + 3 * i + 1] = box.v[3 * i + 1];
+			anim[24 * f + 3 * i + 2] = box.v[3 * i + 2] + (float)zc[f];
+		}
+	}
+	drape_collider_desc cd;
+	drape_collider_desc_default(&cd);
+	cd.shape = DRAPE_SHAPE_MESH;
+	cd.vertices = box.v;
+	cd.vertex_count = 8;
+	cd.triangles = box.t;
+	cd.triangle_count = 12;
+	cd.frames = anim;
+	cd.frame_count = frames;
+	CHECK_OK(drape_sim_add_collider(sim, &cd, NULL, &err));
+	CHECK(drape_sim_collider_kind(sim, 0) == DRAPE_COLLIDER_SURFACE);
+	float *x = malloc((size_t)g.nv * 12);
+	double front = -INFINITY;
+	for (uint32_t f = 1; f < frames; f++) {
+		CHECKF(drape_sim_step(sim, NULL, &err) == DRAPE_OK, "frame %u: %s", f, err.message);
+		drape_sim_get_positions(sim, x);
+		CHECKF(all_finite(x, g.nv), "frame %u: not finite", f);
+		double zmin = zc[f] - h[2], zmax = zc[f] + h[2];
+		for (uint32_t i = 0; i < g.nv; i++) {
+			double dx = fabs(x[3 * i] - c0[0]), dy = fabs(x[3 * i + 1] - c0[1]), z = x[3 * i + 2];
+			int section = dx < h[0] && dy < h[1];
+			/* The vertices the box meets head on (by where they hung)
+			 * must stay in front of it. The sheet's lower part passes
+			 * under the box and is then pulled up behind it, wrapped
+			 * round its bottom edge: those may be behind, legitimately. */
+			int hit = fabs(g.pos[3 * i] - c0[0]) < h[0] && fabs(g.pos[3 * i + 1] - c0[1]) < h[1];
+			CHECKF(!(section && z > zmin && z < zmax),
+			       "%.0f m/s frame %u: vertex %u inside the box (%.4f %.4f %.4f, z in (%.4f, %.4f))",
+			       speed, f, sim->rank ? sim->rank[i] : i, x[3 * i], x[3 * i + 1], z, zmin, zmax);
+			CHECKF(!(hit && section && z <= zmin),
+			       "%.0f m/s frame %u: vertex %u behind the box (z %.4f <= %.4f): crossed", speed, f,
+			       i, z, zmin);
+			if (section && z > front)
+				front = z;
+		}
+	}
+	/* The sheet was carried: some vertex ended in front of the box where
+	 * it stopped, beyond where it hung. */
+	CHECKF(front >= z1 + h[2], "%.0f m/s: the sheet's front %.3f is not beyond the box's %.3f", speed,
+	       front, z1 + h[2]);
+	printf("  %.0f m/s: %u frames, sheet carried to z = %.3f\n", speed, frames, front);
+	free(x);
+	free(anim);
+	free(zc);
+	mesh_free(&box);
+	drape_sim_destroy(sim);
+	grid_free(&g);
+}
+
+static void test_box_sweep_5(void)
+{
+	box_sweep(5.0);
+}
+
+static void test_box_sweep_20(void)
+{
+	box_sweep(20.0);
+}
+
+/* ---- The elbow ------------------------------------------------------------ */
+
+#define ARM_RINGS 61
+#define ARM_SEG 24
+#define ARM_R 0.04
+#define ARM_L 0.6
+
+/*
+ * A closed tube of radius ARM_R along a centreline that runs down -y from
+ * the origin and bends towards +z by `theta` over an arc of 0.1 m centred
+ * at 0.3 m (an elbow): radius of curvature 0.1 / theta, more than ARM_R up
+ * to 120 degrees, so the tube never meets itself. Vertex layout: ring r,
+ * segment s at r * ARM_SEG + s, then the two cap centres.
+ */
+static void arm_pose(double theta, float *v)
+{
+	const double s0 = 0.25, lb = 0.1;
+	for (int r = 0; r < ARM_RINGS; r++) {
+		double s = ARM_L * r / (ARM_RINGS - 1), phi, c[3];
+		if (s <= s0 || theta == 0.0) {
+			phi = s <= s0 ? 0.0 : 0.0;
+			c[0] = 0, c[1] = -s, c[2] = 0;
+		} else {
+			double rho = lb / theta;
+			double a = fmin(s - s0, lb) / lb * theta;
+			c[0] = 0, c[1] = -s0 - rho * sin(a), c[2] = rho * (1 - cos(a));
+			phi = a;
+			if (s > s0 + lb) {
+				c[1] += -(s - s0 - lb) * cos(theta);
+				c[2] += (s - s0 - lb) * sin(theta);
+			}
+		}
+		/* Ring frame: x and N = (0, sin phi, cos phi), normal to the
+		 * tangent (0, -cos phi, sin phi). */
+		for (int k = 0; k < ARM_SEG; k++) {
+			double a = 2 * M_PI * k / ARM_SEG;
+			float *p = &v[3 * (r * ARM_SEG + k)];
+			p[0] = (float)(c[0] + ARM_R * cos(a));
+			p[1] = (float)(c[1] + ARM_R * sin(a) * sin(phi));
+			p[2] = (float)(c[2] + ARM_R * sin(a) * cos(phi));
+		}
+		if (r == 0) {
+			float *p = &v[3 * (ARM_RINGS * ARM_SEG)];
+			p[0] = (float)c[0], p[1] = (float)c[1], p[2] = (float)c[2];
+		}
+		if (r == ARM_RINGS - 1) {
+			float *p = &v[3 * (ARM_RINGS * ARM_SEG + 1)];
+			p[0] = (float)c[0], p[1] = (float)c[1], p[2] = (float)c[2];
+		}
+	}
+}
+
+static void arm_mesh(mesh *m)
+{
+	m->nv = ARM_RINGS * ARM_SEG + 2;
+	m->nt = 2 * (ARM_RINGS - 1) * ARM_SEG + 2 * ARM_SEG;
+	m->v = malloc((size_t)m->nv * 12);
+	m->t = malloc((size_t)m->nt * 12);
+	arm_pose(0.0, m->v);
+	uint32_t *t = m->t;
+	for (uint32_t r = 0; r + 1 < ARM_RINGS; r++)
+		for (uint32_t k = 0; k < ARM_SEG; k++) {
+			uint32_t a = r * ARM_SEG + k, b = r * ARM_SEG + (k + 1) % ARM_SEG;
+			uint32_t c = a + ARM_SEG, d = b + ARM_SEG;
+			*t++ = a, *t++ = b, *t++ = d;
+			*t++ = a, *t++ = d, *t++ = c;
+		}
+	uint32_t top = ARM_RINGS * ARM_SEG, bot = top + 1;
+	for (uint32_t k = 0; k < ARM_SEG; k++) {
+		*t++ = top, *t++ = (k + 1) % ARM_SEG, *t++ = k;
+		uint32_t base = (ARM_RINGS - 1) * ARM_SEG;
+		*t++ = bot, *t++ = base + k, *t++ = base + (k + 1) % ARM_SEG;
+	}
+	orient_outward(m);
+}
+
+/* A cloth tube (sleeve) of radius rad around the straight arm from depth
+ * y0 down to y1, nr rings of ns vertices. */
+static void sleeve_mesh(mesh *m, double rad, double y0, double y1, uint32_t nr, uint32_t ns)
+{
+	m->nv = nr * ns;
+	m->nt = 2 * (nr - 1) * ns;
+	m->v = malloc((size_t)m->nv * 12);
+	m->t = malloc((size_t)m->nt * 12);
+	for (uint32_t r = 0; r < nr; r++)
+		for (uint32_t k = 0; k < ns; k++) {
+			double a = 2 * M_PI * (k + 0.5 * (r & 1)) / ns;
+			float *p = &m->v[3 * (r * ns + k)];
+			p[0] = (float)(rad * cos(a));
+			p[1] = (float)(y0 + (y1 - y0) * r / (nr - 1));
+			p[2] = (float)(rad * sin(a));
+		}
+	uint32_t *t = m->t;
+	for (uint32_t r = 0; r + 1 < nr; r++)
+		for (uint32_t k = 0; k < ns; k++) {
+			uint32_t a = r * ns + k, b = r * ns + (k + 1) % ns, c = a + ns, d = b + ns;
+			*t++ = a, *t++ = b, *t++ = d;
+			*t++ = a, *t++ = d, *t++ = c;
+		}
+}
+
+/*
+ * The sleeve's top ring is bound to the upper arm's skin; the elbow bends
+ * from straight to 120 degrees over 16 frames and holds. At every frame no
+ * sleeve vertex is inside the arm's triangles of that frame (ray parity):
+ * the cloth caught in the closing bend is never pinched through it.
+ */
+static void test_elbow(void)
+{
+	mesh arm, sl;
+	arm_mesh(&arm);
+	sleeve_mesh(&sl, 0.05, -0.1, -0.5, 41, 32);
+	const uint32_t frames = 32;
+	float *anim = malloc((size_t)frames * arm.nv * 12);
+	for (uint32_t f = 0; f < frames; f++)
+		arm_pose((f < 16 ? f / 16.0 : 1.0) * 120.0 * M_PI / 180.0, &anim[(size_t)f * arm.nv * 3]);
+	uint32_t pins[32];
+	for (uint32_t k = 0; k < 32; k++)
+		pins[k] = k;
+	drape_sim_desc sd;
+	drape_sim_desc_default(&sd);
+	sd.positions = sl.v;
+	sd.vertex_count = sl.nv;
+	sd.triangles = sl.t;
+	sd.triangle_count = sl.nt;
+	sd.pins = pins;
+	sd.pin_count = 32;
+	drape_sim *sim = NULL;
+	drape_error err;
+	CHECK_OK(drape_sim_create(&sd, &sim, &err));
+	drape_collider_desc cd;
+	drape_collider_desc_default(&cd);
+	cd.shape = DRAPE_SHAPE_MESH;
+	cd.vertices = arm.v;
+	cd.vertex_count = arm.nv;
+	cd.triangles = arm.t;
+	cd.triangle_count = arm.nt;
+	cd.frames = anim;
+	cd.frame_count = frames;
+	CHECK_OK(drape_sim_add_collider(sim, &cd, NULL, &err));
+	CHECK_OK(drape_sim_attach_pins(sim, pins, 32, 0, &err));
+	float *x = malloc((size_t)sl.nv * 12);
+	double deep = 0;
+	for (uint32_t f = 1; f < frames; f++) {
+		CHECKF(drape_sim_step(sim, NULL, &err) == DRAPE_OK, "frame %u: %s", f, err.message);
+		drape_sim_get_positions(sim, x);
+		CHECK(all_finite(x, sl.nv));
+		uint32_t inside;
+		double d = deepest_inside(x, sl.nv, &anim[(size_t)f * arm.nv * 3], arm.t, arm.nv, arm.nt,
+					  &inside);
+		deep = d > deep ? d : deep;
+		CHECKF(inside == 0, "frame %u: %u sleeve vertices inside the arm, deepest %.5f m", f, inside, d);
+	}
+	/* The sleeve really was squeezed: some vertex sits in the bend's
+	 * inner side, closer to the arm than the 1 cm gap it started with. */
+	double closest = INFINITY;
+	const float *last = &anim[(size_t)(frames - 1) * arm.nv * 3];
+	for (uint32_t i = 32; i < sl.nv; i++) {
+		double q[3];
+		vget(x, i, q);
+		double dd = mesh_dist(last, arm.t, arm.nt, q);
+		closest = dd < closest ? dd : closest;
+	}
+	CHECKF(closest < 0.008, "no sleeve vertex came near the arm (closest %.4f m)", closest);
+	printf("  elbow: deepest %.2g m, closest vertex %.4f m from the arm at 120 degrees\n", deep, closest);
+	free(x);
+	free(anim);
+	mesh_free(&arm);
+	mesh_free(&sl);
+	drape_sim_destroy(sim);
+}
+
+/* ---- A breathing sphere ----------------------------------------------------- */
+
+/* A UV sphere of radius 1 at the origin. */
+static void sphere_mesh(mesh *m, uint32_t nlat, uint32_t nlon)
+{
+	m->nv = (nlat - 1) * nlon + 2;
+	m->nt = 2 * nlon * (nlat - 1);
+	m->v = malloc((size_t)m->nv * 12);
+	m->t = malloc((size_t)m->nt * 12);
+	for (uint32_t i = 1; i < nlat; i++)
+		for (uint32_t j = 0; j < nlon; j++) {
+			double th = M_PI * i / nlat, ph = 2 * M_PI * j / nlon;
+			float *p = &m->v[3 * ((i - 1) * nlon + j)];
+			p[0] = (float)(sin(th) * cos(ph));
+			p[1] = (float)cos(th);
+			p[2] = (float)(sin(th) * sin(ph));
+		}
+	uint32_t N = (nlat - 1) * nlon, S = N + 1;
+	m->v[3 * N] = 0, m->v[3 * N + 1] = 1, m->v[3 * N + 2] = 0;
+	m->v[3 * S] = 0, m->v[3 * S + 1] = -1, m->v[3 * S + 2] = 0;
+	uint32_t *t = m->t;
+	for (uint32_t j = 0; j < nlon; j++) {
+		uint32_t j1 = (j + 1) % nlon;
+		*t++ = N, *t++ = j1, *t++ = j;
+		uint32_t b = (nlat - 2) * nlon;
+		*t++ = S, *t++ = b + j, *t++ = b + j1;
+	}
+	for (uint32_t i = 0; i + 2 < nlat; i++)
+		for (uint32_t j = 0; j < nlon; j++) {
+			uint32_t j1 = (j + 1) % nlon;
+			uint32_t a = i * nlon + j, b = i * nlon + j1, c = a + nlon, d = b + nlon;
+			*t++ = a, *t++ = b, *t++ = d;
+			*t++ = a, *t++ = d, *t++ = c;
+		}
+	orient_outward(m);
+}
+
+/* The deepest point inside a convex mesh: the least depth behind all its
+ * face planes (0 when outside any). */
+static double convex_depth(const float *v, const uint32_t *t, uint32_t nt, const double q[3])
+{
+	double depth = INFINITY;
+	for (uint32_t i = 0; i < nt; i++) {
+		double A[3], B[3], C[3], e1[3], e2[3], n[3];
+		vget(v, t[3 * i], A), vget(v, t[3 * i + 1], B), vget(v, t[3 * i + 2], C);
+		for (int k = 0; k < 3; k++)
+			e1[k] = B[k] - A[k], e2[k] = C[k] - A[k];
+		cross3(e1, e2, n);
+		double l = sqrt(dot3(n, n));
+		if (!(l > 0))
+			continue;
+		double s = ((q[0] - A[0]) * n[0] + (q[1] - A[1]) * n[1] + (q[2] - A[2]) * n[2]) / l;
+		if (s >= 0)
+			return 0.0;
+		depth = fmin(depth, -s);
+	}
+	return depth;
+}
+
+/*
+ * A sheet falls onto a sphere mesh whose radius breathes between 0.25 and
+ * 0.4 m (0.6 m/s at the fastest) under it. No vertex is ever inside the
+ * sphere of that frame (its convex hull's face planes), and the deepest
+ * penetration over the run is printed.
+ */
+static void test_sphere_breathe(void)
+{
+	mesh sph;
+	sphere_mesh(&sph, 24, 48);
+	const uint32_t frames = 72;
+	float *anim = malloc((size_t)frames * sph.nv * 12);
+	for (uint32_t f = 0; f < frames; f++) {
+		double R = 0.325 + 0.075 * sin(2 * M_PI * f / 36.0);
+		for (uint32_t i = 0; i < 3 * sph.nv; i++)
+			anim[(size_t)f * sph.nv * 3 + i] = (float)(sph.v[i] * R);
+	}
+	grid g;
+	const float o[3] = {-0.6f, 0.45f, -0.6f}, u[3] = {1.2f, 0, 0}, w[3] = {0, 0, 1.2f};
+	CHECK(grid_make(&g, 31, 31, o, u, w));
+	drape_sim_desc sd;
+	desc_from_grid(&sd, &g);
+	drape_sim *sim = NULL;
+	drape_error err;
+	CHECK_OK(drape_sim_create(&sd, &sim, &err));
+	drape_collider_desc cd;
+	drape_collider_desc_default(&cd);
+	cd.shape = DRAPE_SHAPE_MESH;
+	cd.vertices = anim;
+	cd.vertex_count = sph.nv;
+	cd.triangles = sph.t;
+	cd.triangle_count = sph.nt;
+	cd.frames = anim;
+	cd.frame_count = frames;
+	CHECK_OK(drape_sim_add_collider(sim, &cd, NULL, &err));
+	float *x = malloc((size_t)g.nv * 12);
+	double deep = 0;
+	uint32_t touching = 0;
+	for (uint32_t f = 1; f < frames; f++) {
+		CHECKF(drape_sim_step(sim, NULL, &err) == DRAPE_OK, "frame %u: %s", f, err.message);
+		drape_sim_get_positions(sim, x);
+		CHECK(all_finite(x, g.nv));
+		const float *v = &anim[(size_t)f * sph.nv * 3];
+		for (uint32_t i = 0; i < g.nv; i++) {
+			double q[3];
+			vget(x, i, q);
+			double d = convex_depth(v, sph.t, sph.nt, q);
+			deep = d > deep ? d : deep;
+			CHECKF(d <= 0.0, "frame %u: vertex %u %.3g m inside the sphere", f, i, d);
+			if (f == frames - 1 && mesh_dist(v, sph.t, sph.nt, q) < 0.01)
+				touching++;
+		}
+	}
+	/* The sheet lies on the sphere at the end, it did not slide off. */
+	CHECKF(touching > 20, "only %u vertices on the sphere at the end", touching);
+	printf("  sphere: deepest penetration %.3g m over %u frames, %u vertices resting on it\n", deep,
+	       frames, touching);
+	free(x);
+	free(anim);
+	mesh_free(&sph);
+	grid_free(&g);
+	drape_sim_destroy(sim);
+}
+
+/* ---- Skin-bound pins -------------------------------------------------------- */
+
+/*
+ * Pins set off the arm's triangles (at a triangle's centroid plus 0, 5 or
+ * 10 mm along its normal and some along the surface) and attached to the
+ * bending arm stay where the binding puts them, computed here from the
+ * frame's triangle: the nearest rest-pose point's barycentric coordinates
+ * and the offset in the triangle's frame (edge, normal x edge, normal).
+ */
+static void test_skin_pins(void)
+{
+	mesh arm;
+	arm_mesh(&arm);
+	const uint32_t frames = 20;
+	float *anim = malloc((size_t)frames * arm.nv * 12);
+	for (uint32_t f = 0; f < frames; f++)
+		arm_pose(f / (double)(frames - 1) * 2.0, &anim[(size_t)f * arm.nv * 3]);
+	/* A small cloth strip whose every vertex is a pin over a triangle. */
+	enum { NP = 30 };
+	float pos[NP * 3];
+	uint32_t tris[(NP - 2) * 3], pins[NP], tri_of[NP];
+	for (uint32_t i = 0; i < NP; i++) {
+		uint32_t t = (i * 97 + 13) % (2 * (ARM_RINGS - 1) * ARM_SEG);
+		double A[3], B[3], C[3], e1[3], e2[3], n[3];
+		vget(arm.v, arm.t[3 * t], A), vget(arm.v, arm.t[3 * t + 1], B), vget(arm.v, arm.t[3 * t + 2], C);
+		for (int k = 0; k < 3; k++)
+			e1[k] = B[k] - A[k], e2[k] = C[k] - A[k];
+		cross3(e1, e2, n);
+		double l = sqrt(dot3(n, n)), h = 0.005 * (i % 3);
+		for (int k = 0; k < 3; k++)
+			pos[3 * i + k] = (float)((A[k] + B[k] + C[k]) / 3 + h * n[k] / l);
+		pins[i] = i;
+		tri_of[i] = t;
+	}
+	for (uint32_t i = 0; i + 2 < NP; i++)
+		tris[3 * i] = i, tris[3 * i + 1] = i + 1, tris[3 * i + 2] = i + 2;
+	drape_sim_desc sd;
+	drape_sim_desc_default(&sd);
+	sd.positions = pos;
+	sd.vertex_count = NP;
+	sd.triangles = tris;
+	sd.triangle_count = NP - 2;
+	sd.pins = pins;
+	sd.pin_count = NP;
+	drape_sim *sim = NULL;
+	drape_error err;
+	CHECK_OK(drape_sim_create(&sd, &sim, &err));
+	drape_collider_desc cd;
+	drape_collider_desc_default(&cd);
+	cd.shape = DRAPE_SHAPE_MESH;
+	cd.vertices = arm.v;
+	cd.vertex_count = arm.nv;
+	cd.triangles = arm.t;
+	cd.triangle_count = arm.nt;
+	cd.frames = anim;
+	cd.frame_count = frames;
+	CHECK_OK(drape_sim_add_collider(sim, &cd, NULL, &err));
+	CHECK_OK(drape_sim_attach_pins(sim, pins, NP, 0, &err));
+	/* The binding, found here by brute force over the rest pose. */
+	uint32_t bt[NP];
+	double bb[NP][3], off[NP][3];
+	for (uint32_t i = 0; i < NP; i++) {
+		double q[3], best = INFINITY;
+		vget(pos, i, q);
+		for (uint32_t t = 0; t < arm.nt; t++) {
+			double A[3], B[3], C[3], near[3], b[3];
+			vget(arm.v, arm.t[3 * t], A), vget(arm.v, arm.t[3 * t + 1], B), vget(arm.v, arm.t[3 * t + 2], C);
+			double d = tri_dist(q, A, B, C, near, b);
+			if (d < best - 1e-9) {
+				best = d;
+				bt[i] = t;
+				memcpy(bb[i], b, sizeof b);
+				double e1[3], e2[3], n[3], w[3], o[3];
+				for (int k = 0; k < 3; k++)
+					e1[k] = B[k] - A[k], e2[k] = C[k] - A[k], o[k] = q[k] - near[k];
+				cross3(e1, e2, n);
+				double ln = sqrt(dot3(n, n)), le = sqrt(dot3(e1, e1));
+				for (int k = 0; k < 3; k++)
+					n[k] /= ln, e1[k] /= le;
+				cross3(n, e1, w);
+				off[i][0] = dot3(o, e1), off[i][1] = dot3(o, w), off[i][2] = dot3(o, n);
+			}
+		}
+		CHECKF(bt[i] == tri_of[i] && bb[i][0] > 0.2 && bb[i][1] > 0.2 && bb[i][2] > 0.2,
+		       "pin %u: expected inside triangle %u, nearest is %u", i, tri_of[i], bt[i]);
+	}
+	float x[NP * 3];
+	double worst = 0;
+	for (uint32_t f = 1; f < frames + 3; f++) {
+		CHECKF(drape_sim_step(sim, NULL, &err) == DRAPE_OK, "frame %u: %s", f, err.message);
+		drape_sim_get_positions(sim, x);
+		const float *v = &anim[(size_t)(f < frames ? f : frames - 1) * arm.nv * 3];
+		for (uint32_t i = 0; i < NP; i++) {
+			double A[3], B[3], C[3], e1[3], e2[3], n[3], w[3], want[3];
+			const uint32_t *t = &arm.t[3 * bt[i]];
+			vget(v, t[0], A), vget(v, t[1], B), vget(v, t[2], C);
+			for (int k = 0; k < 3; k++)
+				e1[k] = B[k] - A[k], e2[k] = C[k] - A[k];
+			cross3(e1, e2, n);
+			double ln = sqrt(dot3(n, n)), le = sqrt(dot3(e1, e1));
+			for (int k = 0; k < 3; k++)
+				n[k] /= ln, e1[k] /= le;
+			cross3(n, e1, w);
+			double err2 = 0;
+			for (int k = 0; k < 3; k++) {
+				want[k] = bb[i][0] * A[k] + bb[i][1] * B[k] + bb[i][2] * C[k] + off[i][0] * e1[k] +
+					  off[i][1] * w[k] + off[i][2] * n[k];
+				err2 += (x[3 * i + k] - want[k]) * (x[3 * i + k] - want[k]);
+			}
+			double e = sqrt(err2);
+			worst = e > worst ? e : worst;
+			CHECKF(e <= 1e-5, "frame %u: pin %u is %.3g m from its skin point", f, i, e);
+		}
+	}
+	printf("  skin pins: worst %.3g m from the bound point over %u frames\n", worst, frames + 2);
+	free(anim);
+	mesh_free(&arm);
+	drape_sim_destroy(sim);
+}
+
+/* ---- Friction on the moving skin ------------------------------------------- */
+
+/*
+ * A 0.3 m cloth square rests on a 2 m long deforming box whose vertices
+ * all move along +x, accelerating at 1 m/s^2 for 0.5 s then at 0.5 m/s.
+ * Coulomb: with static friction 0.5 the surface can give the cloth up to
+ * 0.5 g = 4.9 m/s^2 > 1 m/s^2, so the cloth is carried and ends where the
+ * box took it (0.75 m) within 2 cm; with no friction nothing pushes it
+ * along and it stays within 2 cm of where it lay.
+ */
+static void friction_run(float mu, double *moved)
+{
+	*moved = NAN;
+	mesh box;
+	double c[3] = {0, -0.1, 0}, h[3] = {1.0, 0.1, 0.5};
+	box_mesh(&box, c, h);
+	const uint32_t frames = 40;
+	float *anim = malloc((size_t)frames * 24 * sizeof *anim);
+	double bx[40];
+	for (uint32_t f = 0; f < frames; f++) {
+		double t = f / 24.0;
+		bx[f] = t < 0.5 ? 0.5 * t * t : 0.125 + 0.5 * (t - 0.5);
+		for (int i = 0; i < 24; i++)
+			anim[24 * f + i] = box.v[i] + (i % 3 == 0 ? (float)bx[f] : 0.0f);
+	}
+	grid g;
+	const float o[3] = {-0.15f, 0.006f, -0.15f}, u[3] = {0.3f, 0, 0}, w[3] = {0, 0, 0.3f};
+	if (!grid_make(&g, 11, 11, o, u, w))
+		return;
+	drape_sim_desc sd;
+	desc_from_grid(&sd, &g);
+	drape_sim *sim = NULL;
+	drape_error err;
+	if (drape_sim_create(&sd, &sim, &err) != DRAPE_OK)
+		return;
+	drape_collider_desc cd;
+	drape_collider_desc_default(&cd);
+	cd.shape = DRAPE_SHAPE_MESH;
+	cd.vertices = box.v;
+	cd.vertex_count = 8;
+	cd.triangles = box.t;
+	cd.triangle_count = 12;
+	cd.frames = anim;
+	cd.frame_count = frames;
+	cd.friction = mu;
+	cd.static_friction = mu;
+	int ok = drape_sim_add_collider(sim, &cd, NULL, &err) == DRAPE_OK;
+	for (uint32_t f = 1; ok && f < frames; f++)
+		ok = drape_sim_step(sim, NULL, &err) == DRAPE_OK;
+	if (ok) {
+		float *x = malloc((size_t)g.nv * 12);
+		drape_sim_get_positions(sim, x);
+		double mx = 0;
+		for (uint32_t i = 0; i < g.nv; i++)
+			mx += x[3 * i];
+		*moved = mx / g.nv - bx[0];
+		free(x);
+	}
+	drape_sim_destroy(sim);
+	grid_free(&g);
+	free(anim);
+	mesh_free(&box);
+}
+
+static void test_friction_carries(void)
+{
+	double carried, slid, box = 0.125 + 0.5 * (39 / 24.0 - 0.5);
+	friction_run(0.5f, &carried);
+	friction_run(0.0f, &slid);
+	printf("  friction: box moved %.3f m, cloth with mu 0.5 %.3f m, with mu 0 %.3f m\n", box, carried,
+	       slid);
+	CHECK_NEAR(carried, box, 0.02);
+	CHECK_NEAR(slid, 0.0, 0.02);
+}
+
+/* ---- Validation ------------------------------------------------------------- */
+
+/*
+ * Bad frames are refused with an error that names the field, and leave the
+ * sim as it was: same collider count, same state after a step as a twin
+ * that never saw the bad calls.
+ */
+static void test_bad_frames(void)
+{
+	mesh box;
+	double c[3] = {0, -0.5, 0}, h[3] = {0.2, 0.2, 0.2};
+	box_mesh(&box, c, h);
+	grid g;
+	const float o[3] = {-0.5f, 0.0f, -0.5f}, u[3] = {1, 0, 0}, w[3] = {0, 0, 1};
+	CHECK(grid_make(&g, 11, 11, o, u, w));
+	drape_sim_desc sd;
+	desc_from_grid(&sd, &g);
+	drape_sim *sim = NULL, *twin = NULL;
+	drape_error err;
+	CHECK_OK(drape_sim_create(&sd, &sim, &err));
+	CHECK_OK(drape_sim_create(&sd, &twin, &err));
+	float frames[2 * 24];
+	memcpy(frames, box.v, 24 * sizeof(float));
+	memcpy(frames + 24, box.v, 24 * sizeof(float));
+	drape_collider_desc cd;
+	drape_collider_desc_default(&cd);
+	cd.shape = DRAPE_SHAPE_MESH;
+	cd.vertices = box.v;
+	cd.vertex_count = 8;
+	cd.triangles = box.t;
+	cd.triangle_count = 12;
+	cd.frames = frames;
+	cd.frame_count = 2;
+	CHECK_OK(drape_sim_add_collider(sim, &cd, NULL, &err));
+	CHECK_OK(drape_sim_add_collider(twin, &cd, NULL, &err));
+	CHECK_OK(drape_sim_step(sim, NULL, &err));
+	CHECK_OK(drape_sim_step(twin, NULL, &err));
+	uint64_t before = state_hash(sim);
+
+	struct {
+		const char *what, *want;
+		drape_err code;
+	} cases[] = {
+		{"NaN in a frame", "colliders[1].frames[1][3][1]: nan is not finite", DRAPE_ENONFINITE},
+		{"frames NULL", "colliders[1].frames: NULL with 2 frames", DRAPE_EINVAL},
+		{"frame_start Inf", "colliders.mesh.frame_start: inf is not finite", DRAPE_ENONFINITE},
+		{"over the frame limit", "colliders[1].frames: 100001 frames in all", DRAPE_ELIMIT},
+		{"field only", "colliders[1].frames: a deforming collider needs its rest pose", DRAPE_EINVAL},
+	};
+	for (size_t k = 0; k < CHECK_COUNT(cases); k++) {
+		drape_collider_desc bad = cd;
+		float f2[48];
+		memcpy(f2, frames, sizeof f2);
+		if (k == 0)
+			f2[24 + 3 * 3 + 1] = NAN;
+		bad.frames = f2;
+		if (k == 1)
+			bad.frames = NULL;
+		if (k == 2)
+			bad.frame_start = INFINITY;
+		if (k == 3)
+			bad.frame_count = DRAPE_MAX_COLLIDER_FRAMES + 1;
+		drape_sdf *sdf = NULL;
+		if (k == 4) {
+			CHECK_OK(drape_sim_build_collider_sdf(sim, &cd, &sdf, &err));
+			bad.sdf = sdf;
+			bad.vertices = NULL;
+			bad.triangles = NULL;
+		}
+		drape_error_clear(&err);
+		drape_err rc = drape_sim_add_collider(sim, &bad, NULL, &err);
+		drape_sdf_release(sdf);
+		CHECKF(rc == cases[k].code, "%s: rc %d, want %d (%s)", cases[k].what, (int)rc,
+		       (int)cases[k].code, err.message);
+		CHECKF(strncmp(err.message, cases[k].want, strlen(cases[k].want)) == 0, "%s: \"%s\"",
+		       cases[k].what, err.message);
+		CHECK(drape_sim_collider_count(sim) == 1);
+	}
+	/* Appending: a NaN, no frames, a collider that cannot deform. */
+	float one[24];
+	memcpy(one, box.v, sizeof one);
+	one[23] = -INFINITY;
+	CHECK(drape_sim_append_collider_frames(sim, 0, one, 1, &err) == DRAPE_ENONFINITE);
+	CHECKF(strcmp(err.message, "colliders[0].frames[2][7][2]: -inf is not finite") == 0, "%s",
+	       err.message);
+	CHECK(drape_sim_append_collider_frames(sim, 0, one, 0, &err) == DRAPE_EINVAL);
+	CHECKF(strstr(err.message, "colliders[0].frames: no frames") != NULL, "%s", err.message);
+	CHECK(drape_sim_append_collider_frames(sim, 5, one, 1, &err) == DRAPE_ENOTFOUND);
+	CHECK(drape_sim_collider_frame_count(sim, 0) == 2);
+	drape_collider_desc sph;
+	drape_collider_desc_default(&sph);
+	sph.shape = DRAPE_SHAPE_SPHERE;
+	sph.radius = 0.1f;
+	sph.center[1] = -2.0f;
+	CHECK_OK(drape_sim_add_collider(sim, &sph, NULL, &err));
+	CHECK_OK(drape_sim_add_collider(twin, &sph, NULL, &err));
+	memcpy(one, box.v, sizeof one);
+	CHECK(drape_sim_append_collider_frames(sim, 1, one, 1, &err) == DRAPE_ESTATE);
+	CHECKF(strncmp(err.message, "colliders[1].frames: collider 1 is a sphere", 43) == 0, "%s",
+	       err.message);
+	CHECK(drape_sim_collider_kind(sim, 1) == DRAPE_COLLIDER_SHAPE);
+	CHECK(drape_sim_update_collider_mesh(sim, 0, box.v, 8, &err) == DRAPE_ESTATE);
+	CHECK(state_hash(sim) == before);
+	CHECK_OK(drape_sim_step(sim, NULL, &err));
+	CHECK_OK(drape_sim_step(twin, NULL, &err));
+	CHECK(state_hash(sim) == state_hash(twin));
+	mesh_free(&box);
+	grid_free(&g);
+	drape_sim_destroy(sim);
+	drape_sim_destroy(twin);
+}
+
+/*
+ * A mesh collider added without frames is a field; its first appended
+ * frames make it deforming (the field dropped), and frames appended in
+ * parts give the same cloth, bit for bit, as all of them at once.
+ */
+static void test_append_frames(void)
+{
+	mesh box;
+	double c[3] = {0, -0.3, 0}, h[3] = {0.2, 0.2, 0.2};
+	box_mesh(&box, c, h);
+	const uint32_t frames = 12;
+	float *anim = malloc((size_t)frames * 24 * sizeof *anim);
+	for (uint32_t f = 0; f < frames; f++)
+		for (int i = 0; i < 24; i++)
+			anim[24 * f + i] = box.v[i] + (i % 3 == 1 ? 0.02f * f : 0.0f);
+	grid g;
+	const float o[3] = {-0.5f, 0.0f, -0.5f}, u[3] = {1, 0, 0}, w[3] = {0, 0, 1};
+	CHECK(grid_make(&g, 15, 15, o, u, w));
+	drape_sim_desc sd;
+	desc_from_grid(&sd, &g);
+	drape_sim *a = NULL, *b = NULL;
+	drape_error err;
+	CHECK_OK(drape_sim_create(&sd, &a, &err));
+	CHECK_OK(drape_sim_create(&sd, &b, &err));
+	drape_collider_desc cd;
+	drape_collider_desc_default(&cd);
+	cd.shape = DRAPE_SHAPE_MESH;
+	cd.vertices = box.v;
+	cd.vertex_count = 8;
+	cd.triangles = box.t;
+	cd.triangle_count = 12;
+	CHECK_OK(drape_sim_add_collider(b, &cd, NULL, &err));
+	CHECK(drape_sim_collider_kind(b, 0) == DRAPE_COLLIDER_FIELD);
+	CHECK_OK(drape_sim_append_collider_frames(b, 0, anim, 5, &err));
+	CHECK(drape_sim_collider_kind(b, 0) == DRAPE_COLLIDER_SURFACE);
+	CHECK_OK(drape_sim_append_collider_frames(b, 0, anim + 5 * 24, frames - 5, &err));
+	CHECK(drape_sim_collider_frame_count(b, 0) == frames);
+	cd.frames = anim;
+	cd.frame_count = frames;
+	CHECK_OK(drape_sim_add_collider(a, &cd, NULL, &err));
+	CHECK(strcmp(drape_collider_kind_name(drape_sim_collider_kind(a, 0)), "surface") == 0);
+	for (uint32_t f = 0; f < frames + 4; f++) {
+		CHECK_OK(drape_sim_step(a, NULL, &err));
+		CHECK_OK(drape_sim_step(b, NULL, &err));
+	}
+	CHECK(state_hash(a) == state_hash(b));
+	/* And the box did lift the sheet: it rests on the box's top. */
+	float *x = malloc((size_t)g.nv * 12);
+	drape_sim_get_positions(a, x);
+	double top = -0.1 + 0.02 * (frames - 1);
+	CHECKF(x[3 * (7 * 15 + 7) + 1] > top, "centre at y %.4f, box top %.4f", x[3 * (7 * 15 + 7) + 1],
+	       top);
+	free(x);
+	free(anim);
+	mesh_free(&box);
+	grid_free(&g);
+	drape_sim_destroy(a);
+	drape_sim_destroy(b);
+}
+
+/* The same scene, a deforming sphere beside a box solved through its
+ * field, on 1 and 3 threads gives the same bits: the collider pass splits
+ * the cloth over the pool. */
+static void test_threads(void)
+{
+	mesh sph;
+	sphere_mesh(&sph, 16, 32);
+	const uint32_t frames = 12;
+	float *anim = malloc((size_t)frames * sph.nv * 12);
+	for (uint32_t f = 0; f < frames; f++)
+		for (uint32_t i = 0; i < 3 * sph.nv; i++)
+			anim[(size_t)f * sph.nv * 3 + i] = (float)(sph.v[i] * (0.3 + 0.01 * f));
+	grid g;
+	const float o[3] = {-0.6f, 0.35f, -0.6f}, u[3] = {1.2f, 0, 0}, w[3] = {0, 0, 1.2f};
+	CHECK(grid_make(&g, 60, 60, o, u, w));
+	drape_pool *pool = NULL;
+	drape_error err;
+	CHECK_OK(drape_pool_create(3, &pool, &err));
+	uint64_t h[2];
+	for (int run = 0; run < 2; run++) {
+		drape_sim_desc sd;
+		desc_from_grid(&sd, &g);
+		sd.pool = run ? pool : NULL;
+		drape_sim *sim = NULL;
+		CHECK_OK(drape_sim_create(&sd, &sim, &err));
+		drape_collider_desc cd;
+		drape_collider_desc_default(&cd);
+		cd.shape = DRAPE_SHAPE_MESH;
+		cd.vertices = sph.v;
+		cd.vertex_count = sph.nv;
+		cd.triangles = sph.t;
+		cd.triangle_count = sph.nt;
+		cd.frames = anim;
+		cd.frame_count = frames;
+		CHECK_OK(drape_sim_add_collider(sim, &cd, NULL, &err));
+		mesh box;
+		double c[3] = {0.45, 0.1, 0.0}, hb[3] = {0.1, 0.1, 0.3};
+		box_mesh(&box, c, hb);
+		drape_collider_desc bd;
+		drape_collider_desc_default(&bd);
+		bd.shape = DRAPE_SHAPE_MESH;
+		bd.vertices = box.v;
+		bd.vertex_count = box.nv;
+		bd.triangles = box.t;
+		bd.triangle_count = box.nt;
+		CHECK_OK(drape_sim_add_collider(sim, &bd, NULL, &err));
+		mesh_free(&box);
+		CHECK(drape_sim_collider_kind(sim, 1) == DRAPE_COLLIDER_FIELD);
+		for (uint32_t f = 0; f < frames; f++)
+			CHECK_OK(drape_sim_step(sim, NULL, &err));
+		h[run] = state_hash(sim);
+		drape_sim_destroy(sim);
+	}
+	CHECK(h[0] == h[1]);
+	drape_pool_destroy(pool);
+	free(anim);
+	mesh_free(&sph);
+	grid_free(&g);
+}
+
+/* ---- The walking body ----------------------------------------------------------- */
+
+/* A minimal OBJ reader: v lines and f lines (polygons as fans, v/vt/vn
+ * indices take the first number). */
+static int read_obj(const char *path, mesh *m, double scale)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	size_t cv = 1024, ct = 1024;
+	m->v = malloc(cv * 12);
+	m->t = malloc(ct * 12);
+	m->nv = m->nt = 0;
+	char line[1024];
+	while (fgets(line, sizeof line, f)) {
+		if (line[0] == 'v' && line[1] == ' ') {
+			if (m->nv == cv)
+				m->v = realloc(m->v, (cv *= 2) * 12);
+			double a, b, c;
+			if (sscanf(line + 2, "%lf %lf %lf", &a, &b, &c) != 3)
+				return fclose(f), 0;
+			m->v[3 * m->nv] = (float)(a * scale);
+			m->v[3 * m->nv + 1] = (float)(b * scale);
+			m->v[3 * m->nv + 2] = (float)(c * scale);
+			m->nv++;
+		} else if (line[0] == 'f' && line[1] == ' ') {
+			uint32_t idx[16], k = 0;
+			char *s = line + 2;
+			while (k < 16) {
+				while (*s == ' ' || *s == '\t')
+					s++;
+				if (*s < '0' || *s > '9')
+					break;
+				idx[k++] = (uint32_t)strtoul(s, &s, 10) - 1;
+				while (*s && *s != ' ' && *s != '\t' && *s != '\n')
+					s++;
+			}
+			for (uint32_t j = 1; j + 1 < k; j++) {
+				if (m->nt == ct)
+					m->t = realloc(m->t, (ct *= 2) * 12);
+				m->t[3 * m->nt] = idx[0];
+				m->t[3 * m->nt + 1] = idx[j];
+				m->t[3 * m->nt + 2] = idx[j + 1];
+				m->nt++;
+			}
+		}
+	}
+	fclose(f);
+	return 1;
+}
+
+/* A PC2 point cache: 32-byte little-endian header ("POINTCACHE2\0", int32
+ * version 1, int32 points, float32 start, float32 rate, int32 samples),
+ * then samples x points x 3 float32. Returns the frames or NULL. */
+static float *read_pc2(const char *path, uint32_t points, uint32_t *samples)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		return NULL;
+	unsigned char h[32];
+	float *out = NULL;
+	if (fread(h, 1, 32, f) == 32 && memcmp(h, "POINTCACHE2\0", 12) == 0) {
+		int32_t ver, pts, smp;
+		memcpy(&ver, h + 12, 4);
+		memcpy(&pts, h + 16, 4);
+		memcpy(&smp, h + 28, 4);
+		if (ver == 1 && pts == (int32_t)points && smp > 0) {
+			size_t n = (size_t)smp * points * 3;
+			out = malloc(n * sizeof *out);
+			if (fread(out, sizeof *out, n, f) != n) {
+				free(out);
+				out = NULL;
+			} else {
+				*samples = (uint32_t)smp;
+			}
+		}
+	}
+	fclose(f);
+	return out;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* This thread's CPU time: on a shared machine the wall time of a frame
+ * includes waiting for a core. */
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct walk_scene {
+	mesh body, suit;
+	float *anim;
+	uint32_t frames;
+} walk_scene;
+
+static int walk_load(walk_scene *w)
+{
+	memset(w, 0, sizeof *w);
+	if (!read_obj("tests/data/anim/body_rest_m.obj", &w->body, 1.0) ||
+	    !read_obj("tests/data/meshes/mh_male_casualsuit04.obj", &w->suit, 0.1))
+		return 0;
+	w->anim = read_pc2("tests/data/anim/walk.pc2", w->body.nv, &w->frames);
+	return w->anim != NULL;
+}
+
+static void walk_free(walk_scene *w)
+{
+	mesh_free(&w->body);
+	mesh_free(&w->suit);
+	free(w->anim);
+}
+
+/* examples/garment.json's cloth and collider, without self-collision. The
+ * PC2 starts at frame 1 = sim frame 0 (the input pose, the rest pose). */
+static drape_err walk_sim(const walk_scene *w, int animated, drape_sim **out, drape_error *err)
+{
+	drape_sim_desc sd;
+	drape_sim_desc_default(&sd);
+	sd.positions = w->suit.v;
+	sd.vertex_count = w->suit.nv;
+	sd.triangles = w->suit.t;
+	sd.triangle_count = w->suit.nt;
+	sd.params.fps = 24;
+	sd.params.substeps = 8;
+	sd.params.iterations = 20;
+	sd.params.stretch = 1.0f;
+	sd.params.shear = 0.9f;
+	sd.params.bend = 0.1f;
+	sd.params.thickness = 0.003f;
+	sd.params.density = 0.2f;
+	drape_err rc = drape_sim_create(&sd, out, err);
+	if (rc != DRAPE_OK || animated < 0)
+		return rc;
+	drape_collider_desc cd;
+	drape_collider_desc_default(&cd);
+	cd.shape = DRAPE_SHAPE_MESH;
+	cd.vertices = w->body.v;
+	cd.vertex_count = w->body.nv;
+	cd.triangles = w->body.t;
+	cd.triangle_count = w->body.nt;
+	cd.friction = 0.5f;
+	cd.static_friction = 0.7f;
+	cd.voxel_size = 0.005f;
+	if (animated) {
+		cd.frames = w->anim;
+		cd.frame_count = w->frames;
+	}
+	return drape_sim_add_collider(*out, &cd, NULL, err);
+}
+
+/*
+ * The casual suit on the walking body, every frame of walk.pc2: no NaN,
+ * and no cloth vertex deeper than a tenth of the cloth thickness inside the
+ * body's triangles of that frame (ray parity, then the distance to the
+ * nearest triangle). Strain statistics are printed. Under the sanitizers
+ * (about ten times slower) it stops after frame 60, the arms lowered and
+ * the first stride begun.
+ */
+static void test_walk(void)
+{
+	walk_scene w;
+	CHECKF(walk_load(&w), "cannot read tests/data/anim/ or the suit");
+	CHECK(w.body.nv == 13652 && w.frames == 96);
+	drape_sim *sim = NULL;
+	drape_error err;
+	CHECKF(walk_sim(&w, 1, &sim, &err) == DRAPE_OK, "%s", err.message);
+	const uint32_t n = w.suit.nv, last = DEFORM_SANITIZED ? 60 : w.frames;
+	float *x = malloc((size_t)n * 12);
+	double deep = 0, ms = 0, cms = 0, smax = 0, smean = 0;
+	uint32_t deep_frame = 0, inside_frames = 0;
+	const float thickness = 0.003f;
+	for (uint32_t f = 1; f < last; f++) {
+		drape_sim_stats st;
+		CHECKF(drape_sim_step(sim, &st, &err) == DRAPE_OK, "frame %u: %s", f, err.message);
+		ms += st.solve_ms;
+		cms += st.collide_ms;
+		smax = st.max_strain > smax ? st.max_strain : smax;
+		smean += st.mean_strain;
+		drape_sim_get_positions(sim, x);
+		CHECKF(all_finite(x, n), "frame %u: not finite", f);
+		uint32_t inside;
+		double d = deepest_inside(x, n, &w.anim[(size_t)f * w.body.nv * 3], w.body.t, w.body.nv,
+					  w.body.nt, &inside);
+		if (inside)
+			inside_frames++;
+		if (d > deep)
+			deep = d, deep_frame = f + 1;
+		CHECKF(d <= 0.1 * thickness, "PC2 frame %u: %u vertices inside the body, deepest %.3g m > %.3g",
+		       f + 1, inside, d, 0.1 * thickness);
+	}
+	printf("  walk: %u frames, %.1f ms/frame (%.1f ms colliders, %.0f %%), deepest %.3g m (PC2 frame "
+	       "%u), frames with a vertex inside %u; strain max %.4f, mean of means %.5f\n",
+	       last - 1, ms / (last - 1), cms / (last - 1), 100.0 * cms / ms, deep, deep_frame,
+	       inside_frames, smax, smean / (last - 1));
+	free(x);
+	drape_sim_destroy(sim);
+	walk_free(&w);
+}
+
+/*
+ * Timing only, run when DRAPE_DEFORM_TIMING is set: ms per frame of the
+ * suit on the static body (field) and the walking body (surface), same
+ * process, same settings, frames 2..n. Nothing asserted: speed is reported,
+ * never tested.
+ */
+static void test_walk_timing(void)
+{
+	if (getenv("DRAPE_DEFORM_TIMING") == NULL) {
+		printf("  (set DRAPE_DEFORM_TIMING=1 to time static against walking)\n");
+		return;
+	}
+	walk_scene w;
+	CHECK(walk_load(&w));
+	double ms[3] = {0, 0, 0}, cms[3] = {0, 0, 0}, cpu[3] = {0, 0, 0};
+	float smax[3] = {0, 0, 0};
+	/* Run 2 is the cloth without any collider (falling freely): the
+	 * solver's own work, so that a run's CPU minus it is its collider's
+	 * work, without the waits a loaded machine adds to wall times. */
+	for (int run = 0; run < 3; run++) {
+		int animated = run == 2 ? -1 : run;
+		drape_sim *sim = NULL;
+		drape_error err;
+		double t0 = now_s();
+		CHECKF(walk_sim(&w, animated, &sim, &err) == DRAPE_OK, "%s", err.message);
+		double setup = now_s() - t0, c0 = cpu_s();
+		for (uint32_t f = 1; f < w.frames; f++) {
+			drape_sim_stats st;
+			CHECK_OK(drape_sim_step(sim, &st, &err));
+			ms[run] += st.solve_ms;
+			cms[run] += st.collide_ms;
+			smax[run] = st.max_strain > smax[run] ? st.max_strain : smax[run];
+		}
+		cpu[run] = (cpu_s() - c0) * 1e3;
+		printf("  %s: setup %.2f s, %.2f ms/frame wall (%.2f ms CPU), colliders %.2f ms/frame (%.1f "
+		       "%%), max strain %.3f\n",
+		       run == 2 ? "no collider      " : run ? "walking (surface)" : "static (field)   ", setup,
+		       ms[run] / (w.frames - 1), cpu[run] / (w.frames - 1), cms[run] / (w.frames - 1),
+		       100.0 * cms[run] / ms[run], smax[run]);
+		drape_sim_destroy(sim);
+	}
+	printf("  walking / static = %.2f wall, %.2f CPU; collider share of the CPU (run minus no "
+	       "collider): static %.0f %%, walking %.0f %%\n",
+	       ms[1] / ms[0], cpu[1] / cpu[0], 100.0 * (cpu[0] - cpu[2]) / cpu[0],
+	       100.0 * (cpu[1] - cpu[2]) / cpu[1]);
+	walk_free(&w);
+}
+
+static const check_test tests[] = {
+	CHECK_TEST(test_box_sweep_5),  CHECK_TEST(test_box_sweep_20), CHECK_TEST(test_elbow),
+	CHECK_TEST(test_sphere_breathe), CHECK_TEST(test_skin_pins),  CHECK_TEST(test_friction_carries),
+	CHECK_TEST(test_bad_frames),
+	CHECK_TEST(test_append_frames), CHECK_TEST(test_threads),     CHECK_TEST(test_walk),
+	CHECK_TEST(test_walk_timing),
+};
+
+int main(int argc, char **argv)
+{
+	return check_main(argc, argv, tests, CHECK_COUNT(tests));
+}
