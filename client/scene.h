@@ -48,6 +48,11 @@ typedef struct drape_scene {
 	drape_obj_mesh cloth;
 	char *cloth_path;
 
+	/* The cloth's material: a preset name (static storage), "custom" for
+	 * constants given in full, NULL without "material" (the pbd model).
+	 * params holds the values either way. */
+	const char *material;
+
 	/* Pinned vertices, sorted ascending without duplicates; pin_attach[i] is
 	 * the collider index pins[i] follows, or DRAPE_SCENE_NO_ATTACH. */
 	uint32_t *pins;

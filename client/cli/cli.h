@@ -42,6 +42,7 @@ typedef struct cli_opts {
 	uint32_t frames;         /* --frames N (0 = the scene's) */
 	uint32_t from;           /* --from N (attach: first frame wanted) */
 	uint32_t max_pairs;      /* --max-pairs N (check) */
+	const char *material;    /* --material NAME (run): a fabric preset replacing the scene's */
 	int32_t timeout_ms;      /* --timeout MS: request timeout */
 	bool json;               /* --json */
 	bool local;              /* --local: run the solver in this process */

@@ -291,6 +291,22 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* `drape run --material NAME`: the preset replaces the scene's material
+ * (and makes the cloth a physical one if it was not). Returns 0 or an exit
+ * code. */
+static int override_material(drape_scene *sc, const char *name)
+{
+	drape_error err;
+	if (drape_material_preset(name, &sc->params, &err) != DRAPE_OK) {
+		fprintf(stderr, "drape run: --%s\n", err.message);
+		return CLI_USAGE;
+	}
+	for (const char *const *n = drape_material_preset_names(); *n != NULL; n++)
+		if (strcmp(*n, name) == 0)
+			sc->material = *n;
+	return 0;
+}
+
 /* `drape run --local`: the same scene through the solver in this process. */
 static int run_local(const drape_scene *sc, uint32_t frames, const cli_opts *o, double t0)
 {
@@ -302,6 +318,7 @@ static int run_local(const drape_scene *sc, uint32_t frames, const cli_opts *o, 
 	d.triangle_count = sc->cloth.triangle_count;
 	d.pins = sc->pins;
 	d.pin_count = sc->pin_count;
+	d.uvs = sc->cloth.uvs;
 	d.params = sc->params;
 	drape_sim *sim;
 	drape_error err;
@@ -357,7 +374,7 @@ int cli_cmd_run(int argc, char **argv)
 {
 	static const char *const allowed[] = {"--server", "--out",   "--frames",   "--json",
 					      "--token-file", "--local", "--quiet", "--timeout",
-					      NULL};
+					      "--material", NULL};
 	cli_opts o;
 	if (!cli_parse(argc, argv, 2, allowed, 1, "run", &o))
 		return CLI_USAGE;
@@ -379,6 +396,10 @@ int cli_cmd_run(int argc, char **argv)
 	int x = load_scene(o.args[0], &sc);
 	if (x != 0)
 		return x;
+	if (o.material != NULL && (x = override_material(&sc, o.material)) != 0) {
+		drape_scene_free(&sc);
+		return x;
+	}
 	uint32_t frames = o.frames ? o.frames : sc.frames;
 	if (o.out_dir != NULL && (x = make_out_dir(o.out_dir)) != 0) {
 		drape_scene_free(&sc);
@@ -417,6 +438,7 @@ int cli_cmd_run(int argc, char **argv)
 	d.triangle_count = sc.cloth.triangle_count;
 	d.pins = sc.pins;
 	d.pin_count = sc.pin_count;
+	d.uvs = sc.cloth.uvs;
 	d.params = sc.params;
 	char name[DRAPE_NAME_MAX + 1];
 	snprintf(name, sizeof name, "%s", base_name(o.args[0]));

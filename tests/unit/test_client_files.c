@@ -655,16 +655,22 @@ static void test_scene_grid(void)
 	CHECKF(rc == DRAPE_OK, "%s", err.message);
 	ok = s.cloth.vertex_count == 64 * 64 && s.cloth.triangle_count == 2 * 63 * 63 && s.pin_count == 64 &&
 	     s.frames == 120 && s.params.fps == 24.0f && s.cloth_path == NULL;
-	float ymax = -1e9f;
+	/* The flag hangs from a vertical pole along its left edge (grid u is
+	 * -Z for a sheet facing +X, so the left edge is the one at max z),
+	 * and the wind blows across it, away from the pole. */
+	float zmax = -1e9f;
 	for (uint32_t i = 0; i < s.cloth.vertex_count; i++)
-		if (s.cloth.positions[i * 3 + 1] > ymax)
-			ymax = s.cloth.positions[i * 3 + 1];
-	int pinned_top = 1;
+		if (s.cloth.positions[i * 3 + 2] > zmax)
+			zmax = s.cloth.positions[i * 3 + 2];
+	int pinned_pole = 1;
 	for (uint32_t i = 0; i < s.pin_count; i++)
-		pinned_top &= s.cloth.positions[s.pins[i] * 3 + 1] == ymax;
+		pinned_pole &= s.cloth.positions[s.pins[i] * 3 + 2] == zmax;
+	int across = s.params.wind[2] < 0.0f && fabsf(s.params.wind[2]) > 4.0f * fabsf(s.params.wind[0]) &&
+		     s.params.wind[1] == 0.0f;
 	drape_scene_free(&s);
 	CHECK(ok);
-	CHECK(pinned_top);
+	CHECK(pinned_pole);
+	CHECK(across);
 }
 
 typedef struct scene_bad {
@@ -678,7 +684,7 @@ static void test_scene_errors(void)
 	static const scene_bad cases[] = {
 		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"strech\": 1}}", DRAPE_EINVAL,
 		 "s.json: cloth.strech: unknown key (expected one of: mesh, scale, translate, stretch, shear, bend, "
-		 "thickness, density, pins)"},
+		 "thickness, density, pins, material, model)"},
 		{"{\"fsp\": 24, \"cloth\": {}}", DRAPE_EINVAL, NULL},
 		{"{\"fps\": \"24\", \"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}", DRAPE_EINVAL,
 		 "s.json: fps: must be a number, not a string"},
