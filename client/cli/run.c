@@ -30,7 +30,9 @@ typedef struct sink {
 	uint32_t last_index;
 	double start_ms;    /* when frames started to arrive (after setup) */
 	double sim_ms;      /* sum of the solver's per-frame times */
-	float max_strain;
+	float max_strain;   /* over every frame received (the solver's per-frame maximum) */
+	const float *rest;  /* the scene's rest positions, for the last frame's strain; NULL = none */
+	float *last;        /* a copy of the latest frame's positions (when rest is set) */
 	bool progress;
 } sink;
 
@@ -42,6 +44,10 @@ static void sink_init(sink *k, const cli_opts *o, const drape_obj_mesh *mesh, ui
 		k->triangles = mesh->triangles;
 		k->triangle_count = mesh->triangle_count;
 		k->vertex_count = mesh->vertex_count;
+		k->rest = mesh->positions;
+		k->last = malloc((size_t)mesh->vertex_count * 3 * sizeof *k->last);
+		if (k->last == NULL)
+			k->rest = NULL; /* the summary does without the last frame's strain */
 	}
 	k->total = total;
 	k->progress = !o->quiet && isatty(STDERR_FILENO);
@@ -87,6 +93,8 @@ static int sink_frame(sink *k, uint32_t index, const float *positions, uint32_t 
 			return rc == DRAPE_ENONFINITE || rc == DRAPE_ERANGE ? CLI_DATAERR : CLI_IOERR;
 		}
 	}
+	if (k->last != NULL && index >= k->last_index)
+		memcpy(k->last, positions, (size_t)vertex_count * 3 * sizeof *k->last);
 	k->written++;
 	k->last_index = index;
 	k->sim_ms += st->solve_ms;
@@ -113,22 +121,42 @@ static void sink_summary(const sink *k, uint32_t session, double total_ms, const
 	double loop = cli_now_ms() - k->start_ms;
 	double per = k->written ? loop / k->written : 0.0;
 	double sim = k->written ? k->sim_ms / k->written : 0.0;
+	/* The last frame's edge strain against the rest mesh: what the cloth
+	 * looks like at the end, where the run's maximum may come from one
+	 * violent frame. -1 when unknown (no mesh, no frame). */
+	float last_max = -1.0f, last_p99 = -1.0f;
+	if (k->rest != NULL && k->written > 0 &&
+	    cli_edge_strain(k->rest, k->last, k->vertex_count, k->triangles, k->triangle_count, &last_max,
+			    &last_p99) != 0)
+		last_max = last_p99 = -1.0f;
 	if (k->o->json) {
 		printf("{\"summary\":{\"session\":%u,\"mode\":\"%s\",\"frames\":%u,\"last_frame\":%u,"
 		       "\"vertices\":%u,\"triangles\":%u,\"wall_ms\":%.1f,\"frames_ms\":%.1f,"
-		       "\"ms_per_frame\":%.3f,\"sim_ms_per_frame\":%.3f,\"max_strain\":%.6g}}\n",
+		       "\"ms_per_frame\":%.3f,\"sim_ms_per_frame\":%.3f,\"max_strain\":%.6g,"
+		       "\"last_max_strain\":%.6g,\"last_p99_strain\":%.6g}}\n",
 		       (unsigned)session, how, (unsigned)k->written, (unsigned)k->last_index,
 		       (unsigned)k->vertex_count, (unsigned)k->triangle_count, total_ms, loop, per, sim,
-		       (double)k->max_strain);
+		       (double)k->max_strain, (double)last_max, (double)last_p99);
 		fflush(stdout);
 	} else if (!k->o->quiet) {
+		char last[96] = "";
+		if (last_max >= 0.0f)
+			snprintf(last, sizeof last, "; last frame: max %.4g, 99th percentile %.4g",
+				 (double)last_max, (double)last_p99);
 		fprintf(stderr,
 			"drape: %u frames of %u vertices (%s) in %.2f s wall, %.2f ms/frame "
-			"(solver %.2f ms/frame), max strain %.4g%s%s\n",
+			"(solver %.2f ms/frame), max strain %.4g over the run%s%s%s\n",
 			(unsigned)k->written, (unsigned)k->vertex_count, how, total_ms / 1000.0, per, sim,
-			(double)k->max_strain, k->o->out_dir ? ", written to " : "",
+			(double)k->max_strain, last, k->o->out_dir ? ", written to " : "",
 			k->o->out_dir ? k->o->out_dir : "");
 	}
+}
+
+static void sink_free(sink *k)
+{
+	free(k->last);
+	k->last = NULL;
+	k->rest = NULL;
 }
 
 /* mkdir -p for --out. */
@@ -365,6 +393,7 @@ static int run_local(const drape_scene *sc, uint32_t frames, const cli_opts *o, 
 	}
 	if (x == 0)
 		sink_summary(&k, 0, cli_now_ms() - t0, "in process");
+	sink_free(&k);
 	free(pos);
 	drape_sim_destroy(sim);
 	return x;
@@ -482,6 +511,7 @@ int cli_cmd_run(int argc, char **argv)
 		sink_summary(&k, s.id, cli_now_ms() - t0,
 			     o.server ? "server" : "embedded server");
 	}
+	sink_free(&k);
 out:
 	drape_close(c);
 	cli_embed_stop(&emb);
@@ -553,6 +583,7 @@ int cli_cmd_attach(int argc, char **argv)
 	x = receive(c, s, &k, -1, true);
 	if (x == 0)
 		sink_summary(&k, id, cli_now_ms() - t0, "attached");
+	sink_free(&k);
 out:
 	drape_close(c);
 	drape_scene_free(&sc);
@@ -650,6 +681,7 @@ int cli_cmd_resume(int argc, char **argv)
 	} else if (x == 0) {
 		sink_summary(&k, id, cli_now_ms() - t0, "resumed");
 	}
+	sink_free(&k);
 out:
 	drape_close(c);
 	drape_scene_free(&sc);
