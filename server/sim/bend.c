@@ -42,6 +42,7 @@
 #include "server/sim/simd.h"
 
 #include <float.h>
+#include <string.h>
 
 /* Within this angle (radians) of flat or fully folded a pair is skipped:
  * about 0.006 degrees, where the sine of the angle is 1e-4. */
@@ -206,16 +207,15 @@ typedef struct bend_job {
 	float k;
 } bend_job;
 
-/* The expressions of bend_angle, bend_grad and sim_bend_project for SIMD_W
- * records r[0..SIMD_W-1], lane by lane and in the same order; lanes the
- * scalar code would skip keep their positions, and only the first n lanes
- * are stored. */
-SIMD_KERNEL void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n, simd_f k)
+/* The geometry of bend_angle and bend_grad for SIMD_W records r[0..SIMD_W-1],
+ * lane by lane and in the same order: positions x, inverse masses w, the
+ * angle phi, gradients g, the denominator sum_j w_j |g_j|^2 and the lanes
+ * the scalar code would project (ok). */
+SIMD_KERNEL void bend_geom(const sim_vec4 *restrict p, const sim_bend *r, simd_v3 x[4], simd_f w[4],
+			   simd_v3 g[4], simd_f *phi_out, simd_f *denom_out, simd_m *ok_out)
 {
 	const simd_f zero = simd_splat(0.0f), one = simd_splat(1.0f), minus_one = simd_splat(-1.0f);
 	const simd_f tiny = simd_splat(FLT_MIN);
-	simd_v3 x[4];
-	simd_f w[4];
 	simd_gather_s(p, SIMD_REC(r, .v[0]), &x[0].x, &x[0].y, &x[0].z, &w[0]);
 	simd_gather_s(p, SIMD_REC(r, .v[1]), &x[1].x, &x[1].y, &x[1].z, &w[1]);
 	simd_gather_s(p, SIMD_REC(r, .v[2]), &x[2].x, &x[2].y, &x[2].z, &w[2]);
@@ -232,7 +232,6 @@ SIMD_KERNEL void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n,
 				   simd_lt(phi, simd_splat((float)M_PI - SIM_BEND_MIN_ANGLE))));
 	simd_f s = simd_select(simd_lt(vol, zero), simd_neg(el), el);
 	simd_f ie = simd_div(one, ee);
-	simd_v3 g[4];
 	g[2] = simd_v3_scale(n1, simd_div(simd_neg(s), a2));
 	g[3] = simd_v3_scale(n2, simd_div(s, b2));
 	simd_f t3 = simd_mul(simd_v3_dot(e3, e), ie), t4 = simd_mul(simd_v3_dot(e4, e), ie);
@@ -243,6 +242,20 @@ SIMD_KERNEL void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n,
 	for (int v = 0; v < 4; v++)
 		denom = simd_add(denom, simd_mul(w[v], simd_v3_dot(g[v], g[v])));
 	ok = simd_and(ok, simd_and(simd_gt(denom, tiny), simd_le(denom, simd_splat(FLT_MAX))));
+	*phi_out = phi;
+	*denom_out = denom;
+	*ok_out = ok;
+}
+
+/* The expressions of sim_bend_project for SIMD_W records r[0..SIMD_W-1],
+ * lane by lane and in the same order; lanes the scalar code would skip
+ * keep their positions, and only the first n lanes are stored. */
+SIMD_KERNEL void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n, simd_f k)
+{
+	simd_v3 x[4], g[4];
+	simd_f w[4], phi, denom;
+	simd_m ok;
+	bend_geom(p, r, x, w, g, &phi, &denom, &ok);
 	simd_f lambda = simd_div(simd_mul(k, simd_sub(phi, SIMD_FLT(r, .rest))), denom);
 #pragma GCC unroll 4
 	for (int v = 0; v < 4; v++) {
@@ -250,6 +263,93 @@ SIMD_KERNEL void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n,
 		simd_scatter_s(p, SIMD_REC(r, .v[v]), n, simd_select(ok, simd_sub(x[v].x, simd_mul(f, g[v].x)), x[v].x),
 			     simd_select(ok, simd_sub(x[v].y, simd_mul(f, g[v].y)), x[v].y),
 			     simd_select(ok, simd_sub(x[v].z, simd_mul(f, g[v].z)), x[v].z), w[v]);
+	}
+}
+
+/* The XPBD projection of one bending record (xpbd.c, file comment):
+ * dlambda = (-kt C - lambda) / (kt sum_j w_j |g_j|^2 + 1), dp_i = w_i g_i
+ * dlambda, with C = phi - phi0. */
+static void xbend_one(sim_vec4 *restrict p, const sim_bend *c, float kt, float *lam)
+{
+	sim_v3 x[4], g[4];
+	float w[4];
+	for (int i = 0; i < 4; i++) {
+		sim_vec4 v = p[c->v[i]];
+		x[i] = v3(v.x, v.y, v.z);
+		w[i] = v.w;
+	}
+	sim_v3 e, e3, e4, n1, n2;
+	float vol, ee;
+	int ok;
+	float phi = bend_angle(x, &e, &e3, &e4, &n1, &n2, &vol, &ee, &ok);
+	if (!ok)
+		return;
+	bend_grad(e, e3, e4, n1, n2, vol, ee, g);
+	float denom = 0.0f;
+	for (int i = 0; i < 4; i++)
+		denom += w[i] * v3_dot(g[i], g[i]);
+	if (!(denom > FLT_MIN && denom <= FLT_MAX))
+		return;
+	float dl = (-(kt * (phi - c->rest)) - *lam) / (kt * denom + 1.0f);
+	*lam = *lam + dl;
+	for (int i = 0; i < 4; i++) {
+		float f = dl * w[i];
+		sim_vec4 *v = &p[c->v[i]];
+		v->x += f * g[i].x;
+		v->y += f * g[i].y;
+		v->z += f * g[i].z;
+	}
+}
+
+/* xbend_one for SIMD_W records, lane by lane; the first n lanes stored. */
+SIMD_KERNEL void xbend_group(sim_vec4 *restrict p, const sim_bend *r, const float *kt_, float *lam_,
+			     uint32_t n)
+{
+	simd_v3 x[4], g[4];
+	simd_f w[4], phi, denom;
+	simd_m ok;
+	bend_geom(p, r, x, w, g, &phi, &denom, &ok);
+	simd_f kt = simd_load(kt_), lam = simd_load(lam_);
+	simd_f C = simd_sub(phi, SIMD_FLT(r, .rest));
+	simd_f dl = simd_div(simd_sub(simd_neg(simd_mul(kt, C)), lam),
+			     simd_add(simd_mul(kt, denom), simd_splat(1.0f)));
+	simd_f nlam = simd_select(ok, simd_add(lam, dl), lam);
+#pragma GCC unroll 4
+	for (int v = 0; v < 4; v++) {
+		simd_f f = simd_mul(dl, w[v]);
+		simd_scatter_s(p, SIMD_REC(r, .v[v]), n, simd_select(ok, simd_add(x[v].x, simd_mul(f, g[v].x)), x[v].x),
+			     simd_select(ok, simd_add(x[v].y, simd_mul(f, g[v].y)), x[v].y),
+			     simd_select(ok, simd_add(x[v].z, simd_mul(f, g[v].z)), x[v].z), w[v]);
+	}
+	float tmp[SIMD_W];
+	simd_store(tmp, nlam);
+	memcpy(lam_, tmp, n * sizeof *tmp);
+}
+
+void sim_bend_xrange(sim_vec4 *restrict p, const sim_bend *c, const float *kt, float *lam,
+		     uint32_t count, int scalar)
+{
+	if (scalar) {
+		for (uint32_t i = 0; i < count; i++)
+			xbend_one(p, &c[i], kt[i], &lam[i]);
+		return;
+	}
+	uint32_t i = 0;
+	for (; i + SIMD_W <= count; i += SIMD_W)
+		xbend_group(p, &c[i], &kt[i], &lam[i], SIMD_W);
+	if (i < count) {
+		/* Padded to a full group by repeating the last record
+		 * (computed, never stored). */
+		sim_bend tmp[SIMD_W];
+		float t[SIMD_W], l[SIMD_W];
+		for (uint32_t j = 0; j < SIMD_W; j++) {
+			uint32_t s = i + j < count ? i + j : count - 1;
+			tmp[j] = c[s];
+			t[j] = kt[s];
+			l[j] = lam[s];
+		}
+		xbend_group(p, tmp, t, l, count - i);
+		memcpy(&lam[i], l, (count - i) * sizeof *l);
 	}
 }
 
