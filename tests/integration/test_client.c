@@ -474,10 +474,31 @@ static void test_frames_bitwise_material_and_uvs(void)
 	CHECK_OK(drape_session_run(c, s, n, NULL, NULL));
 	uint32_t ok = receive_and_compare(c, s, &sc, ref, 1, n);
 	drape_session_delete(c, s, NULL);
+
+	/* Bad material values are refused by name, and create nothing. */
+	drape_sim_params good = sc.params;
+	sc.params.stretch_k = -5.0f;
+	drape_session_desc d;
+	drape_session_desc_default(&d);
+	d.positions = sc.pos;
+	d.vertex_count = sc.nv;
+	d.triangles = sc.tri;
+	d.triangle_count = sc.nt;
+	d.params = sc.params;
+	drape_error e;
+	drape_session bad;
+	drape_err rc1 = drape_session_create(c, &d, &bad, NULL, &e);
+	int named1 = strstr(e.message, "params.stretch_k") != NULL;
+	d.params = good;
+	d.params.model = 7;
+	drape_err rc2 = drape_session_create(c, &d, &bad, NULL, &e);
+	int named2 = strstr(e.message, "params.model") != NULL;
 	drape_close(c);
 	free(ref);
 	scene_free(&sc);
 	CHECKF(ok == n, "%u of %u frames matched", ok, n);
+	CHECK(rc1 == DRAPE_EINVAL && named1);
+	CHECKF(rc2 == DRAPE_EINVAL && named2, "%s", e.message);
 }
 
 static void test_frames_bitwise_tcp(void)
