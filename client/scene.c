@@ -756,10 +756,14 @@ static drape_err scn_preset(scn *c, const cJSON *v)
 	return DRAPE_OK;
 }
 
-/* A physical constant of the material: finite, > 0 (or >= 0 when zero_ok). */
+/* A physical constant of the material: finite, > 0 (or >= 0 when zero_ok),
+ * then within the solver's range, reported at this key's path. */
 static drape_err scn_material_value(scn *c, const cJSON *v, int zero_ok, float *dst)
 {
-	return scn_float_in(c, v, 0.0, 1e30, !zero_ok, dst);
+	drape_err e = scn_float_in(c, v, 0.0, 1e30, !zero_ok, dst);
+	if (e != DRAPE_OK)
+		return e;
+	return scn_check_params(c);
 }
 
 /*

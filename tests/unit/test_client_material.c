@@ -167,6 +167,13 @@ static void test_errors_name_the_key(void)
 		memset(probe, 0x5a, sizeof probe);
 		CHECKF(memcmp(&s, probe, sizeof s) == 0, "case %zu: output touched on failure", i);
 	}
+	/* Past the solver's own range (its limit is the solver's to set): the
+	 * message is the solver's, at the key's path. */
+	static const char huge[] = "{\"cloth\": {" GRID ", \"material\": {\"preset\": \"silk\", \"bend\": 1e20}}}";
+	drape_scene s;
+	drape_error err;
+	CHECK(load(huge, &s, &err) == DRAPE_EINVAL);
+	CHECKF(strncmp(err.message, "t.json: cloth.material.bend: 1e+20 ", 35) == 0, "%s", err.message);
 }
 
 /* The example scenes that name a material load as the physical model. */
