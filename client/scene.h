@@ -44,7 +44,10 @@ typedef struct drape_scene {
 
 	/* The cloth: positions after scale and translate, triangles, and the OBJ
 	 * groups (or, for a grid, the groups "top", "bottom", "left", "right"
-	 * and "corners"). cloth_path is the resolved mesh path, NULL for a grid. */
+	 * and "corners"). cloth.uvs holds the per-vertex texture coordinates
+	 * that orient a material's warp and weft (the OBJ's vt, or the grid's
+	 * own in metres), NULL when the OBJ has none. cloth_path is the
+	 * resolved mesh path, NULL for a grid. */
 	drape_obj_mesh cloth;
 	char *cloth_path;
 
