@@ -266,10 +266,22 @@ SIMD_KERNEL void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n,
 	}
 }
 
-/* The XPBD projection of one bending record (xpbd.c, file comment):
+/*
+ * The XPBD bending constraint (xpbd.c) uses the signed angle
+ * theta = sgn(V) (pi - phi), 0 for a flat pair, instead of phi: with a
+ * stiffness that is physical rather than a small fraction, the unsigned
+ * phi - phi0, whose gradient flips with sgn(V) as a flat pair folds to the
+ * other side, makes the pair chatter across flat and pumps energy into the
+ * cloth. grad theta = -sgn(V) grad phi, which is Bridson's gradient with
+ * sgn(V) |e| replaced by |e| (file comment): g3 = |e| N1 / |N1|^2,
+ * g4 = -|e| N2 / |N2|^2, g2 = -(t3 g3 + t4 g4), g1 = -(g2 + g3 + g4). It is
+ * defined at flat, so only degenerate pairs are skipped. The rest value is
+ * the signed rest angle (compliance.c, bend_rest).
+ *
  * dlambda = (-kt C - lambda) / (kt sum_j w_j |g_j|^2 + 1), dp_i = w_i g_i
- * dlambda, with C = phi - phi0. */
-static void xbend_one(sim_vec4 *restrict p, const sim_bend *c, float kt, float *lam)
+ * dlambda, with C = theta - theta0.
+ */
+static void xbend_one(sim_vec4 *restrict p, const sim_bend *c, float rest, float kt, float *lam)
 {
 	sim_v3 x[4], g[4];
 	float w[4];
@@ -278,19 +290,29 @@ static void xbend_one(sim_vec4 *restrict p, const sim_bend *c, float kt, float *
 		x[i] = v3(v.x, v.y, v.z);
 		w[i] = v.w;
 	}
-	sim_v3 e, e3, e4, n1, n2;
-	float vol, ee;
-	int ok;
-	float phi = bend_angle(x, &e, &e3, &e4, &n1, &n2, &vol, &ee, &ok);
-	if (!ok)
+	sim_v3 e = v3_sub(x[1], x[0]), e3 = v3_sub(x[2], x[0]), e4 = v3_sub(x[3], x[0]);
+	sim_v3 n1 = v3_cross(e, e3), n2 = v3_cross(e, e4);
+	float ee = v3_dot(e, e);
+	float vol = v3_dot(n1, e4);
+	float el = sqrtf(ee);
+	float phi = angle_of(el * fabsf(vol), v3_dot(n1, n2));
+	float a2 = v3_dot(n1, n1), b2 = v3_dot(n2, n2);
+	if (!(a2 > FLT_MIN && b2 > FLT_MIN && ee > FLT_MIN))
 		return;
-	bend_grad(e, e3, e4, n1, n2, vol, ee, g);
+	float half = (float)M_PI - phi;
+	float theta = vol < 0.0f ? -half : half;
+	float ie = 1.0f / ee;
+	g[2] = v3_scale(n1, el / a2);
+	g[3] = v3_scale(n2, -el / b2);
+	float t3 = v3_dot(e3, e) * ie, t4 = v3_dot(e4, e) * ie;
+	g[1] = v3_scale(v3_add(v3_scale(g[2], t3), v3_scale(g[3], t4)), -1.0f);
+	g[0] = v3_scale(v3_add(v3_add(g[1], g[2]), g[3]), -1.0f);
 	float denom = 0.0f;
 	for (int i = 0; i < 4; i++)
 		denom += w[i] * v3_dot(g[i], g[i]);
 	if (!(denom > FLT_MIN && denom <= FLT_MAX))
 		return;
-	float dl = (-(kt * (phi - c->rest)) - *lam) / (kt * denom + 1.0f);
+	float dl = (-(kt * (theta - rest)) - *lam) / (kt * denom + 1.0f);
 	*lam = *lam + dl;
 	for (int i = 0; i < 4; i++) {
 		float f = dl * w[i];
@@ -302,17 +324,41 @@ static void xbend_one(sim_vec4 *restrict p, const sim_bend *c, float kt, float *
 }
 
 /* xbend_one for SIMD_W records, lane by lane; the first n lanes stored. */
-SIMD_KERNEL void xbend_group(sim_vec4 *restrict p, const sim_bend *r, const float *kt_, float *lam_,
-			     uint32_t n)
+SIMD_KERNEL void xbend_group(sim_vec4 *restrict p, const sim_bend *r, const float *rest_,
+			     const float *kt_, float *lam_, uint32_t n)
 {
+	const simd_f zero = simd_splat(0.0f), one = simd_splat(1.0f), minus_one = simd_splat(-1.0f);
+	const simd_f tiny = simd_splat(FLT_MIN);
 	simd_v3 x[4], g[4];
-	simd_f w[4], phi, denom;
-	simd_m ok;
-	bend_geom(p, r, x, w, g, &phi, &denom, &ok);
+	simd_f w[4];
+	simd_gather_s(p, SIMD_REC(r, .v[0]), &x[0].x, &x[0].y, &x[0].z, &w[0]);
+	simd_gather_s(p, SIMD_REC(r, .v[1]), &x[1].x, &x[1].y, &x[1].z, &w[1]);
+	simd_gather_s(p, SIMD_REC(r, .v[2]), &x[2].x, &x[2].y, &x[2].z, &w[2]);
+	simd_gather_s(p, SIMD_REC(r, .v[3]), &x[3].x, &x[3].y, &x[3].z, &w[3]);
+	simd_v3 e = simd_v3_sub(x[1], x[0]), e3 = simd_v3_sub(x[2], x[0]), e4 = simd_v3_sub(x[3], x[0]);
+	simd_v3 n1 = simd_v3_cross(e, e3), n2 = simd_v3_cross(e, e4);
+	simd_f ee = simd_v3_dot(e, e);
+	simd_f vol = simd_v3_dot(n1, e4);
+	simd_f el = simd_sqrt(ee);
+	simd_f phi = angle_of_w(simd_mul(el, simd_abs(vol)), simd_v3_dot(n1, n2));
+	simd_f a2 = simd_v3_dot(n1, n1), b2 = simd_v3_dot(n2, n2);
+	simd_m ok = simd_and(simd_and(simd_gt(a2, tiny), simd_gt(b2, tiny)), simd_gt(ee, tiny));
+	simd_f half = simd_sub(simd_splat((float)M_PI), phi);
+	simd_f theta = simd_select(simd_lt(vol, zero), simd_neg(half), half);
+	simd_f ie = simd_div(one, ee);
+	g[2] = simd_v3_scale(n1, simd_div(el, a2));
+	g[3] = simd_v3_scale(n2, simd_div(simd_neg(el), b2));
+	simd_f t3 = simd_mul(simd_v3_dot(e3, e), ie), t4 = simd_mul(simd_v3_dot(e4, e), ie);
+	g[1] = simd_v3_scale(simd_v3_add(simd_v3_scale(g[2], t3), simd_v3_scale(g[3], t4)), minus_one);
+	g[0] = simd_v3_scale(simd_v3_add(simd_v3_add(g[1], g[2]), g[3]), minus_one);
+	simd_f denom = zero;
+#pragma GCC unroll 4
+	for (int v = 0; v < 4; v++)
+		denom = simd_add(denom, simd_mul(w[v], simd_v3_dot(g[v], g[v])));
+	ok = simd_and(ok, simd_and(simd_gt(denom, tiny), simd_le(denom, simd_splat(FLT_MAX))));
 	simd_f kt = simd_load(kt_), lam = simd_load(lam_);
-	simd_f C = simd_sub(phi, SIMD_FLT(r, .rest));
-	simd_f dl = simd_div(simd_sub(simd_neg(simd_mul(kt, C)), lam),
-			     simd_add(simd_mul(kt, denom), simd_splat(1.0f)));
+	simd_f C = simd_sub(theta, simd_load(rest_));
+	simd_f dl = simd_div(simd_sub(simd_neg(simd_mul(kt, C)), lam), simd_add(simd_mul(kt, denom), one));
 	simd_f nlam = simd_select(ok, simd_add(lam, dl), lam);
 #pragma GCC unroll 4
 	for (int v = 0; v < 4; v++) {
@@ -326,29 +372,41 @@ SIMD_KERNEL void xbend_group(sim_vec4 *restrict p, const sim_bend *r, const floa
 	memcpy(lam_, tmp, n * sizeof *tmp);
 }
 
-void sim_bend_xrange(sim_vec4 *restrict p, const sim_bend *c, const float *kt, float *lam,
-		     uint32_t count, int scalar)
+/* The signed rest angle theta0 of a record's rest positions. */
+float sim_bend_signed_rest(sim_v3 p1, sim_v3 p2, sim_v3 p3, sim_v3 p4)
+{
+	sim_v3 e = v3_sub(p2, p1), e3 = v3_sub(p3, p1), e4 = v3_sub(p4, p1);
+	sim_v3 n1 = v3_cross(e, e3), n2 = v3_cross(e, e4);
+	float vol = v3_dot(n1, e4);
+	float phi = angle_of(sqrtf(v3_dot(e, e)) * fabsf(vol), v3_dot(n1, n2));
+	float half = (float)M_PI - phi;
+	return vol < 0.0f ? -half : half;
+}
+
+void sim_bend_xrange(sim_vec4 *restrict p, const sim_bend *c, const float *rest, const float *kt,
+		     float *lam, uint32_t count, int scalar)
 {
 	if (scalar) {
 		for (uint32_t i = 0; i < count; i++)
-			xbend_one(p, &c[i], kt[i], &lam[i]);
+			xbend_one(p, &c[i], rest[i], kt[i], &lam[i]);
 		return;
 	}
 	uint32_t i = 0;
 	for (; i + SIMD_W <= count; i += SIMD_W)
-		xbend_group(p, &c[i], &kt[i], &lam[i], SIMD_W);
+		xbend_group(p, &c[i], &rest[i], &kt[i], &lam[i], SIMD_W);
 	if (i < count) {
 		/* Padded to a full group by repeating the last record
 		 * (computed, never stored). */
 		sim_bend tmp[SIMD_W];
-		float t[SIMD_W], l[SIMD_W];
+		float r[SIMD_W], t[SIMD_W], l[SIMD_W];
 		for (uint32_t j = 0; j < SIMD_W; j++) {
 			uint32_t s = i + j < count ? i + j : count - 1;
 			tmp[j] = c[s];
+			r[j] = rest[s];
 			t[j] = kt[s];
 			l[j] = lam[s];
 		}
-		xbend_group(p, tmp, t, l, count - i);
+		xbend_group(p, tmp, r, t, l, count - i);
 		memcpy(&lam[i], l, (count - i) * sizeof *l);
 	}
 }

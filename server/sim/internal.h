@@ -100,12 +100,13 @@ typedef struct sim_colouring {
  * fraction of a stretch edge along the warp (mesh u); kt_* = k_e dt^2 for
  * the current params and substep, kc the stretch edges' compression
  * stiffness times dt^2; lambda_* the XPBD multipliers, reset every substep.
- * geo and warp are built at create from the rest shape; the kt, kc and
+ * bend_rest the signed rest angle of each bending record (bend.c).
+ * geo, warp and bend_rest are built at create from the rest shape; the kt, kc and
  * lambda arrays are allocated when the model is first XPBD (at create or
  * set_params, never inside a step).
  */
 typedef struct sim_xpbd {
-	float *stretch_geo, *stretch_warp, *shear_geo, *bend_geo;
+	float *stretch_geo, *stretch_warp, *shear_geo, *bend_geo, *bend_rest;
 	float *stretch_kt, *stretch_kc, *stretch_lambda;
 	float *shear_kt, *shear_lambda;
 	float *bend_kt, *bend_lambda;
@@ -365,8 +366,11 @@ void sim_xdist_range(sim_vec4 *restrict p, const sim_dist *c, const float *kt, c
 void sim_xdist_solve(const drape_sim *sim, const sim_dist *c, const sim_colouring *col,
 		     const float *kt, const float *kc, float *lam);
 /* The bending records the same way (bend.c holds the kernel). */
-void sim_bend_xrange(sim_vec4 *restrict p, const sim_bend *c, const float *kt, float *lam,
-		     uint32_t count, int scalar);
+void sim_bend_xrange(sim_vec4 *restrict p, const sim_bend *c, const float *rest, const float *kt,
+		     float *lam, uint32_t count, int scalar);
+/* The signed dihedral angle sgn(V) (pi - phi) of four rest points, 0 when
+ * flat: the XPBD bending constraint's rest value (bend.c). */
+float sim_bend_signed_rest(sim_v3 p1, sim_v3 p2, sim_v3 p3, sim_v3 p4);
 void sim_xbend_solve(const drape_sim *sim);
 
 /* ---- wind.c --------------------------------------------------------------- */

@@ -38,8 +38,8 @@ static void sweep_tile(const sweep_job *J, uint32_t t)
 		for (uint32_t r = tl->first[t]; r < tl->first[t + 1]; r++) {
 			uint32_t b = tl->run[r], m = tl->run[r + 1] - b;
 			if (xpbd)
-				sim_bend_xrange(p, sim->bend + b, X->bend_kt + b, X->bend_lambda + b, m,
-						scalar || tl->serial[r]);
+				sim_bend_xrange(p, sim->bend + b, X->bend_rest + b, X->bend_kt + b,
+						X->bend_lambda + b, m, scalar || tl->serial[r]);
 			else
 				sim_bend_range(p, sim->bend + b, m, sim->k_bend, scalar || tl->serial[r]);
 		}

@@ -162,14 +162,14 @@ void sim_xdist_solve(const drape_sim *sim, const sim_dist *c, const sim_colourin
 typedef struct xbend_job {
 	sim_vec4 *p;
 	const sim_bend *c;
-	const float *kt;
+	const float *rest, *kt;
 	float *lam;
 } xbend_job;
 
 static void xbend_block(void *ctx, uint32_t begin, uint32_t end)
 {
 	const xbend_job *J = ctx;
-	sim_bend_xrange(J->p, J->c + begin, J->kt + begin, J->lam + begin, end - begin, 0);
+	sim_bend_xrange(J->p, J->c + begin, J->rest + begin, J->kt + begin, J->lam + begin, end - begin, 0);
 }
 
 void sim_xbend_solve(const drape_sim *sim)
@@ -180,10 +180,11 @@ void sim_xbend_solve(const drape_sim *sim)
 	for (uint32_t g = 0; g < col->colours; g++) {
 		uint32_t b = col->start[g], e = col->start[g + 1];
 		if (scalar || (col->overflow && g + 1 == col->colours)) {
-			sim_bend_xrange(sim->p, sim->bend + b, X->bend_kt + b, X->bend_lambda + b, e - b, 1);
+			sim_bend_xrange(sim->p, sim->bend + b, X->bend_rest + b, X->bend_kt + b,
+					X->bend_lambda + b, e - b, 1);
 			continue;
 		}
-		xbend_job job = {sim->p, sim->bend + b, X->bend_kt + b, X->bend_lambda + b};
+		xbend_job job = {sim->p, sim->bend + b, X->bend_rest + b, X->bend_kt + b, X->bend_lambda + b};
 		sim_pool_for(sim->pool, e - b, sim_pool_block(sim->pool, e - b), xbend_block, &job);
 	}
 }
