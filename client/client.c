@@ -704,6 +704,14 @@ static const struct {
 	 "self_thickness"},
 	{PROTO_PARAM_SELF_FRICTION, offsetof(drape_sim_params, self_friction), PF_FLOAT,
 	 "self_friction"},
+	{PROTO_PARAM_MODEL, offsetof(drape_sim_params, model), PF_INT, "model"},
+	{PROTO_PARAM_STRETCH_K, offsetof(drape_sim_params, stretch_k), PF_FLOAT, "stretch_k"},
+	{PROTO_PARAM_STRETCH_K_WEFT, offsetof(drape_sim_params, stretch_k_weft), PF_FLOAT,
+	 "stretch_k_weft"},
+	{PROTO_PARAM_SHEAR_K, offsetof(drape_sim_params, shear_k), PF_FLOAT, "shear_k"},
+	{PROTO_PARAM_BEND_K, offsetof(drape_sim_params, bend_k), PF_FLOAT, "bend_k"},
+	{PROTO_PARAM_COMPRESS_K, offsetof(drape_sim_params, compress_k), PF_FLOAT, "compress_k"},
+	{PROTO_PARAM_DAMPING_RATE, offsetof(drape_sim_params, damping_rate), PF_FLOAT, "damping_rate"},
 };
 #define PARAM_FIELD_COUNT (sizeof param_fields / sizeof param_fields[0])
 
@@ -776,6 +784,7 @@ drape_err drape_session_create(drape_client *c, const drape_session_desc *d, dra
 	cr->mesh.triangles = d->triangles;
 	cr->mesh.triangle_count = d->triangle_count;
 	cr->inv_mass = d->inv_mass;
+	cr->uvs = d->uvs;
 	cr->pins = d->pin_count > 0 ? d->pins : NULL;
 	cr->pin_count = d->pin_count;
 	cr->name = d->name;

@@ -72,6 +72,15 @@ typedef struct obj_reader {
 	size_t nt, cap_t;
 	uint32_t faces;
 
+	float *vt;               /* `vt` lines: (u, v) pairs */
+	size_t nvt, cap_vt;
+	float *vuv;              /* per vertex: the (u, v) of its first face corner */
+	unsigned char *vuv_state; /* per vertex: 0 none yet, 1 set, 2 set and on a seam */
+	size_t nvuv, cap_vuv, cap_vuv_state;
+	size_t uv_corners;       /* face corners that named a texture coordinate */
+	size_t corners;          /* all face corners */
+	uint32_t uv_seams;       /* vertices whose corners name different coordinates */
+
 	obj_group_build *groups;
 	size_t ngroups, cap_groups;
 	uint32_t *slots; /* open-addressing hash of group indices + 1; 0 = empty */
@@ -82,6 +91,8 @@ typedef struct obj_reader {
 
 	uint32_t *poly;          /* the current face's resolved indices */
 	size_t cap_poly;
+	int64_t *poly_vt;        /* the current face's texture indices, 0-based; -1 = none */
+	size_t cap_poly_vt;
 	float *ear_xy;           /* ear clipping scratch: 2D coordinates */
 	int32_t *ear_next;
 	size_t cap_ear, cap_next;
@@ -134,6 +145,10 @@ static void obj_reader_free(obj_reader *r)
 {
 	free(r->pos);
 	free(r->tri);
+	free(r->vt);
+	free(r->vuv);
+	free(r->vuv_state);
+	free(r->poly_vt);
 	for (size_t i = 0; i < r->ngroups; i++) {
 		free(r->groups[i].name);
 		free(r->groups[i].v);
@@ -532,6 +547,59 @@ static drape_err obj_vertex(obj_reader *r, const char *s)
 	return DRAPE_OK;
 }
 
+/* `vt u [v [w]]`: the texture coordinate (u, v); v defaults to 0 and w is
+ * checked to be a number, then dropped. They count against max_vertices. */
+static drape_err obj_texcoord(obj_reader *r, const char *s)
+{
+	float uv[2] = {0.0f, 0.0f};
+	int n = 0;
+	const char *t;
+	size_t len;
+	while ((t = obj_token(&s, &len)) != NULL) {
+		float f = 0.0f;
+		drape_err e = obj_parse_coord(r, t, len, &f);
+		if (e != DRAPE_OK)
+			return e;
+		if (n < 2)
+			uv[n] = f;
+		n++;
+	}
+	if (n < 1 || n > 3)
+		return obj_fail(r, DRAPE_EPARSE, "texture coordinate has %d numbers (1 to 3 expected)", n);
+	if (r->nvt >= r->lim.max_vertices)
+		return obj_fail(r, DRAPE_ELIMIT, "more than %u texture coordinates (limit)", r->lim.max_vertices);
+	if (obj_grow((void **)&r->vt, &r->cap_vt, (r->nvt + 1) * 2, sizeof *r->vt) != 0)
+		return obj_fail(r, DRAPE_ENOMEM, "out of memory for texture coordinates");
+	memcpy(r->vt + r->nvt * 2, uv, sizeof uv);
+	r->nvt++;
+	return DRAPE_OK;
+}
+
+/* Gives vertex v the texture coordinate vt (0-based) of one of its face
+ * corners: the first one it gets is kept; a different one later means the
+ * vertex lies on a UV seam, which is counted. */
+static drape_err obj_vertex_uv(obj_reader *r, uint32_t v, int64_t vt)
+{
+	if (r->nvuv < r->nv) {
+		if (obj_grow((void **)&r->vuv, &r->cap_vuv, r->nv * 2, sizeof *r->vuv) != 0 ||
+		    obj_grow((void **)&r->vuv_state, &r->cap_vuv_state, r->nv, 1) != 0)
+			return obj_fail(r, DRAPE_ENOMEM, "out of memory for texture coordinates");
+		memset(r->vuv_state + r->nvuv, 0, r->nv - r->nvuv);
+		r->nvuv = r->nv;
+	}
+	float *dst = r->vuv + (size_t)v * 2;
+	const float *src = r->vt + (size_t)vt * 2;
+	if (r->vuv_state[v] == 0) {
+		dst[0] = src[0];
+		dst[1] = src[1];
+		r->vuv_state[v] = 1;
+	} else if (r->vuv_state[v] == 1 && (dst[0] != src[0] || dst[1] != src[1])) {
+		r->vuv_state[v] = 2;
+		r->uv_seams++;
+	}
+	return DRAPE_OK;
+}
+
 /* Parses an optionally signed decimal integer at *p, advancing it. Values are
  * clamped at +-1e12 so that overflow cannot happen and the message still
  * shows that the index is far out of range. Returns 0 if no digit. */
@@ -564,17 +632,22 @@ static drape_err obj_face(obj_reader *r, const char *s)
 	size_t len;
 	while ((t = obj_token(&s, &len)) != NULL) {
 		const char *p = t, *end = t + len;
-		int64_t idx, other;
+		int64_t idx, other, tex = 0;
 		if (!obj_parse_int(&p, &idx))
 			return obj_fail(r, DRAPE_EPARSE, "face vertex '%.*s' is not v, v/vt, v//vn or v/vt/vn",
 					(int)(len > 40 ? 40 : len), t);
-		/* Texture and normal indices are checked for syntax only. */
+		/* The texture index is kept; the normal index is checked for
+		 * syntax only. */
 		for (int part = 0; part < 2 && p < end; part++) {
 			if (*p != '/')
 				break;
 			p++;
-			if (p < end && *p != '/' && !obj_parse_int(&p, &other))
-				break;
+			if (p < end && *p != '/') {
+				if (!obj_parse_int(&p, &other))
+					break;
+				if (part == 0)
+					tex = other;
+			}
 		}
 		if (p != end)
 			return obj_fail(r, DRAPE_EPARSE, "face vertex '%.*s' is not v, v/vt, v//vn or v/vt/vn",
@@ -603,8 +676,19 @@ static drape_err obj_face(obj_reader *r, const char *s)
 		if (n >= r->lim.max_face_vertices)
 			return obj_fail(r, DRAPE_ELIMIT, "face has more than %u vertices (limit)",
 					r->lim.max_face_vertices);
-		if (obj_grow((void **)&r->poly, &r->cap_poly, n + 1, sizeof *r->poly) != 0)
+		int64_t zt = -1;
+		const int64_t nvt = (int64_t)r->nvt;
+		if (tex > 0 && tex <= nvt)
+			zt = tex - 1;
+		else if (tex < 0 && -tex <= nvt)
+			zt = nvt + tex;
+		else if (tex != 0)
+			return obj_fail(r, DRAPE_ERANGE, "texture index %lld out of range (%s%lld)", (long long)tex,
+					tex > 0 ? "1.." : "-1..-", (long long)nvt);
+		if (obj_grow((void **)&r->poly, &r->cap_poly, n + 1, sizeof *r->poly) != 0 ||
+		    obj_grow((void **)&r->poly_vt, &r->cap_poly_vt, n + 1, sizeof *r->poly_vt) != 0)
 			return obj_fail(r, DRAPE_ENOMEM, "out of memory for a face");
+		r->poly_vt[n] = zt;
 		r->poly[n++] = (uint32_t)z;
 	}
 	if (n < 3)
@@ -617,6 +701,14 @@ static drape_err obj_face(obj_reader *r, const char *s)
 	if (e != DRAPE_OK)
 		return e;
 	r->faces++;
+	r->corners += n;
+	for (size_t k = 0; k < n; k++) {
+		if (r->poly_vt[k] < 0)
+			continue;
+		r->uv_corners++;
+		if ((e = obj_vertex_uv(r, r->poly[k], r->poly_vt[k])) != DRAPE_OK)
+			return e;
+	}
 	for (uint32_t i = 0; i < r->nactive_g; i++)
 		if ((e = obj_group_add(r, r->active[i], r->poly, n)) != DRAPE_OK)
 			return e;
@@ -657,7 +749,7 @@ static drape_err obj_groups(obj_reader *r, const char *s, int is_object)
 }
 
 static const char *const obj_ignored[] = {
-	"vt", "vn", "vp", "s", "mtllib", "usemtl", "l", "p", "maplib", "usemap", "lod",
+	"vn", "vp", "s", "mtllib", "usemtl", "l", "p", "maplib", "usemap", "lod",
 	"shadow_obj", "trace_obj", "bevel", "c_interp", "d_interp", "mg",
 };
 
@@ -675,6 +767,8 @@ static drape_err obj_statement(obj_reader *r, const char *s)
 		return obj_vertex(r, s);
 	if (obj_tok_eq(t, len, "f"))
 		return obj_face(r, s);
+	if (obj_tok_eq(t, len, "vt"))
+		return obj_texcoord(r, s);
 	if (obj_tok_eq(t, len, "g"))
 		return obj_groups(r, s, 0);
 	if (obj_tok_eq(t, len, "o"))
@@ -779,6 +873,23 @@ static drape_err obj_finish(obj_reader *r, drape_obj_mesh *out)
 		g->v = NULL;
 	}
 	m.group_count = (uint32_t)r->ngroups;
+	/* Per-vertex texture coordinates only when every face corner named
+	 * one; vertices in no face get (0, 0). */
+	if (r->corners > 0 && r->uv_corners == r->corners) {
+		m.uvs = calloc(r->nv * 2 > 0 ? r->nv * 2 : 1, sizeof *m.uvs);
+		if (m.uvs == NULL) {
+			for (size_t i = 0; i < r->ngroups; i++) {
+				free(m.groups[i].name);
+				free(m.groups[i].vertices);
+			}
+			free(m.groups);
+			return obj_fail(r, DRAPE_ENOMEM, "out of memory for texture coordinates");
+		}
+		for (size_t v = 0; v < r->nvuv; v++)
+			if (r->vuv_state[v] != 0)
+				memcpy(m.uvs + v * 2, r->vuv + v * 2, 2 * sizeof *m.uvs);
+		m.uv_seam_vertices = r->uv_seams;
+	}
 	m.positions = r->pos;
 	m.vertex_count = (uint32_t)r->nv;
 	m.triangles = r->tri;
@@ -876,6 +987,7 @@ void drape_obj_free(drape_obj_mesh *m)
 		return;
 	free(m->positions);
 	free(m->triangles);
+	free(m->uvs);
 	for (uint32_t i = 0; i < m->group_count; i++) {
 		free(m->groups[i].name);
 		free(m->groups[i].vertices);

@@ -3,9 +3,10 @@
  * and the tests use it too, hence the drape_obj_ prefix).
  *
  * Reading keeps what a cloth simulation needs: vertex positions, faces
- * triangulated, and the `g` / `o` groups as named vertex sets. Texture
- * coordinates, normals, smoothing groups, materials, polylines (`l`) and
- * points (`p`) are read over and dropped. Free-form geometry (`cstype`,
+ * triangulated, the `g` / `o` groups as named vertex sets, and texture
+ * coordinates (`vt`) per vertex, which give a woven material its warp and
+ * weft. Normals, smoothing groups, materials, polylines (`l`) and points
+ * (`p`) are read over and dropped. Free-form geometry (`cstype`,
  * `curv`, `surf`, ...) and any other unknown statement is an error naming the
  * line, so a file that is not an OBJ at all is refused early instead of
  * giving an empty mesh.
@@ -70,6 +71,14 @@ typedef struct drape_obj_mesh {
 	uint32_t face_count;    /* polygons in the file, before triangulation */
 	drape_obj_group *groups;
 	uint32_t group_count;   /* in order of first appearance */
+	/* Per-vertex texture coordinates (vertex_count * 2 floats) when every
+	 * face corner names a `vt`, else NULL. A vertex keeps the coordinate
+	 * of its first face corner; uv_seam_vertices counts the vertices whose
+	 * corners name different ones (UV seams), where the per-vertex value
+	 * is right for the faces on one side only. Vertices in no face get
+	 * (0, 0). */
+	float *uvs;
+	uint32_t uv_seam_vertices;
 } drape_obj_mesh;
 
 /*

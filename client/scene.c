@@ -459,10 +459,11 @@ drape_err drape_scene_make_grid(float size_u, float size_v, uint32_t nx, uint32_
 	m.positions = malloc((size_t)nv * 3 * sizeof *m.positions);
 	m.triangles = malloc((size_t)nt * 3 * sizeof *m.triangles);
 	m.groups = calloc(5, sizeof *m.groups);
+	m.uvs = malloc((size_t)nv * 2 * sizeof *m.uvs);
 	uint32_t *top = malloc(nx * sizeof *top), *bottom = malloc(nx * sizeof *bottom);
 	uint32_t *left = malloc(ny * sizeof *left), *right = malloc(ny * sizeof *right);
 	uint32_t *corners = malloc(4 * sizeof *corners);
-	if (!m.positions || !m.triangles || !m.groups || !top || !bottom || !left || !right || !corners) {
+	if (!m.positions || !m.triangles || !m.groups || !m.uvs || !top || !bottom || !left || !right || !corners) {
 		free(top);
 		free(bottom);
 		free(left);
@@ -480,6 +481,10 @@ drape_err drape_scene_make_grid(float size_u, float size_v, uint32_t nx, uint32_
 		for (uint32_t i = 0; i < nx; i++) {
 			double su = ((double)i / (nx - 1) - 0.5) * size_u;
 			float *p = m.positions + ((size_t)j * nx + i) * 3;
+			/* Texture coordinates in metres along u and v, so a woven
+			 * material's warp runs along u and its weft along v. */
+			m.uvs[((size_t)j * nx + i) * 2] = (float)(su + 0.5 * size_u);
+			m.uvs[((size_t)j * nx + i) * 2 + 1] = (float)(sv + 0.5 * size_v);
 			for (int k = 0; k < 3; k++)
 				p[k] = (float)(center[k] + su * ua[k] + sv * va[k]);
 		}
@@ -726,14 +731,136 @@ static drape_err scn_pins(scn *c, const cJSON *p)
 
 /* ---- Cloth ---------------------------------------------------------------------------- */
 
+/* ---- Material ------------------------------------------------------------------------- */
+
+/* The damping of a material given in full, 1/s: the presets' value, which
+ * matches the pbd model's default of 0.99 per frame at 24 fps. */
+#define SCN_MATERIAL_DAMPING 0.24f
+
+/* A preset by name into the parameters; an unknown name lists the presets. */
+static drape_err scn_preset(scn *c, const cJSON *v)
+{
+	if (!cJSON_IsString(v))
+		return scn_fail(c, DRAPE_EINVAL, "must be a preset name (a string), not %s", scn_type_name(v));
+	drape_error pe;
+	drape_error_clear(&pe);
+	drape_err e = drape_material_preset(v->valuestring, &c->s.params, &pe);
+	if (e != DRAPE_OK) {
+		/* The solver's message starts with "material: "; the path replaces it. */
+		const char *msg = strncmp(pe.message, "material: ", 10) == 0 ? pe.message + 10 : pe.message;
+		return scn_fail(c, e, "%s", msg);
+	}
+	for (const char *const *n = drape_material_preset_names(); *n != NULL; n++)
+		if (strcmp(*n, v->valuestring) == 0)
+			c->s.material = *n;
+	return DRAPE_OK;
+}
+
+/* A physical constant of the material: finite, > 0 (or >= 0 when zero_ok),
+ * then within the solver's range, reported at this key's path. */
+static drape_err scn_material_value(scn *c, const cJSON *v, int zero_ok, float *dst)
+{
+	drape_err e = scn_float_in(c, v, 0.0, 1e30, !zero_ok, dst);
+	if (e != DRAPE_OK)
+		return e;
+	return scn_check_params(c);
+}
+
+/*
+ * cloth.material: a preset name ("denim"), or an object with an optional
+ * "preset" whose values the other keys replace, or the constants given in
+ * full (stretch, shear, bend and density required without a preset).
+ */
+static drape_err scn_material(scn *c, const cJSON *m)
+{
+	drape_sim_params *p = &c->s.params;
+	if (cJSON_IsString(m))
+		return scn_preset(c, m);
+	static const char *const keys[] = {"preset", "stretch",	"stretch_weft", "shear", "bend",
+					   "compression", "density", "damping", NULL};
+	drape_err e;
+	if (!cJSON_IsObject(m))
+		return scn_fail(c, DRAPE_EINVAL, "must be a preset name or an object, not %s", scn_type_name(m));
+	if ((e = scn_keys(c, m, keys)) != DRAPE_OK)
+		return e;
+	if (scn_get(m, "preset") != NULL) {
+		SCN_FIELD(c, m, "preset", scn_preset(c, v_));
+	} else {
+		static const char *const need[] = {"stretch", "shear", "bend", "density"};
+		for (int i = 0; i < 4; i++)
+			if (scn_get(m, need[i]) == NULL)
+				return scn_fail(c, DRAPE_EINVAL,
+						"needs \"%s\" (without \"preset\", give stretch, shear, bend and "
+						"density)",
+						need[i]);
+		p->model = DRAPE_MODEL_XPBD;
+		p->stretch_k_weft = 0.0f;
+		p->compress_k = 0.0f;
+		p->damping_rate = SCN_MATERIAL_DAMPING;
+		c->s.material = "custom";
+	}
+	SCN_FIELD(c, m, "stretch", scn_material_value(c, v_, 0, &p->stretch_k));
+	SCN_FIELD(c, m, "stretch_weft", scn_material_value(c, v_, 1, &p->stretch_k_weft));
+	SCN_FIELD(c, m, "shear", scn_material_value(c, v_, 0, &p->shear_k));
+	SCN_FIELD(c, m, "bend", scn_material_value(c, v_, 1, &p->bend_k));
+	SCN_FIELD(c, m, "compression", scn_material_value(c, v_, 1, &p->compress_k));
+	SCN_FIELD(c, m, "density", scn_material_value(c, v_, 0, &p->density));
+	SCN_FIELD(c, m, "damping", scn_material_value(c, v_, 1, &p->damping_rate));
+	return scn_check_params(c);
+}
+
+/* cloth.model: "pbd" or "xpbd". */
+static drape_err scn_model(scn *c, const cJSON *v, int32_t *model)
+{
+	if (cJSON_IsString(v) && strcmp(v->valuestring, "pbd") == 0)
+		*model = DRAPE_MODEL_PBD;
+	else if (cJSON_IsString(v) && strcmp(v->valuestring, "xpbd") == 0)
+		*model = DRAPE_MODEL_XPBD;
+	else if (cJSON_IsString(v))
+		return scn_fail(c, DRAPE_EINVAL, "unknown model \"%.64s\" (expected one of: pbd, xpbd)",
+				v->valuestring);
+	else
+		return scn_fail(c, DRAPE_EINVAL, "must be \"pbd\" or \"xpbd\", not %s", scn_type_name(v));
+	return DRAPE_OK;
+}
+
 static drape_err scn_cloth(scn *c, const cJSON *cl)
 {
 	static const char *const keys[] = {"mesh",  "scale",   "translate", "stretch", "shear", "bend",
-					   "thickness", "density", "pins", NULL};
+					   "thickness", "density", "pins", "material", "model", NULL};
 	drape_err e;
 	if ((e = scn_want_object(c, cl)) || (e = scn_keys(c, cl, keys)))
 		return e;
 	drape_sim_params *p = &c->s.params;
+	const cJSON *mat = scn_get(cl, "material");
+	int32_t model = mat != NULL ? DRAPE_MODEL_XPBD : DRAPE_MODEL_PBD;
+	SCN_FIELD(c, cl, "model", scn_model(c, v_, &model));
+	if (mat == NULL && model == DRAPE_MODEL_XPBD) {
+		scn_push_key(c, "model");
+		return scn_fail(c, DRAPE_EINVAL,
+				"\"xpbd\" needs \"material\" (a preset name or the physical constants)");
+	}
+	if (mat != NULL) {
+		/* The pbd model's dimensionless stiffness, and a density outside
+		 * the material, would silently mean something else next to a
+		 * physical material: the material holds them. */
+		static const char *const pbd_keys[] = {"stretch", "shear", "bend", "density"};
+		for (int i = 0; i < 4; i++) {
+			if (scn_get(cl, pbd_keys[i]) == NULL)
+				continue;
+			scn_push_key(c, pbd_keys[i]);
+			if (i == 3)
+				return scn_fail(c, DRAPE_EINVAL,
+						"give the density inside \"material\" (kg/m^2), e.g. "
+						"{\"preset\": \"denim\", \"density\": 0.4}");
+			return scn_fail(c, DRAPE_EINVAL,
+					"the [0, 1] stiffness of the pbd model cannot be combined with "
+					"\"material\"; give \"material\": {\"%s\": ...} in %s instead",
+					pbd_keys[i], i == 2 ? "N*m" : "N/m");
+		}
+		SCN_FIELD(c, cl, "material", scn_material(c, v_));
+		p->model = model;
+	}
 	SCN_FIELD(c, cl, "stretch", scn_param_float(c, v_, &p->stretch));
 	SCN_FIELD(c, cl, "shear", scn_param_float(c, v_, &p->shear));
 	SCN_FIELD(c, cl, "bend", scn_param_float(c, v_, &p->bend));
@@ -1151,6 +1278,12 @@ static drape_err scn_root(scn *c, const cJSON *root)
 	if (cl == NULL)
 		return scn_fail(c, DRAPE_EINVAL, "the scene needs \"cloth\"");
 	SCN_FIELD(c, root, "cloth", scn_cloth(c, v_));
+	if (p->model == DRAPE_MODEL_XPBD && scn_get(root, "damping") != NULL) {
+		scn_push_key(c, "damping");
+		return scn_fail(c, DRAPE_EINVAL,
+				"the pbd model's fraction per frame; with a material give "
+				"\"material\": {\"damping\": rate in 1/s}");
+	}
 	return scn_check_params(c);
 }
 

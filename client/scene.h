@@ -60,9 +60,17 @@ typedef struct drape_scene {
 
 	/* The cloth: positions after scale and translate, triangles, and the OBJ
 	 * groups (or, for a grid, the groups "top", "bottom", "left", "right"
-	 * and "corners"). cloth_path is the resolved mesh path, NULL for a grid. */
+	 * and "corners"). cloth.uvs holds the per-vertex texture coordinates
+	 * that orient a material's warp and weft (the OBJ's vt, or the grid's
+	 * own in metres), NULL when the OBJ has none. cloth_path is the
+	 * resolved mesh path, NULL for a grid. */
 	drape_obj_mesh cloth;
 	char *cloth_path;
+
+	/* The cloth's material: a preset name (static storage), "custom" for
+	 * constants given in full, NULL without "material" (the pbd model).
+	 * params holds the values either way. */
+	const char *material;
 
 	/* Pinned vertices, sorted ascending without duplicates; pin_attach[i] is
 	 * the collider index pins[i] follows, or DRAPE_SCENE_NO_ATTACH. */

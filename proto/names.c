@@ -140,6 +140,20 @@ void proto_params_apply(drape_sim_params *dst, const proto_params *src)
 		dst->self_thickness = v->self_thickness;
 	if (m & PROTO_PARAM_SELF_FRICTION)
 		dst->self_friction = v->self_friction;
+	if (m & PROTO_PARAM_MODEL)
+		dst->model = v->model;
+	if (m & PROTO_PARAM_STRETCH_K)
+		dst->stretch_k = v->stretch_k;
+	if (m & PROTO_PARAM_STRETCH_K_WEFT)
+		dst->stretch_k_weft = v->stretch_k_weft;
+	if (m & PROTO_PARAM_SHEAR_K)
+		dst->shear_k = v->shear_k;
+	if (m & PROTO_PARAM_BEND_K)
+		dst->bend_k = v->bend_k;
+	if (m & PROTO_PARAM_COMPRESS_K)
+		dst->compress_k = v->compress_k;
+	if (m & PROTO_PARAM_DAMPING_RATE)
+		dst->damping_rate = v->damping_rate;
 }
 
 void proto_collider_apply(drape_collider_desc *dst, const proto_collider_add_req *src)

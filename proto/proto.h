@@ -225,7 +225,15 @@ enum {
 	PROTO_PARAM_SELF_COLLISION = 1u << 15,
 	PROTO_PARAM_SELF_THICKNESS = 1u << 16,
 	PROTO_PARAM_SELF_FRICTION = 1u << 17,
-	PROTO_PARAMS_ALL = (1u << 18) - 1u
+	/* The physical material (sim.h): model, then its constants. */
+	PROTO_PARAM_MODEL = 1u << 18,
+	PROTO_PARAM_STRETCH_K = 1u << 19,
+	PROTO_PARAM_STRETCH_K_WEFT = 1u << 20,
+	PROTO_PARAM_SHEAR_K = 1u << 21,
+	PROTO_PARAM_BEND_K = 1u << 22,
+	PROTO_PARAM_COMPRESS_K = 1u << 23,
+	PROTO_PARAM_DAMPING_RATE = 1u << 24,
+	PROTO_PARAMS_ALL = (1u << 25) - 1u
 };
 
 /*
@@ -310,6 +318,10 @@ typedef struct proto_create_req {
 	const float *inv_mass; /* optional, vertex_count finite floats >= 0; NULL if absent */
 	const uint32_t *pins;  /* optional, pin_count indices < vertex_count; NULL if absent */
 	uint32_t pin_count;
+	/* optional "uvs": vertex_count * 2 finite floats, each vertex's (u, v)
+	 * texture coordinate, the warp and weft of an anisotropic material
+	 * (drape_sim_desc.uvs); NULL if absent */
+	const float *uvs;
 	proto_params params;   /* "params" map; absent map = mask 0 */
 	const char *name;      /* optional, <= PROTO_MAX_NAME bytes, no NUL; NULL if absent */
 } proto_create_req;

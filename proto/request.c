@@ -154,6 +154,13 @@ static drape_err decode_create(proto_wire_dec *d, const msgpack_object *m, proto
 		if (rc != DRAPE_OK)
 			return rc;
 	}
+	v = proto_wire_get(m, "uvs");
+	if (v != NULL) {
+		uint32_t n = 0;
+		rc = proto_wire_bin_f32(d, v, "uvs", 2, c->mesh.vertex_count, &c->uvs, &n);
+		if (rc != DRAPE_OK)
+			return rc;
+	}
 	v = proto_wire_get(m, "params");
 	if (v != NULL) {
 		rc = proto_wire_read_params(d, v, "params", &c->params);
@@ -537,6 +544,10 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 		if (c->pins != NULL || c->pin_count > 0) {
 			proto_wire_kv(e, n, "pins");
 			proto_wire_pack_bin_u32(e, "pins", c->pins, c->pin_count);
+		}
+		if (c->uvs != NULL) {
+			proto_wire_kv(e, n, "uvs");
+			proto_wire_pack_bin_f32(e, "uvs", c->uvs, (uint64_t)c->mesh.vertex_count * 2u);
 		}
 		if (c->params.mask != 0) {
 			proto_wire_kv(e, n, "params");

@@ -41,6 +41,13 @@ static const param_field param_fields[] = {
 	PF(self_collision, PROTO_PARAM_SELF_COLLISION, F_I32),
 	PF(self_thickness, PROTO_PARAM_SELF_THICKNESS, F_F32),
 	PF(self_friction, PROTO_PARAM_SELF_FRICTION, F_F32),
+	PF(model, PROTO_PARAM_MODEL, F_I32),
+	PF(stretch_k, PROTO_PARAM_STRETCH_K, F_F32),
+	PF(stretch_k_weft, PROTO_PARAM_STRETCH_K_WEFT, F_F32),
+	PF(shear_k, PROTO_PARAM_SHEAR_K, F_F32),
+	PF(bend_k, PROTO_PARAM_BEND_K, F_F32),
+	PF(compress_k, PROTO_PARAM_COMPRESS_K, F_F32),
+	PF(damping_rate, PROTO_PARAM_DAMPING_RATE, F_F32),
 };
 #undef PF
 

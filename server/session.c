@@ -159,6 +159,7 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	desc.triangles = c->mesh.triangles;
 	desc.triangle_count = c->mesh.triangle_count;
 	desc.inv_mass = c->inv_mass;
+	desc.uvs = c->uvs;
 	desc.pins = c->pins;
 	desc.pin_count = c->pin_count;
 	desc.params = *p;

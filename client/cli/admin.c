@@ -237,6 +237,46 @@ int cli_cmd_delete(int argc, char **argv)
 	return owner_cmd(argc, argv, "delete", true);
 }
 
+/* The cloth's material for `drape check`: the model, the preset (or
+ * "custom"), the constants in SI units, and the UVs that orient them. */
+static void print_material_text(const drape_scene *sc)
+{
+	const drape_sim_params *p = &sc->params;
+	if (p->model == DRAPE_MODEL_XPBD) {
+		printf("material:              %s (xpbd)\n", sc->material ? sc->material : "custom");
+		printf("  stretch:             %g N/m warp, %g N/m weft%s\n", (double)p->stretch_k,
+		       (double)(p->stretch_k_weft > 0.0f ? p->stretch_k_weft : p->stretch_k),
+		       sc->cloth.uvs ? "" : " (no UVs: isotropic, warp value)");
+		printf("  shear, bend:         %g N/m, %g N*m\n", (double)p->shear_k, (double)p->bend_k);
+		printf("  density, damping:    %g kg/m^2, %g 1/s\n", (double)p->density, (double)p->damping_rate);
+	} else {
+		printf("material:              none (pbd: stretch %g, shear %g, bend %g; density %g kg/m^2)\n",
+		       (double)p->stretch, (double)p->shear, (double)p->bend, (double)p->density);
+	}
+	if (sc->cloth.uvs != NULL)
+		printf("UVs:                   yes (%u vertices on seams)\n", sc->cloth.uv_seam_vertices);
+	else
+		printf("UVs:                   no\n");
+}
+
+static void print_material_json(const drape_scene *sc)
+{
+	const drape_sim_params *p = &sc->params;
+	printf("\"model\":\"%s\",\"material\":", p->model == DRAPE_MODEL_XPBD ? "xpbd" : "pbd");
+	if (sc->material != NULL)
+		printf("\"%s\"", sc->material);
+	else
+		printf("null");
+	printf(",\"density\":%.9g", (double)p->density);
+	if (p->model == DRAPE_MODEL_XPBD)
+		printf(",\"stretch_k\":%.9g,\"stretch_k_weft\":%.9g,\"shear_k\":%.9g,\"bend_k\":%.9g,"
+		       "\"compress_k\":%.9g,\"damping_rate\":%.9g",
+		       (double)p->stretch_k, (double)p->stretch_k_weft, (double)p->shear_k, (double)p->bend_k,
+		       (double)p->compress_k, (double)p->damping_rate);
+	printf(",\"uvs\":%s,\"uv_seam_vertices\":%u", sc->cloth.uvs ? "true" : "false",
+	       sc->cloth.uv_seam_vertices);
+}
+
 int cli_cmd_check(int argc, char **argv)
 {
 	static const char *const allowed[] = {"--server", "--token-file", "--max-pairs", "--json",
@@ -275,6 +315,7 @@ int cli_cmd_check(int argc, char **argv)
 	d.triangle_count = sc.cloth.triangle_count;
 	d.pins = sc.pins;
 	d.pin_count = sc.pin_count;
+	d.uvs = sc.cloth.uvs;
 	d.params = sc.params;
 	drape_sim *sim;
 	int x = CLI_OK;
@@ -339,7 +380,9 @@ int cli_cmd_check(int argc, char **argv)
 			       sc.collider_anims[i].last_frame, (unsigned)cd->frame_count, (unsigned)cd->frame_start,
 			       (unsigned)cd->frame_start + cd->frame_count - 1, (unsigned)cd->vertex_count);
 		}
-		printf("]}\n");
+		printf("],");
+		print_material_json(&sc);
+		printf("}\n");
 	} else {
 		printf("vertices:              %u\n", t.vertices);
 		printf("triangles:             %u\n", t.triangles);
@@ -350,6 +393,7 @@ int cli_cmd_check(int argc, char **argv)
 		printf("unreferenced vertices: %u\n", t.unreferenced_vertices);
 		printf("pinned vertices:       %u\n", t.pinned_vertices);
 		printf("colliders:             %u\n", (unsigned)sc.collider_count);
+		print_material_text(&sc);
 		printf("intersecting pairs:    %llu\n", (unsigned long long)count);
 		for (uint32_t i = 0; i < shown; i++)
 			printf("  triangles %u and %u\n", pairs[i].a, pairs[i].b);

@@ -42,6 +42,7 @@ typedef struct cli_opts {
 	uint32_t frames;         /* --frames N (0 = the scene's) */
 	uint32_t from;           /* --from N (attach: first frame wanted) */
 	uint32_t max_pairs;      /* --max-pairs N (check) */
+	const char *material;    /* --material NAME (run): a fabric preset replacing the scene's */
 	int32_t timeout_ms;      /* --timeout MS: request timeout */
 	bool json;               /* --json */
 	bool local;              /* --local: run the solver in this process */
@@ -121,5 +122,12 @@ int cli_cmd_loadtest(int argc, char **argv);
 
 /* Usage text of a command (NULL = the overview) to stdout or stderr. */
 void cli_usage(const char *cmd, bool to_stderr);
+
+/* Edge strain |l - l0| / l0 of positions `pos` against `rest` over the
+ * unique edges of the triangles (zero-length rest edges skipped): the
+ * maximum and the nearest-rank 99th percentile. Returns 0, or -1 when there
+ * is no edge or no memory (outputs untouched). (strain.c) */
+int cli_edge_strain(const float *rest, const float *pos, uint32_t vertex_count, const uint32_t *triangles,
+		    uint32_t triangle_count, float *max_out, float *p99_out);
 
 #endif

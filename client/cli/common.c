@@ -146,6 +146,8 @@ bool cli_parse(int argc, char **argv, int first, const char *const *allowed, int
 			o->owner_token = val;
 		} else if (strcmp(name, "--scene") == 0) {
 			o->scene = val;
+		} else if (strcmp(name, "--material") == 0) {
+			o->material = val;
 		} else if (strcmp(name, "--out") == 0) {
 			o->out_dir = val;
 		} else if (strcmp(name, "--frames") == 0) {

@@ -65,7 +65,7 @@ static const struct {
 } commands[] = {
 	{"run",
 	 "usage: drape run SCENE.json [--server URL] [--out DIR] [--frames N] [--json]\n"
-	 "                 [--token-file F] [--local] [--quiet] [--timeout MS]\n"
+	 "                 [--material NAME] [--token-file F] [--local] [--quiet] [--timeout MS]\n"
 	 "\n"
 	 "Loads the scene (see client/SCENE.md), creates a session with its cloth, pins and\n"
 	 "colliders, runs it, and receives every frame in order.\n"
@@ -73,6 +73,8 @@ static const struct {
 	 "  --out DIR       write DIR/frame_0001.obj ... (the scene's triangulated mesh);\n"
 	 "                  frames before the scene's \"start_frame\" are solved, not written\n"
 	 "  --frames N      frames to solve (default: the scene's \"frames\")\n"
+	 "  --material NAME a fabric preset (cotton, denim, silk, ...; see README.md,\n"
+	 "                  Materials) in place of the scene's cloth material\n"
 	 "  --json          one JSON object per frame on stdout,\n"
 	 "                  {\"frame\":N,\"sim_ms\":..,\"max_strain\":..,...}, then {\"summary\":{...}}\n"
 	 "  --server URL    use a running draped; prints the session id and owner token\n"

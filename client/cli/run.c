@@ -32,7 +32,9 @@ typedef struct sink {
 	uint32_t last_index;
 	double start_ms;    /* when frames started to arrive (after setup) */
 	double sim_ms;      /* sum of the solver's per-frame times */
-	float max_strain;
+	float max_strain;   /* over every frame received (the solver's per-frame maximum) */
+	const float *rest;  /* the scene's rest positions, for the last frame's strain; NULL = none */
+	float *last;        /* a copy of the latest frame's positions (when rest is set) */
 	bool progress;
 } sink;
 
@@ -44,6 +46,10 @@ static void sink_init(sink *k, const cli_opts *o, const drape_obj_mesh *mesh, ui
 		k->triangles = mesh->triangles;
 		k->triangle_count = mesh->triangle_count;
 		k->vertex_count = mesh->vertex_count;
+		k->rest = mesh->positions;
+		k->last = malloc((size_t)mesh->vertex_count * 3 * sizeof *k->last);
+		if (k->last == NULL)
+			k->rest = NULL; /* the summary does without the last frame's strain */
 	}
 	k->total = total;
 	k->progress = !o->quiet && isatty(STDERR_FILENO);
@@ -93,6 +99,8 @@ static int sink_frame(sink *k, uint32_t index, const float *positions, uint32_t 
 			return rc == DRAPE_ENONFINITE || rc == DRAPE_ERANGE ? CLI_DATAERR : CLI_IOERR;
 		}
 	}
+	if (k->last != NULL && index >= k->last_index)
+		memcpy(k->last, positions, (size_t)vertex_count * 3 * sizeof *k->last);
 	k->written++;
 	k->last_index = index;
 	k->sim_ms += st->solve_ms;
@@ -119,22 +127,42 @@ static void sink_summary(const sink *k, uint32_t session, double total_ms, const
 	double loop = cli_now_ms() - k->start_ms;
 	double per = k->written ? loop / k->written : 0.0;
 	double sim = k->written ? k->sim_ms / k->written : 0.0;
+	/* The last frame's edge strain against the rest mesh: what the cloth
+	 * looks like at the end, where the run's maximum may come from one
+	 * violent frame. -1 when unknown (no mesh, no frame). */
+	float last_max = -1.0f, last_p99 = -1.0f;
+	if (k->rest != NULL && k->written > 0 &&
+	    cli_edge_strain(k->rest, k->last, k->vertex_count, k->triangles, k->triangle_count, &last_max,
+			    &last_p99) != 0)
+		last_max = last_p99 = -1.0f;
 	if (k->o->json) {
 		printf("{\"summary\":{\"session\":%u,\"mode\":\"%s\",\"frames\":%u,\"last_frame\":%u,"
 		       "\"vertices\":%u,\"triangles\":%u,\"wall_ms\":%.1f,\"frames_ms\":%.1f,"
-		       "\"ms_per_frame\":%.3f,\"sim_ms_per_frame\":%.3f,\"max_strain\":%.6g}}\n",
+		       "\"ms_per_frame\":%.3f,\"sim_ms_per_frame\":%.3f,\"max_strain\":%.6g,"
+		       "\"last_max_strain\":%.6g,\"last_p99_strain\":%.6g}}\n",
 		       (unsigned)session, how, (unsigned)k->written, (unsigned)k->last_index,
 		       (unsigned)k->vertex_count, (unsigned)k->triangle_count, total_ms, loop, per, sim,
-		       (double)k->max_strain);
+		       (double)k->max_strain, (double)last_max, (double)last_p99);
 		fflush(stdout);
 	} else if (!k->o->quiet) {
+		char last[96] = "";
+		if (last_max >= 0.0f)
+			snprintf(last, sizeof last, "; last frame: max %.4g, 99th percentile %.4g",
+				 (double)last_max, (double)last_p99);
 		fprintf(stderr,
 			"drape: %u frames of %u vertices (%s) in %.2f s wall, %.2f ms/frame "
-			"(solver %.2f ms/frame), max strain %.4g%s%s\n",
+			"(solver %.2f ms/frame), max strain %.4g over the run%s%s%s\n",
 			(unsigned)k->written, (unsigned)k->vertex_count, how, total_ms / 1000.0, per, sim,
-			(double)k->max_strain, k->o->out_dir ? ", written to " : "",
+			(double)k->max_strain, last, k->o->out_dir ? ", written to " : "",
 			k->o->out_dir ? k->o->out_dir : "");
 	}
+}
+
+static void sink_free(sink *k)
+{
+	free(k->last);
+	k->last = NULL;
+	k->rest = NULL;
 }
 
 /* mkdir -p for --out. */
@@ -313,6 +341,22 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* `drape run --material NAME`: the preset replaces the scene's material
+ * (and makes the cloth a physical one if it was not). Returns 0 or an exit
+ * code. */
+static int override_material(drape_scene *sc, const char *name)
+{
+	drape_error err;
+	if (drape_material_preset(name, &sc->params, &err) != DRAPE_OK) {
+		fprintf(stderr, "drape run: --%s\n", err.message);
+		return CLI_USAGE;
+	}
+	for (const char *const *n = drape_material_preset_names(); *n != NULL; n++)
+		if (strcmp(*n, name) == 0)
+			sc->material = *n;
+	return 0;
+}
+
 /* `drape run --local`: the same scene through the solver in this process. */
 static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, const cli_opts *o, double t0)
 {
@@ -324,6 +368,7 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 	d.triangle_count = sc->cloth.triangle_count;
 	d.pins = sc->pins;
 	d.pin_count = sc->pin_count;
+	d.uvs = sc->cloth.uvs;
 	d.params = sc->params;
 	drape_sim *sim;
 	drape_error err;
@@ -371,6 +416,7 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 	}
 	if (x == 0)
 		sink_summary(&k, 0, cli_now_ms() - t0, "in process");
+	sink_free(&k);
 	free(pos);
 	drape_sim_destroy(sim);
 	return x;
@@ -380,7 +426,7 @@ int cli_cmd_run(int argc, char **argv)
 {
 	static const char *const allowed[] = {"--server", "--out",   "--frames",   "--json",
 					      "--token-file", "--local", "--quiet", "--timeout",
-					      NULL};
+					      "--material", NULL};
 	cli_opts o;
 	if (!cli_parse(argc, argv, 2, allowed, 1, "run", &o))
 		return CLI_USAGE;
@@ -402,6 +448,10 @@ int cli_cmd_run(int argc, char **argv)
 	int x = load_scene(o.args[0], &sc);
 	if (x != 0)
 		return x;
+	if (o.material != NULL && (x = override_material(&sc, o.material)) != 0) {
+		drape_scene_free(&sc);
+		return x;
+	}
 	uint32_t frames = o.frames ? o.frames : sc.frames;
 	if (sc.start_frame > frames) {
 		fprintf(stderr, "drape run: --frames %u ends before the scene's start_frame %u\n", (unsigned)frames,
@@ -446,6 +496,7 @@ int cli_cmd_run(int argc, char **argv)
 	d.triangle_count = sc.cloth.triangle_count;
 	d.pins = sc.pins;
 	d.pin_count = sc.pin_count;
+	d.uvs = sc.cloth.uvs;
 	d.params = sc.params;
 	char name[DRAPE_NAME_MAX + 1];
 	snprintf(name, sizeof name, "%s", base_name(o.args[0]));
@@ -490,6 +541,7 @@ int cli_cmd_run(int argc, char **argv)
 		sink_summary(&k, s.id, cli_now_ms() - t0,
 			     o.server ? "server" : "embedded server");
 	}
+	sink_free(&k);
 out:
 	drape_close(c);
 	cli_embed_stop(&emb);
@@ -572,6 +624,7 @@ int cli_cmd_attach(int argc, char **argv)
 	x = receive(c, s, &k, -1, true);
 	if (x == 0)
 		sink_summary(&k, id, cli_now_ms() - t0, "attached");
+	sink_free(&k);
 out:
 	drape_close(c);
 	drape_scene_free(&sc);
@@ -679,6 +732,7 @@ int cli_cmd_resume(int argc, char **argv)
 	} else if (x == 0) {
 		sink_summary(&k, id, cli_now_ms() - t0, "resumed");
 	}
+	sink_free(&k);
 out:
 	drape_close(c);
 	drape_scene_free(&sc);

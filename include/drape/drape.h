@@ -221,6 +221,10 @@ typedef struct drape_session_desc {
 	uint32_t pin_count;
 	drape_sim_params params;   /* unset fields take the server's defaults */
 	const char *name;          /* optional, <= DRAPE_NAME_MAX bytes */
+	/* optional, vertex_count * 2 finite floats: per-vertex texture
+	 * coordinates whose u and v give the warp and weft directions of an
+	 * anisotropic material (drape_sim_desc.uvs); NULL = none */
+	const float *uvs;
 } drape_session_desc;
 
 /* Zeroes *d and marks every parameter unset (drape_params_unset). */

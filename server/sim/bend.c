@@ -42,6 +42,7 @@
 #include "server/sim/simd.h"
 
 #include <float.h>
+#include <string.h>
 
 /* Within this angle (radians) of flat or fully folded a pair is skipped:
  * about 0.006 degrees, where the sine of the angle is 1e-4. */
@@ -206,16 +207,15 @@ typedef struct bend_job {
 	float k;
 } bend_job;
 
-/* The expressions of bend_angle, bend_grad and sim_bend_project for SIMD_W
- * records r[0..SIMD_W-1], lane by lane and in the same order; lanes the
- * scalar code would skip keep their positions, and only the first n lanes
- * are stored. */
-SIMD_KERNEL void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n, simd_f k)
+/* The geometry of bend_angle and bend_grad for SIMD_W records r[0..SIMD_W-1],
+ * lane by lane and in the same order: positions x, inverse masses w, the
+ * angle phi, gradients g, the denominator sum_j w_j |g_j|^2 and the lanes
+ * the scalar code would project (ok). */
+SIMD_KERNEL void bend_geom(const sim_vec4 *restrict p, const sim_bend *r, simd_v3 x[4], simd_f w[4],
+			   simd_v3 g[4], simd_f *phi_out, simd_f *denom_out, simd_m *ok_out)
 {
 	const simd_f zero = simd_splat(0.0f), one = simd_splat(1.0f), minus_one = simd_splat(-1.0f);
 	const simd_f tiny = simd_splat(FLT_MIN);
-	simd_v3 x[4];
-	simd_f w[4];
 	simd_gather_s(p, SIMD_REC(r, .v[0]), &x[0].x, &x[0].y, &x[0].z, &w[0]);
 	simd_gather_s(p, SIMD_REC(r, .v[1]), &x[1].x, &x[1].y, &x[1].z, &w[1]);
 	simd_gather_s(p, SIMD_REC(r, .v[2]), &x[2].x, &x[2].y, &x[2].z, &w[2]);
@@ -232,7 +232,6 @@ SIMD_KERNEL void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n,
 				   simd_lt(phi, simd_splat((float)M_PI - SIM_BEND_MIN_ANGLE))));
 	simd_f s = simd_select(simd_lt(vol, zero), simd_neg(el), el);
 	simd_f ie = simd_div(one, ee);
-	simd_v3 g[4];
 	g[2] = simd_v3_scale(n1, simd_div(simd_neg(s), a2));
 	g[3] = simd_v3_scale(n2, simd_div(s, b2));
 	simd_f t3 = simd_mul(simd_v3_dot(e3, e), ie), t4 = simd_mul(simd_v3_dot(e4, e), ie);
@@ -243,6 +242,20 @@ SIMD_KERNEL void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n,
 	for (int v = 0; v < 4; v++)
 		denom = simd_add(denom, simd_mul(w[v], simd_v3_dot(g[v], g[v])));
 	ok = simd_and(ok, simd_and(simd_gt(denom, tiny), simd_le(denom, simd_splat(FLT_MAX))));
+	*phi_out = phi;
+	*denom_out = denom;
+	*ok_out = ok;
+}
+
+/* The expressions of sim_bend_project for SIMD_W records r[0..SIMD_W-1],
+ * lane by lane and in the same order; lanes the scalar code would skip
+ * keep their positions, and only the first n lanes are stored. */
+SIMD_KERNEL void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n, simd_f k)
+{
+	simd_v3 x[4], g[4];
+	simd_f w[4], phi, denom;
+	simd_m ok;
+	bend_geom(p, r, x, w, g, &phi, &denom, &ok);
 	simd_f lambda = simd_div(simd_mul(k, simd_sub(phi, SIMD_FLT(r, .rest))), denom);
 #pragma GCC unroll 4
 	for (int v = 0; v < 4; v++) {
@@ -250,6 +263,151 @@ SIMD_KERNEL void bend_group(sim_vec4 *restrict p, const sim_bend *r, uint32_t n,
 		simd_scatter_s(p, SIMD_REC(r, .v[v]), n, simd_select(ok, simd_sub(x[v].x, simd_mul(f, g[v].x)), x[v].x),
 			     simd_select(ok, simd_sub(x[v].y, simd_mul(f, g[v].y)), x[v].y),
 			     simd_select(ok, simd_sub(x[v].z, simd_mul(f, g[v].z)), x[v].z), w[v]);
+	}
+}
+
+/*
+ * The XPBD bending constraint (xpbd.c) uses the signed angle
+ * theta = sgn(V) (pi - phi), 0 for a flat pair, instead of phi: with a
+ * stiffness that is physical rather than a small fraction, the unsigned
+ * phi - phi0, whose gradient flips with sgn(V) as a flat pair folds to the
+ * other side, makes the pair chatter across flat and pumps energy into the
+ * cloth. grad theta = -sgn(V) grad phi, which is Bridson's gradient with
+ * sgn(V) |e| replaced by |e| (file comment): g3 = |e| N1 / |N1|^2,
+ * g4 = -|e| N2 / |N2|^2, g2 = -(t3 g3 + t4 g4), g1 = -(g2 + g3 + g4). It is
+ * defined at flat, so only degenerate pairs are skipped. The rest value is
+ * the signed rest angle (compliance.c, bend_rest).
+ *
+ * dlambda = (-kt C - lambda) / (kt sum_j w_j |g_j|^2 + 1), dp_i = w_i g_i
+ * dlambda, with C = theta - theta0.
+ */
+static void xbend_one(sim_vec4 *restrict p, const sim_bend *c, float rest, float kt, float *lam)
+{
+	sim_v3 x[4], g[4];
+	float w[4];
+	for (int i = 0; i < 4; i++) {
+		sim_vec4 v = p[c->v[i]];
+		x[i] = v3(v.x, v.y, v.z);
+		w[i] = v.w;
+	}
+	sim_v3 e = v3_sub(x[1], x[0]), e3 = v3_sub(x[2], x[0]), e4 = v3_sub(x[3], x[0]);
+	sim_v3 n1 = v3_cross(e, e3), n2 = v3_cross(e, e4);
+	float ee = v3_dot(e, e);
+	float vol = v3_dot(n1, e4);
+	float el = sqrtf(ee);
+	float phi = angle_of(el * fabsf(vol), v3_dot(n1, n2));
+	float a2 = v3_dot(n1, n1), b2 = v3_dot(n2, n2);
+	if (!(a2 > FLT_MIN && b2 > FLT_MIN && ee > FLT_MIN))
+		return;
+	float half = (float)M_PI - phi;
+	float theta = vol < 0.0f ? -half : half;
+	float ie = 1.0f / ee;
+	g[2] = v3_scale(n1, el / a2);
+	g[3] = v3_scale(n2, -el / b2);
+	float t3 = v3_dot(e3, e) * ie, t4 = v3_dot(e4, e) * ie;
+	g[1] = v3_scale(v3_add(v3_scale(g[2], t3), v3_scale(g[3], t4)), -1.0f);
+	g[0] = v3_scale(v3_add(v3_add(g[1], g[2]), g[3]), -1.0f);
+	float denom = 0.0f;
+	for (int i = 0; i < 4; i++)
+		denom += w[i] * v3_dot(g[i], g[i]);
+	if (!(denom > FLT_MIN && denom <= FLT_MAX))
+		return;
+	float dl = (-(kt * (theta - rest)) - *lam) / (kt * denom + 1.0f);
+	*lam = *lam + dl;
+	for (int i = 0; i < 4; i++) {
+		float f = dl * w[i];
+		sim_vec4 *v = &p[c->v[i]];
+		v->x += f * g[i].x;
+		v->y += f * g[i].y;
+		v->z += f * g[i].z;
+	}
+}
+
+/* xbend_one for SIMD_W records, lane by lane; the first n lanes stored. */
+SIMD_KERNEL void xbend_group(sim_vec4 *restrict p, const sim_bend *r, const float *rest_,
+			     const float *kt_, float *lam_, uint32_t n)
+{
+	const simd_f zero = simd_splat(0.0f), one = simd_splat(1.0f), minus_one = simd_splat(-1.0f);
+	const simd_f tiny = simd_splat(FLT_MIN);
+	simd_v3 x[4], g[4];
+	simd_f w[4];
+	simd_gather_s(p, SIMD_REC(r, .v[0]), &x[0].x, &x[0].y, &x[0].z, &w[0]);
+	simd_gather_s(p, SIMD_REC(r, .v[1]), &x[1].x, &x[1].y, &x[1].z, &w[1]);
+	simd_gather_s(p, SIMD_REC(r, .v[2]), &x[2].x, &x[2].y, &x[2].z, &w[2]);
+	simd_gather_s(p, SIMD_REC(r, .v[3]), &x[3].x, &x[3].y, &x[3].z, &w[3]);
+	simd_v3 e = simd_v3_sub(x[1], x[0]), e3 = simd_v3_sub(x[2], x[0]), e4 = simd_v3_sub(x[3], x[0]);
+	simd_v3 n1 = simd_v3_cross(e, e3), n2 = simd_v3_cross(e, e4);
+	simd_f ee = simd_v3_dot(e, e);
+	simd_f vol = simd_v3_dot(n1, e4);
+	simd_f el = simd_sqrt(ee);
+	simd_f phi = angle_of_w(simd_mul(el, simd_abs(vol)), simd_v3_dot(n1, n2));
+	simd_f a2 = simd_v3_dot(n1, n1), b2 = simd_v3_dot(n2, n2);
+	simd_m ok = simd_and(simd_and(simd_gt(a2, tiny), simd_gt(b2, tiny)), simd_gt(ee, tiny));
+	simd_f half = simd_sub(simd_splat((float)M_PI), phi);
+	simd_f theta = simd_select(simd_lt(vol, zero), simd_neg(half), half);
+	simd_f ie = simd_div(one, ee);
+	g[2] = simd_v3_scale(n1, simd_div(el, a2));
+	g[3] = simd_v3_scale(n2, simd_div(simd_neg(el), b2));
+	simd_f t3 = simd_mul(simd_v3_dot(e3, e), ie), t4 = simd_mul(simd_v3_dot(e4, e), ie);
+	g[1] = simd_v3_scale(simd_v3_add(simd_v3_scale(g[2], t3), simd_v3_scale(g[3], t4)), minus_one);
+	g[0] = simd_v3_scale(simd_v3_add(simd_v3_add(g[1], g[2]), g[3]), minus_one);
+	simd_f denom = zero;
+#pragma GCC unroll 4
+	for (int v = 0; v < 4; v++)
+		denom = simd_add(denom, simd_mul(w[v], simd_v3_dot(g[v], g[v])));
+	ok = simd_and(ok, simd_and(simd_gt(denom, tiny), simd_le(denom, simd_splat(FLT_MAX))));
+	simd_f kt = simd_load(kt_), lam = simd_load(lam_);
+	simd_f C = simd_sub(theta, simd_load(rest_));
+	simd_f dl = simd_div(simd_sub(simd_neg(simd_mul(kt, C)), lam), simd_add(simd_mul(kt, denom), one));
+	simd_f nlam = simd_select(ok, simd_add(lam, dl), lam);
+#pragma GCC unroll 4
+	for (int v = 0; v < 4; v++) {
+		simd_f f = simd_mul(dl, w[v]);
+		simd_scatter_s(p, SIMD_REC(r, .v[v]), n, simd_select(ok, simd_add(x[v].x, simd_mul(f, g[v].x)), x[v].x),
+			     simd_select(ok, simd_add(x[v].y, simd_mul(f, g[v].y)), x[v].y),
+			     simd_select(ok, simd_add(x[v].z, simd_mul(f, g[v].z)), x[v].z), w[v]);
+	}
+	float tmp[SIMD_W];
+	simd_store(tmp, nlam);
+	memcpy(lam_, tmp, n * sizeof *tmp);
+}
+
+/* The signed rest angle theta0 of a record's rest positions. */
+float sim_bend_signed_rest(sim_v3 p1, sim_v3 p2, sim_v3 p3, sim_v3 p4)
+{
+	sim_v3 e = v3_sub(p2, p1), e3 = v3_sub(p3, p1), e4 = v3_sub(p4, p1);
+	sim_v3 n1 = v3_cross(e, e3), n2 = v3_cross(e, e4);
+	float vol = v3_dot(n1, e4);
+	float phi = angle_of(sqrtf(v3_dot(e, e)) * fabsf(vol), v3_dot(n1, n2));
+	float half = (float)M_PI - phi;
+	return vol < 0.0f ? -half : half;
+}
+
+void sim_bend_xrange(sim_vec4 *restrict p, const sim_bend *c, const float *rest, const float *kt,
+		     float *lam, uint32_t count, int scalar)
+{
+	if (scalar) {
+		for (uint32_t i = 0; i < count; i++)
+			xbend_one(p, &c[i], rest[i], kt[i], &lam[i]);
+		return;
+	}
+	uint32_t i = 0;
+	for (; i + SIMD_W <= count; i += SIMD_W)
+		xbend_group(p, &c[i], &rest[i], &kt[i], &lam[i], SIMD_W);
+	if (i < count) {
+		/* Padded to a full group by repeating the last record
+		 * (computed, never stored). */
+		sim_bend tmp[SIMD_W];
+		float r[SIMD_W], t[SIMD_W], l[SIMD_W];
+		for (uint32_t j = 0; j < SIMD_W; j++) {
+			uint32_t s = i + j < count ? i + j : count - 1;
+			tmp[j] = c[s];
+			r[j] = rest[s];
+			t[j] = kt[s];
+			l[j] = lam[s];
+		}
+		xbend_group(p, tmp, r, t, l, count - i);
+		memcpy(&lam[i], l, (count - i) * sizeof *l);
 	}
 }
 

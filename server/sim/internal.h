@@ -96,6 +96,31 @@ typedef struct sim_colouring {
 	int overflow; /* nonzero when the last colour is the serial overflow colour */
 } sim_colouring;
 
+/*
+ * The physical material's per-record data (compliance.c, xpbd.c), each
+ * array parallel to its kind's records (same index, same tiled order):
+ * geo_* the rest geometry's factor that turns the fabric's constant into the
+ * record's stiffness k_e (compliance.c derives each), stretch_warp the
+ * fraction of a stretch edge along the warp (mesh u); kt_* = k_e dt^2 for
+ * the current params and substep, kc the stretch edges' compression
+ * stiffness times dt^2; lambda_* the XPBD multipliers, reset every substep.
+ * bend_rest the signed rest angle of each bending record (bend.c).
+ * geo, warp and bend_rest are built at create from the rest shape; the kt, kc and
+ * lambda arrays are allocated when the model is first XPBD (at create or
+ * set_params, never inside a step).
+ */
+typedef struct sim_xpbd {
+	float *stretch_geo, *stretch_warp, *shear_geo, *bend_geo, *bend_rest;
+	float *stretch_kt, *stretch_kc, *stretch_lambda;
+	float *shear_kt, *shear_lambda;
+	float *bend_kt, *bend_lambda;
+	/* The substep length the kt were derived for, and the number of
+	 * substeps per frame the step takes (compliance.c, the strategy). */
+	double dt;
+	uint32_t steps;
+	uint32_t iterations;
+} sim_xpbd;
+
 struct drape_sim {
 	drape_sim_params params;
 	uint32_t n;     /* vertices */
@@ -184,6 +209,9 @@ struct drape_sim {
 	sim_attach *attach;
 	uint32_t attach_count;
 
+	/* The XPBD material (model DRAPE_MODEL_XPBD), see sim_xpbd. */
+	sim_xpbd xpbd;
+
 	/* Self-collision state, made when params.self_collision is first
 	 * switched on (at create or set_params, never inside a step). */
 	sim_self *self;
@@ -202,6 +230,10 @@ struct drape_sim {
  */
 #define SIM_CREATE_REFERENCE 1u
 #define SIM_CREATE_NATURAL 2u
+/* Under XPBD, take params.substeps substeps of params.iterations
+ * iterations each, instead of the default schedule (compliance.c,
+ * sim_xpbd_schedule); for the measurements that chose the default. */
+#define SIM_CREATE_XPBD_ITERATE 4u
 
 drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **out,
 			drape_error *err);
@@ -307,6 +339,43 @@ void sim_bend_range(sim_vec4 *restrict p, const sim_bend *c, uint32_t count, flo
 /* Rest dihedral angle of four points, in [0, pi]; pi for a flat pair, and
  * pi also when a triangle is degenerate (the angle is then undefined). */
 float sim_bend_rest_angle(sim_v3 p1, sim_v3 p2, sim_v3 p3, sim_v3 p4);
+
+/* ---- compliance.c and xpbd.c: the physical material (XPBD) --------------- */
+
+/* Builds xpbd's rest-geometry factors from sim->x (still the rest pose) and
+ * the optional per-vertex uvs (caller's order); DRAPE_ENOMEM on failure. */
+drape_err sim_xpbd_build(drape_sim *sim, const float *uvs, drape_error *err);
+/* Allocates the kt, kc and lambda arrays if the model is XPBD and they do
+ * not exist yet, then derives kt and kc from sim->params. */
+drape_err sim_xpbd_derive(drape_sim *sim, drape_error *err);
+void sim_xpbd_free(sim_xpbd *X);
+/* The XPBD schedule: substeps per frame and iterations per substep for
+ * sim->params (compliance.c says why). */
+void sim_xpbd_schedule(const drape_sim *sim, uint32_t *steps, uint32_t *iterations);
+/* Sets every lambda to 0 (the start of a substep). */
+void sim_xpbd_reset(const drape_sim *sim);
+/* Bytes held by the XPBD arrays. */
+size_t sim_xpbd_bytes(const drape_sim *sim);
+/* Checks the material fields of params (the XPBD ones always, so a bad
+ * value is caught before a switch of model); names the field at fault. */
+drape_err sim_xpbd_validate(const drape_sim_params *p, drape_error *err);
+
+/* The XPBD distance projection of records c[0 .. count - 1] (one colour
+ * run): kt for tension, kc for compression, lambda in and out; SIMD groups,
+ * or the scalar expressions one by one when `scalar` (same bits). */
+void sim_xdist_range(sim_vec4 *restrict p, const sim_dist *c, const float *kt, const float *kc,
+		     float *lam, uint32_t count, int scalar);
+/* Every record of a kind colour by colour over sim->pool (the scalar
+ * range in order with SIM_CREATE_REFERENCE). */
+void sim_xdist_solve(const drape_sim *sim, const sim_dist *c, const sim_colouring *col,
+		     const float *kt, const float *kc, float *lam);
+/* The bending records the same way (bend.c holds the kernel). */
+void sim_bend_xrange(sim_vec4 *restrict p, const sim_bend *c, const float *rest, const float *kt,
+		     float *lam, uint32_t count, int scalar);
+/* The signed dihedral angle sgn(V) (pi - phi) of four rest points, 0 when
+ * flat: the XPBD bending constraint's rest value (bend.c). */
+float sim_bend_signed_rest(sim_v3 p1, sim_v3 p2, sim_v3 p3, sim_v3 p4);
+void sim_xbend_solve(const drape_sim *sim);
 
 /* ---- wind.c --------------------------------------------------------------- */
 

@@ -46,6 +46,19 @@ void drape_sim_params_default(drape_sim_params *p)
 	p->self_collision = 0;
 	p->self_thickness = 0.0f;
 	p->self_friction = 0.0f;
+	/* The physical material's defaults, used once model is XPBD: a plain
+	 * cotton weave (the presets in material.c are measured fabrics). The
+	 * stretch stiffness is the low-load slope of a KES-F tensile curve of
+	 * cotton shirting (about 2 % strain at 100 N/m, so 5e3 N/m), shear a
+	 * hundredth of it, bending 0.05 gf cm^2/cm = 4.9e-6 N m, and the
+	 * damping rate the seed's 0.99 per frame at 24 fps (-24 ln 0.99). */
+	p->model = DRAPE_MODEL_PBD;
+	p->stretch_k = 5000.0f;
+	p->stretch_k_weft = 0.0f;
+	p->shear_k = 50.0f;
+	p->bend_k = 4.9e-6f;
+	p->compress_k = 0.0f;
+	p->damping_rate = 0.24f;
 }
 
 /* The comparisons are written so that NaN fails them. */
@@ -108,7 +121,7 @@ drape_err drape_sim_params_validate(const drape_sim_params *p, drape_error *err)
 	if (p->self_collision != 0 && p->self_collision != 1)
 		return drape_error_setf(err, DRAPE_EINVAL, "params.self_collision: %d is not 0 or 1",
 					(int)p->self_collision);
-	return DRAPE_OK;
+	return sim_xpbd_validate(p, err);
 }
 
 void drape_sim_desc_default(drape_sim_desc *d)
@@ -131,8 +144,10 @@ float sim_stiffness(float k, uint32_t n)
 	return (float)(1.0 - pow(1.0 - (double)k, 1.0 / (double)n));
 }
 
-/* Derives the per-projection stiffness and per-substep damping. */
-static void derive(drape_sim *sim)
+/* Derives the per-projection stiffness and per-substep damping (PBD), or
+ * the XPBD records' stiffness and the damping over its substep, a rate per
+ * second so that it does not depend on the frame rate or the substeps. */
+static drape_err derive(drape_sim *sim, drape_error *err)
 {
 	const drape_sim_params *P = &sim->params;
 	uint32_t n = (uint32_t)P->substeps * (uint32_t)P->iterations;
@@ -140,6 +155,12 @@ static void derive(drape_sim *sim)
 	sim->k_shear = sim_stiffness(P->shear, n);
 	sim->k_bend = sim_stiffness(P->bend, n);
 	sim->damping_substep = (float)pow((double)P->damping, 1.0 / (double)P->substeps);
+	if (P->model != DRAPE_MODEL_XPBD)
+		return DRAPE_OK;
+	drape_err rc = sim_xpbd_derive(sim, err);
+	if (rc == DRAPE_OK)
+		sim->damping_substep = (float)exp(-(double)P->damping_rate * sim->xpbd.dt);
+	return rc;
 }
 
 static drape_err validate_desc(const drape_sim_desc *d, drape_error *err)
@@ -190,6 +211,13 @@ static drape_err validate_desc(const drape_sim_desc *d, drape_error *err)
 				return drape_error_setf(err, DRAPE_EINVAL,
 							"inv_mass[%u]: %g must be finite and >= 0", i,
 							(double)d->inv_mass[i]);
+	if (d->uvs != NULL)
+		for (uint32_t i = 0; i < d->vertex_count; i++)
+			for (int j = 0; j < 2; j++)
+				if (!isfinite(d->uvs[2 * (size_t)i + j]))
+					return drape_error_setf(err, DRAPE_ENONFINITE,
+								"uvs[%u][%d]: %g is not finite", i, j,
+								(double)d->uvs[2 * (size_t)i + j]);
 	for (uint32_t i = 0; i < d->pin_count; i++)
 		if (d->pins[i] >= d->vertex_count)
 			return drape_error_setf(err, DRAPE_ERANGE, "pins[%u]: vertex %u >= vertex_count %u",
@@ -230,6 +258,7 @@ void drape_sim_destroy(drape_sim *sim)
 	free(sim->attach);
 	free(sim->order);
 	free(sim->rank);
+	sim_xpbd_free(&sim->xpbd);
 	free(sim);
 }
 
@@ -345,6 +374,8 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 		sim->tris[k] = internal_of(sim, desc->triangles[k]);
 
 	rc = sim_topology_build(sim, err);
+	if (rc == DRAPE_OK)
+		rc = sim_xpbd_build(sim, desc->uvs, err);
 	if (rc != DRAPE_OK) {
 		drape_sim_destroy(sim);
 		return rc;
@@ -370,7 +401,10 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 		drape_sim_destroy(sim);
 		return drape_error_setf(err, DRAPE_ENOMEM, "sim: out of memory for the strain sums");
 	}
-	derive(sim);
+	if ((rc = derive(sim, err)) != DRAPE_OK) {
+		drape_sim_destroy(sim);
+		return rc;
+	}
 	if (sim->params.self_collision &&
 	    (rc = sim_self_create(sim->tris, sim->ntri, sim->n, sim->x, &sim->self, err)) != DRAPE_OK) {
 		drape_sim_destroy(sim);
@@ -401,8 +435,15 @@ drape_err drape_sim_set_params(drape_sim *sim, const drape_sim_params *p, drape_
 			return rc;
 		drape_sim_set_pool(sim, sim->pool);
 	}
+	const drape_sim_params old = sim->params;
 	sim->params = *p;
-	derive(sim);
+	if ((rc = derive(sim, err)) != DRAPE_OK) {
+		/* Only the first switch to XPBD allocates, and that failed
+		 * before anything was derived: the old parameters stand. */
+		sim->params = old;
+		derive(sim, NULL);
+		return rc;
+	}
 	return DRAPE_OK;
 }
 
@@ -572,20 +613,29 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 	double t0 = now_ms();
 	const drape_sim_params *P = &sim->params;
 	const uint32_t n = sim->n;
-	const float dt = (float)(1.0 / ((double)P->fps * (double)P->substeps));
+	const int xpbd = P->model == DRAPE_MODEL_XPBD;
+	/* XPBD's schedule (compliance.c) may split the frame into more
+	 * substeps than params.substeps; PBD takes what it is given. */
+	const int32_t substeps = xpbd ? (int32_t)sim->xpbd.steps : P->substeps;
+	const int32_t iterations = xpbd ? (int32_t)sim->xpbd.iterations : P->iterations;
+	const float dt = (float)(1.0 / ((double)P->fps * (double)substeps));
 	/* long_range -1 means on whenever there are pins; lra_count is 0
-	 * without pins. */
-	const int lra = P->long_range != 0 && sim->lra_count > 0;
+	 * without pins. The tethers hold every vertex within its rest
+	 * distance of the pins, which would forbid the elastic stretch of a
+	 * physical material: under XPBD only long_range 1 asks for them. */
+	const int lra = (xpbd ? P->long_range == 1 : P->long_range != 0) && sim->lra_count > 0;
 	/* The 1 % strain limit comes with the tethers, for cloth asked to be
 	 * inextensible: a stretch stiffness below 1 asks for cloth that
 	 * stretches, which the limit would overrule. */
-	const int limit = lra && P->stretch >= 1.0f;
+	const int limit = lra && !xpbd && P->stretch >= 1.0f;
 	/* A kind with stiffness 0 would only add zero corrections, so its
 	 * sweep is skipped. */
-	const unsigned kinds = (sim->k_bend > 0.0f ? SIM_SWEEP_BEND : 0u) |
-			       (sim->k_shear > 0.0f ? SIM_SWEEP_SHEAR : 0u) |
-			       (sim->k_stretch > 0.0f ? SIM_SWEEP_STRETCH : 0u) |
-			       (lra ? SIM_SWEEP_LRA : 0u) | (limit ? SIM_SWEEP_LIMIT : 0u);
+	const int has_bend = xpbd ? P->bend_k > 0.0f : sim->k_bend > 0.0f;
+	const int has_shear = xpbd ? P->shear_k > 0.0f : sim->k_shear > 0.0f;
+	const int has_stretch = xpbd ? 1 : sim->k_stretch > 0.0f;
+	const unsigned kinds = (has_bend ? SIM_SWEEP_BEND : 0u) | (has_shear ? SIM_SWEEP_SHEAR : 0u) |
+			       (has_stretch ? SIM_SWEEP_STRETCH : 0u) | (lra ? SIM_SWEEP_LRA : 0u) |
+			       (limit ? SIM_SWEEP_LIMIT : 0u);
 	double collide_ms = 0.0, self_ms = 0.0;
 	uint32_t contacts = 0;
 	/* Self-collision keeps its own thickness, by default the cloth's. */
@@ -593,12 +643,16 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 	const float sth = P->self_thickness > 0.0f ? P->self_thickness : P->thickness;
 	sim_pool_for(sim->pool, n, SIM_VERTEX_BLOCK, save_range, sim);
 
-	for (int32_t s = 0; s < P->substeps; s++) {
+	for (int32_t s = 0; s < substeps; s++) {
 		sim_wind_forces(sim, dt, sim->force);
 		predict(sim, dt);
+		/* XPBD's multipliers start from 0 every substep (Macklin et
+		 * al. 2016, algorithm 1). */
+		if (xpbd)
+			sim_xpbd_reset(sim);
 		if (sim->colliders.count > 0) {
 			double tc = now_ms();
-			float f0 = (float)sim->frame, S = (float)P->substeps;
+			float f0 = (float)sim->frame, S = (float)substeps;
 			sim_colliders_begin_substep(&sim->colliders, f0 + (float)s / S,
 						    f0 + (float)(s + 1) / S);
 			move_attached(sim);
@@ -611,7 +665,7 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			sim_self_begin_substep(sim->self, sim->x, sim->p, sth);
 			self_ms += now_ms() - tc;
 		}
-		for (int32_t it = 0; it < P->iterations; it++) {
+		for (int32_t it = 0; it < iterations; it++) {
 			/* Order of increasing strictness (ARCHITECTURE.md), with
 			 * stretch after bend and shear: their wing-distance and
 			 * dihedral corrections lengthen edges, and the edges'
@@ -676,10 +730,10 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 		stats->frame = sim->frame;
 		strain(sim, &stats->max_strain, &stats->mean_strain);
 		stats->projections =
-			(uint64_t)P->substeps * (uint64_t)P->iterations *
-			((sim->k_stretch > 0.0f ? (uint64_t)sim->stretch_count : 0) +
-			 (sim->k_shear > 0.0f ? (uint64_t)sim->shear_count : 0) +
-			 (sim->k_bend > 0.0f ? (uint64_t)sim->bend_count : 0) +
+			(uint64_t)substeps * (uint64_t)iterations *
+			((has_stretch ? (uint64_t)sim->stretch_count : 0) +
+			 (has_shear ? (uint64_t)sim->shear_count : 0) +
+			 (has_bend ? (uint64_t)sim->bend_count : 0) +
 			 (lra ? (uint64_t)sim->lra_count : 0) + (limit ? (uint64_t)sim->stretch_count : 0));
 		stats->collide_ms = collide_ms;
 		stats->contacts = contacts;
@@ -800,6 +854,7 @@ size_t sim_memory_bytes(const drape_sim *sim)
 		}
 	b += (sim->order ? 2 * (size_t)sim->n * sizeof(uint32_t) : 0);
 	b += (size_t)sim->attach_count * sizeof(sim_attach);
+	b += sim_xpbd_bytes(sim);
 	return b;
 }
 

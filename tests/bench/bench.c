@@ -523,6 +523,8 @@ static int name_matches(const char *name, const char *list)
 	return 0;
 }
 
+#include "tests/bench/bench_material.inc"
+
 int main(void)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -623,6 +625,8 @@ int main(void)
 		printf("sheet300 through draped (one session, draped's shared pool of %u threads): %.2fx "
 		       "the in-process %u-thread frame time; %.3fx draped's own step\n",
 		       T, res[R_IPC].ms / res[R_300].ms, T, res[R_IPC].ms / res[R_IPC].cpu_ms);
+
+	bench_material(only);
 
 	/* Long-range attachments: the strain left at frame 180 of the hanging
 	 * sheet300, with (default) and without, and with them and a stiffer

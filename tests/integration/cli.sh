@@ -152,6 +152,26 @@ fi
 expect check 0 "$DRAPE" check "$T/small.json" && grep -q "vertices: *120" "$T/out" &&
 	grep -q "intersecting pairs: *0" "$T/out" && pass check_reports_topology
 
+# Materials: check shows what a scene resolves to; --material swaps the
+# preset (and changes the frames); an unknown preset is a usage error that
+# lists the presets.
+expect check_pbd 0 "$DRAPE" check "$T/small.json" && grep -q "material: *none (pbd" "$T/out" &&
+	grep -q "UVs: *yes" "$T/out" && pass check_shows_pbd_without_material
+sed 's/"pins"/"material": {"preset": "denim", "bend": 2e-5}, "pins"/' "$T/small.json" >"$T/denim.json"
+expect check_denim 0 "$DRAPE" check "$T/denim.json" --json &&
+	grep -q '"model":"xpbd","material":"denim"' "$T/out" && grep -q '"bend_k":1.99999995e-05' "$T/out" &&
+	pass check_shows_the_material
+if expect material_run 0 "$DRAPE" run "$T/small.json" --local --material silk --out "$T/silk" --quiet &&
+	expect material_run_pbd 0 "$DRAPE" run "$T/small.json" --local --out "$T/pbd" --quiet; then
+	if cmp -s "$T/silk/frame_0006.obj" "$T/pbd/frame_0006.obj"; then
+		fail material_option_changes_the_cloth "silk frames equal the pbd ones"
+	else
+		pass material_option_changes_the_cloth
+	fi
+fi
+expect material_unknown 64 "$DRAPE" run "$T/small.json" --local --material velvet &&
+	grep -q "unknown preset \"velvet\" (known: cotton, denim" "$T/err" && pass unknown_material_exit_64_lists_presets
+
 # Frames that cannot be written: --out under a regular file.
 touch "$T/file"
 expect out_unwritable 74 "$DRAPE" run "$T/small.json" --out "$T/file/sub" --quiet && pass unwritable_out_exit_74

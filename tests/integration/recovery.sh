@@ -76,13 +76,17 @@ same_files() {
 	echo $n
 }
 
-# Heavy enough (about 10-30 ms a frame) that the kill lands mid-run.
+# Heavy enough (about 10-30 ms a frame) that the kill lands mid-run. A
+# physical material whose warp and weft differ (denim), oriented by the
+# grid's UVs: the restarted daemon must rebuild the session with both, or
+# its frames would differ from the uninterrupted run's.
 cat >"$T/scene.json" <<'EOF'
 {
   "fps": 24, "frames": 60, "substeps": 8, "iterations": 20,
   "wind": {"velocity": [1, 0, 2], "drag": 1.0, "lift": 0.3},
   "cloth": {
     "mesh": {"grid": {"size": [1, 1], "resolution": [48, 48], "center": [0, 1, 0], "normal": [0, 0, 1]}},
+    "material": "denim",
     "pins": {"group": "top"}
   }
 }

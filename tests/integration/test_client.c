@@ -211,6 +211,7 @@ typedef struct scene {
 	uint32_t *tri;
 	uint32_t *pins;
 	uint32_t npins;
+	float *uvs; /* NULL unless a test sets it */
 	drape_sim_params params;
 } scene;
 
@@ -255,6 +256,7 @@ static void scene_free(scene *s)
 	free(s->pos);
 	free(s->tri);
 	free(s->pins);
+	free(s->uvs);
 }
 
 /* Frames 1..n solved in process; frame k at ref[(k-1) * nv * 3]. */
@@ -268,6 +270,7 @@ static float *reference(const scene *s, uint32_t n)
 	d.triangle_count = s->nt;
 	d.pins = s->pins;
 	d.pin_count = s->npins;
+	d.uvs = s->uvs;
 	d.params = s->params;
 	drape_sim *sim;
 	if (drape_sim_create(&d, &sim, NULL) != DRAPE_OK)
@@ -295,6 +298,7 @@ static drape_err create(drape_client *c, const scene *s, const char *name, drape
 	d.triangle_count = s->nt;
 	d.pins = s->pins;
 	d.pin_count = s->npins;
+	d.uvs = s->uvs;
 	d.params = s->params;
 	d.name = name;
 	drape_error e;
@@ -443,6 +447,60 @@ static void test_frames_bitwise_shared_pool(void)
 	CHECKF(strstr(info.server, want) != NULL, "server \"%s\" does not say \"%s\"", info.server, want);
 	drape_close(c);
 	frames_match_sheet(d_ipc.url, true, 64, 64, 8);
+}
+
+/* A physical material with warp and weft (the denim preset, whose warp is
+ * five times stiffer than its weft) and UVs that turn them: draped must
+ * solve exactly what the solver does in process, so every material field
+ * and the UVs must arrive. The UVs are rotated by 90 degrees against the
+ * sheet, so a server that dropped them (isotropic warp) or swapped u and v
+ * would give other frames. */
+static void test_frames_bitwise_material_and_uvs(void)
+{
+	scene sc;
+	scene_make(&sc, 24, 16, 2.0f, 4);
+	CHECK_OK(drape_material_preset("denim", &sc.params, NULL));
+	sc.uvs = malloc((size_t)sc.nv * 2 * sizeof *sc.uvs);
+	CHECK(sc.uvs != NULL);
+	for (uint32_t v = 0; v < sc.nv; v++) {
+		sc.uvs[2 * v] = sc.pos[3 * v + 1];
+		sc.uvs[2 * v + 1] = -sc.pos[3 * v];
+	}
+	const uint32_t n = 12;
+	float *ref = reference(&sc, n);
+	CHECK(ref != NULL);
+	drape_client *c;
+	CHECK_OK(drape_connect(d_ipc.url, NULL, &c, NULL));
+	drape_session s;
+	CHECK_OK(create(c, &sc, "denim", &s));
+	CHECK_OK(drape_session_run(c, s, n, NULL, NULL));
+	uint32_t ok = receive_and_compare(c, s, &sc, ref, 1, n);
+	drape_session_delete(c, s, NULL);
+
+	/* Bad material values are refused by name, and create nothing. */
+	drape_sim_params good = sc.params;
+	sc.params.stretch_k = -5.0f;
+	drape_session_desc d;
+	drape_session_desc_default(&d);
+	d.positions = sc.pos;
+	d.vertex_count = sc.nv;
+	d.triangles = sc.tri;
+	d.triangle_count = sc.nt;
+	d.params = sc.params;
+	drape_error e;
+	drape_session bad;
+	drape_err rc1 = drape_session_create(c, &d, &bad, NULL, &e);
+	int named1 = strstr(e.message, "params.stretch_k") != NULL;
+	d.params = good;
+	d.params.model = 7;
+	drape_err rc2 = drape_session_create(c, &d, &bad, NULL, &e);
+	int named2 = strstr(e.message, "params.model") != NULL;
+	drape_close(c);
+	free(ref);
+	scene_free(&sc);
+	CHECKF(ok == n, "%u of %u frames matched", ok, n);
+	CHECK(rc1 == DRAPE_EINVAL && named1);
+	CHECKF(rc2 == DRAPE_EINVAL && named2, "%s", e.message);
 }
 
 static void test_frames_bitwise_tcp(void)
@@ -1302,6 +1360,7 @@ int main(int argc, char **argv)
 		CHECK_TEST(test_hello),
 		CHECK_TEST(test_frames_bitwise_ipc),
 	CHECK_TEST(test_frames_bitwise_shared_pool),
+		CHECK_TEST(test_frames_bitwise_material_and_uvs),
 		CHECK_TEST(test_frames_bitwise_tcp),
 		CHECK_TEST(test_frames_by_polling),
 		CHECK_TEST(test_two_clients_two_sessions),

@@ -197,6 +197,73 @@ static void test_obj_broken(void)
 	}
 }
 
+/* `vt` lines give per-vertex texture coordinates when every face corner
+ * names one; seams are counted; bad texture indices are errors. */
+static void test_obj_texcoords(void)
+{
+	drape_obj_mesh m;
+	drape_error err;
+	/* A quad of two charts' worth of corners: vertex 3 (1-based) is given
+	 * (1, 1) by the first face and (2, 1) by the second: a seam. */
+	static const char quad[] = "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\n"
+				   "vt 0 0\nvt 1 0\nvt 1 1\nvt 0 1 0.5\nvt 2 1\nvt 0.25\n"
+				   "f 1/1 2/2/1 3/3\nf 1/1 3/5 -1/-3\nvn 0 0 1\n";
+	CHECK_OK(drape_obj_read_buffer(quad, strlen(quad), "q.obj", NULL, &m, &err));
+	CHECK(m.uvs != NULL && m.vertex_count == 4);
+	/* -1/-3 on the second face: vertex 4, texture 4 of 6. */
+	static const float want_uv[8] = {0, 0, 1, 0, 1, 1, 0, 1};
+	CHECK(memcmp(m.uvs, want_uv, sizeof want_uv) == 0);
+	CHECK(m.uv_seam_vertices == 1);
+	drape_obj_free(&m);
+	CHECK(m.uvs == NULL);
+
+	/* One corner without a texture index: no per-vertex coordinates. */
+	static const char mixed[] = "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nvt 0 0\n"
+				    "f 1/1 2/1 3/1\nf 1/1 3/1 4\n";
+	CHECK_OK(drape_obj_read_buffer(mixed, strlen(mixed), "m.obj", NULL, &m, &err));
+	CHECK(m.uvs == NULL && m.uv_seam_vertices == 0);
+	drape_obj_free(&m);
+	/* No vt at all, and a vertex in no face (it gets 0, 0). */
+	static const char none[] = "v 0 0 0\nv 1 0 0\nv 1 1 0\nf 1 2 3\n";
+	CHECK_OK(drape_obj_read_buffer(none, strlen(none), "n.obj", NULL, &m, &err));
+	CHECK(m.uvs == NULL);
+	drape_obj_free(&m);
+	static const char loose[] = "v 5 5 5\nv 0 0 0\nv 1 0 0\nv 1 1 0\nvt 0.5 0.5\nvt 1 0\nvt 1 1\n"
+				    "f 2/1 3/2 4/3\n";
+	CHECK_OK(drape_obj_read_buffer(loose, strlen(loose), "l.obj", NULL, &m, &err));
+	CHECK(m.uvs != NULL && m.uvs[0] == 0.0f && m.uvs[1] == 0.0f && m.uvs[2] == 0.5f && m.uvs[7] == 1.0f);
+	drape_obj_free(&m);
+
+	static const bad_case cases[] = {
+		{"v 0 0 0\nv 1 0 0\nv 1 1 0\nvt 0 0\nf 1/1 2/2 3/1\n", DRAPE_ERANGE,
+		 "5: texture index 2 out of range (1..1)"},
+		{"v 0 0 0\nv 1 0 0\nv 1 1 0\nvt 0 0\nf 1/1 2/-2 3/1\n", DRAPE_ERANGE,
+		 "5: texture index -2 out of range (-1..-1)"},
+		{"v 0 0 0\nv 1 0 0\nv 1 1 0\nf 1/1 2/1 3/1\nvt 0 0\n", DRAPE_ERANGE,
+		 "4: texture index 1 out of range (1..0)"},
+		{"vt\n", DRAPE_EPARSE, "1: texture coordinate has 0 numbers (1 to 3 expected)"},
+		{"vt 0 0 0 0\n", DRAPE_EPARSE, "1: texture coordinate has 4 numbers (1 to 3 expected)"},
+		{"vt 0 nan\n", DRAPE_ENONFINITE, "1: vertex coordinate 'nan' is not a finite float"},
+	};
+	for (size_t i = 0; i < CHECK_COUNT(cases); i++) {
+		memset(&m, 0x5a, sizeof m);
+		drape_err rc = drape_obj_read_buffer(cases[i].text, strlen(cases[i].text), "t.obj", NULL, &m, &err);
+		char want[160];
+		snprintf(want, sizeof want, "t.obj:%s", cases[i].message);
+		CHECKF(rc == cases[i].code && strcmp(err.message, want) == 0, "case %zu: rc %d '%s', want %d '%s'", i,
+		       (int)rc, err.message, (int)cases[i].code, want);
+		unsigned char probe[sizeof m];
+		memset(probe, 0x5a, sizeof probe);
+		CHECKF(memcmp(&m, probe, sizeof m) == 0, "case %zu: output touched on failure", i);
+	}
+	/* The MakeHuman suit has vt on every corner. */
+	CHECK_OK(drape_obj_read_file(DATA "meshes/mh_male_casualsuit04.obj", NULL, &m, &err));
+	CHECK(m.uvs != NULL);
+	for (uint32_t v = 0; v < m.vertex_count * 2; v++)
+		CHECK(isfinite(m.uvs[v]) && m.uvs[v] >= -1.0f && m.uvs[v] <= 2.0f);
+	drape_obj_free(&m);
+}
+
 static void test_obj_limits(void)
 {
 	drape_obj_limits lim;
@@ -588,16 +655,22 @@ static void test_scene_grid(void)
 	CHECKF(rc == DRAPE_OK, "%s", err.message);
 	ok = s.cloth.vertex_count == 64 * 64 && s.cloth.triangle_count == 2 * 63 * 63 && s.pin_count == 64 &&
 	     s.frames == 120 && s.params.fps == 24.0f && s.cloth_path == NULL;
-	float ymax = -1e9f;
+	/* The flag hangs from a vertical pole along its left edge (grid u is
+	 * -Z for a sheet facing +X, so the left edge is the one at max z),
+	 * and the wind blows across it, away from the pole. */
+	float zmax = -1e9f;
 	for (uint32_t i = 0; i < s.cloth.vertex_count; i++)
-		if (s.cloth.positions[i * 3 + 1] > ymax)
-			ymax = s.cloth.positions[i * 3 + 1];
-	int pinned_top = 1;
+		if (s.cloth.positions[i * 3 + 2] > zmax)
+			zmax = s.cloth.positions[i * 3 + 2];
+	int pinned_pole = 1;
 	for (uint32_t i = 0; i < s.pin_count; i++)
-		pinned_top &= s.cloth.positions[s.pins[i] * 3 + 1] == ymax;
+		pinned_pole &= s.cloth.positions[s.pins[i] * 3 + 2] == zmax;
+	int across = s.params.wind[2] < 0.0f && fabsf(s.params.wind[2]) > 4.0f * fabsf(s.params.wind[0]) &&
+		     s.params.wind[1] == 0.0f;
 	drape_scene_free(&s);
 	CHECK(ok);
-	CHECK(pinned_top);
+	CHECK(pinned_pole);
+	CHECK(across);
 }
 
 typedef struct scene_bad {
@@ -611,7 +684,7 @@ static void test_scene_errors(void)
 	static const scene_bad cases[] = {
 		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"strech\": 1}}", DRAPE_EINVAL,
 		 "s.json: cloth.strech: unknown key (expected one of: mesh, scale, translate, stretch, shear, bend, "
-		 "thickness, density, pins)"},
+		 "thickness, density, pins, material, model)"},
 		{"{\"fsp\": 24, \"cloth\": {}}", DRAPE_EINVAL, NULL},
 		{"{\"fps\": \"24\", \"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}", DRAPE_EINVAL,
 		 "s.json: fps: must be a number, not a string"},
@@ -885,6 +958,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_obj_index_forms),
 	CHECK_TEST(test_obj_groups),
 	CHECK_TEST(test_obj_broken),
+	CHECK_TEST(test_obj_texcoords),
 	CHECK_TEST(test_obj_limits),
 	CHECK_TEST(test_obj_roundtrip_exact),
 	CHECK_TEST(test_obj_writer_text),

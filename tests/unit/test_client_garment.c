@@ -90,6 +90,7 @@ static void test_garment_drape(void)
 	d.triangle_count = sc.cloth.triangle_count;
 	d.pins = sc.pins;
 	d.pin_count = sc.pin_count;
+	d.uvs = sc.cloth.uvs;
 	d.params = sc.params;
 	drape_sim *sim = NULL;
 	int ok = drape_sim_create(&d, &sim, &err) == DRAPE_OK;

@@ -53,6 +53,13 @@ static void fill_params(proto_params *p)
 	v->self_collision = 1;
 	v->self_thickness = 0.003f;
 	v->self_friction = 0.2f;
+	v->model = DRAPE_MODEL_XPBD;
+	v->stretch_k = 4070.5f;
+	v->stretch_k_weft = 410.75f;
+	v->shear_k = 26.5f;
+	v->bend_k = 8.0625e-5f;
+	v->compress_k = 12.5f;
+	v->damping_rate = 0.24f;
 	p->mask = PROTO_PARAMS_ALL;
 }
 
@@ -89,7 +96,10 @@ static int params_equal(const drape_sim_params *a, const drape_sim_params *b)
 	       a->stretch == b->stretch && a->shear == b->shear && a->bend == b->bend &&
 	       a->thickness == b->thickness && a->long_range == b->long_range &&
 	       a->self_collision == b->self_collision && a->self_thickness == b->self_thickness &&
-	       a->self_friction == b->self_friction;
+	       a->self_friction == b->self_friction && a->model == b->model &&
+	       a->stretch_k == b->stretch_k && a->stretch_k_weft == b->stretch_k_weft &&
+	       a->shear_k == b->shear_k && a->bend_k == b->bend_k && a->compress_k == b->compress_k &&
+	       a->damping_rate == b->damping_rate;
 }
 
 /* Encodes req and decodes it back into *out (caller frees); returns the
@@ -187,8 +197,14 @@ static void test_request_roundtrip_create(void)
 	proto_request r = base_request(PROTO_OP_SESSION_CREATE), d;
 	float inv_mass[9] = { 0, 1, 1, 1, 1, 1, 1, 1, 2.5f };
 	uint32_t pins[2] = { 0, 2 };
+	float uvs[18];
+	for (int i = 0; i < 9; i++) {
+		uvs[2 * i] = sheet_pos[3 * i] * 0.75f - 0.125f;
+		uvs[2 * i + 1] = sheet_pos[3 * i + 1] * 1.5f;
+	}
 	r.u.create.mesh = (proto_mesh){ sheet_pos, 9, sheet_tri, 8 };
 	r.u.create.inv_mass = inv_mass;
+	r.u.create.uvs = uvs;
 	r.u.create.pins = pins;
 	r.u.create.pin_count = 2;
 	fill_params(&r.u.create.params);
@@ -200,6 +216,7 @@ static void test_request_roundtrip_create(void)
 	CHECK(memcmp(c->mesh.triangles, sheet_tri, sizeof sheet_tri) == 0);
 	CHECK(c->inv_mass != NULL && memcmp(c->inv_mass, inv_mass, sizeof inv_mass) == 0);
 	CHECK(c->pin_count == 2 && c->pins[0] == 0 && c->pins[1] == 2);
+	CHECK(c->uvs != NULL && c->uvs != uvs && memcmp(c->uvs, uvs, sizeof uvs) == 0);
 	CHECK(c->params.mask == PROTO_PARAMS_ALL);
 	CHECK(params_equal(&c->params.values, &r.u.create.params.values));
 	CHECK(c->name != NULL && strcmp(c->name, "shirt-take-3") == 0);
@@ -209,12 +226,14 @@ static void test_request_roundtrip_create(void)
 
 	/* Optional fields absent: NULL pointers and an empty mask. */
 	r.u.create.inv_mass = NULL;
+	r.u.create.uvs = NULL;
 	r.u.create.pins = NULL;
 	r.u.create.pin_count = 0;
 	r.u.create.params.mask = 0;
 	r.u.create.name = NULL;
 	CHECK_OK(request_roundtrip(&r, &d, &err));
 	CHECK(d.u.create.inv_mass == NULL && d.u.create.pins == NULL && d.u.create.pin_count == 0);
+	CHECK(d.u.create.uvs == NULL);
 	CHECK(d.u.create.params.mask == 0 && d.u.create.name == NULL);
 	proto_request_free(&d);
 }
@@ -1140,6 +1159,49 @@ static void test_decode_bad_bulk(void)
 	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
 	tb_bin(&t, "inv_mass", im, sizeof im);
 	EXPECT_ERR(&t, DRAPE_EINVAL, "inv_mass[4]");
+
+	/* uvs: the wrong count (one vertex short), an odd float count, the
+	 * wrong type, and a non-finite coordinate named with its vertex */
+	float uv[18] = { 0 };
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "uvs", uv, 16 * 4);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "uvs");
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "uvs", uv, 17 * 4);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "uvs");
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_str(&t, "uvs", "0 0 1 1");
+	EXPECT_ERR(&t, DRAPE_EPROTO, "uvs");
+	uv[13] = NAN;
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "uvs", uv, sizeof uv);
+	EXPECT_ERR(&t, DRAPE_ENONFINITE, "uvs[6][1]");
+
+	/* material parameters: a string for the model, infinity for a
+	 * stiffness */
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_key(&t, "params");
+	msgpack_pack_map(&t.pk, 1);
+	tb_str(&t, "model", "xpbd");
+	EXPECT_ERR(&t, DRAPE_EPROTO, "params.model");
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_key(&t, "params");
+	msgpack_pack_map(&t.pk, 1);
+	tb_key(&t, "bend_k");
+	msgpack_pack_double(&t.pk, INFINITY);
+	EXPECT_ERR(&t, DRAPE_ENONFINITE, "params.bend_k");
 
 	/* empty mesh */
 	tb_request(&t, 5, "preflight");

@@ -1,0 +1,343 @@
+/*
+ * The physical material's constants mapped onto the mesh's constraints
+ * (params.model == DRAPE_MODEL_XPBD): each constraint's stiffness k_e is
+ * chosen so that the energy the constraints store under a uniform
+ * deformation of the cloth equals the continuum energy of that deformation.
+ * A constraint C with stiffness k_e stores E = k_e C^2 / 2; XPBD (xpbd.c)
+ * solves it with compliance alpha = 1 / k_e.
+ *
+ * Stretch, membrane stiffness k [N/m] (force per unit width per unit
+ * strain of a strip free to narrow, as a fabric tensile test measures it).
+ * An edge of rest length l0 strained by eps stores k_e (l0 eps)^2 / 2; the
+ * continuum stores k eps^2 / 2 per unit area. Giving each edge the area A
+ * of the triangles around it, k_e = beta k A / l0^2 makes the sum of the
+ * edges' energies independent of the mesh resolution (halving the edges
+ * quarters both A and l0^2). beta follows from the regular grid with
+ * alternating diagonals (square cells of side h, one edge of each of the
+ * three directions per cell, A = h^2 for every interior edge): a strain
+ * (eps along x, eta across) strains the x edges by eps, the y edges by eta
+ * and the diagonals by (eps + eta) / 2, so the energy per cell is
+ *     beta k h^2 / 2 [eps^2 + eta^2 + (eps + eta)^2 / 4];
+ * a strip pulled along x chooses eta to minimise it, eta = -eps / 5, which
+ * leaves beta k h^2 / 2 * 1.2 eps^2. The strip's stiffness is k when
+ * beta = 1 / 1.2 = 5 / 6 (test_sim_material.c checks a pulled strip against
+ * F L / (k w)). A boundary edge has one triangle, so half the area: its
+ * energy is half an interior edge's, as the half cell it borders.
+ *
+ * Warp and weft (stretch_k along the mesh's u, stretch_k_weft along v): an
+ * edge's direction in the fabric is its uv difference (du, dv); the
+ * fraction along the warp is c = du^2 / (du^2 + dv^2), and its compliance
+ * blends the two, 1 / k(c) = c / k_u + (1 - c) / k_v, as two springs in
+ * series. That takes the UV layout to have the same scale in u and v, as a
+ * garment's pattern layout does. Without uvs the fabric is isotropic
+ * (stretch_k). Compression (compress_k, C < 0) uses the same geometry,
+ * isotropic; 0 means the edge's stretch stiffness.
+ *
+ * Shear, in-plane shear stiffness G [N/m] (energy G gamma^2 / 2 per area),
+ * on the wing distance of each interior edge: k_e = c_s G A / l0^2 with A
+ * the two triangles' area and l0 the wings' rest distance. On the grid a
+ * shear gamma strains a cell's diagonal wing by gamma / 2 (A / l0^2 = 1/2)
+ * and its two axis wings, across (2h, h), by 2 gamma / 5 (A / l0^2 = 1/5):
+ * the energy per cell is c_s G h^2 gamma^2 (1/8 + 2 * 2/25) = 0.285 c_s
+ * G h^2 gamma^2, which is G h^2 gamma^2 / 2 for c_s = 1.754. The stretch
+ * diagonals resist shear too (beta k / 4 on the grid), so shear_k below
+ * about a fifth of stretch_k adds to a floor the mesh already has.
+ *
+ * Bending, bending stiffness B [N m] (energy B kappa^2 / 2 per area, with
+ * kappa the curvature): a dihedral angle theta at an edge of length |e|
+ * bends a band of the cloth along it, as wide as the distance d between the
+ * two triangles' centres, to curvature theta / d, storing
+ * B (theta / d)^2 / 2 * |e| d = (B |e| / d) theta^2 / 2: k_e = B |e| / d.
+ * Grinspun, Hirani, Desbrun, Schröder, "Discrete Shells" (SCA 2003), take
+ * d from the triangles' heights, d = (A1 + A2) / (c |e|) with c = 3 / 2
+ * at the centroids (their 3 |e|^2 / (A1 + A2)); on the grid a cylinder
+ * along the y edges bends only those edges, by kappa h, with a band h wide
+ * (the faces through two generator lines are tilted as at the middle of
+ * their strip, not at their centroids), so d = h = (A1 + A2) / |e|:
+ * k_e = c_b B |e|^2 / (A1 + A2) with c_b = 1, which the cantilever test
+ * (Peirce 1930, ASTM D1388) confirms within a few per cent.
+ *
+ * Mass: the lumped vertex masses of sim.c (density times a third of the
+ * area around each vertex), so density sets the weight the constants hold.
+ */
+#include "server/sim/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIM_XPBD_BETA (5.0 / 6.0)
+#define SIM_XPBD_SHEAR_C 1.754
+#define SIM_XPBD_BEND_C 1.0
+
+/* Upper bounds of the material fields: far beyond any fabric (woven
+ * cotton is about 1e4 N/m and 1e-5 N m), low enough that no product with
+ * dt^2 overflows a float. */
+#define SIM_XPBD_MAX_K 1e9f
+#define SIM_XPBD_MAX_BEND 10.0f
+#define SIM_XPBD_MAX_DAMPING 1000.0f
+
+static drape_err check_k(const char *name, float v, float hi, const char *unit, drape_error *err)
+{
+	if (!(v >= 0.0f && v <= hi))
+		return drape_error_setf(err, DRAPE_EINVAL, "params.%s: %g %s is outside [0, %g]", name,
+					(double)v, unit, (double)hi);
+	return DRAPE_OK;
+}
+
+drape_err sim_xpbd_validate(const drape_sim_params *p, drape_error *err)
+{
+	drape_err rc;
+	if (p->model != DRAPE_MODEL_PBD && p->model != DRAPE_MODEL_XPBD)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"params.model: %d is not %d (pbd) or %d (xpbd)", (int)p->model,
+					DRAPE_MODEL_PBD, DRAPE_MODEL_XPBD);
+	if ((rc = check_k("stretch_k", p->stretch_k, SIM_XPBD_MAX_K, "N/m", err)) ||
+	    (rc = check_k("stretch_k_weft", p->stretch_k_weft, SIM_XPBD_MAX_K, "N/m", err)) ||
+	    (rc = check_k("shear_k", p->shear_k, SIM_XPBD_MAX_K, "N/m", err)) ||
+	    (rc = check_k("bend_k", p->bend_k, SIM_XPBD_MAX_BEND, "N*m", err)) ||
+	    (rc = check_k("compress_k", p->compress_k, SIM_XPBD_MAX_K, "N/m", err)) ||
+	    (rc = check_k("damping_rate", p->damping_rate, SIM_XPBD_MAX_DAMPING, "1/s", err)))
+		return rc;
+	/* A membrane with no stretch stiffness is no cloth: every edge would
+	 * be free, and the weft, shear and bending alone cannot hold it. */
+	if (p->model == DRAPE_MODEL_XPBD && !(p->stretch_k > 0.0f))
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"params.stretch_k: %g N/m must be > 0 with model xpbd",
+					(double)p->stretch_k);
+	return DRAPE_OK;
+}
+
+static float tri_area(sim_v3 a, sim_v3 b, sim_v3 c)
+{
+	return 0.5f * v3_len(v3_cross(v3_sub(b, a), v3_sub(c, a)));
+}
+
+/* An undirected edge or wing pair as a sortable key, with a value. */
+typedef struct key_val {
+	uint64_t key;
+	uint32_t index;
+	float value;
+} key_val;
+
+static int key_cmp(const void *a, const void *b)
+{
+	const key_val *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->index > y->index) - (x->index < y->index);
+}
+
+static uint64_t edge_key(uint32_t a, uint32_t b)
+{
+	uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
+	return ((uint64_t)lo << 32) | hi;
+}
+
+/* The first entry with `key`, or NULL. */
+static key_val *key_find(key_val *kv, uint32_t n, uint64_t key)
+{
+	uint32_t lo = 0, hi = n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (kv[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && kv[lo].key == key ? &kv[lo] : NULL;
+}
+
+drape_err sim_xpbd_build(drape_sim *sim, const float *uvs, drape_error *err)
+{
+	sim_xpbd *X = &sim->xpbd;
+	const uint32_t ns = sim->stretch_count, nsh = sim->shear_count, nb = sim->bend_count;
+	X->stretch_geo = calloc(ns ? ns : 1, sizeof(float));
+	X->stretch_warp = malloc((ns ? ns : 1) * sizeof(float));
+	X->shear_geo = calloc(nsh ? nsh : 1, sizeof(float));
+	X->bend_geo = calloc(nb ? nb : 1, sizeof(float));
+	X->bend_rest = calloc(nb ? nb : 1, sizeof(float));
+	uint32_t nk = ns > nb ? ns : nb;
+	key_val *kv = malloc((nk ? nk : 1) * sizeof *kv);
+	if (!X->stretch_geo || !X->stretch_warp || !X->shear_geo || !X->bend_geo || !X->bend_rest || !kv) {
+		free(kv);
+		return drape_error_setf(err, DRAPE_ENOMEM, "material: out of memory");
+	}
+	const sim_vec4 *x = sim->x;
+
+	/* Stretch: the area around each edge, by a sorted search of each
+	 * triangle's edges among the records (O(n log n), no hash map). */
+	for (uint32_t i = 0; i < ns; i++)
+		kv[i] = (key_val){edge_key(sim->stretch[i].a, sim->stretch[i].b), i, 0.0f};
+	qsort(kv, ns, sizeof *kv, key_cmp);
+	for (uint32_t t = 0; t < sim->ntri; t++) {
+		float area = sim->tri_rest_area[t];
+		if (!(area > 0.0f))
+			continue;
+		const uint32_t *v = &sim->tris[3 * (size_t)t];
+		for (int j = 0; j < 3; j++) {
+			key_val *k = key_find(kv, ns, edge_key(v[j], v[(j + 1) % 3]));
+			if (k != NULL)
+				k->value += area;
+		}
+	}
+	for (uint32_t i = 0; i < ns; i++) {
+		const key_val *k = &kv[i];
+		float rest = sim->stretch[k->index].rest;
+		sim->xpbd.stretch_geo[k->index] = (float)(SIM_XPBD_BETA * k->value / ((double)rest * rest));
+	}
+	for (uint32_t i = 0; i < ns; i++) {
+		float c = 0.5f;
+		if (uvs != NULL) {
+			uint32_t a = sim->order ? sim->order[sim->stretch[i].a] : sim->stretch[i].a;
+			uint32_t b = sim->order ? sim->order[sim->stretch[i].b] : sim->stretch[i].b;
+			double du = (double)uvs[2 * (size_t)a] - uvs[2 * (size_t)b];
+			double dv = (double)uvs[2 * (size_t)a + 1] - uvs[2 * (size_t)b + 1];
+			double s = du * du + dv * dv;
+			if (s > 0.0)
+				c = (float)(du * du / s);
+		}
+		X->stretch_warp[i] = c;
+	}
+
+	/* Bending: |e|^2 / (A1 + A2) from the record's own vertices; the
+	 * same two triangles give each shear wing pair its area. */
+	for (uint32_t i = 0; i < nb; i++) {
+		const sim_bend *c = &sim->bend[i];
+		sim_v3 p0 = v3_of4(x[c->v[0]]), p1 = v3_of4(x[c->v[1]]);
+		sim_v3 p2 = v3_of4(x[c->v[2]]), p3 = v3_of4(x[c->v[3]]);
+		double area = (double)tri_area(p0, p1, p2) + (double)tri_area(p0, p1, p3);
+		sim_v3 e = v3_sub(p1, p0);
+		double ee = (double)v3_dot(e, e);
+		X->bend_geo[i] = area > 0.0 ? (float)(SIM_XPBD_BEND_C * ee / area) : 0.0f;
+		X->bend_rest[i] = sim_bend_signed_rest(p0, p1, p2, p3);
+		kv[i] = (key_val){edge_key(c->v[2], c->v[3]), i, (float)area};
+	}
+	qsort(kv, nb, sizeof *kv, key_cmp);
+	for (uint32_t i = 0; i < nsh; i++) {
+		const sim_dist *c = &sim->shear[i];
+		const key_val *k = key_find(kv, nb, edge_key(c->a, c->b));
+		/* Wings of a pair with a zero-area triangle have no bending
+		 * record and no area: no shear stiffness either. */
+		if (k != NULL)
+			X->shear_geo[i] = (float)(SIM_XPBD_SHEAR_C * k->value / ((double)c->rest * c->rest));
+	}
+	free(kv);
+	return DRAPE_OK;
+}
+
+void sim_xpbd_free(sim_xpbd *X)
+{
+	free(X->stretch_geo);
+	free(X->stretch_warp);
+	free(X->shear_geo);
+	free(X->bend_geo);
+	free(X->bend_rest);
+	free(X->stretch_kt);
+	free(X->stretch_kc);
+	free(X->stretch_lambda);
+	free(X->shear_kt);
+	free(X->shear_lambda);
+	free(X->bend_kt);
+	free(X->bend_lambda);
+	memset(X, 0, sizeof *X);
+}
+
+size_t sim_xpbd_bytes(const drape_sim *sim)
+{
+	size_t per_stretch = 2 + (sim->xpbd.stretch_kt ? 3 : 0);
+	size_t per_other = 1 + (sim->xpbd.stretch_kt ? 2 : 0);
+	return sizeof(float) * (per_stretch * sim->stretch_count +
+				per_other * ((size_t)sim->shear_count + sim->bend_count) + sim->bend_count);
+}
+
+/*
+ * The XPBD schedule, chosen by measurement (README, "Solver"): the frame's
+ * budget of substeps x iterations projections is spent as that many small
+ * steps of one iteration each (Macklin, Storey, Lu, Terdiman, Chentanez,
+ * Kim, Müller, "Small Steps in Physics Simulation", SCA 2019): the error a
+ * stiff constraint leaves after one iteration falls with dt^2, so the same
+ * number of sweeps gets far closer to the converged cloth than iterations
+ * of fewer substeps (corner-hung sheet of k = 5000 N/m at 4 x 10: the
+ * bottom edge drops 1.5 cm against 7.3 cm).
+ *
+ * Steps shorter than SIM_XPBD_MIN_DT are not taken: positions are float32,
+ * and a vertex at rest a metre from the origin moves by g dt^2 in its first
+ * substep, which below about 1e-4 s is less than half a unit in the last
+ * place of its coordinate: p = x + dt v rounds back to x, the velocity
+ * (p - x) / dt comes out 0, and the vertex never starts to fall (a strip at
+ * 16 x 40 and 24 fps stood still). At 1 / 2000 s the first substep's
+ * motion is 20 units in the last place at 1 m. The rest of the budget goes
+ * to iterations within each step, where lambda accumulates (XPBD proper).
+ * The step count never goes below params.substeps.
+ */
+#define SIM_XPBD_MIN_DT (1.0 / 2000.0)
+
+void sim_xpbd_schedule(const drape_sim *sim, uint32_t *steps, uint32_t *iterations)
+{
+	const drape_sim_params *P = &sim->params;
+	const uint32_t S = (uint32_t)P->substeps, I = (uint32_t)P->iterations;
+	if (sim->flags & SIM_CREATE_XPBD_ITERATE) {
+		*steps = S;
+		*iterations = I;
+		return;
+	}
+	uint32_t budget = S * I;
+	double cap = floor(1.0 / ((double)P->fps * SIM_XPBD_MIN_DT));
+	uint32_t most = cap < 1.0 ? 1u : cap > (double)budget ? budget : (uint32_t)cap;
+	uint32_t n = most > S ? most : S;
+	*steps = n;
+	*iterations = (budget + n - 1) / n;
+}
+
+drape_err sim_xpbd_derive(drape_sim *sim, drape_error *err)
+{
+	const drape_sim_params *P = &sim->params;
+	sim_xpbd *X = &sim->xpbd;
+	if (P->model != DRAPE_MODEL_XPBD)
+		return DRAPE_OK;
+	const uint32_t ns = sim->stretch_count, nsh = sim->shear_count, nb = sim->bend_count;
+	if (X->stretch_kt == NULL) {
+		X->stretch_kt = malloc((ns ? ns : 1) * sizeof(float));
+		X->stretch_kc = malloc((ns ? ns : 1) * sizeof(float));
+		X->stretch_lambda = calloc(ns ? ns : 1, sizeof(float));
+		X->shear_kt = malloc((nsh ? nsh : 1) * sizeof(float));
+		X->shear_lambda = calloc(nsh ? nsh : 1, sizeof(float));
+		X->bend_kt = malloc((nb ? nb : 1) * sizeof(float));
+		X->bend_lambda = calloc(nb ? nb : 1, sizeof(float));
+		if (!X->stretch_kt || !X->stretch_kc || !X->stretch_lambda || !X->shear_kt ||
+		    !X->shear_lambda || !X->bend_kt || !X->bend_lambda) {
+			free(X->stretch_kt), free(X->stretch_kc), free(X->stretch_lambda);
+			free(X->shear_kt), free(X->shear_lambda), free(X->bend_kt), free(X->bend_lambda);
+			X->stretch_kt = X->stretch_kc = X->stretch_lambda = NULL;
+			X->shear_kt = X->shear_lambda = X->bend_kt = X->bend_lambda = NULL;
+			return drape_error_setf(err, DRAPE_ENOMEM, "material: out of memory");
+		}
+	}
+	sim_xpbd_schedule(sim, &X->steps, &X->iterations);
+	X->dt = 1.0 / ((double)P->fps * (double)X->steps);
+	const double dt2 = X->dt * X->dt;
+	const double ku = P->stretch_k, kv = P->stretch_k_weft > 0.0f ? P->stretch_k_weft : P->stretch_k;
+	const double kcmp = P->compress_k;
+	for (uint32_t i = 0; i < ns; i++) {
+		double c = X->stretch_warp[i];
+		/* Springs in series: the compliances add (file comment). */
+		double k = 1.0 / (c / ku + (1.0 - c) / kv);
+		double g = X->stretch_geo[i];
+		X->stretch_kt[i] = (float)(g * k * dt2);
+		X->stretch_kc[i] = (float)(g * (kcmp > 0.0 ? kcmp : k) * dt2);
+	}
+	for (uint32_t i = 0; i < nsh; i++)
+		X->shear_kt[i] = (float)((double)X->shear_geo[i] * P->shear_k * dt2);
+	for (uint32_t i = 0; i < nb; i++)
+		X->bend_kt[i] = (float)((double)X->bend_geo[i] * P->bend_k * dt2);
+	return DRAPE_OK;
+}
+
+void sim_xpbd_reset(const drape_sim *sim)
+{
+	const sim_xpbd *X = &sim->xpbd;
+	memset(X->stretch_lambda, 0, sim->stretch_count * sizeof(float));
+	memset(X->shear_lambda, 0, sim->shear_count * sizeof(float));
+	memset(X->bend_lambda, 0, sim->bend_count * sizeof(float));
+}
