@@ -704,18 +704,16 @@ static void test_connection_closed_after_close(void)
 }
 
 /*
- * Cancel stops a 1000-frame run within a frame. What is asserted, with F the
- * frames_done of a status taken just before the cancel, C the frames_done in
- * the cancel reply and S the frames this client had received (3):
- *   C <= F + 1  at most the frame in flight when the status was answered
- *               completes before the cancel is handled;
- *   C <= S + 2  the reader keeps up with the run, so the server is at most
- *               one frame ahead of it plus the one in flight;
- *   D <= C + 1  the final frames_done D: the frame in flight when the cancel
- *               arrived may still be finished and kept.
+ * Cancel stops a 1000-frame run within a frame. What is asserted, with C the
+ * frames_done in the cancel reply and D the final frames_done once the
+ * session has settled in "canceled":
+ *   D <= C + 1  the frame in flight when the cancel arrived may still be
+ *               finished and kept, and no other;
+ *   D < 1000    the run did stop.
  * next_frame, called right after the cancel, delivers exactly frames 1..D in
- * order and then ECANCELED, where D is read once the session has settled in
- * "canceled" (within 3 s).
+ * order and then ECANCELED. How far the run got between the client's last
+ * status and its cancel is not asserted: on a loaded machine the client may
+ * wait any number of frames between two requests.
  */
 static void test_cancel_within_a_frame(void)
 {
@@ -743,13 +741,10 @@ static void test_cancel_within_a_frame(void)
 		drape_frame_free(&f);
 	}
 	drape_status st;
-	CHECK_OK(drape_session_status(c, s, &st, NULL));
-	uint32_t before = st.frames_done;
 	drape_state cs;
 	uint32_t at_cancel;
 	CHECK_OK(drape_session_cancel(c, s, &cs, &at_cancel, NULL));
-	CHECKF(at_cancel <= before + 1, "status said %u, cancel reply %u", before, at_cancel);
-	CHECKF(at_cancel <= seen + 2, "%u frames seen, cancel reply %u", seen, at_cancel);
+	CHECKF(at_cancel < 1000, "cancel reply %u", at_cancel);
 	/* Drain right away: the frame in flight at the cancel may land after
 	 * the cancel reply, and must still be delivered before ECANCELED. */
 	drape_err rc;
@@ -758,7 +753,8 @@ static void test_cancel_within_a_frame(void)
 		drape_frame_free(&f);
 	}
 	CHECKF(rc == DRAPE_ECANCELED, "end code %s", drape_err_name(rc));
-	/* Then the settled state: canceled, and frames_done unchanged for 300 ms. */
+	/* Then the settled state: canceled, and frames_done unchanged for 300 ms
+	 * (bounded at 30 s, which only a broken cancel reaches). */
 	double t0 = now_ms(), stable_since = now_ms();
 	uint32_t last = UINT32_MAX;
 	for (;;) {
@@ -766,11 +762,11 @@ static void test_cancel_within_a_frame(void)
 		if (st.state != DRAPE_STATE_CANCELED || st.frames_done != last)
 			stable_since = now_ms();
 		last = st.frames_done;
-		if (now_ms() - stable_since >= 300 || now_ms() - t0 > 3000)
+		if (now_ms() - stable_since >= 300 || now_ms() - t0 > 30000)
 			break;
 		sleep_ms(10);
 	}
-	CHECKF(st.state == DRAPE_STATE_CANCELED, "state %s after 3 s", drape_state_name(st.state));
+	CHECKF(st.state == DRAPE_STATE_CANCELED, "state %s after 30 s", drape_state_name(st.state));
 	CHECKF(st.frames_done <= at_cancel + 1, "cancel reply %u, final %u", at_cancel,
 	       st.frames_done);
 	CHECK(st.frames_done < 1000);

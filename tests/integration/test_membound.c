@@ -657,9 +657,11 @@ static void test_rss_comes_back_after_sessions_go(void)
  * cache gets 8 MiB) must level off. RSS saws up and down by a few MiB as
  * fields are built, evicted and trimmed, so the test compares peaks: the
  * highest RSS of the last third of the cycles may pass the highest of the
- * middle third by at most 2 MiB. Before the cache was part of the budget it
- * kept every field up to 1 GiB (about 0.6 MiB a cycle here), and the replay
- * cache 6 kB per client. */
+ * middle third by at most 8 MiB. Before the cache was part of the budget it
+ * kept every field up to 1 GiB (about 0.6 MiB a cycle here, 30 MiB over a
+ * third), and the replay cache 6 kB per client. The bound was 2 MiB, but
+ * the heap's fragmentation by the field builds alone moved the peaks by
+ * 1.4 to 5.5 MiB between thirds in runs on a loaded machine. */
 static void test_soak_rss_levels_off(void)
 {
 	CHECK(d_soak.pid > 0);
@@ -722,8 +724,8 @@ static void test_soak_rss_levels_off(void)
 		last = curve[k] > last ? curve[k] : last;
 	printf("  peak VmRSS: %ld kB in cycles %d..%d, %ld kB in cycles %d..%d\n", mid, done / 3, 2 * done / 3 - 1,
 	       last, 2 * done / 3, done - 1);
-	CHECKF(last - mid <= 2048, "peak VmRSS grew by %ld kB from the middle to the last third of %d cycles "
-	       "(bound 2048 kB)", last - mid, done);
+	CHECKF(last - mid <= 8192, "peak VmRSS grew by %ld kB from the middle to the last third of %d cycles "
+	       "(bound 8192 kB)", last - mid, done);
 }
 
 int main(int argc, char **argv)
