@@ -29,6 +29,7 @@
 #include "drape/sim.h"
 #include "proto/proto.h"
 #include "tests/unit/check.h"
+#include "tests/integration/itest.h"
 
 /* ---- Daemons ------------------------------------------------------------- */
 
@@ -112,90 +113,11 @@ static int wait_exit(pid_t pid, int ms)
 	return -1;
 }
 
-static int free_tcp_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a;
-	memset(&a, 0, sizeof a);
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof a;
-	int port = -1;
-	/* The stream listener takes port + 1, so look for a pair that is free. */
-	for (int tries = 0; tries < 50 && port < 0; tries++) {
-		a.sin_port = 0;
-		if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-		    getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
-			int p = ntohs(a.sin_port);
-			int fd2 = socket(AF_INET, SOCK_STREAM, 0);
-			struct sockaddr_in b = a;
-			b.sin_port = htons((uint16_t)(p + 1));
-			if (p < 65534 && bind(fd2, (struct sockaddr *)&b, sizeof b) == 0)
-				port = p;
-			close(fd2);
-		}
-		close(fd);
-		fd = socket(AF_INET, SOCK_STREAM, 0);
-	}
-	close(fd);
-	return port;
-}
-
 /* ---- Requests ------------------------------------------------------------- */
-
-/* Atomic: the concurrent-clients test sends from several threads. */
-static _Atomic uint64_t next_id = 1;
 
 static int open_req(const char *url, nng_socket *s)
 {
-	int rv = nng_req0_open(s);
-	if (rv != 0)
-		return rv;
-	nng_socket_set_ms(*s, NNG_OPT_RECVTIMEO, 5000);
-	nng_socket_set_ms(*s, NNG_OPT_SENDTIMEO, 5000);
-	nng_socket_set_size(*s, NNG_OPT_RECVMAXSZ, 0);
-	rv = nng_dial(*s, url, NULL, 0);
-	if (rv != 0)
-		nng_close(*s);
-	return rv;
-}
-
-/* Sends raw bytes, receives raw reply bytes (caller nng_free's). */
-static int raw_call(nng_socket s, const void *data, size_t len, void **rep, size_t *rep_len)
-{
-	int rv = nng_send(s, (void *)data, len, 0);
-	if (rv != 0)
-		return rv;
-	return nng_recv(s, rep, rep_len, NNG_FLAG_ALLOC);
-}
-
-/* Encodes req, sends it, decodes the reply (ok or error). Returns 0 when a
- * reply was decoded. */
-static int call(nng_socket s, proto_request *req, proto_reply *rep)
-{
-	if (req->id == 0)
-		req->id = next_id++;
-	proto_buf b = { NULL, 0 };
-	drape_error err;
-	if (proto_request_encode(req, &b, &err) != DRAPE_OK) {
-		printf("  encode failed: %s\n", err.message);
-		return -1;
-	}
-	void *r = NULL;
-	size_t rl = 0;
-	int rv = raw_call(s, b.data, b.len, &r, &rl);
-	proto_buf_free(&b);
-	if (rv != 0) {
-		printf("  nng: %s\n", nng_strerror(rv));
-		return rv;
-	}
-	drape_err rc = proto_reply_decode(r, rl, 0, req->op, rep, &err);
-	nng_free(r, rl);
-	if (rc != DRAPE_OK) {
-		printf("  reply decode: %s\n", err.message);
-		return -1;
-	}
-	return 0;
+	return itest_req_open(url, 5000, 5000, s);
 }
 
 /* Decodes an error reply to a malformed request (its op is unknown, so
@@ -322,7 +244,7 @@ static int create(nng_socket s, const grid *g, owned *o)
 	proto_request req;
 	proto_reply rep;
 	create_req(&req, g);
-	if (call(s, &req, &rep) != 0 || !rep.ok) {
+	if (itest_call(s, &req, &rep) != 0 || !rep.ok) {
 		if (!rep.ok)
 			printf("  create: %s\n", rep.error.message);
 		proto_reply_free(&rep);
@@ -349,7 +271,7 @@ static bool session_op_ok(nng_socket s, proto_op op, const owned *o)
 	proto_request req;
 	proto_reply rep;
 	session_req(&req, op, o);
-	if (call(s, &req, &rep) != 0)
+	if (itest_call(s, &req, &rep) != 0)
 		return false;
 	bool ok = rep.ok;
 	if (!ok)
@@ -363,7 +285,7 @@ static int run(nng_socket s, const owned *o, uint32_t frames, proto_reply *rep)
 	proto_request req;
 	session_req(&req, PROTO_OP_SESSION_RUN, o);
 	req.u.run.frames = frames;
-	return call(s, &req, rep);
+	return itest_call(s, &req, rep);
 }
 
 static int status(nng_socket s, uint32_t id, proto_reply *rep)
@@ -372,7 +294,7 @@ static int status(nng_socket s, uint32_t id, proto_reply *rep)
 	proto_request_init(&req, PROTO_OP_SESSION_STATUS);
 	req.has_session = true;
 	req.session = id;
-	return call(s, &req, rep);
+	return itest_call(s, &req, rep);
 }
 
 /* Polls status until the session leaves queued/running or ms pass. */
@@ -399,7 +321,7 @@ static int get_frame(nng_socket s, const owned *o, uint32_t index, float *out, u
 	session_req(&req, PROTO_OP_FRAMES_GET, o);
 	req.u.frames_get.first = index;
 	req.u.frames_get.count = 1;
-	if (call(s, &req, &rep) != 0)
+	if (itest_call(s, &req, &rep) != 0)
 		return -1;
 	int rc = -1;
 	if (rep.ok && rep.u.frames_get.count == 1 && rep.u.frames_get.frames[0].index == index &&
@@ -426,7 +348,7 @@ static int wait_ready(const char *url, int ms)
 			proto_request req;
 			proto_reply rep;
 			proto_request_init(&req, PROTO_OP_HELLO);
-			int ok = call(s, &req, &rep) == 0 && rep.ok;
+			int ok = itest_call(s, &req, &rep) == 0 && rep.ok;
 			if (ok)
 				proto_reply_free(&rep);
 			nng_close(s);
@@ -442,7 +364,7 @@ static void test_start(void)
 {
 	snprintf(ipc_url, sizeof ipc_url, "ipc://%s/ctl", tmpdir);
 	snprintf(stream_ipc, sizeof stream_ipc, "%s.stream", ipc_url);
-	int port = free_tcp_port();
+	int port = itest_free_port();
 	CHECK(port > 0);
 	snprintf(tcp_url, sizeof tcp_url, "tcp://127.0.0.1:%d", port);
 	snprintf(log_main, sizeof log_main, "%s/main.log", tmpdir);
@@ -469,7 +391,7 @@ static void test_hello(void)
 		proto_reply rep;
 		proto_request_init(&req, PROTO_OP_HELLO);
 		req.u.hello.client = "test_daemon_raw";
-		int rc = call(s, &req, &rep);
+		int rc = itest_call(s, &req, &rep);
 		nng_close(s);
 		CHECK(rc == 0 && rep.ok);
 		CHECK(rep.u.hello.version == PROTO_VERSION);
@@ -554,7 +476,7 @@ static void test_happy_path(void)
 	session_req(&req, PROTO_OP_FRAMES_GET, &o);
 	req.u.frames_get.first = 1;
 	req.u.frames_get.count = 100;
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	CHECK(rep.u.frames_get.count == 6 && rep.u.frames_get.frames_done == 6);
 	for (uint32_t i = 0; i < 6; i++)
 		CHECK(rep.u.frames_get.frames[i].index == i + 1);
@@ -568,11 +490,11 @@ static void test_happy_path(void)
 
 	/* A frame not solved yet: an empty successful reply. */
 	req.u.frames_get.first = 7;
-	CHECK(call(s, &req, &rep) == 0 && rep.ok && rep.u.frames_get.count == 0);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok && rep.u.frames_get.count == 0);
 	proto_reply_free(&rep);
 
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	bool listed = false;
 	for (uint32_t i = 0; i < rep.u.list.count; i++)
 		listed |= rep.u.list.sessions[i].id == o.id && rep.u.list.sessions[i].frames_done == 6;
@@ -580,7 +502,7 @@ static void test_happy_path(void)
 	proto_reply_free(&rep);
 
 	proto_request_init(&req, PROTO_OP_SERVER_STATS);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	CHECK(rep.u.server_stats.frames_solved >= 6 && rep.u.server_stats.sessions >= 1 &&
 	      rep.u.server_stats.threads == 2);
 	proto_reply_free(&rep);
@@ -601,7 +523,7 @@ static int expect_error(nng_socket s, const void *data, size_t len, drape_err co
 {
 	void *r = NULL;
 	size_t rl = 0;
-	int rv = raw_call(s, data, len, &r, &rl);
+	int rv = itest_raw_call(s, data, len, &r, &rl);
 	if (rv != 0) {
 		snprintf(why, why_len, "no reply: %s", nng_strerror(rv));
 		return -1;
@@ -639,7 +561,7 @@ static void build_v(msgpack_sbuffer *sb, uint32_t v, const char *op, uint32_t ne
 	pack_str(&pk, "v");
 	msgpack_pack_uint32(&pk, v);
 	pack_str(&pk, "id");
-	msgpack_pack_uint64(&pk, next_id++);
+	msgpack_pack_uint64(&pk, itest_next_id());
 	pack_str(&pk, "op");
 	pack_str(&pk, op);
 	if (extra)
@@ -759,7 +681,7 @@ static void test_bad_requests(void)
 	memcpy(tri, g.tri, g.nt * 12u);
 	tri[7] = g.nv + 5;
 	req.u.create.mesh.triangles = tri;
-	req.id = next_id++;
+	req.id = itest_next_id();
 	CHECK(proto_request_encode(&req, &b, NULL) == DRAPE_OK);
 	r = expect_error(bad, b.data, b.len, DRAPE_ERANGE, "triangles[2][1]", why, sizeof why);
 	proto_buf_free(&b);
@@ -771,7 +693,7 @@ static void test_bad_requests(void)
 	pos[3 * 5 + 1] = NAN;
 	create_req(&req, &g);
 	req.u.create.mesh.positions = pos;
-	req.id = next_id++;
+	req.id = itest_next_id();
 	CHECK(proto_request_encode(&req, &b, NULL) == DRAPE_OK);
 	r = expect_error(bad, b.data, b.len, DRAPE_ENONFINITE, "positions", why, sizeof why);
 	free(pos);
@@ -825,7 +747,7 @@ static void test_bad_requests(void)
 	}
 	CHECK(going);
 	proto_request_init(&req, PROTO_OP_HELLO);
-	CHECK(call(bad, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(bad, &req, &rep) == 0 && rep.ok);
 	proto_reply_free(&rep);
 
 	CHECK(session_op_ok(good, PROTO_OP_SESSION_DELETE, &o));
@@ -857,7 +779,7 @@ static void test_nngcat_garbage(void)
 	proto_request req;
 	proto_reply rep;
 	proto_request_init(&req, PROTO_OP_HELLO);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	proto_reply_free(&rep);
 	nng_close(s);
 }
@@ -873,7 +795,7 @@ static void test_replay(void)
 	proto_request req;
 	proto_reply rep;
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	const uint32_t before = rep.u.list.count;
 	proto_reply_free(&rep);
 
@@ -885,8 +807,8 @@ static void test_replay(void)
 	CHECK(proto_request_encode(&req, &b, NULL) == DRAPE_OK);
 	void *r1 = NULL, *r2 = NULL;
 	size_t l1 = 0, l2 = 0;
-	CHECK(raw_call(s, b.data, b.len, &r1, &l1) == 0);
-	CHECK(raw_call(s, b.data, b.len, &r2, &l2) == 0);
+	CHECK(itest_raw_call(s, b.data, b.len, &r1, &l1) == 0);
+	CHECK(itest_raw_call(s, b.data, b.len, &r2, &l2) == 0);
 	proto_buf_free(&b);
 	const bool same = l1 == l2 && memcmp(r1, r2, l1) == 0;
 	CHECK(proto_reply_decode(r1, l1, 0, PROTO_OP_SESSION_CREATE, &rep, NULL) == DRAPE_OK && rep.ok);
@@ -898,7 +820,7 @@ static void test_replay(void)
 	CHECK(same);
 
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	const uint32_t after = rep.u.list.count;
 	proto_reply_free(&rep);
 	CHECKF(after == before + 1, "sessions %u -> %u", before, after);
@@ -909,9 +831,9 @@ static void test_replay(void)
 	req.client = 0x1234567890abcdefull;
 	req.id = 4243;
 	req.u.run.frames = 3;
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	proto_reply_free(&rep);
-	CHECK(call(s, &req, &rep) == 0);
+	CHECK(itest_call(s, &req, &rep) == 0);
 	CHECKF(rep.ok, "repeated run: %s", rep.error.message);
 	proto_reply_free(&rep);
 	uint32_t done = 0;
@@ -938,13 +860,13 @@ static void test_owner_token(void)
 
 	session_req(&req, PROTO_OP_SESSION_RUN, &wrong);
 	req.u.run.frames = 2;
-	CHECK(call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
+	CHECK(itest_call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
 	CHECKF(strstr(rep.error.message, "owner token does not match") != NULL, "%s", rep.error.message);
 	proto_reply_free(&rep);
 
 	session_req(&req, PROTO_OP_SESSION_DELETE, &o);
 	req.has_token = false;
-	CHECK(call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
+	CHECK(itest_call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
 	proto_reply_free(&rep);
 
 	/* Read-only ops need no token; the session is intact and idle. */
@@ -988,7 +910,7 @@ static void test_cancel(void)
 	CHECK(done >= 3);
 	proto_request req;
 	session_req(&req, PROTO_OP_SESSION_CANCEL, &o);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok && rep.u.cancel.state == PROTO_STATE_CANCELED);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok && rep.u.cancel.state == PROTO_STATE_CANCELED);
 	const uint32_t at_cancel = rep.u.cancel.frames_done;
 	proto_reply_free(&rep);
 	usleep(300000);
@@ -1061,7 +983,7 @@ static void test_queue(void)
 	for (int i = 0; i < 2; i++) {
 		proto_request req;
 		session_req(&req, PROTO_OP_SESSION_CANCEL, &o[i]);
-		CHECK(call(s, &req, &rep) == 0 && rep.ok);
+		CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 		proto_reply_free(&rep);
 		uint32_t done = 0;
 		CHECK(wait_stopped(s, o[i].id, 60000, &done) == PROTO_STATE_CANCELED && done >= 1);
@@ -1102,14 +1024,14 @@ static void test_colliders(void)
 	req.u.collider_add.desc.center[2] = 0.5f;
 	req.u.collider_add.desc.radius = 0.25f;
 	for (int i = 0; i < 3; i++) {
-		CHECK(call(s, &req, &rep) == 0);
+		CHECK(itest_call(s, &req, &rep) == 0);
 		CHECKF(rep.ok && rep.u.collider_add.index == (uint32_t)i, "collider.add %d: %s", i,
 		       rep.ok ? "wrong index" : rep.error.message);
 		proto_reply_free(&rep);
 		req.id = 0;
 	}
 	req.has_token = false;
-	CHECK(call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
+	CHECK(itest_call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
 	proto_reply_free(&rep);
 	CHECK(status(s, o.id, &rep) == 0 && rep.ok);
 	CHECKF(rep.u.status.colliders == 3 && rep.u.status.state == PROTO_STATE_RUNNING, "colliders %u, %s",
@@ -1129,7 +1051,7 @@ static void test_colliders(void)
 	req.u.preflight.mesh.vertex_count = 6;
 	req.u.preflight.mesh.triangles = tri;
 	req.u.preflight.mesh.triangle_count = 2;
-	CHECK(call(s, &req, &rep) == 0);
+	CHECK(itest_call(s, &req, &rep) == 0);
 	CHECKF(rep.ok && rep.u.preflight.count == 1 && rep.u.preflight.pair_count == 1, "preflight: %s",
 	       rep.ok ? "wrong count" : rep.error.message);
 	proto_reply_free(&rep);
@@ -1151,7 +1073,7 @@ static void test_failed_run(void)
 	create_req(&req, &g);
 	req.u.create.params.values.gravity[1] = -3e38f;
 	req.u.create.params.mask |= PROTO_PARAM_GRAVITY;
-	CHECK(call(s, &req, &rep) == 0);
+	CHECK(itest_call(s, &req, &rep) == 0);
 	CHECKF(rep.ok, "create: %s", rep.error.message);
 	owned o = { rep.u.create.session, { 0 } };
 	memcpy(o.token, rep.u.create.token, PROTO_TOKEN_SIZE);
@@ -1219,26 +1141,26 @@ static void test_auth(void)
 	proto_request req;
 	proto_reply rep;
 	proto_request_init(&req, PROTO_OP_HELLO);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok && rep.u.hello.auth_required && rep.u.hello.stream_url_count == 0);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok && rep.u.hello.auth_required && rep.u.hello.stream_url_count == 0);
 	proto_reply_free(&rep);
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
-	CHECK(call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
+	CHECK(itest_call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
 	CHECK(strstr(rep.error.message, "auth: missing or wrong") != NULL);
 	proto_reply_free(&rep);
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
 	req.auth = (const uint8_t *)"s3cret-tokeN";
 	req.auth_len = 12;
-	CHECK(call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
+	CHECK(itest_call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
 	proto_reply_free(&rep);
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
 	req.auth = (const uint8_t *)"s3cret-token";
 	req.auth_len = 12;
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	proto_reply_free(&rep);
 	proto_request_init(&req, PROTO_OP_HELLO);
 	req.auth = (const uint8_t *)"s3cret-token";
 	req.auth_len = 12;
-	CHECK(call(s, &req, &rep) == 0 && rep.ok && rep.u.hello.stream_url_count == 0);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok && rep.u.hello.stream_url_count == 0);
 	proto_reply_free(&rep);
 	nng_close(s);
 	kill(pid, SIGTERM);
@@ -1281,7 +1203,7 @@ static void *client_thread(void *arg)
 		session_req(&req, PROTO_OP_FRAMES_GET, &o);
 		req.u.frames_get.first = got + 1;
 		req.u.frames_get.count = 5;
-		if (call(s, &req, &rep) != 0 || !rep.ok || rep.u.frames_get.count == 0) {
+		if (itest_call(s, &req, &rep) != 0 || !rep.ok || rep.u.frames_get.count == 0) {
 			snprintf(w->why, sizeof w->why, "frames.get from %u", got + 1);
 			goto out;
 		}
@@ -1297,7 +1219,7 @@ static void *client_thread(void *arg)
 		proto_reply_free(&rep);
 	}
 	session_req(&req, PROTO_OP_SESSION_DELETE, &o);
-	if (call(s, &req, &rep) == 0 && rep.ok)
+	if (itest_call(s, &req, &rep) == 0 && rep.ok)
 		w->ok = 1;
 	proto_reply_free(&rep);
 out:
@@ -1385,7 +1307,7 @@ static void test_crash_recovery(void)
 	/* A collider, so its op log is part of what must come back. */
 	session_req(&req, PROTO_OP_COLLIDER_ADD, &o);
 	sphere_desc(&req.u.collider_add.desc);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	proto_reply_free(&rep);
 	const uint32_t target = 40;
 	CHECK(run(s, &o, target, &rep) == 0 && rep.ok);
@@ -1437,7 +1359,7 @@ static void test_crash_recovery(void)
 	free(want);
 
 	session_req(&req, PROTO_OP_SESSION_RESUME, &o);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok && rep.u.run.frames_target == target);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok && rep.u.run.frames_target == target);
 	proto_reply_free(&rep);
 	CHECK(wait_stopped(s, o.id, 10000, &done) == PROTO_STATE_DONE && done == target);
 	CHECK(get_frame(s, &o, target, got, g.nv) == 0);

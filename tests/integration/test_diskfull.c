@@ -10,6 +10,7 @@
  * skipped with a note, and the program reports 0 passed.
  */
 #include "tests/unit/check.h"
+#include "tests/integration/itest.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,34 +32,9 @@ static char url[320];
 static pid_t daemon_pid = -1;
 static bool mounted;
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
 static void daemon_stop(void)
 {
-	if (daemon_pid <= 0)
-		return;
-	kill(daemon_pid, SIGTERM);
-	double t0 = now_ms();
-	int st;
-	while (waitpid(daemon_pid, &st, WNOHANG) == 0) {
-		if (now_ms() - t0 > 10000) {
-			kill(daemon_pid, SIGKILL);
-			waitpid(daemon_pid, &st, 0);
-			break;
-		}
-		sleep_ms(10);
-	}
+	itest_pid_stop(daemon_pid, SIGTERM, 10000);
 	daemon_pid = -1;
 }
 
@@ -85,8 +61,8 @@ static bool daemon_start(void)
 		_exit(127);
 	}
 	daemon_pid = pid;
-	double t0 = now_ms();
-	while (now_ms() - t0 < 20000) {
+	double t0 = itest_now_ms();
+	while (itest_now_ms() - t0 < 20000) {
 		int st;
 		if (waitpid(pid, &st, WNOHANG) == pid) {
 			daemon_pid = -1;
@@ -97,7 +73,7 @@ static bool daemon_start(void)
 			drape_close(c);
 			return true;
 		}
-		sleep_ms(20);
+		itest_sleep_ms(20);
 	}
 	return false;
 }
@@ -214,13 +190,13 @@ static drape_err run_to_end(drape_client *c, drape_session s, uint32_t n, drape_
 	drape_err rc = drape_session_run(c, s, n, NULL, NULL);
 	if (rc != DRAPE_OK)
 		return rc;
-	double t0 = now_ms();
-	while (now_ms() - t0 < 60000) {
+	double t0 = itest_now_ms();
+	while (itest_now_ms() - t0 < 60000) {
 		if ((rc = drape_session_status(c, s, st, NULL)) != DRAPE_OK)
 			return rc;
 		if (st->state != DRAPE_STATE_QUEUED && st->state != DRAPE_STATE_RUNNING)
 			return DRAPE_OK;
-		sleep_ms(20);
+		itest_sleep_ms(20);
 	}
 	return DRAPE_ETIMEDOUT;
 }

@@ -27,6 +27,7 @@
 
 #include "proto/proto.h"
 #include "tests/unit/check.h"
+#include "tests/integration/itest.h"
 
 /* ---- Daemons ------------------------------------------------------------- */
 
@@ -52,19 +53,6 @@ static void on_fatal(int sig)
 			kill(daemons[i], SIGKILL);
 	signal(sig, SIG_DFL);
 	raise(sig);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
 }
 
 /* Starts $DRAPED with args (NULL-terminated), stdin from /dev/null and
@@ -151,77 +139,29 @@ static bool file_has(const char *path, const char *needle)
 
 /* ---- Requests ------------------------------------------------------------ */
 
-static uint64_t next_id = 1;
-
 static int open_req(const char *url, nng_socket *s)
 {
-	int rv = nng_req0_open(s);
-	if (rv != 0)
-		return rv;
-	nng_socket_set_ms(*s, NNG_OPT_RECVTIMEO, 10000);
-	nng_socket_set_ms(*s, NNG_OPT_SENDTIMEO, 10000);
-	nng_socket_set_size(*s, NNG_OPT_RECVMAXSZ, 0);
-	rv = nng_dial(*s, url, NULL, 0);
-	if (rv != 0)
-		nng_close(*s);
-	return rv;
-}
-
-static int raw_call(nng_socket s, const void *data, size_t len, void **rep, size_t *rep_len)
-{
-	int rv = nng_send(s, (void *)data, len, 0);
-	if (rv != 0)
-		return rv;
-	return nng_recv(s, rep, rep_len, NNG_FLAG_ALLOC);
-}
-
-/* Encodes req, sends it and decodes the reply (ok or error); 0 when a
- * reply was decoded. */
-static int call(nng_socket s, proto_request *req, proto_reply *rep)
-{
-	if (req->id == 0)
-		req->id = next_id++;
-	proto_buf b = { NULL, 0 };
-	drape_error err;
-	if (proto_request_encode(req, &b, &err) != DRAPE_OK) {
-		printf("  encode failed: %s\n", err.message);
-		return -1;
-	}
-	void *r = NULL;
-	size_t rl = 0;
-	int rv = raw_call(s, b.data, b.len, &r, &rl);
-	proto_buf_free(&b);
-	if (rv != 0) {
-		printf("  nng: %s\n", nng_strerror(rv));
-		return rv;
-	}
-	drape_err rc = proto_reply_decode(r, rl, 0, req->op, rep, &err);
-	nng_free(r, rl);
-	if (rc != DRAPE_OK) {
-		printf("  reply decode: %s\n", err.message);
-		return -1;
-	}
-	return 0;
+	return itest_req_open(url, 10000, 10000, s);
 }
 
 static int wait_ready(const char *url, int ms)
 {
-	const double end = now_ms() + ms;
-	while (now_ms() < end) {
+	const double end = itest_now_ms() + ms;
+	while (itest_now_ms() < end) {
 		nng_socket s;
 		if (open_req(url, &s) == 0) {
 			nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 500);
 			proto_request req;
 			proto_reply rep;
 			proto_request_init(&req, PROTO_OP_HELLO);
-			int ok = call(s, &req, &rep) == 0 && rep.ok;
+			int ok = itest_call(s, &req, &rep) == 0 && rep.ok;
 			if (ok)
 				proto_reply_free(&rep);
 			nng_close(s);
 			if (ok)
 				return 0;
 		}
-		sleep_ms(50);
+		itest_sleep_ms(50);
 	}
 	return -1;
 }
@@ -286,7 +226,7 @@ static int create(nng_socket s, const grid *g, owned *o)
 	proto_request req;
 	proto_reply rep;
 	create_req(&req, g);
-	if (call(s, &req, &rep) != 0)
+	if (itest_call(s, &req, &rep) != 0)
 		return -1;
 	if (!rep.ok) {
 		printf("  create: %s\n", rep.error.message);
@@ -305,7 +245,7 @@ static int listed(nng_socket s, uint32_t id)
 	proto_request req;
 	proto_reply rep;
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
-	if (call(s, &req, &rep) != 0 || !rep.ok)
+	if (itest_call(s, &req, &rep) != 0 || !rep.ok)
 		return -1;
 	int found = 0;
 	for (uint32_t i = 0; i < rep.u.list.count; i++)
@@ -339,8 +279,8 @@ static void test_failed_creates_keep_fds(void)
 	 * daemon's count is taken once it has settled (unchanged for 25 polls
 	 * in a row), so that close is not counted as a leak later. */
 	int before = fd_count(pid), same = 0;
-	for (double end = now_ms() + 10000; same < 25 && now_ms() < end; same++) {
-		sleep_ms(20);
+	for (double end = itest_now_ms() + 10000; same < 25 && itest_now_ms() < end; same++) {
+		itest_sleep_ms(20);
 		const int n = fd_count(pid);
 		if (n != before) {
 			before = n;
@@ -362,7 +302,7 @@ static void test_failed_creates_keep_fds(void)
 		proto_request req;
 		proto_reply rep;
 		create_req(&req, &g);
-		if (call(s, &req, &rep) == 0) {
+		if (itest_call(s, &req, &rep) == 0) {
 			answered++;
 			if (!rep.ok && rep.error.code == DRAPE_EINVAL &&
 			    strstr(rep.error.message, "triangles[5]") != NULL &&
@@ -380,8 +320,8 @@ static void test_failed_creates_keep_fds(void)
 	/* The closes of the test's connections reach the daemon a little
 	 * later; wait for its count to settle back (or time out). */
 	int after = fd_count(pid);
-	for (double end = now_ms() + 10000; after != before && now_ms() < end; after = fd_count(pid))
-		sleep_ms(20);
+	for (double end = itest_now_ms() + 10000; after != before && itest_now_ms() < end; after = fd_count(pid))
+		itest_sleep_ms(20);
 	printf("  %d failing creates: %d refused naming triangles[5]; daemon fds %d before, %d after\n", rounds,
 	       refused, before, after);
 	const bool alive = wait_ready(url, 5000) == 0;
@@ -456,7 +396,7 @@ static void test_error_reply_utf8(void)
 	msgpack_pack_str_with_body(&pk, op, sizeof op - 1);
 	void *r = NULL;
 	size_t rl = 0;
-	const int rv = raw_call(s, sb.data, sb.size, &r, &rl);
+	const int rv = itest_raw_call(s, sb.data, sb.size, &r, &rl);
 	msgpack_sbuffer_destroy(&sb);
 	char msg[512];
 	size_t n = 0;
@@ -518,7 +458,7 @@ static bool owner_op(nng_socket s, proto_op op, const owned *o)
 	memcpy(req.token, o->token, PROTO_TOKEN_SIZE);
 	if (op == PROTO_OP_SESSION_RUN)
 		req.u.run.frames = 2;
-	if (call(s, &req, &rep) != 0)
+	if (itest_call(s, &req, &rep) != 0)
 		return false;
 	const bool ok = rep.ok;
 	if (!ok)
@@ -530,13 +470,13 @@ static bool owner_op(nng_socket s, proto_op op, const owned *o)
 /* Polls session o's state on s until it is `want` (deadline ms). */
 static bool wait_state(nng_socket s, uint32_t id, proto_state want, int ms)
 {
-	for (double end = now_ms() + ms; now_ms() < end; sleep_ms(20)) {
+	for (double end = itest_now_ms() + ms; itest_now_ms() < end; itest_sleep_ms(20)) {
 		proto_request req;
 		proto_reply rep;
 		proto_request_init(&req, PROTO_OP_SESSION_STATUS);
 		req.has_session = true;
 		req.session = id;
-		if (call(s, &req, &rep) != 0)
+		if (itest_call(s, &req, &rep) != 0)
 			return false;
 		const bool done = rep.ok && rep.u.status.state == want;
 		proto_reply_free(&rep);
@@ -549,7 +489,7 @@ static bool wait_state(nng_socket s, uint32_t id, proto_state want, int ms)
 /* Polls until session id is no longer listed (deadline ms). */
 static bool wait_gone(nng_socket s, uint32_t id, int ms)
 {
-	for (double end = now_ms() + ms; now_ms() < end; sleep_ms(50))
+	for (double end = itest_now_ms() + ms; itest_now_ms() < end; itest_sleep_ms(50))
 		if (listed(s, id) == 0)
 			return true;
 	return false;
@@ -595,9 +535,9 @@ static void test_orphans_reclaimed(void)
 	CHECK(open_req(url, &s) == 0);
 	CHECK(create(s, &g, &orphan) == 0);
 	nng_close(s);
-	const double t0 = now_ms();
+	const double t0 = itest_now_ms();
 	const bool gone = wait_gone(keep, orphan.id, 30000);
-	const double waited = now_ms() - t0;
+	const double waited = itest_now_ms() - t0;
 	printf("  orphaned session %u deleted %.1f s after its creator closed (timeout 1 s)\n", orphan.id,
 	       waited / 1000.0);
 	CHECKF(gone, "the orphan %u is still listed after 30 s", orphan.id);
@@ -646,7 +586,7 @@ static void test_orphan_mid_create(void)
 	CHECK(open_req(url, &k) == 0);
 	proto_request req;
 	create_req(&req, &big);
-	req.id = next_id++;
+	req.id = itest_next_id();
 	proto_buf b = { NULL, 0 };
 	CHECK(proto_request_encode(&req, &b, NULL) == DRAPE_OK);
 	const int rv = nng_send(a, b.data, b.len, 0);
@@ -654,12 +594,12 @@ static void test_orphan_mid_create(void)
 	CHECK(rv == 0);
 	/* Probe until the big create is admitted (or has finished). */
 	int admitted = 0, listed_before = -1;
-	for (double end = now_ms() + 30000; !admitted && now_ms() < end;) {
+	for (double end = itest_now_ms() + 30000; !admitted && itest_now_ms() < end;) {
 		proto_reply rep;
 		create_req(&req, &small);
 		req.u.create.params.mask = PROTO_PARAM_SUBSTEPS;
 		req.u.create.params.values.substeps = 0;
-		if (call(k, &req, &rep) != 0)
+		if (itest_call(k, &req, &rep) != 0)
 			break;
 		if (!rep.ok && rep.error.code == DRAPE_ELIMIT && strstr(rep.error.message, "max_sessions") != NULL)
 			admitted = 1;
@@ -671,7 +611,7 @@ static void test_orphan_mid_create(void)
 		/* Is the create still being built? The table is empty then. */
 		proto_reply rep;
 		proto_request_init(&req, PROTO_OP_SESSION_LIST);
-		if (call(k, &req, &rep) == 0 && rep.ok)
+		if (itest_call(k, &req, &rep) == 0 && rep.ok)
 			listed_before = (int)rep.u.list.count;
 		proto_reply_free(&rep);
 	}
@@ -682,13 +622,13 @@ static void test_orphan_mid_create(void)
 	/* The session appears when the build lands, then is reclaimed: the
 	 * daemon logs both, and the table ends empty. */
 	bool reclaimed = false;
-	for (double end = now_ms() + 30000; !reclaimed && now_ms() < end; sleep_ms(50))
+	for (double end = itest_now_ms() + 30000; !reclaimed && itest_now_ms() < end; itest_sleep_ms(50))
 		reclaimed = file_has(log, " created: ") && file_has(log, "deleted (orphaned: never run");
 	int left = -1;
 	{
 		proto_reply rep;
 		proto_request_init(&req, PROTO_OP_SESSION_LIST);
-		if (call(k, &req, &rep) == 0 && rep.ok)
+		if (itest_call(k, &req, &rep) == 0 && rep.ok)
 			left = (int)rep.u.list.count;
 		proto_reply_free(&rep);
 	}

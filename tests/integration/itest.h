@@ -1,0 +1,52 @@
+/* Helpers every integration test shares: a monotonic clock, a polling
+ * sleep, stopping a child daemon, removing its folder, finding free
+ * loopback ports, and raw REQ calls that bypass libdrape so a test can send
+ * exactly the bytes it means to. Compiled once and linked into each
+ * program in tests/integration/ (see the Makefile); not a program itself. */
+#ifndef DRAPE_TESTS_ITEST_H
+#define DRAPE_TESTS_ITEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <nng/nng.h>
+
+#include "proto/proto.h"
+
+/* Milliseconds on the monotonic clock, for deadlines. */
+double itest_now_ms(void);
+
+void itest_sleep_ms(long ms);
+
+/* Sends sig to pid and reaps it; if it has not exited after grace_ms it is
+ * killed with SIGKILL. Does nothing for pid <= 0. */
+void itest_pid_stop(pid_t pid, int sig, double grace_ms);
+
+/* Removes dir and everything under it (no symlinks followed). */
+void itest_rm_tree(const char *dir);
+
+/* Whether a TCP port on loopback can be bound right now. */
+bool itest_port_free(int port);
+
+/* A loopback TCP port P nobody listens on, with P + 1 free too (where a
+ * draped given --stream conventionally puts its PUB stream); -1 if none. */
+int itest_free_port(void);
+
+/* Opens a REQ socket dialled to url with the given receive and send
+ * timeouts and no receive size limit. 0 or an nng error. */
+int itest_req_open(const char *url, int recv_ms, int send_ms, nng_socket *s);
+
+/* Sends raw bytes and receives the raw reply (the caller nng_free's it). */
+int itest_raw_call(nng_socket s, const void *data, size_t len, void **rep, size_t *rep_len);
+
+/* A fresh request id (starts at 1; safe across threads). */
+uint64_t itest_next_id(void);
+
+/* Encodes req (giving it a fresh id when it has none, safe across threads),
+ * sends it and decodes the reply, ok or error. 0 when a reply was decoded;
+ * failures are printed. */
+int itest_call(nng_socket s, proto_request *req, proto_reply *rep);
+
+#endif
