@@ -1,11 +1,13 @@
 /* Helpers shared by the integration tests; see itest.h. */
 #include "tests/integration/itest.h"
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -42,6 +44,85 @@ void itest_pid_stop(pid_t pid, int sig, double grace_ms)
 		}
 		itest_sleep_ms(10);
 	}
+}
+
+/* The daemons itest_spawn started and nobody reaped yet (0: free slot). */
+#define MAX_DAEMONS 8
+static pid_t daemons[MAX_DAEMONS];
+
+pid_t itest_spawn(const char *log_path, const char *const *args)
+{
+	const char *bin = getenv("DRAPED");
+	if (bin == NULL)
+		bin = "build/draped";
+	const char *argv[40];
+	int n = 0;
+	argv[n++] = bin;
+	for (int i = 0; args[i] != NULL && n < 38; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int in = open("/dev/null", O_RDONLY);
+		if (in >= 0 && in != 0) {
+			dup2(in, 0);
+			close(in);
+		}
+		int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dup2(fd, 2);
+			dup2(fd, 1);
+			if (fd > 2)
+				close(fd);
+		}
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	for (int i = 0; i < MAX_DAEMONS; i++) {
+		if (daemons[i] == 0) {
+			daemons[i] = pid;
+			break;
+		}
+	}
+	return pid;
+}
+
+void itest_forget(pid_t pid)
+{
+	for (int i = 0; i < MAX_DAEMONS; i++)
+		if (daemons[i] == pid)
+			daemons[i] = 0;
+}
+
+void itest_kill(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	itest_forget(pid);
+}
+
+void itest_kill_all(void)
+{
+	for (int i = 0; i < MAX_DAEMONS; i++) {
+		if (daemons[i] > 0) {
+			kill(daemons[i], SIGKILL);
+			waitpid(daemons[i], NULL, 0);
+			daemons[i] = 0;
+		}
+	}
+}
+
+void itest_on_fatal(int sig)
+{
+	for (int i = 0; i < MAX_DAEMONS; i++)
+		if (daemons[i] > 0)
+			kill(daemons[i], SIGKILL);
+	signal(sig, SIG_DFL);
+	raise(sig);
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)

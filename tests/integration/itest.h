@@ -24,6 +24,25 @@ void itest_sleep_ms(long ms);
  * killed with SIGKILL. Does nothing for pid <= 0. */
 void itest_pid_stop(pid_t pid, int sig, double grace_ms);
 
+/* Starts $DRAPED (default build/draped) with args (NULL-terminated), stdin
+ * from /dev/null and stdout/stderr appended to log_path, as a service
+ * manager would, and records its pid so that itest_kill_all and
+ * itest_on_fatal can stop it. Returns the pid or -1. */
+pid_t itest_spawn(const char *log_path, const char *const *args);
+
+/* Drops pid from the record (it was reaped by the caller). */
+void itest_forget(pid_t pid);
+
+/* Kills pid with SIGKILL, reaps it and drops it from the record. */
+void itest_kill(pid_t pid);
+
+/* Kills and reaps every recorded daemon: for atexit and the test's end. */
+void itest_kill_all(void);
+
+/* A signal handler that kills every recorded daemon, then re-raises sig,
+ * so that a crashing test leaves no daemon behind. */
+void itest_on_fatal(int sig);
+
 /* Removes dir and everything under it (no symlinks followed). */
 void itest_rm_tree(const char *dir);
 

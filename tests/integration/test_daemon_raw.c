@@ -33,70 +33,7 @@
 
 /* ---- Daemons ------------------------------------------------------------- */
 
-#define MAX_DAEMONS 8
-static pid_t daemons[MAX_DAEMONS];
 static char tmpdir[256];
-
-static void kill_all(void)
-{
-	for (int i = 0; i < MAX_DAEMONS; i++) {
-		if (daemons[i] > 0) {
-			kill(daemons[i], SIGKILL);
-			waitpid(daemons[i], NULL, 0);
-			daemons[i] = 0;
-		}
-	}
-}
-
-static void on_fatal(int sig)
-{
-	for (int i = 0; i < MAX_DAEMONS; i++)
-		if (daemons[i] > 0)
-			kill(daemons[i], SIGKILL);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-static void forget(pid_t pid)
-{
-	for (int i = 0; i < MAX_DAEMONS; i++)
-		if (daemons[i] == pid)
-			daemons[i] = 0;
-}
-
-/* Starts $DRAPED with the given arguments (NULL-terminated), stderr to
- * log_path. Returns the pid or -1. */
-static pid_t start_daemon(const char *log_path, const char *const *args)
-{
-	const char *bin = getenv("DRAPED");
-	if (bin == NULL)
-		bin = "build/draped";
-	const char *argv[40];
-	int n = 0;
-	argv[n++] = bin;
-	for (int i = 0; args[i] != NULL && n < 38; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 2);
-			dup2(fd, 1);
-		}
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	for (int i = 0; i < MAX_DAEMONS; i++) {
-		if (daemons[i] == 0) {
-			daemons[i] = pid;
-			break;
-		}
-	}
-	return pid;
-}
 
 /* Waits up to ms for pid to exit; returns its wait status or -1. */
 static int wait_exit(pid_t pid, int ms)
@@ -105,7 +42,7 @@ static int wait_exit(pid_t pid, int ms)
 		int st;
 		pid_t r = waitpid(pid, &st, WNOHANG);
 		if (r == pid) {
-			forget(pid);
+			itest_forget(pid);
 			return st;
 		}
 		usleep(10000);
@@ -373,7 +310,7 @@ static void test_start(void)
 	 * subscribers below read. */
 	const char *args[] = { "--listen", ipc_url, "--listen", tcp_url, "--stream", stream_ipc, "--state-dir",
 			       state_main, "--threads", "2", "--max-message", "1048576", "--verbose", NULL };
-	main_pid = start_daemon(log_main, args);
+	main_pid = itest_spawn(log_main, args);
 	CHECK(main_pid > 0);
 	CHECKF(wait_ready(ipc_url, 5000) == 0, "daemon not answering on %.200s", ipc_url);
 	CHECK(wait_ready(tcp_url, 2000) == 0);
@@ -1133,7 +1070,7 @@ static void test_auth(void)
 	fputs("s3cret-token\n", f);
 	fclose(f);
 	const char *args[] = { "--listen", url, "--state-dir", state, "--auth-token-file", tokfile, NULL };
-	pid_t pid = start_daemon(logp, args);
+	pid_t pid = itest_spawn(logp, args);
 	CHECK(pid > 0);
 	CHECK(wait_ready(url, 5000) == 0);
 	nng_socket s;
@@ -1255,7 +1192,7 @@ static void test_idle_expiry(void)
 	snprintf(logp, sizeof logp, "%s/idle.log", tmpdir);
 	snprintf(state, sizeof state, "%s/state-idle", tmpdir);
 	const char *args[] = { "--listen", url, "--state-dir", state, "--idle-timeout", "1", NULL };
-	pid_t pid = start_daemon(logp, args);
+	pid_t pid = itest_spawn(logp, args);
 	CHECK(pid > 0);
 	CHECK(wait_ready(url, 5000) == 0);
 	nng_socket s;
@@ -1292,7 +1229,7 @@ static void test_crash_recovery(void)
 	snprintf(state, sizeof state, "%s/state-crash", tmpdir);
 	const char *args[] = { "--listen", url, "--state-dir", state, "--checkpoint-every", "4", "--threads", "1",
 			       NULL };
-	pid_t pid = start_daemon(logp, args);
+	pid_t pid = itest_spawn(logp, args);
 	CHECK(pid > 0);
 	CHECK(wait_ready(url, 5000) == 0);
 	nng_socket s;
@@ -1338,7 +1275,7 @@ static void test_crash_recovery(void)
 	fputc(byte ^ 0xff, f);
 	fclose(f);
 
-	pid = start_daemon(logp, args);
+	pid = itest_spawn(logp, args);
 	CHECK(pid > 0);
 	CHECK(wait_ready(url, 5000) == 0);
 	CHECK(open_req(url, &s) == 0);
@@ -1421,17 +1358,17 @@ static void test_usage_errors(void)
 	char logp[300];
 	snprintf(logp, sizeof logp, "%s/usage.log", tmpdir);
 	const char *a1[] = { "--no-such-option", NULL };
-	pid_t pid = start_daemon(logp, a1);
+	pid_t pid = itest_spawn(logp, a1);
 	int st = wait_exit(pid, 5000);
 	CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 64);
 	const char *a2[] = { "--listen", "tcp://0.0.0.0:7999", NULL };
-	pid = start_daemon(logp, a2);
+	pid = itest_spawn(logp, a2);
 	st = wait_exit(pid, 5000);
 	CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 64);
 	char url[300];
 	snprintf(url, sizeof url, "ipc://%s/nodir/x/y", tmpdir);
 	const char *a3[] = { "--listen", url, "--state-dir", "/proc/drape-cannot", NULL };
-	pid = start_daemon(logp, a3);
+	pid = itest_spawn(logp, a3);
 	st = wait_exit(pid, 5000);
 	CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 73);
 }
@@ -1454,14 +1391,14 @@ int main(int argc, char **argv)
 		printf("0 passed, 1 failed\n");
 		return 1;
 	}
-	atexit(kill_all);
-	signal(SIGINT, on_fatal);
-	signal(SIGTERM, on_fatal);
-	signal(SIGSEGV, on_fatal);
-	signal(SIGABRT, on_fatal);
+	atexit(itest_kill_all);
+	signal(SIGINT, itest_on_fatal);
+	signal(SIGTERM, itest_on_fatal);
+	signal(SIGSEGV, itest_on_fatal);
+	signal(SIGABRT, itest_on_fatal);
 	signal(SIGPIPE, SIG_IGN);
 	int rc = check_main(argc, argv, tests, CHECK_COUNT(tests));
-	kill_all();
+	itest_kill_all();
 	if (rc == 0 && getenv("DRAPE_KEEP_TMP") == NULL) {
 		char cmd[400];
 		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -31,81 +31,7 @@
 
 /* ---- Daemons ------------------------------------------------------------- */
 
-#define MAX_DAEMONS 4
-static pid_t daemons[MAX_DAEMONS];
 static char tmpdir[256];
-
-static void kill_all(void)
-{
-	for (int i = 0; i < MAX_DAEMONS; i++) {
-		if (daemons[i] > 0) {
-			kill(daemons[i], SIGKILL);
-			waitpid(daemons[i], NULL, 0);
-			daemons[i] = 0;
-		}
-	}
-}
-
-static void on_fatal(int sig)
-{
-	for (int i = 0; i < MAX_DAEMONS; i++)
-		if (daemons[i] > 0)
-			kill(daemons[i], SIGKILL);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-/* Starts $DRAPED with args (NULL-terminated), stdin from /dev/null and
- * stdout/stderr to log_path, as a service manager would. Returns its pid. */
-static pid_t start_daemon(const char *log_path, const char *const *args)
-{
-	const char *bin = getenv("DRAPED");
-	if (bin == NULL)
-		bin = "build/draped";
-	const char *argv[40];
-	int n = 0;
-	argv[n++] = bin;
-	for (int i = 0; args[i] != NULL && n < 38; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int in = open("/dev/null", O_RDONLY);
-		if (in >= 0 && in != 0) {
-			dup2(in, 0);
-			close(in);
-		}
-		int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 2);
-			dup2(fd, 1);
-			if (fd > 2)
-				close(fd);
-		}
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	for (int i = 0; i < MAX_DAEMONS; i++) {
-		if (daemons[i] == 0) {
-			daemons[i] = pid;
-			break;
-		}
-	}
-	return pid;
-}
-
-static void stop_daemon(pid_t pid)
-{
-	if (pid <= 0)
-		return;
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	for (int i = 0; i < MAX_DAEMONS; i++)
-		if (daemons[i] == pid)
-			daemons[i] = 0;
-}
 
 /* Open descriptors of a process (entries of /proc/PID/fd), -1 on error. */
 static int fd_count(pid_t pid)
@@ -272,7 +198,7 @@ static void test_failed_creates_keep_fds(void)
 	snprintf(log, sizeof log, "%s/fds.log", tmpdir);
 	snprintf(state, sizeof state, "%s/state-fds", tmpdir);
 	const char *args[] = { "--listen", url, "--state-dir", state, "--threads", "1", NULL };
-	pid_t pid = start_daemon(log, args);
+	pid_t pid = itest_spawn(log, args);
 	CHECK(pid > 0);
 	CHECKF(wait_ready(url, 10000) == 0, "daemon not answering on %.200s", url);
 	/* The ready check's own connection is closed by now on our side; the
@@ -325,7 +251,7 @@ static void test_failed_creates_keep_fds(void)
 	printf("  %d failing creates: %d refused naming triangles[5]; daemon fds %d before, %d after\n", rounds,
 	       refused, before, after);
 	const bool alive = wait_ready(url, 5000) == 0;
-	stop_daemon(pid);
+	itest_kill(pid);
 	CHECKF(answered == rounds, "only %d of %d creates were answered", answered, rounds);
 	CHECKF(refused == rounds, "only %d of %d creates were refused naming triangles[5]", refused, rounds);
 	CHECKF(alive, "the daemon stopped answering after the failing creates");
@@ -376,7 +302,7 @@ static void test_error_reply_utf8(void)
 	snprintf(log, sizeof log, "%s/utf8.log", tmpdir);
 	snprintf(state, sizeof state, "%s/state-utf8", tmpdir);
 	const char *args[] = { "--listen", url, "--state-dir", state, "--threads", "1", NULL };
-	pid_t pid = start_daemon(log, args);
+	pid_t pid = itest_spawn(log, args);
 	CHECK(pid > 0);
 	CHECKF(wait_ready(url, 10000) == 0, "daemon not answering on %.200s", url);
 	nng_socket s;
@@ -404,7 +330,7 @@ static void test_error_reply_utf8(void)
 	if (rv == 0)
 		nng_free(r, rl);
 	nng_close(s);
-	stop_daemon(pid);
+	itest_kill(pid);
 	CHECKF(rv == 0, "no reply: %s", nng_strerror(rv));
 	CHECK(found);
 	printf("  reply message: %s\n", msg);
@@ -424,21 +350,21 @@ static void test_ipc_mode_warning(void)
 	snprintf(log2, sizeof log2, "%s/narrow.log", tmpdir);
 	snprintf(state, sizeof state, "%s/state-mode", tmpdir);
 	const char *args[] = { "--listen", url, "--state-dir", state, "--threads", "1", "--ipc-mode", "0666", NULL };
-	pid_t pid = start_daemon(log, args);
+	pid_t pid = itest_spawn(log, args);
 	CHECK(pid > 0);
 	/* The line is written before the sockets open, so a daemon that
 	 * answers has written it if it ever will. */
 	const bool up = wait_ready(url, 10000) == 0;
-	stop_daemon(pid);
+	itest_kill(pid);
 	CHECKF(up, "daemon not answering on %.200s", url);
 	CHECKF(file_has(log, " warn WARNING: --ipc-mode 0666 is wider than 0660: every local user can connect"),
 	       "no WARNING line in %.200s", log);
 
 	const char *args2[] = { "--listen", url2, "--state-dir", state, "--threads", "1", NULL };
-	pid = start_daemon(log2, args2);
+	pid = itest_spawn(log2, args2);
 	CHECK(pid > 0);
 	const bool up2 = wait_ready(url2, 10000) == 0;
-	stop_daemon(pid);
+	itest_kill(pid);
 	CHECK(up2);
 	CHECKF(!file_has(log2, "--ipc-mode"), "the default 0660 was warned about in %.200s", log2);
 }
@@ -509,7 +435,7 @@ static void test_orphans_reclaimed(void)
 	snprintf(log, sizeof log, "%s/orphan.log", tmpdir);
 	snprintf(state, sizeof state, "%s/state-orphan", tmpdir);
 	const char *args[] = { "--listen", url, "--state-dir", state, "--threads", "1", "--orphan-timeout", "1", NULL };
-	pid_t pid = start_daemon(log, args);
+	pid_t pid = itest_spawn(log, args);
 	CHECK(pid > 0);
 	CHECKF(wait_ready(url, 10000) == 0, "daemon not answering on %.200s", url);
 	grid g;
@@ -554,7 +480,7 @@ static void test_orphans_reclaimed(void)
 	const int still = listed(s, ran.id);
 	nng_close(s);
 	grid_free(&g);
-	stop_daemon(pid);
+	itest_kill(pid);
 	CHECK(both);
 	CHECK(still == 1);
 }
@@ -575,7 +501,7 @@ static void test_orphan_mid_create(void)
 	const char *args[] = { "--listen", url,	   "--state-dir",      state, "--threads",
 			       "1",   "--max-sessions", "1", "--orphan-timeout", "1", "--verbose",
 			       NULL };
-	pid_t pid = start_daemon(log, args);
+	pid_t pid = itest_spawn(log, args);
 	CHECK(pid > 0);
 	CHECKF(wait_ready(url, 10000) == 0, "daemon not answering on %.200s", url);
 	grid big, small;
@@ -635,7 +561,7 @@ static void test_orphan_mid_create(void)
 	nng_close(k);
 	grid_free(&big);
 	grid_free(&small);
-	stop_daemon(pid);
+	itest_kill(pid);
 	CHECKF(admitted, "the big create was never seen in progress");
 	CHECKF(listed_before == 0, "the create had finished before the creator left (%d listed)", listed_before);
 	CHECKF(reclaimed, "the session of the vanished creator was not reclaimed (see %.200s)", log);
@@ -658,14 +584,14 @@ int main(int argc, char **argv)
 		printf("0 passed, 1 failed\n");
 		return 1;
 	}
-	atexit(kill_all);
-	signal(SIGINT, on_fatal);
-	signal(SIGTERM, on_fatal);
-	signal(SIGSEGV, on_fatal);
-	signal(SIGABRT, on_fatal);
+	atexit(itest_kill_all);
+	signal(SIGINT, itest_on_fatal);
+	signal(SIGTERM, itest_on_fatal);
+	signal(SIGSEGV, itest_on_fatal);
+	signal(SIGABRT, itest_on_fatal);
 	signal(SIGPIPE, SIG_IGN);
 	int rc = check_main(argc, argv, tests, CHECK_COUNT(tests));
-	kill_all();
+	itest_kill_all();
 	if (rc == 0 && getenv("DRAPE_KEEP_TMP") == NULL) {
 		char cmd[400];
 		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
