@@ -1,6 +1,8 @@
 /* Helpers shared by the integration tests; see itest.h. */
 #include "tests/integration/itest.h"
 
+#include "drape/drape.h"
+
 #include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
@@ -8,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -123,6 +126,45 @@ void itest_on_fatal(int sig)
 			kill(daemons[i], SIGKILL);
 	signal(sig, SIG_DFL);
 	raise(sig);
+}
+
+pid_t itest_exec_child(const char *const *argv, const char *log, bool truncate)
+{
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		int fd = open(log, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : O_APPEND), 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+int itest_wait_connect(pid_t pid, const char *url, double ms)
+{
+	double t0 = itest_now_ms();
+	while (itest_now_ms() - t0 < ms) {
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return 0;
+		drape_client *c;
+		if (drape_connect(url, NULL, &c, NULL) == DRAPE_OK) {
+			drape_close(c);
+			return 1;
+		}
+		itest_sleep_ms(20);
+	}
+	return -1;
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)

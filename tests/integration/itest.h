@@ -43,6 +43,15 @@ void itest_kill_all(void);
  * so that a crashing test leaves no daemon behind. */
 void itest_on_fatal(int sig);
 
+/* Forks and execs argv[0] with argv (NULL-terminated) as a child that is
+ * killed when this test dies (PR_SET_PDEATHSIG), stdout and stderr to log
+ * (appended, or truncated first when truncate). Returns the pid or -1. */
+pid_t itest_exec_child(const char *const *argv, const char *log, bool truncate);
+
+/* Polls until a libdrape client connects to url (1), the child pid exits
+ * (0; it is reaped) or ms pass (-1). */
+int itest_wait_connect(pid_t pid, const char *url, double ms);
+
 /* Removes dir and everything under it (no symlinks followed). */
 void itest_rm_tree(const char *dir);
 

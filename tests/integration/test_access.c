@@ -87,23 +87,9 @@ static bool daemon_spawn(itest_daemon *d, const char *const *args)
 	for (int i = 0; args[i] != NULL && k < 31; i++)
 		argv[k++] = args[i];
 	argv[k] = NULL;
-	pid_t parent = getpid();
-	pid_t pid = fork();
+	pid_t pid = itest_exec_child(argv, d->log, true);
 	if (pid < 0)
 		return false;
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
-		execv(draped_path, (char *const *)argv);
-		_exit(127);
-	}
 	d->pid = pid;
 	return true;
 }

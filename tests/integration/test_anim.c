@@ -56,40 +56,16 @@ static bool daemon_spawn(void)
 	char state[300], log[300];
 	snprintf(state, sizeof state, "%s/state", tmp_dir);
 	snprintf(log, sizeof log, "%s/draped.log", tmp_dir);
-	pid_t parent = getpid();
-	pid_t pid = fork();
+	const char *argv[] = {draped_path, "--listen", url, "--state-dir", state, "--max-message", MAX_MESSAGE,
+			      "--checkpoint-every", "1", "--threads", "1", NULL};
+	pid_t pid = itest_exec_child(argv, log, false);
 	if (pid < 0)
 		return false;
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
-		execl(draped_path, draped_path, "--listen", url, "--state-dir", state, "--max-message", MAX_MESSAGE,
-		      "--checkpoint-every", "1", "--threads", "1", (char *)NULL);
-		_exit(127);
-	}
 	daemon_pid = pid;
-	double t0 = itest_now_ms();
-	while (itest_now_ms() - t0 < 20000) {
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			daemon_pid = -1;
-			return false;
-		}
-		drape_client *c;
-		if (drape_connect(url, NULL, &c, NULL) == DRAPE_OK) {
-			drape_close(c);
-			return true;
-		}
-		itest_sleep_ms(20);
-	}
-	return false;
+	int up = itest_wait_connect(pid, url, 20000);
+	if (up == 0)
+		daemon_pid = -1;
+	return up == 1;
 }
 
 /* Lines of the daemon's log that contain `what`. */

@@ -88,50 +88,23 @@ static bool daemon_spawn(itest_daemon *d, const char *opt, const char *val)
 	char state[300], log[300];
 	snprintf(state, sizeof state, "%s/state", d->dir);
 	snprintf(log, sizeof log, "%s/draped.log", d->dir);
-	pid_t parent = getpid();
-	pid_t pid = fork();
+	/* With no extra option, opt (NULL) ends the list. */
+	const char *argv[] = {draped_path, "--listen", d->url, "--state-dir", state, opt, val, NULL};
+	pid_t pid = itest_exec_child(argv, log, false);
 	if (pid < 0)
 		return false;
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
-		if (opt != NULL)
-			execl(draped_path, draped_path, "--listen", d->url, "--state-dir", state, opt, val,
-			      (char *)NULL);
-		else
-			execl(draped_path, draped_path, "--listen", d->url, "--state-dir", state,
-			      (char *)NULL);
-		_exit(127);
-	}
 	d->pid = pid;
-	double t0 = itest_now_ms();
-	while (itest_now_ms() - t0 < 10000) {
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			d->pid = -1;
-			printf("  draped exited early; its log:\n");
-			char cmd[400];
-			snprintf(cmd, sizeof cmd, "sed 's/^/    /' %s | tail -n 20", log);
-			fflush(stdout);
-			if (system(cmd) != 0)
-				printf("    (no log)\n");
-			return false;
-		}
-		drape_client *c;
-		if (drape_connect(d->url, NULL, &c, NULL) == DRAPE_OK) {
-			drape_close(c);
-			return true;
-		}
-		itest_sleep_ms(20);
+	int up = itest_wait_connect(pid, d->url, 10000);
+	if (up == 0) {
+		d->pid = -1;
+		printf("  draped exited early; its log:\n");
+		char cmd[400];
+		snprintf(cmd, sizeof cmd, "sed 's/^/    /' %s | tail -n 20", log);
+		fflush(stdout);
+		if (system(cmd) != 0)
+			printf("    (no log)\n");
 	}
-	return false;
+	return up == 1;
 }
 
 /* ---- The reference scene ------------------------------------------------------------- */

@@ -241,24 +241,12 @@ static void test_start(void)
 	snprintf(state, sizeof state, "%s/state", tmpdir);
 	const char *bin = getenv("DRAPED");
 	CHECKF(bin != NULL && access(bin, X_OK) == 0, "$DRAPED must name the draped binary");
-	pid_t parent = getpid();
-	daemon_pid = fork();
+	const char *argv[] = {bin, "--listen", url, "--state-dir", state, "--auth-token-file", tokfile, "--threads", "1",
+			      "--pool-threads", "1", "--max-frames-retained", "64", "--idle-timeout", "0",
+			      /* 240 readers from one address: more than a peer's default. */
+			      "--max-connections", "512", "--max-connections-per-peer", "512", NULL};
+	daemon_pid = itest_exec_child(argv, logpath, true);
 	CHECK(daemon_pid >= 0);
-	if (daemon_pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		execl(bin, bin, "--listen", url, "--state-dir", state, "--auth-token-file", tokfile, "--threads", "1",
-		      "--pool-threads", "1", "--max-frames-retained", "64", "--idle-timeout", "0",
-		      /* 240 readers from one address: more than a peer's default. */
-		      "--max-connections", "512", "--max-connections-per-peer", "512", (char *)NULL);
-		_exit(127);
-	}
 	double t0 = itest_now_ms();
 	bool up = false;
 	while (!up && itest_now_ms() - t0 < 10000) {

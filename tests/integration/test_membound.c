@@ -86,40 +86,16 @@ static bool daemon_start(itest_daemon *d, bool tcp, const char *const *extra)
 	for (int i = 0; extra != NULL && extra[i] != NULL && n < 30; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
-	pid_t parent = getpid();
-	pid_t pid = fork();
+	pid_t pid = itest_exec_child(argv, log, false);
 	if (pid < 0)
 		return false;
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
-		execv(draped_path, (char *const *)argv);
-		_exit(127);
-	}
 	d->pid = pid;
-	double t0 = itest_now_ms();
-	while (itest_now_ms() - t0 < 20000) {
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			d->pid = -1;
-			printf("  draped exited early (see %s)\n", log);
-			return false;
-		}
-		drape_client *c;
-		if (drape_connect(d->url, NULL, &c, NULL) == DRAPE_OK) {
-			drape_close(c);
-			return true;
-		}
-		itest_sleep_ms(20);
+	int up = itest_wait_connect(pid, d->url, 20000);
+	if (up == 0) {
+		d->pid = -1;
+		printf("  draped exited early (see %s)\n", log);
 	}
-	return false;
+	return up == 1;
 }
 
 /* VmRSS of pid in kB, or -1. */
