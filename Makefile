@@ -70,8 +70,8 @@ UNIT_C   := $(sort $(wildcard tests/unit/test_*.c))
 BENCH_C  := $(sort $(wildcard tests/bench/*.c))
 DEMO_C   := $(sort $(wildcard examples/*.c))
 # tests/integration/itest.c holds the helpers every integration program
-# shares: it is linked into each of them and is not a program itself.
-ITEST_C  := tests/integration/itest.c
+# shares, grid.c the raw tests' cloth: linked into each program, not programs.
+ITEST_C  := tests/integration/itest.c tests/integration/grid.c
 INTEG_C  := $(filter-out $(ITEST_C),$(sort $(wildcard tests/integration/*.c)))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.cc,$(BUILD)/obj/%.o,$(1)))

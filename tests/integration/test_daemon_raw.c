@@ -29,6 +29,7 @@
 #include "drape/sim.h"
 #include "proto/proto.h"
 #include "tests/unit/check.h"
+#include "tests/integration/grid.h"
 #include "tests/integration/itest.h"
 
 /* ---- Daemons ------------------------------------------------------------- */
@@ -70,45 +71,7 @@ static int decode_error_reply(const void *r, size_t rl, proto_reply *rep)
 
 /* ---- Meshes ---------------------------------------------------------------- */
 
-typedef struct grid {
-	float *pos;
-	uint32_t *tri;
-	uint32_t nv, nt;
-	uint32_t pins[2];
-} grid;
-
-static void grid_make(grid *g, uint32_t n)
-{
-	g->nv = (n + 1) * (n + 1);
-	g->nt = 2 * n * n;
-	g->pos = malloc(g->nv * 12u);
-	g->tri = malloc(g->nt * 12u);
-	for (uint32_t j = 0; j <= n; j++)
-		for (uint32_t i = 0; i <= n; i++) {
-			float *p = g->pos + 3 * (j * (n + 1) + i);
-			p[0] = (float)i / (float)n;
-			p[1] = 1.0f;
-			p[2] = (float)j / (float)n;
-		}
-	uint32_t k = 0;
-	for (uint32_t j = 0; j < n; j++)
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t a = j * (n + 1) + i, b = a + 1, c = a + n + 1, d = c + 1;
-			uint32_t t[6] = { a, c, b, b, c, d };
-			memcpy(g->tri + k, t, sizeof t);
-			k += 6;
-		}
-	g->pins[0] = 0;
-	g->pins[1] = n;
-}
-
-static void grid_free(grid *g)
-{
-	free(g->pos);
-	free(g->tri);
-}
-
-static void create_req(proto_request *req, const grid *g)
+static void create_req(proto_request *req, const itest_grid *g)
 {
 	proto_request_init(req, PROTO_OP_SESSION_CREATE);
 	req->u.create.mesh.positions = g->pos;
@@ -134,7 +97,7 @@ static void sphere_desc(drape_collider_desc *d)
 
 /* Positions after `frames` frames of the same scene solved in process,
  * with the test's sphere collider when `sphere` is set. */
-static float *solve_in_process_with(const grid *g, uint32_t frames, bool sphere)
+static float *solve_in_process_with(const itest_grid *g, uint32_t frames, bool sphere)
 {
 	drape_sim_desc d;
 	drape_sim_desc_default(&d);
@@ -166,7 +129,7 @@ static float *solve_in_process_with(const grid *g, uint32_t frames, bool sphere)
 	return out;
 }
 
-static float *solve_in_process(const grid *g, uint32_t frames)
+static float *solve_in_process(const itest_grid *g, uint32_t frames)
 {
 	return solve_in_process_with(g, frames, false);
 }
@@ -176,7 +139,7 @@ typedef struct owned {
 	uint8_t token[PROTO_TOKEN_SIZE];
 } owned;
 
-static int create(nng_socket s, const grid *g, owned *o)
+static int create(nng_socket s, const itest_grid *g, owned *o)
 {
 	proto_request req;
 	proto_reply rep;
@@ -351,8 +314,8 @@ static void test_happy_path(void)
 {
 	CHECK(main_up);
 	nng_socket s, sub;
-	grid g;
-	grid_make(&g, 8);
+	itest_grid g;
+	itest_grid_make(&g, 8);
 	CHECK(open_req(tcp_url, &s) == 0);
 	owned o;
 	CHECK(create(s, &g, &o) == 0);
@@ -448,7 +411,7 @@ static void test_happy_path(void)
 	CHECK(status(s, o.id, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_ENOTFOUND);
 	proto_reply_free(&rep);
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 /* ---- Hostile input ---------------------------------------------------------- */
@@ -579,8 +542,8 @@ static void test_bad_requests(void)
 	nng_socket bad, good;
 	CHECK(open_req(ipc_url, &bad) == 0);
 	CHECK(open_req(tcp_url, &good) == 0);
-	grid g;
-	grid_make(&g, 4);
+	itest_grid g;
+	itest_grid_make(&g, 4);
 	/* A second client keeps a session running the whole time. */
 	owned o;
 	proto_reply rep;
@@ -690,7 +653,7 @@ static void test_bad_requests(void)
 	CHECK(session_op_ok(good, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(bad);
 	nng_close(good);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 /* nngcat from nng-utils sends garbage; the daemon answers with an error and
@@ -727,8 +690,8 @@ static void test_replay(void)
 	CHECK(main_up);
 	nng_socket s;
 	CHECK(open_req(ipc_url, &s) == 0);
-	grid g;
-	grid_make(&g, 3);
+	itest_grid g;
+	itest_grid_make(&g, 3);
 	proto_request req;
 	proto_reply rep;
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
@@ -778,7 +741,7 @@ static void test_replay(void)
 
 	CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 static void test_owner_token(void)
@@ -786,8 +749,8 @@ static void test_owner_token(void)
 	CHECK(main_up);
 	nng_socket s;
 	CHECK(open_req(tcp_url, &s) == 0);
-	grid g;
-	grid_make(&g, 3);
+	itest_grid g;
+	itest_grid_make(&g, 3);
 	owned o, wrong;
 	CHECK(create(s, &g, &o) == 0);
 	wrong = o;
@@ -813,7 +776,7 @@ static void test_owner_token(void)
 
 	CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 /* A run until cancelled stops within a frame of the cancel. */
@@ -822,8 +785,8 @@ static void test_cancel(void)
 	CHECK(main_up);
 	nng_socket s;
 	CHECK(open_req(ipc_url, &s) == 0);
-	grid g;
-	grid_make(&g, 16);
+	itest_grid g;
+	itest_grid_make(&g, 16);
 	owned o;
 	CHECK(create(s, &g, &o) == 0);
 	nng_socket sub;
@@ -884,7 +847,7 @@ static void test_cancel(void)
 	CHECK(session_op_ok(s, PROTO_OP_SESSION_RESUME, &o));
 	CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 /* More runnable sessions than workers: the rest queue, all finish. */
@@ -893,8 +856,8 @@ static void test_queue(void)
 	CHECK(main_up);
 	nng_socket s;
 	CHECK(open_req(ipc_url, &s) == 0);
-	grid g;
-	grid_make(&g, 12);
+	itest_grid g;
+	itest_grid_make(&g, 12);
 	owned o[5];
 	proto_reply rep;
 	for (int i = 0; i < 5; i++)
@@ -928,7 +891,7 @@ static void test_queue(void)
 	for (int i = 0; i < 5; i++)
 		CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o[i]));
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 /* Collider ops reach a running session between two frames (the op waits
@@ -938,8 +901,8 @@ static void test_colliders(void)
 	CHECK(main_up);
 	nng_socket s;
 	CHECK(open_req(ipc_url, &s) == 0);
-	grid g;
-	grid_make(&g, 16);
+	itest_grid g;
+	itest_grid_make(&g, 16);
 	owned o;
 	CHECK(create(s, &g, &o) == 0);
 	proto_reply rep;
@@ -993,7 +956,7 @@ static void test_colliders(void)
 	       rep.ok ? "wrong count" : rep.error.message);
 	proto_reply_free(&rep);
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 /* A run whose state becomes non-finite stops as failed, with the reason
@@ -1003,8 +966,8 @@ static void test_failed_run(void)
 	CHECK(main_up);
 	nng_socket s, sub;
 	CHECK(open_req(ipc_url, &s) == 0);
-	grid g;
-	grid_make(&g, 4);
+	itest_grid g;
+	itest_grid_make(&g, 4);
 	proto_request req;
 	proto_reply rep;
 	create_req(&req, &g);
@@ -1053,7 +1016,7 @@ static void test_failed_run(void)
 	nng_close(sub);
 	CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 /* --auth-token-file: every request but hello needs the token; such a
@@ -1117,11 +1080,11 @@ static void *client_thread(void *arg)
 {
 	worker *w = arg;
 	nng_socket s;
-	grid g;
-	grid_make(&g, 6 + (uint32_t)w->index);
+	itest_grid g;
+	itest_grid_make(&g, 6 + (uint32_t)w->index);
 	snprintf(w->why, sizeof w->why, "connect");
 	if (open_req(w->index % 2 ? tcp_url : ipc_url, &s) != 0) {
-		grid_free(&g);
+		itest_grid_free(&g);
 		return NULL;
 	}
 	owned o;
@@ -1161,7 +1124,7 @@ static void *client_thread(void *arg)
 	proto_reply_free(&rep);
 out:
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 	return NULL;
 }
 
@@ -1197,8 +1160,8 @@ static void test_idle_expiry(void)
 	CHECK(wait_ready(url, 5000) == 0);
 	nng_socket s;
 	CHECK(open_req(url, &s) == 0);
-	grid g;
-	grid_make(&g, 3);
+	itest_grid g;
+	itest_grid_make(&g, 3);
 	owned o;
 	CHECK(create(s, &g, &o) == 0);
 	proto_reply rep;
@@ -1213,7 +1176,7 @@ static void test_idle_expiry(void)
 	struct stat st;
 	CHECK(stat(dir, &st) != 0);
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 	kill(pid, SIGTERM);
 	CHECK(wait_exit(pid, 5000) == 0);
 }
@@ -1234,8 +1197,8 @@ static void test_crash_recovery(void)
 	CHECK(wait_ready(url, 5000) == 0);
 	nng_socket s;
 	CHECK(open_req(url, &s) == 0);
-	grid g;
-	grid_make(&g, 24);
+	itest_grid g;
+	itest_grid_make(&g, 24);
 	owned o, victim;
 	CHECK(create(s, &g, &o) == 0);
 	CHECK(create(s, &g, &victim) == 0);
@@ -1322,7 +1285,7 @@ static void test_crash_recovery(void)
 	logbuf[n] = '\0';
 	CHECK(strstr(logbuf, "skipping") != NULL && strstr(logbuf, "checksum mismatch") != NULL);
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 	kill(pid, SIGTERM);
 	CHECK(wait_exit(pid, 5000) == 0);
 }
@@ -1333,8 +1296,8 @@ static void test_sigterm(void)
 	CHECK(main_up);
 	nng_socket s;
 	CHECK(open_req(ipc_url, &s) == 0);
-	grid g;
-	grid_make(&g, 8);
+	itest_grid g;
+	itest_grid_make(&g, 8);
 	owned o;
 	CHECK(create(s, &g, &o) == 0);
 	proto_reply rep;
@@ -1350,7 +1313,7 @@ static void test_sigterm(void)
 	snprintf(path, sizeof path, "%s/sessions/%u/state.bin", state_main, o.id);
 	struct stat sb;
 	CHECK(stat(path, &sb) == 0 && sb.st_size > 0);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 static void test_usage_errors(void)

@@ -27,6 +27,7 @@
 
 #include "proto/proto.h"
 #include "tests/unit/check.h"
+#include "tests/integration/grid.h"
 #include "tests/integration/itest.h"
 
 /* ---- Daemons ------------------------------------------------------------- */
@@ -92,46 +93,7 @@ static int wait_ready(const char *url, int ms)
 	return -1;
 }
 
-/* A grid of n x n quads, two pinned corners. */
-typedef struct grid {
-	float *pos;
-	uint32_t *tri;
-	uint32_t nv, nt;
-	uint32_t pins[2];
-} grid;
-
-static void grid_make(grid *g, uint32_t n)
-{
-	g->nv = (n + 1) * (n + 1);
-	g->nt = 2 * n * n;
-	g->pos = malloc(g->nv * 12u);
-	g->tri = malloc(g->nt * 12u);
-	for (uint32_t j = 0; j <= n; j++)
-		for (uint32_t i = 0; i <= n; i++) {
-			float *p = g->pos + 3 * (j * (n + 1) + i);
-			p[0] = (float)i / (float)n;
-			p[1] = 1.0f;
-			p[2] = (float)j / (float)n;
-		}
-	uint32_t k = 0;
-	for (uint32_t j = 0; j < n; j++)
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t a = j * (n + 1) + i, b = a + 1, c = a + n + 1, d = c + 1;
-			uint32_t t[6] = { a, c, b, b, c, d };
-			memcpy(g->tri + k, t, sizeof t);
-			k += 6;
-		}
-	g->pins[0] = 0;
-	g->pins[1] = n;
-}
-
-static void grid_free(grid *g)
-{
-	free(g->pos);
-	free(g->tri);
-}
-
-static void create_req(proto_request *req, const grid *g)
+static void create_req(proto_request *req, const itest_grid *g)
 {
 	proto_request_init(req, PROTO_OP_SESSION_CREATE);
 	req->u.create.mesh.positions = g->pos;
@@ -147,7 +109,7 @@ typedef struct owned {
 	uint8_t token[PROTO_TOKEN_SIZE];
 } owned;
 
-static int create(nng_socket s, const grid *g, owned *o)
+static int create(nng_socket s, const itest_grid *g, owned *o)
 {
 	proto_request req;
 	proto_reply rep;
@@ -215,8 +177,8 @@ static void test_failed_creates_keep_fds(void)
 	}
 	CHECK(before > 0);
 
-	grid g;
-	grid_make(&g, 4);
+	itest_grid g;
+	itest_grid_make(&g, 4);
 	/* Triangle 5 names vertex 6 twice. */
 	g.tri[5 * 3 + 1] = g.tri[5 * 3 + 0];
 	const int rounds = 200;
@@ -242,7 +204,7 @@ static void test_failed_creates_keep_fds(void)
 		if (answered != i + 1)
 			break;
 	}
-	grid_free(&g);
+	itest_grid_free(&g);
 	/* The closes of the test's connections reach the daemon a little
 	 * later; wait for its count to settle back (or time out). */
 	int after = fd_count(pid);
@@ -438,8 +400,8 @@ static void test_orphans_reclaimed(void)
 	pid_t pid = itest_spawn(log, args);
 	CHECK(pid > 0);
 	CHECKF(wait_ready(url, 10000) == 0, "daemon not answering on %.200s", url);
-	grid g;
-	grid_make(&g, 4);
+	itest_grid g;
+	itest_grid_make(&g, 4);
 	nng_socket keep, s;
 	owned kept, ran, orphan, adopted;
 	/* kept: its creator stays connected. */
@@ -479,7 +441,7 @@ static void test_orphans_reclaimed(void)
 	const bool both = wait_gone(s, kept.id, 30000) && wait_gone(s, adopted.id, 30000);
 	const int still = listed(s, ran.id);
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 	itest_kill(pid);
 	CHECK(both);
 	CHECK(still == 1);
@@ -504,9 +466,9 @@ static void test_orphan_mid_create(void)
 	pid_t pid = itest_spawn(log, args);
 	CHECK(pid > 0);
 	CHECKF(wait_ready(url, 10000) == 0, "daemon not answering on %.200s", url);
-	grid big, small;
-	grid_make(&big, 300);
-	grid_make(&small, 2);
+	itest_grid big, small;
+	itest_grid_make(&big, 300);
+	itest_grid_make(&small, 2);
 	nng_socket a, k;
 	CHECK(open_req(url, &a) == 0);
 	CHECK(open_req(url, &k) == 0);
@@ -559,8 +521,8 @@ static void test_orphan_mid_create(void)
 		proto_reply_free(&rep);
 	}
 	nng_close(k);
-	grid_free(&big);
-	grid_free(&small);
+	itest_grid_free(&big);
+	itest_grid_free(&small);
 	itest_kill(pid);
 	CHECKF(admitted, "the big create was never seen in progress");
 	CHECKF(listed_before == 0, "the create had finished before the creator left (%d listed)", listed_before);
