@@ -167,6 +167,34 @@ int itest_wait_connect(pid_t pid, const char *url, double ms)
 	return -1;
 }
 
+bool itest_daemon_place(itest_daemon *d, const char *prefix, bool tcp)
+{
+	snprintf(d->dir, sizeof d->dir, "/tmp/%s-XXXXXX", prefix);
+	if (mkdtemp(d->dir) == NULL) {
+		d->dir[0] = '\0';
+		return false;
+	}
+	if (tcp) {
+		d->port = itest_free_port();
+		if (d->port < 0)
+			return false;
+		snprintf(d->url, sizeof d->url, "tcp://127.0.0.1:%d", d->port);
+	} else {
+		snprintf(d->url, sizeof d->url, "ipc://%s/ctl.sock", d->dir);
+	}
+	return true;
+}
+
+void itest_daemon_stop(itest_daemon *d, double grace_ms)
+{
+	itest_pid_stop(d->pid, SIGTERM, grace_ms);
+	d->pid = -1;
+	if (d->dir[0]) {
+		itest_rm_tree(d->dir);
+		d->dir[0] = '\0';
+	}
+}
+
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)sb;

@@ -52,6 +52,23 @@ pid_t itest_exec_child(const char *const *argv, const char *log, bool truncate);
  * (0; it is reaped) or ms pass (-1). */
 int itest_wait_connect(pid_t pid, const char *url, double ms);
 
+/* A draped a test started in a folder of its own. */
+typedef struct itest_daemon {
+	pid_t pid;     /* -1 when not running */
+	int port;      /* its control port, tcp only */
+	char dir[256]; /* socket, state and log; removed by itest_daemon_stop */
+	char url[320]; /* control URL */
+} itest_daemon;
+
+/* Makes d's folder (/tmp/<prefix>-XXXXXX) and control URL: loopback tcp on
+ * a free port pair, or ipc in the folder. false on failure (d->dir is empty
+ * when the folder could not be made). */
+bool itest_daemon_place(itest_daemon *d, const char *prefix, bool tcp);
+
+/* Stops d's draped (SIGTERM, SIGKILL after grace_ms) and removes its
+ * folder. */
+void itest_daemon_stop(itest_daemon *d, double grace_ms);
+
 /* Removes dir and everything under it (no symlinks followed). */
 void itest_rm_tree(const char *dir);
 

@@ -37,18 +37,18 @@
 
 /* ---- Processes --------------------------------------------------------------------- */
 
-typedef struct itest_daemon {
+typedef struct access_daemon {
 	pid_t pid;
 	char log[400];
-} itest_daemon;
+} access_daemon;
 
 #define MAX_DAEMONS 8
-static itest_daemon daemons[MAX_DAEMONS];
+static access_daemon daemons[MAX_DAEMONS];
 static const char *draped_path;
 static char drape_path[1024];
 static char tmp[256]; /* certificates, token files, state dirs, logs */
 
-static void daemon_stop(itest_daemon *d)
+static void daemon_stop(access_daemon *d)
 {
 	itest_pid_stop(d->pid, SIGTERM, 5000);
 	d->pid = -1;
@@ -69,7 +69,7 @@ static void cleanup(void)
 
 /* Starts draped with a fresh state directory and the NULL-terminated
  * options in args; stdout and stderr go to d->log. */
-static bool daemon_spawn(itest_daemon *d, const char *const *args)
+static bool daemon_spawn(access_daemon *d, const char *const *args)
 {
 	static int serial;
 	/* A test that failed half way may have left this slot's daemon
@@ -94,7 +94,7 @@ static bool daemon_spawn(itest_daemon *d, const char *const *args)
 	return true;
 }
 
-static void print_log(const itest_daemon *d)
+static void print_log(const access_daemon *d)
 {
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "sed 's/^/    /' %s | tail -n 20", d->log);
@@ -105,7 +105,7 @@ static void print_log(const itest_daemon *d)
 
 /* Waits until url answers hello with opts; false (log printed) if the
  * daemon exits first or 10 s pass. */
-static bool daemon_ready(itest_daemon *d, const char *url, const drape_client_opts *opts)
+static bool daemon_ready(access_daemon *d, const char *url, const drape_client_opts *opts)
 {
 	double t0 = itest_now_ms();
 	drape_error e = {0};
@@ -130,7 +130,7 @@ static bool daemon_ready(itest_daemon *d, const char *url, const drape_client_op
 
 /* Waits (bounded) for the daemon to exit by itself; its exit status, or -1
  * if it kept running (then it is stopped) or died of a signal. */
-static int daemon_exit_status(itest_daemon *d)
+static int daemon_exit_status(access_daemon *d)
 {
 	double t0 = itest_now_ms();
 	while (itest_now_ms() - t0 < 5000) {
@@ -146,7 +146,7 @@ static int daemon_exit_status(itest_daemon *d)
 }
 
 /* Whether the daemon's log holds text. */
-static bool log_has(const itest_daemon *d, const char *text)
+static bool log_has(const access_daemon *d, const char *text)
 {
 	FILE *f = fopen(d->log, "r");
 	if (f == NULL)
@@ -351,7 +351,7 @@ static drape_client_opts opts_with(const char *token, const char *ca, const char
 
 /* Starts a TLS daemon (certificate, token, optional client CA) on a free
  * loopback port; its URL in url. */
-static bool start_tls(itest_daemon *d, char *url, size_t url_len, const char *client_ca)
+static bool start_tls(access_daemon *d, char *url, size_t url_len, const char *client_ca)
 {
 	int port = itest_free_port();
 	if (port < 0)

@@ -32,23 +32,12 @@
 
 /* ---- Daemons ---------------------------------------------------------------------- */
 
-typedef struct itest_daemon {
-	pid_t pid;
-	char dir[256];
-	char url[320];
-} itest_daemon;
-
 static itest_daemon d_ipc = {.pid = -1}, d_tcp = {.pid = -1}, d_idle = {.pid = -1}, d_crash = {.pid = -1};
 static const char *draped_path;
 
 static void daemon_stop(itest_daemon *d)
 {
-	itest_pid_stop(d->pid, SIGTERM, 5000);
-	d->pid = -1;
-	if (d->dir[0]) {
-		itest_rm_tree(d->dir);
-		d->dir[0] = '\0';
-	}
+	itest_daemon_stop(d, 5000);
 }
 
 static void stop_all(void)
@@ -65,19 +54,8 @@ static bool daemon_spawn(itest_daemon *d, const char *opt, const char *val);
  * optional extra option and value; waits until hello answers. */
 static bool daemon_start(itest_daemon *d, bool tcp, const char *opt, const char *val)
 {
-	snprintf(d->dir, sizeof d->dir, "/tmp/drape-itest-XXXXXX");
-	if (mkdtemp(d->dir) == NULL) {
-		d->dir[0] = '\0';
+	if (!itest_daemon_place(d, "drape-itest", tcp))
 		return false;
-	}
-	if (tcp) {
-		int port = itest_free_port();
-		if (port < 0)
-			return false;
-		snprintf(d->url, sizeof d->url, "tcp://127.0.0.1:%d", port);
-	} else {
-		snprintf(d->url, sizeof d->url, "ipc://%s/ctl.sock", d->dir);
-	}
 	return daemon_spawn(d, opt, val);
 }
 

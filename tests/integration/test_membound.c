@@ -29,24 +29,12 @@
 
 /* ---- Daemons ------------------------------------------------------------ */
 
-typedef struct itest_daemon {
-	pid_t pid;
-	int port; /* tcp only */
-	char dir[256];
-	char url[320];
-} itest_daemon;
-
 static itest_daemon d_tcp = {.pid = -1}, d_budget = {.pid = -1}, d_soak = {.pid = -1};
 static const char *draped_path;
 
 static void daemon_stop(itest_daemon *d)
 {
-	itest_pid_stop(d->pid, SIGTERM, 10000);
-	d->pid = -1;
-	if (d->dir[0]) {
-		itest_rm_tree(d->dir);
-		d->dir[0] = '\0';
-	}
+	itest_daemon_stop(d, 10000);
 }
 
 static void stop_all(void)
@@ -60,19 +48,8 @@ static void stop_all(void)
  * waits until hello answers. */
 static bool daemon_start(itest_daemon *d, bool tcp, const char *const *extra)
 {
-	snprintf(d->dir, sizeof d->dir, "/tmp/drape-membound-XXXXXX");
-	if (mkdtemp(d->dir) == NULL) {
-		d->dir[0] = '\0';
+	if (!itest_daemon_place(d, "drape-membound", tcp))
 		return false;
-	}
-	if (tcp) {
-		d->port = itest_free_port();
-		if (d->port < 0)
-			return false;
-		snprintf(d->url, sizeof d->url, "tcp://127.0.0.1:%d", d->port);
-	} else {
-		snprintf(d->url, sizeof d->url, "ipc://%s/ctl.sock", d->dir);
-	}
 	char state[300], log[300];
 	snprintf(state, sizeof state, "%s/state", d->dir);
 	snprintf(log, sizeof log, "%s/draped.log", d->dir);
