@@ -17,7 +17,6 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
