@@ -69,7 +69,10 @@ CLI_C    := $(sort $(wildcard client/cli/*.c))
 UNIT_C   := $(sort $(wildcard tests/unit/test_*.c))
 BENCH_C  := $(sort $(wildcard tests/bench/*.c))
 DEMO_C   := $(sort $(wildcard examples/*.c))
-INTEG_C  := $(sort $(wildcard tests/integration/*.c))
+# tests/integration/itest.c holds the helpers every integration program
+# shares, grid.c the raw tests' cloth: linked into each program, not programs.
+ITEST_C  := tests/integration/itest.c tests/integration/grid.c
+INTEG_C  := $(filter-out $(ITEST_C),$(sort $(wildcard tests/integration/*.c)))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.cc,$(BUILD)/obj/%.o,$(1)))
 
@@ -161,9 +164,9 @@ $(BUILD)/bench: $(call obj,$(BENCH_C)) $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	$(CC) $(LDFLAGS) -o $@ $(call obj,$(BENCH_C)) $(ALL_LIBS)
 
 # Integration tests start a real draped (found through $$DRAPED) and drive it.
-$(BUILD)/itests/%: $(BUILD)/obj/tests/integration/%.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
+$(BUILD)/itests/%: $(BUILD)/obj/tests/integration/%.o $(call obj,$(ITEST_C)) $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(call obj,$(ITEST_C)) $(ALL_LIBS)
 
 $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	@mkdir -p $(dir $@)

@@ -11,11 +11,10 @@
  * 127.0.0.1: no traffic ever leaves this machine.
  */
 #include "tests/unit/check.h"
+#include "tests/integration/itest.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -36,45 +35,20 @@
 
 /* ---- Processes --------------------------------------------------------------------- */
 
-typedef struct itest_daemon {
+typedef struct access_daemon {
 	pid_t pid;
 	char log[400];
-} itest_daemon;
+} access_daemon;
 
 #define MAX_DAEMONS 8
-static itest_daemon daemons[MAX_DAEMONS];
+static access_daemon daemons[MAX_DAEMONS];
 static const char *draped_path;
 static char drape_path[1024];
 static char tmp[256]; /* certificates, token files, state dirs, logs */
 
-static double now_ms(void)
+static void daemon_stop(access_daemon *d)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
-static void daemon_stop(itest_daemon *d)
-{
-	if (d->pid <= 0)
-		return;
-	kill(d->pid, SIGTERM);
-	double t0 = now_ms();
-	int st;
-	while (waitpid(d->pid, &st, WNOHANG) == 0) {
-		if (now_ms() - t0 > 5000) {
-			kill(d->pid, SIGKILL);
-			waitpid(d->pid, &st, 0);
-			break;
-		}
-		sleep_ms(10);
-	}
+	itest_pid_stop(d->pid, SIGTERM, 5000);
 	d->pid = -1;
 }
 
@@ -84,59 +58,16 @@ static void stop_all(void)
 		daemon_stop(&daemons[i]);
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
 static void cleanup(void)
 {
 	stop_all();
 	if (tmp[0] != '\0')
-		nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* Whether a TCP port on loopback can be bound right now. */
-static bool port_free(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
-
-/* A port P with P + 1 free too (the stream goes on P + 1). */
-static int free_port(void)
-{
-	for (int tries = 0; tries < 50; tries++) {
-		int fd = socket(AF_INET, SOCK_STREAM, 0);
-		struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-		socklen_t len = sizeof a;
-		if (fd < 0)
-			return -1;
-		if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-		    getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-			close(fd);
-			return -1;
-		}
-		close(fd);
-		int port = ntohs(a.sin_port);
-		if (port < 65534 && port_free(port + 1))
-			return port;
-	}
-	return -1;
+		itest_rm_tree(tmp);
 }
 
 /* Starts draped with a fresh state directory and the NULL-terminated
  * options in args; stdout and stderr go to d->log. */
-static bool daemon_spawn(itest_daemon *d, const char *const *args)
+static bool daemon_spawn(access_daemon *d, const char *const *args)
 {
 	static int serial;
 	/* A test that failed half way may have left this slot's daemon
@@ -154,28 +85,14 @@ static bool daemon_spawn(itest_daemon *d, const char *const *args)
 	for (int i = 0; args[i] != NULL && k < 31; i++)
 		argv[k++] = args[i];
 	argv[k] = NULL;
-	pid_t parent = getpid();
-	pid_t pid = fork();
+	pid_t pid = itest_exec_child(argv, d->log, true);
 	if (pid < 0)
 		return false;
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
-		execv(draped_path, (char *const *)argv);
-		_exit(127);
-	}
 	d->pid = pid;
 	return true;
 }
 
-static void print_log(const itest_daemon *d)
+static void print_log(const access_daemon *d)
 {
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "sed 's/^/    /' %s | tail -n 20", d->log);
@@ -186,11 +103,11 @@ static void print_log(const itest_daemon *d)
 
 /* Waits until url answers hello with opts; false (log printed) if the
  * daemon exits first or 10 s pass. */
-static bool daemon_ready(itest_daemon *d, const char *url, const drape_client_opts *opts)
+static bool daemon_ready(access_daemon *d, const char *url, const drape_client_opts *opts)
 {
-	double t0 = now_ms();
+	double t0 = itest_now_ms();
 	drape_error e = {0};
-	while (now_ms() - t0 < 10000) {
+	while (itest_now_ms() - t0 < 10000) {
 		int st;
 		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
 			d->pid = -1;
@@ -203,7 +120,7 @@ static bool daemon_ready(itest_daemon *d, const char *url, const drape_client_op
 			drape_close(c);
 			return true;
 		}
-		sleep_ms(20);
+		itest_sleep_ms(20);
 	}
 	printf("  %s did not answer: %s\n", url, e.message);
 	return false;
@@ -211,23 +128,23 @@ static bool daemon_ready(itest_daemon *d, const char *url, const drape_client_op
 
 /* Waits (bounded) for the daemon to exit by itself; its exit status, or -1
  * if it kept running (then it is stopped) or died of a signal. */
-static int daemon_exit_status(itest_daemon *d)
+static int daemon_exit_status(access_daemon *d)
 {
-	double t0 = now_ms();
-	while (now_ms() - t0 < 5000) {
+	double t0 = itest_now_ms();
+	while (itest_now_ms() - t0 < 5000) {
 		int st;
 		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
 			d->pid = -1;
 			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 		}
-		sleep_ms(10);
+		itest_sleep_ms(10);
 	}
 	daemon_stop(d);
 	return -1;
 }
 
 /* Whether the daemon's log holds text. */
-static bool log_has(const itest_daemon *d, const char *text)
+static bool log_has(const access_daemon *d, const char *text)
 {
 	FILE *f = fopen(d->log, "r");
 	if (f == NULL)
@@ -432,9 +349,9 @@ static drape_client_opts opts_with(const char *token, const char *ca, const char
 
 /* Starts a TLS daemon (certificate, token, optional client CA) on a free
  * loopback port; its URL in url. */
-static bool start_tls(itest_daemon *d, char *url, size_t url_len, const char *client_ca)
+static bool start_tls(access_daemon *d, char *url, size_t url_len, const char *client_ca)
 {
-	int port = free_port();
+	int port = itest_free_port();
 	if (port < 0)
 		return false;
 	snprintf(url, url_len, "tls+tcp://127.0.0.1:%d", port);
@@ -487,7 +404,7 @@ static void test_tls_frames_match_plain(void)
 	static float tls_frames[FRAMES * NV * 3], plain_frames[FRAMES * NV * 3];
 	char url[128], plain_url[128];
 	CHECK(start_tls(&daemons[0], url, sizeof url, NULL));
-	int port = free_port();
+	int port = itest_free_port();
 	CHECK(port > 0);
 	snprintf(plain_url, sizeof plain_url, "tcp://127.0.0.1:%d", port);
 	const char *args[] = {"--listen", plain_url, NULL};
@@ -723,7 +640,7 @@ static void test_frames_only_to_token_holders(void)
 	const char *names[3] = {"ipc", "tcp", "tls+tcp"};
 	for (int t = 0; t < 3; t++) {
 		char url[400], eaves[420];
-		int port = t > 0 ? free_port() : 0;
+		int port = t > 0 ? itest_free_port() : 0;
 		CHECK(port >= 0);
 		if (t == 0) {
 			snprintf(url, sizeof url, "ipc://%s/frames.sock", tmp);
@@ -839,7 +756,7 @@ static void test_ipc_mode(void)
  * go to 127.0.0.1 only. */
 static void test_protected_mode(void)
 {
-	int port = free_port(), port2 = free_port();
+	int port = itest_free_port(), port2 = itest_free_port();
 	CHECK(port > 0 && port2 > 0 && port2 != port && port2 != port + 1 && port2 + 1 != port);
 	char any[128], any_tls[128], local[128], local_tls[128];
 	snprintf(any, sizeof any, "tcp://0.0.0.0:%d", port);
@@ -894,7 +811,7 @@ static void test_protected_mode(void)
  * unusable 69; a TLS URL without a certificate 64. */
 static void test_tls_config_errors(void)
 {
-	int port = free_port();
+	int port = itest_free_port();
 	CHECK(port > 0);
 	char url[128], missing[400];
 	snprintf(url, sizeof url, "tls+tcp://127.0.0.1:%d", port);

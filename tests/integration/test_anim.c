@@ -13,13 +13,12 @@
  *    same animation: the resumed run is bit-identical to the reference.
  */
 #include "tests/unit/check.h"
+#include "tests/integration/itest.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdint.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -35,43 +34,9 @@ static pid_t daemon_pid = -1;
 static char tmp_dir[256];
 static char url[320];
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
 static void daemon_kill(int sig)
 {
-	if (daemon_pid <= 0)
-		return;
-	kill(daemon_pid, sig);
-	double t0 = now_ms();
-	int st;
-	while (waitpid(daemon_pid, &st, WNOHANG) == 0) {
-		if (now_ms() - t0 > 5000) {
-			kill(daemon_pid, SIGKILL);
-			waitpid(daemon_pid, &st, 0);
-			break;
-		}
-		sleep_ms(10);
-	}
+	itest_pid_stop(daemon_pid, sig, 5000);
 	daemon_pid = -1;
 }
 
@@ -79,7 +44,7 @@ static void cleanup(void)
 {
 	daemon_kill(SIGTERM);
 	if (tmp_dir[0])
-		nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		itest_rm_tree(tmp_dir);
 }
 
 /* Starts draped on url with the state dir and log in tmp_dir (appending to
@@ -89,40 +54,16 @@ static bool daemon_spawn(void)
 	char state[300], log[300];
 	snprintf(state, sizeof state, "%s/state", tmp_dir);
 	snprintf(log, sizeof log, "%s/draped.log", tmp_dir);
-	pid_t parent = getpid();
-	pid_t pid = fork();
+	const char *argv[] = {draped_path, "--listen", url, "--state-dir", state, "--max-message", MAX_MESSAGE,
+			      "--checkpoint-every", "1", "--threads", "1", NULL};
+	pid_t pid = itest_exec_child(argv, log, false);
 	if (pid < 0)
 		return false;
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
-		execl(draped_path, draped_path, "--listen", url, "--state-dir", state, "--max-message", MAX_MESSAGE,
-		      "--checkpoint-every", "1", "--threads", "1", (char *)NULL);
-		_exit(127);
-	}
 	daemon_pid = pid;
-	double t0 = now_ms();
-	while (now_ms() - t0 < 20000) {
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			daemon_pid = -1;
-			return false;
-		}
-		drape_client *c;
-		if (drape_connect(url, NULL, &c, NULL) == DRAPE_OK) {
-			drape_close(c);
-			return true;
-		}
-		sleep_ms(20);
-	}
-	return false;
+	int up = itest_wait_connect(pid, url, 20000);
+	if (up == 0)
+		daemon_pid = -1;
+	return up == 1;
 }
 
 /* Lines of the daemon's log that contain `what`. */
@@ -301,7 +242,7 @@ static drape_err create(drape_client *c, drape_session *s)
 static uint32_t fetch_and_compare(drape_client *c, drape_session s, uint32_t first, uint32_t last)
 {
 	uint32_t ok = 0;
-	const double t0 = now_ms();
+	const double t0 = itest_now_ms();
 	for (uint32_t k = first; k <= last;) {
 		drape_frame *f = NULL;
 		uint32_t n = 0, done = 0;
@@ -312,11 +253,11 @@ static uint32_t fetch_and_compare(drape_client *c, drape_session s, uint32_t fir
 		}
 		if (n == 0) {
 			drape_frames_free(f, n);
-			if (now_ms() - t0 > 120000) {
+			if (itest_now_ms() - t0 > 120000) {
 				printf("  frame %u not solved within 120 s\n", (unsigned)k);
 				return ok;
 			}
-			sleep_ms(20);
+			itest_sleep_ms(20);
 			continue;
 		}
 		for (uint32_t i = 0; i < n; i++, k++) {
@@ -337,14 +278,14 @@ static uint32_t fetch_and_compare(drape_client *c, drape_session s, uint32_t fir
 /* Polls status until the run is over (done, failed or canceled). */
 static bool wait_done(drape_client *c, drape_session s, drape_status *st)
 {
-	double t0 = now_ms();
-	while (now_ms() - t0 < 120000) {
+	double t0 = itest_now_ms();
+	while (itest_now_ms() - t0 < 120000) {
 		if (drape_session_status(c, s, st, NULL) != DRAPE_OK)
 			return false;
 		if (st->state == DRAPE_STATE_DONE || st->state == DRAPE_STATE_FAILED ||
 		    st->state == DRAPE_STATE_CANCELED)
 			return true;
-		sleep_ms(20);
+		itest_sleep_ms(20);
 	}
 	return false;
 }
@@ -456,13 +397,13 @@ static void test_animation_survives_sigkill(void)
 	CHECK_OK(drape_session_run(c, s, FRAMES, NULL, NULL));
 	/* Kill the daemon once a few frames are solved (polled, not timed). */
 	drape_status st;
-	double t0 = now_ms();
+	double t0 = itest_now_ms();
 	do {
 		CHECK_OK(drape_session_status(c, s, &st, NULL));
 		if (st.frames_done >= 3)
 			break;
-		sleep_ms(5);
-	} while (now_ms() - t0 < 60000);
+		itest_sleep_ms(5);
+	} while (itest_now_ms() - t0 < 60000);
 	drape_close(c);
 	daemon_kill(SIGKILL);
 	CHECK(daemon_spawn());

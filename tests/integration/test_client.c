@@ -8,12 +8,11 @@
  * mesh and parameters stepped in process with drape_sim_create/step.
  */
 #include "tests/unit/check.h"
+#include "tests/integration/itest.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -31,57 +30,12 @@
 
 /* ---- Daemons ---------------------------------------------------------------------- */
 
-typedef struct itest_daemon {
-	pid_t pid;
-	char dir[256];
-	char url[320];
-} itest_daemon;
-
 static itest_daemon d_ipc = {.pid = -1}, d_tcp = {.pid = -1}, d_idle = {.pid = -1}, d_crash = {.pid = -1};
 static const char *draped_path;
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
 static void daemon_stop(itest_daemon *d)
 {
-	if (d->pid > 0) {
-		kill(d->pid, SIGTERM);
-		double t0 = now_ms();
-		int st;
-		while (waitpid(d->pid, &st, WNOHANG) == 0) {
-			if (now_ms() - t0 > 5000) {
-				kill(d->pid, SIGKILL);
-				waitpid(d->pid, &st, 0);
-				break;
-			}
-			sleep_ms(10);
-		}
-		d->pid = -1;
-	}
-	if (d->dir[0]) {
-		nftw(d->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-		d->dir[0] = '\0';
-	}
+	itest_daemon_stop(d, 5000);
 }
 
 static void stop_all(void)
@@ -92,61 +46,14 @@ static void stop_all(void)
 	daemon_stop(&d_crash);
 }
 
-/* Whether a TCP port on loopback can be bound right now. */
-static bool port_free(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
-
-/* A TCP port P nobody listens on, with P + 1 free too (where a draped
- * given --stream conventionally puts its PUB stream). */
-static int free_port(void)
-{
-	for (int tries = 0; tries < 50; tries++) {
-		int fd = socket(AF_INET, SOCK_STREAM, 0);
-		struct sockaddr_in a = {.sin_family = AF_INET,
-					.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-		socklen_t len = sizeof a;
-		if (fd < 0)
-			return -1;
-		if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-		    getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-			close(fd);
-			return -1;
-		}
-		close(fd);
-		int port = ntohs(a.sin_port);
-		if (port < 65535 && port_free(port + 1))
-			return port;
-	}
-	return -1;
-}
-
 static bool daemon_spawn(itest_daemon *d, const char *opt, const char *val);
 
 /* Starts draped listening on `url` (NULL: ipc in its folder), with one
  * optional extra option and value; waits until hello answers. */
 static bool daemon_start(itest_daemon *d, bool tcp, const char *opt, const char *val)
 {
-	snprintf(d->dir, sizeof d->dir, "/tmp/drape-itest-XXXXXX");
-	if (mkdtemp(d->dir) == NULL) {
-		d->dir[0] = '\0';
+	if (!itest_daemon_place(d, "drape-itest", tcp))
 		return false;
-	}
-	if (tcp) {
-		int port = free_port();
-		if (port < 0)
-			return false;
-		snprintf(d->url, sizeof d->url, "tcp://127.0.0.1:%d", port);
-	} else {
-		snprintf(d->url, sizeof d->url, "ipc://%s/ctl.sock", d->dir);
-	}
 	return daemon_spawn(d, opt, val);
 }
 
@@ -157,50 +64,23 @@ static bool daemon_spawn(itest_daemon *d, const char *opt, const char *val)
 	char state[300], log[300];
 	snprintf(state, sizeof state, "%s/state", d->dir);
 	snprintf(log, sizeof log, "%s/draped.log", d->dir);
-	pid_t parent = getpid();
-	pid_t pid = fork();
+	/* With no extra option, opt (NULL) ends the list. */
+	const char *argv[] = {draped_path, "--listen", d->url, "--state-dir", state, opt, val, NULL};
+	pid_t pid = itest_exec_child(argv, log, false);
 	if (pid < 0)
 		return false;
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
-		if (opt != NULL)
-			execl(draped_path, draped_path, "--listen", d->url, "--state-dir", state, opt, val,
-			      (char *)NULL);
-		else
-			execl(draped_path, draped_path, "--listen", d->url, "--state-dir", state,
-			      (char *)NULL);
-		_exit(127);
-	}
 	d->pid = pid;
-	double t0 = now_ms();
-	while (now_ms() - t0 < 10000) {
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			d->pid = -1;
-			printf("  draped exited early; its log:\n");
-			char cmd[400];
-			snprintf(cmd, sizeof cmd, "sed 's/^/    /' %s | tail -n 20", log);
-			fflush(stdout);
-			if (system(cmd) != 0)
-				printf("    (no log)\n");
-			return false;
-		}
-		drape_client *c;
-		if (drape_connect(d->url, NULL, &c, NULL) == DRAPE_OK) {
-			drape_close(c);
-			return true;
-		}
-		sleep_ms(20);
+	int up = itest_wait_connect(pid, d->url, 10000);
+	if (up == 0) {
+		d->pid = -1;
+		printf("  draped exited early; its log:\n");
+		char cmd[400];
+		snprintf(cmd, sizeof cmd, "sed 's/^/    /' %s | tail -n 20", log);
+		fflush(stdout);
+		if (system(cmd) != 0)
+			printf("    (no log)\n");
 	}
-	return false;
+	return up == 1;
 }
 
 /* ---- The reference scene ------------------------------------------------------------- */
@@ -347,7 +227,7 @@ static void test_connect_refused(void)
 	CHECK(drape_connect(url, NULL, &c, &e) == DRAPE_EUNAVAILABLE);
 	CHECK(c == NULL);
 	CHECKF(strstr(e.message, url + 6) != NULL, "message: %s", e.message);
-	int port = free_port();
+	int port = itest_free_port();
 	snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
 	CHECK(drape_connect(url, NULL, &c, &e) == DRAPE_EUNAVAILABLE);
 	CHECK(drape_connect("nonsense", NULL, &c, &e) == DRAPE_EINVAL);
@@ -367,9 +247,9 @@ static void test_request_timeout(void)
 	o.request_timeout_ms = 300;
 	drape_client *c = NULL;
 	drape_error e;
-	double t0 = now_ms();
+	double t0 = itest_now_ms();
 	drape_err rc = drape_connect(url, &o, &c, &e);
-	double el = now_ms() - t0;
+	double el = itest_now_ms() - t0;
 	nng_close(rep);
 	CHECKF(rc == DRAPE_ETIMEDOUT, "rc %s: %s", drape_err_name(rc), e.message);
 	CHECKF(el >= 250 && el < 3000, "gave up after %.0f ms", el);
@@ -673,7 +553,7 @@ static void test_connection_closed_after_close(void)
 	 * daemon's descriptors have settled. */
 	int before = fd_count(d_ipc.pid);
 	for (int i = 0, same = 0; i < 150 && same < 10; i++) {
-		sleep_ms(20);
+		itest_sleep_ms(20);
 		int n = fd_count(d_ipc.pid);
 		same = n == before ? same + 1 : 0;
 		before = n;
@@ -693,7 +573,7 @@ static void test_connection_closed_after_close(void)
 		drape_close(c);
 		int now = fd_count(d_ipc.pid);
 		for (int i = 0; i < 100 && now > before; i++) {
-			sleep_ms(20);
+			itest_sleep_ms(20);
 			now = fd_count(d_ipc.pid);
 		}
 		CHECKF(now <= before, "round %d: %d descriptors 2 s after the close, %d before", round,
@@ -755,16 +635,16 @@ static void test_cancel_within_a_frame(void)
 	CHECKF(rc == DRAPE_ECANCELED, "end code %s", drape_err_name(rc));
 	/* Then the settled state: canceled, and frames_done unchanged for 300 ms
 	 * (bounded at 30 s, which only a broken cancel reaches). */
-	double t0 = now_ms(), stable_since = now_ms();
+	double t0 = itest_now_ms(), stable_since = itest_now_ms();
 	uint32_t last = UINT32_MAX;
 	for (;;) {
 		CHECK_OK(drape_session_status(c, s, &st, NULL));
 		if (st.state != DRAPE_STATE_CANCELED || st.frames_done != last)
-			stable_since = now_ms();
+			stable_since = itest_now_ms();
 		last = st.frames_done;
-		if (now_ms() - stable_since >= 300 || now_ms() - t0 > 30000)
+		if (itest_now_ms() - stable_since >= 300 || itest_now_ms() - t0 > 30000)
 			break;
-		sleep_ms(10);
+		itest_sleep_ms(10);
 	}
 	CHECKF(st.state == DRAPE_STATE_CANCELED, "state %s after 30 s", drape_state_name(st.state));
 	CHECKF(st.frames_done <= at_cancel + 1, "cancel reply %u, final %u", at_cancel,
@@ -830,10 +710,10 @@ static void test_late_slow_reader(void)
 	CHECK_OK(create(a, &sc, "late", &s));
 	CHECK_OK(drape_session_run(a, s, n, NULL, NULL));
 	drape_status st;
-	double t0 = now_ms();
+	double t0 = itest_now_ms();
 	do
 		CHECK_OK(drape_session_status(a, s, &st, NULL));
-	while (st.frames_done < 10 && now_ms() - t0 < 10000);
+	while (st.frames_done < 10 && itest_now_ms() - t0 < 10000);
 	CHECK_OK(drape_connect(d_ipc.url, NULL, &b, NULL));
 	uint32_t ok = 0;
 	for (uint32_t k = 1; k <= n; k++) {
@@ -853,7 +733,7 @@ static void test_late_slow_reader(void)
 			break;
 		ok++;
 		if (k % 40 == 0)
-			sleep_ms(30);
+			itest_sleep_ms(30);
 	}
 	drape_frame f;
 	drape_err end = drape_next_frame(b, s, &f, 5000, NULL);
@@ -914,12 +794,12 @@ static void test_frames_get_ranges(void)
 	CHECK_OK(drape_session_run(c, s, n, NULL, NULL));
 	/* Wait for the run to finish, then fetch 3..9 in as many calls as it takes. */
 	drape_status st;
-	double t0 = now_ms();
+	double t0 = itest_now_ms();
 	for (;;) {
 		CHECK_OK(drape_session_status(c, s, &st, NULL));
-		if (st.state == DRAPE_STATE_DONE || now_ms() - t0 > 10000)
+		if (st.state == DRAPE_STATE_DONE || itest_now_ms() - t0 > 10000)
 			break;
-		sleep_ms(5);
+		itest_sleep_ms(5);
 	}
 	CHECK(st.state == DRAPE_STATE_DONE && st.frames_done == n);
 	uint32_t next = 3;
@@ -1115,14 +995,14 @@ static void test_idle_expiry(void)
 	CHECK(info.limits.idle_timeout_s == 1);
 	CHECK_OK(create(c, &sc, "idle", &s));
 	scene_free(&sc);
-	double t0 = now_ms();
+	double t0 = itest_now_ms();
 	drape_status st;
 	drape_err rc;
 	/* Asking for the status counts as activity on some servers, so wait
 	 * before looking, then look with session.list, which touches nothing. */
-	sleep_ms(1500);
+	itest_sleep_ms(1500);
 	bool gone = false;
-	while (!gone && now_ms() - t0 < 8000) {
+	while (!gone && itest_now_ms() - t0 < 8000) {
 		drape_session_entry *e;
 		uint32_t n;
 		CHECK_OK(drape_session_list(c, &e, &n, NULL));
@@ -1131,9 +1011,9 @@ static void test_idle_expiry(void)
 			gone &= e[i].id != s.id;
 		free(e);
 		if (!gone)
-			sleep_ms(100);
+			itest_sleep_ms(100);
 	}
-	double el = now_ms() - t0;
+	double el = itest_now_ms() - t0;
 	rc = drape_session_status(c, s, &st, NULL);
 	drape_close(c);
 	daemon_stop(&d_idle);
@@ -1261,14 +1141,14 @@ static void test_delete_during_output(void)
 			CHECK_OK(drape_next_frame(c, s, &f, 10000, NULL));
 			drape_frame_free(&f);
 		}
-		sleep_ms(i % 4);
+		itest_sleep_ms(i % 4);
 		CHECK_OK(drape_session_delete(c, s, NULL));
 		drape_status st;
 		CHECK(drape_session_status(c, s, &st, NULL) == DRAPE_ENOTFOUND);
 	}
 	CHECK_OK(drape_ping(c, NULL));
 	bool gone = false;
-	for (double t0 = now_ms(); !gone && now_ms() - t0 < 3000;) {
+	for (double t0 = itest_now_ms(); !gone && itest_now_ms() - t0 < 3000;) {
 		gone = true;
 		for (int i = 0; i < 8; i++) {
 			char dir[400];
@@ -1276,7 +1156,7 @@ static void test_delete_during_output(void)
 			gone &= access(dir, F_OK) != 0;
 		}
 		if (!gone)
-			sleep_ms(20);
+			itest_sleep_ms(20);
 	}
 	CHECK(gone);
 	drape_session_entry *e;
@@ -1335,7 +1215,7 @@ static void test_crash_keeps_cache_and_checkpoint_in_order(void)
 			had = f.index;
 			drape_frame_free(&f);
 		}
-		sleep_ms(round * 4);
+		itest_sleep_ms(round * 4);
 		kill(d_crash.pid, SIGKILL);
 		int ws;
 		waitpid(d_crash.pid, &ws, 0);

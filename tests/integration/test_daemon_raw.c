@@ -29,73 +29,12 @@
 #include "drape/sim.h"
 #include "proto/proto.h"
 #include "tests/unit/check.h"
+#include "tests/integration/grid.h"
+#include "tests/integration/itest.h"
 
 /* ---- Daemons ------------------------------------------------------------- */
 
-#define MAX_DAEMONS 8
-static pid_t daemons[MAX_DAEMONS];
 static char tmpdir[256];
-
-static void kill_all(void)
-{
-	for (int i = 0; i < MAX_DAEMONS; i++) {
-		if (daemons[i] > 0) {
-			kill(daemons[i], SIGKILL);
-			waitpid(daemons[i], NULL, 0);
-			daemons[i] = 0;
-		}
-	}
-}
-
-static void on_fatal(int sig)
-{
-	for (int i = 0; i < MAX_DAEMONS; i++)
-		if (daemons[i] > 0)
-			kill(daemons[i], SIGKILL);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-static void forget(pid_t pid)
-{
-	for (int i = 0; i < MAX_DAEMONS; i++)
-		if (daemons[i] == pid)
-			daemons[i] = 0;
-}
-
-/* Starts $DRAPED with the given arguments (NULL-terminated), stderr to
- * log_path. Returns the pid or -1. */
-static pid_t start_daemon(const char *log_path, const char *const *args)
-{
-	const char *bin = getenv("DRAPED");
-	if (bin == NULL)
-		bin = "build/draped";
-	const char *argv[40];
-	int n = 0;
-	argv[n++] = bin;
-	for (int i = 0; args[i] != NULL && n < 38; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 2);
-			dup2(fd, 1);
-		}
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	for (int i = 0; i < MAX_DAEMONS; i++) {
-		if (daemons[i] == 0) {
-			daemons[i] = pid;
-			break;
-		}
-	}
-	return pid;
-}
 
 /* Waits up to ms for pid to exit; returns its wait status or -1. */
 static int wait_exit(pid_t pid, int ms)
@@ -104,7 +43,7 @@ static int wait_exit(pid_t pid, int ms)
 		int st;
 		pid_t r = waitpid(pid, &st, WNOHANG);
 		if (r == pid) {
-			forget(pid);
+			itest_forget(pid);
 			return st;
 		}
 		usleep(10000);
@@ -112,90 +51,11 @@ static int wait_exit(pid_t pid, int ms)
 	return -1;
 }
 
-static int free_tcp_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a;
-	memset(&a, 0, sizeof a);
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof a;
-	int port = -1;
-	/* The stream listener takes port + 1, so look for a pair that is free. */
-	for (int tries = 0; tries < 50 && port < 0; tries++) {
-		a.sin_port = 0;
-		if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-		    getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
-			int p = ntohs(a.sin_port);
-			int fd2 = socket(AF_INET, SOCK_STREAM, 0);
-			struct sockaddr_in b = a;
-			b.sin_port = htons((uint16_t)(p + 1));
-			if (p < 65534 && bind(fd2, (struct sockaddr *)&b, sizeof b) == 0)
-				port = p;
-			close(fd2);
-		}
-		close(fd);
-		fd = socket(AF_INET, SOCK_STREAM, 0);
-	}
-	close(fd);
-	return port;
-}
-
 /* ---- Requests ------------------------------------------------------------- */
-
-/* Atomic: the concurrent-clients test sends from several threads. */
-static _Atomic uint64_t next_id = 1;
 
 static int open_req(const char *url, nng_socket *s)
 {
-	int rv = nng_req0_open(s);
-	if (rv != 0)
-		return rv;
-	nng_socket_set_ms(*s, NNG_OPT_RECVTIMEO, 5000);
-	nng_socket_set_ms(*s, NNG_OPT_SENDTIMEO, 5000);
-	nng_socket_set_size(*s, NNG_OPT_RECVMAXSZ, 0);
-	rv = nng_dial(*s, url, NULL, 0);
-	if (rv != 0)
-		nng_close(*s);
-	return rv;
-}
-
-/* Sends raw bytes, receives raw reply bytes (caller nng_free's). */
-static int raw_call(nng_socket s, const void *data, size_t len, void **rep, size_t *rep_len)
-{
-	int rv = nng_send(s, (void *)data, len, 0);
-	if (rv != 0)
-		return rv;
-	return nng_recv(s, rep, rep_len, NNG_FLAG_ALLOC);
-}
-
-/* Encodes req, sends it, decodes the reply (ok or error). Returns 0 when a
- * reply was decoded. */
-static int call(nng_socket s, proto_request *req, proto_reply *rep)
-{
-	if (req->id == 0)
-		req->id = next_id++;
-	proto_buf b = { NULL, 0 };
-	drape_error err;
-	if (proto_request_encode(req, &b, &err) != DRAPE_OK) {
-		printf("  encode failed: %s\n", err.message);
-		return -1;
-	}
-	void *r = NULL;
-	size_t rl = 0;
-	int rv = raw_call(s, b.data, b.len, &r, &rl);
-	proto_buf_free(&b);
-	if (rv != 0) {
-		printf("  nng: %s\n", nng_strerror(rv));
-		return rv;
-	}
-	drape_err rc = proto_reply_decode(r, rl, 0, req->op, rep, &err);
-	nng_free(r, rl);
-	if (rc != DRAPE_OK) {
-		printf("  reply decode: %s\n", err.message);
-		return -1;
-	}
-	return 0;
+	return itest_req_open(url, 5000, 5000, s);
 }
 
 /* Decodes an error reply to a malformed request (its op is unknown, so
@@ -211,45 +71,7 @@ static int decode_error_reply(const void *r, size_t rl, proto_reply *rep)
 
 /* ---- Meshes ---------------------------------------------------------------- */
 
-typedef struct grid {
-	float *pos;
-	uint32_t *tri;
-	uint32_t nv, nt;
-	uint32_t pins[2];
-} grid;
-
-static void grid_make(grid *g, uint32_t n)
-{
-	g->nv = (n + 1) * (n + 1);
-	g->nt = 2 * n * n;
-	g->pos = malloc(g->nv * 12u);
-	g->tri = malloc(g->nt * 12u);
-	for (uint32_t j = 0; j <= n; j++)
-		for (uint32_t i = 0; i <= n; i++) {
-			float *p = g->pos + 3 * (j * (n + 1) + i);
-			p[0] = (float)i / (float)n;
-			p[1] = 1.0f;
-			p[2] = (float)j / (float)n;
-		}
-	uint32_t k = 0;
-	for (uint32_t j = 0; j < n; j++)
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t a = j * (n + 1) + i, b = a + 1, c = a + n + 1, d = c + 1;
-			uint32_t t[6] = { a, c, b, b, c, d };
-			memcpy(g->tri + k, t, sizeof t);
-			k += 6;
-		}
-	g->pins[0] = 0;
-	g->pins[1] = n;
-}
-
-static void grid_free(grid *g)
-{
-	free(g->pos);
-	free(g->tri);
-}
-
-static void create_req(proto_request *req, const grid *g)
+static void create_req(proto_request *req, const itest_grid *g)
 {
 	proto_request_init(req, PROTO_OP_SESSION_CREATE);
 	req->u.create.mesh.positions = g->pos;
@@ -275,7 +97,7 @@ static void sphere_desc(drape_collider_desc *d)
 
 /* Positions after `frames` frames of the same scene solved in process,
  * with the test's sphere collider when `sphere` is set. */
-static float *solve_in_process_with(const grid *g, uint32_t frames, bool sphere)
+static float *solve_in_process_with(const itest_grid *g, uint32_t frames, bool sphere)
 {
 	drape_sim_desc d;
 	drape_sim_desc_default(&d);
@@ -307,7 +129,7 @@ static float *solve_in_process_with(const grid *g, uint32_t frames, bool sphere)
 	return out;
 }
 
-static float *solve_in_process(const grid *g, uint32_t frames)
+static float *solve_in_process(const itest_grid *g, uint32_t frames)
 {
 	return solve_in_process_with(g, frames, false);
 }
@@ -317,12 +139,12 @@ typedef struct owned {
 	uint8_t token[PROTO_TOKEN_SIZE];
 } owned;
 
-static int create(nng_socket s, const grid *g, owned *o)
+static int create(nng_socket s, const itest_grid *g, owned *o)
 {
 	proto_request req;
 	proto_reply rep;
 	create_req(&req, g);
-	if (call(s, &req, &rep) != 0 || !rep.ok) {
+	if (itest_call(s, &req, &rep) != 0 || !rep.ok) {
 		if (!rep.ok)
 			printf("  create: %s\n", rep.error.message);
 		proto_reply_free(&rep);
@@ -349,7 +171,7 @@ static bool session_op_ok(nng_socket s, proto_op op, const owned *o)
 	proto_request req;
 	proto_reply rep;
 	session_req(&req, op, o);
-	if (call(s, &req, &rep) != 0)
+	if (itest_call(s, &req, &rep) != 0)
 		return false;
 	bool ok = rep.ok;
 	if (!ok)
@@ -363,7 +185,7 @@ static int run(nng_socket s, const owned *o, uint32_t frames, proto_reply *rep)
 	proto_request req;
 	session_req(&req, PROTO_OP_SESSION_RUN, o);
 	req.u.run.frames = frames;
-	return call(s, &req, rep);
+	return itest_call(s, &req, rep);
 }
 
 static int status(nng_socket s, uint32_t id, proto_reply *rep)
@@ -372,7 +194,7 @@ static int status(nng_socket s, uint32_t id, proto_reply *rep)
 	proto_request_init(&req, PROTO_OP_SESSION_STATUS);
 	req.has_session = true;
 	req.session = id;
-	return call(s, &req, rep);
+	return itest_call(s, &req, rep);
 }
 
 /* Polls status until the session leaves queued/running or ms pass. */
@@ -399,7 +221,7 @@ static int get_frame(nng_socket s, const owned *o, uint32_t index, float *out, u
 	session_req(&req, PROTO_OP_FRAMES_GET, o);
 	req.u.frames_get.first = index;
 	req.u.frames_get.count = 1;
-	if (call(s, &req, &rep) != 0)
+	if (itest_call(s, &req, &rep) != 0)
 		return -1;
 	int rc = -1;
 	if (rep.ok && rep.u.frames_get.count == 1 && rep.u.frames_get.frames[0].index == index &&
@@ -426,7 +248,7 @@ static int wait_ready(const char *url, int ms)
 			proto_request req;
 			proto_reply rep;
 			proto_request_init(&req, PROTO_OP_HELLO);
-			int ok = call(s, &req, &rep) == 0 && rep.ok;
+			int ok = itest_call(s, &req, &rep) == 0 && rep.ok;
 			if (ok)
 				proto_reply_free(&rep);
 			nng_close(s);
@@ -442,7 +264,7 @@ static void test_start(void)
 {
 	snprintf(ipc_url, sizeof ipc_url, "ipc://%s/ctl", tmpdir);
 	snprintf(stream_ipc, sizeof stream_ipc, "%s.stream", ipc_url);
-	int port = free_tcp_port();
+	int port = itest_free_port();
 	CHECK(port > 0);
 	snprintf(tcp_url, sizeof tcp_url, "tcp://127.0.0.1:%d", port);
 	snprintf(log_main, sizeof log_main, "%s/main.log", tmpdir);
@@ -451,7 +273,7 @@ static void test_start(void)
 	 * subscribers below read. */
 	const char *args[] = { "--listen", ipc_url, "--listen", tcp_url, "--stream", stream_ipc, "--state-dir",
 			       state_main, "--threads", "2", "--max-message", "1048576", "--verbose", NULL };
-	main_pid = start_daemon(log_main, args);
+	main_pid = itest_spawn(log_main, args);
 	CHECK(main_pid > 0);
 	CHECKF(wait_ready(ipc_url, 5000) == 0, "daemon not answering on %.200s", ipc_url);
 	CHECK(wait_ready(tcp_url, 2000) == 0);
@@ -469,7 +291,7 @@ static void test_hello(void)
 		proto_reply rep;
 		proto_request_init(&req, PROTO_OP_HELLO);
 		req.u.hello.client = "test_daemon_raw";
-		int rc = call(s, &req, &rep);
+		int rc = itest_call(s, &req, &rep);
 		nng_close(s);
 		CHECK(rc == 0 && rep.ok);
 		CHECK(rep.u.hello.version == PROTO_VERSION);
@@ -492,8 +314,8 @@ static void test_happy_path(void)
 {
 	CHECK(main_up);
 	nng_socket s, sub;
-	grid g;
-	grid_make(&g, 8);
+	itest_grid g;
+	itest_grid_make(&g, 8);
 	CHECK(open_req(tcp_url, &s) == 0);
 	owned o;
 	CHECK(create(s, &g, &o) == 0);
@@ -554,7 +376,7 @@ static void test_happy_path(void)
 	session_req(&req, PROTO_OP_FRAMES_GET, &o);
 	req.u.frames_get.first = 1;
 	req.u.frames_get.count = 100;
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	CHECK(rep.u.frames_get.count == 6 && rep.u.frames_get.frames_done == 6);
 	for (uint32_t i = 0; i < 6; i++)
 		CHECK(rep.u.frames_get.frames[i].index == i + 1);
@@ -568,11 +390,11 @@ static void test_happy_path(void)
 
 	/* A frame not solved yet: an empty successful reply. */
 	req.u.frames_get.first = 7;
-	CHECK(call(s, &req, &rep) == 0 && rep.ok && rep.u.frames_get.count == 0);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok && rep.u.frames_get.count == 0);
 	proto_reply_free(&rep);
 
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	bool listed = false;
 	for (uint32_t i = 0; i < rep.u.list.count; i++)
 		listed |= rep.u.list.sessions[i].id == o.id && rep.u.list.sessions[i].frames_done == 6;
@@ -580,7 +402,7 @@ static void test_happy_path(void)
 	proto_reply_free(&rep);
 
 	proto_request_init(&req, PROTO_OP_SERVER_STATS);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	CHECK(rep.u.server_stats.frames_solved >= 6 && rep.u.server_stats.sessions >= 1 &&
 	      rep.u.server_stats.threads == 2);
 	proto_reply_free(&rep);
@@ -589,7 +411,7 @@ static void test_happy_path(void)
 	CHECK(status(s, o.id, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_ENOTFOUND);
 	proto_reply_free(&rep);
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 /* ---- Hostile input ---------------------------------------------------------- */
@@ -601,7 +423,7 @@ static int expect_error(nng_socket s, const void *data, size_t len, drape_err co
 {
 	void *r = NULL;
 	size_t rl = 0;
-	int rv = raw_call(s, data, len, &r, &rl);
+	int rv = itest_raw_call(s, data, len, &r, &rl);
 	if (rv != 0) {
 		snprintf(why, why_len, "no reply: %s", nng_strerror(rv));
 		return -1;
@@ -639,7 +461,7 @@ static void build_v(msgpack_sbuffer *sb, uint32_t v, const char *op, uint32_t ne
 	pack_str(&pk, "v");
 	msgpack_pack_uint32(&pk, v);
 	pack_str(&pk, "id");
-	msgpack_pack_uint64(&pk, next_id++);
+	msgpack_pack_uint64(&pk, itest_next_id());
 	pack_str(&pk, "op");
 	pack_str(&pk, op);
 	if (extra)
@@ -720,8 +542,8 @@ static void test_bad_requests(void)
 	nng_socket bad, good;
 	CHECK(open_req(ipc_url, &bad) == 0);
 	CHECK(open_req(tcp_url, &good) == 0);
-	grid g;
-	grid_make(&g, 4);
+	itest_grid g;
+	itest_grid_make(&g, 4);
 	/* A second client keeps a session running the whole time. */
 	owned o;
 	proto_reply rep;
@@ -759,7 +581,7 @@ static void test_bad_requests(void)
 	memcpy(tri, g.tri, g.nt * 12u);
 	tri[7] = g.nv + 5;
 	req.u.create.mesh.triangles = tri;
-	req.id = next_id++;
+	req.id = itest_next_id();
 	CHECK(proto_request_encode(&req, &b, NULL) == DRAPE_OK);
 	r = expect_error(bad, b.data, b.len, DRAPE_ERANGE, "triangles[2][1]", why, sizeof why);
 	proto_buf_free(&b);
@@ -771,7 +593,7 @@ static void test_bad_requests(void)
 	pos[3 * 5 + 1] = NAN;
 	create_req(&req, &g);
 	req.u.create.mesh.positions = pos;
-	req.id = next_id++;
+	req.id = itest_next_id();
 	CHECK(proto_request_encode(&req, &b, NULL) == DRAPE_OK);
 	r = expect_error(bad, b.data, b.len, DRAPE_ENONFINITE, "positions", why, sizeof why);
 	free(pos);
@@ -825,13 +647,13 @@ static void test_bad_requests(void)
 	}
 	CHECK(going);
 	proto_request_init(&req, PROTO_OP_HELLO);
-	CHECK(call(bad, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(bad, &req, &rep) == 0 && rep.ok);
 	proto_reply_free(&rep);
 
 	CHECK(session_op_ok(good, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(bad);
 	nng_close(good);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 /* nngcat from nng-utils sends garbage; the daemon answers with an error and
@@ -857,7 +679,7 @@ static void test_nngcat_garbage(void)
 	proto_request req;
 	proto_reply rep;
 	proto_request_init(&req, PROTO_OP_HELLO);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	proto_reply_free(&rep);
 	nng_close(s);
 }
@@ -868,12 +690,12 @@ static void test_replay(void)
 	CHECK(main_up);
 	nng_socket s;
 	CHECK(open_req(ipc_url, &s) == 0);
-	grid g;
-	grid_make(&g, 3);
+	itest_grid g;
+	itest_grid_make(&g, 3);
 	proto_request req;
 	proto_reply rep;
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	const uint32_t before = rep.u.list.count;
 	proto_reply_free(&rep);
 
@@ -885,8 +707,8 @@ static void test_replay(void)
 	CHECK(proto_request_encode(&req, &b, NULL) == DRAPE_OK);
 	void *r1 = NULL, *r2 = NULL;
 	size_t l1 = 0, l2 = 0;
-	CHECK(raw_call(s, b.data, b.len, &r1, &l1) == 0);
-	CHECK(raw_call(s, b.data, b.len, &r2, &l2) == 0);
+	CHECK(itest_raw_call(s, b.data, b.len, &r1, &l1) == 0);
+	CHECK(itest_raw_call(s, b.data, b.len, &r2, &l2) == 0);
 	proto_buf_free(&b);
 	const bool same = l1 == l2 && memcmp(r1, r2, l1) == 0;
 	CHECK(proto_reply_decode(r1, l1, 0, PROTO_OP_SESSION_CREATE, &rep, NULL) == DRAPE_OK && rep.ok);
@@ -898,7 +720,7 @@ static void test_replay(void)
 	CHECK(same);
 
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	const uint32_t after = rep.u.list.count;
 	proto_reply_free(&rep);
 	CHECKF(after == before + 1, "sessions %u -> %u", before, after);
@@ -909,9 +731,9 @@ static void test_replay(void)
 	req.client = 0x1234567890abcdefull;
 	req.id = 4243;
 	req.u.run.frames = 3;
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	proto_reply_free(&rep);
-	CHECK(call(s, &req, &rep) == 0);
+	CHECK(itest_call(s, &req, &rep) == 0);
 	CHECKF(rep.ok, "repeated run: %s", rep.error.message);
 	proto_reply_free(&rep);
 	uint32_t done = 0;
@@ -919,7 +741,7 @@ static void test_replay(void)
 
 	CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 static void test_owner_token(void)
@@ -927,8 +749,8 @@ static void test_owner_token(void)
 	CHECK(main_up);
 	nng_socket s;
 	CHECK(open_req(tcp_url, &s) == 0);
-	grid g;
-	grid_make(&g, 3);
+	itest_grid g;
+	itest_grid_make(&g, 3);
 	owned o, wrong;
 	CHECK(create(s, &g, &o) == 0);
 	wrong = o;
@@ -938,13 +760,13 @@ static void test_owner_token(void)
 
 	session_req(&req, PROTO_OP_SESSION_RUN, &wrong);
 	req.u.run.frames = 2;
-	CHECK(call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
+	CHECK(itest_call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
 	CHECKF(strstr(rep.error.message, "owner token does not match") != NULL, "%s", rep.error.message);
 	proto_reply_free(&rep);
 
 	session_req(&req, PROTO_OP_SESSION_DELETE, &o);
 	req.has_token = false;
-	CHECK(call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
+	CHECK(itest_call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
 	proto_reply_free(&rep);
 
 	/* Read-only ops need no token; the session is intact and idle. */
@@ -954,7 +776,7 @@ static void test_owner_token(void)
 
 	CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 /* A run until cancelled stops within a frame of the cancel. */
@@ -963,8 +785,8 @@ static void test_cancel(void)
 	CHECK(main_up);
 	nng_socket s;
 	CHECK(open_req(ipc_url, &s) == 0);
-	grid g;
-	grid_make(&g, 16);
+	itest_grid g;
+	itest_grid_make(&g, 16);
 	owned o;
 	CHECK(create(s, &g, &o) == 0);
 	nng_socket sub;
@@ -988,7 +810,7 @@ static void test_cancel(void)
 	CHECK(done >= 3);
 	proto_request req;
 	session_req(&req, PROTO_OP_SESSION_CANCEL, &o);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok && rep.u.cancel.state == PROTO_STATE_CANCELED);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok && rep.u.cancel.state == PROTO_STATE_CANCELED);
 	const uint32_t at_cancel = rep.u.cancel.frames_done;
 	proto_reply_free(&rep);
 	usleep(300000);
@@ -1025,7 +847,7 @@ static void test_cancel(void)
 	CHECK(session_op_ok(s, PROTO_OP_SESSION_RESUME, &o));
 	CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 /* More runnable sessions than workers: the rest queue, all finish. */
@@ -1034,8 +856,8 @@ static void test_queue(void)
 	CHECK(main_up);
 	nng_socket s;
 	CHECK(open_req(ipc_url, &s) == 0);
-	grid g;
-	grid_make(&g, 12);
+	itest_grid g;
+	itest_grid_make(&g, 12);
 	owned o[5];
 	proto_reply rep;
 	for (int i = 0; i < 5; i++)
@@ -1061,7 +883,7 @@ static void test_queue(void)
 	for (int i = 0; i < 2; i++) {
 		proto_request req;
 		session_req(&req, PROTO_OP_SESSION_CANCEL, &o[i]);
-		CHECK(call(s, &req, &rep) == 0 && rep.ok);
+		CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 		proto_reply_free(&rep);
 		uint32_t done = 0;
 		CHECK(wait_stopped(s, o[i].id, 60000, &done) == PROTO_STATE_CANCELED && done >= 1);
@@ -1069,7 +891,7 @@ static void test_queue(void)
 	for (int i = 0; i < 5; i++)
 		CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o[i]));
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 /* Collider ops reach a running session between two frames (the op waits
@@ -1079,8 +901,8 @@ static void test_colliders(void)
 	CHECK(main_up);
 	nng_socket s;
 	CHECK(open_req(ipc_url, &s) == 0);
-	grid g;
-	grid_make(&g, 16);
+	itest_grid g;
+	itest_grid_make(&g, 16);
 	owned o;
 	CHECK(create(s, &g, &o) == 0);
 	proto_reply rep;
@@ -1102,14 +924,14 @@ static void test_colliders(void)
 	req.u.collider_add.desc.center[2] = 0.5f;
 	req.u.collider_add.desc.radius = 0.25f;
 	for (int i = 0; i < 3; i++) {
-		CHECK(call(s, &req, &rep) == 0);
+		CHECK(itest_call(s, &req, &rep) == 0);
 		CHECKF(rep.ok && rep.u.collider_add.index == (uint32_t)i, "collider.add %d: %s", i,
 		       rep.ok ? "wrong index" : rep.error.message);
 		proto_reply_free(&rep);
 		req.id = 0;
 	}
 	req.has_token = false;
-	CHECK(call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
+	CHECK(itest_call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
 	proto_reply_free(&rep);
 	CHECK(status(s, o.id, &rep) == 0 && rep.ok);
 	CHECKF(rep.u.status.colliders == 3 && rep.u.status.state == PROTO_STATE_RUNNING, "colliders %u, %s",
@@ -1129,12 +951,12 @@ static void test_colliders(void)
 	req.u.preflight.mesh.vertex_count = 6;
 	req.u.preflight.mesh.triangles = tri;
 	req.u.preflight.mesh.triangle_count = 2;
-	CHECK(call(s, &req, &rep) == 0);
+	CHECK(itest_call(s, &req, &rep) == 0);
 	CHECKF(rep.ok && rep.u.preflight.count == 1 && rep.u.preflight.pair_count == 1, "preflight: %s",
 	       rep.ok ? "wrong count" : rep.error.message);
 	proto_reply_free(&rep);
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 /* A run whose state becomes non-finite stops as failed, with the reason
@@ -1144,14 +966,14 @@ static void test_failed_run(void)
 	CHECK(main_up);
 	nng_socket s, sub;
 	CHECK(open_req(ipc_url, &s) == 0);
-	grid g;
-	grid_make(&g, 4);
+	itest_grid g;
+	itest_grid_make(&g, 4);
 	proto_request req;
 	proto_reply rep;
 	create_req(&req, &g);
 	req.u.create.params.values.gravity[1] = -3e38f;
 	req.u.create.params.mask |= PROTO_PARAM_GRAVITY;
-	CHECK(call(s, &req, &rep) == 0);
+	CHECK(itest_call(s, &req, &rep) == 0);
 	CHECKF(rep.ok, "create: %s", rep.error.message);
 	owned o = { rep.u.create.session, { 0 } };
 	memcpy(o.token, rep.u.create.token, PROTO_TOKEN_SIZE);
@@ -1194,7 +1016,7 @@ static void test_failed_run(void)
 	nng_close(sub);
 	CHECK(session_op_ok(s, PROTO_OP_SESSION_DELETE, &o));
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 /* --auth-token-file: every request but hello needs the token; such a
@@ -1211,7 +1033,7 @@ static void test_auth(void)
 	fputs("s3cret-token\n", f);
 	fclose(f);
 	const char *args[] = { "--listen", url, "--state-dir", state, "--auth-token-file", tokfile, NULL };
-	pid_t pid = start_daemon(logp, args);
+	pid_t pid = itest_spawn(logp, args);
 	CHECK(pid > 0);
 	CHECK(wait_ready(url, 5000) == 0);
 	nng_socket s;
@@ -1219,26 +1041,26 @@ static void test_auth(void)
 	proto_request req;
 	proto_reply rep;
 	proto_request_init(&req, PROTO_OP_HELLO);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok && rep.u.hello.auth_required && rep.u.hello.stream_url_count == 0);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok && rep.u.hello.auth_required && rep.u.hello.stream_url_count == 0);
 	proto_reply_free(&rep);
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
-	CHECK(call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
+	CHECK(itest_call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
 	CHECK(strstr(rep.error.message, "auth: missing or wrong") != NULL);
 	proto_reply_free(&rep);
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
 	req.auth = (const uint8_t *)"s3cret-tokeN";
 	req.auth_len = 12;
-	CHECK(call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
+	CHECK(itest_call(s, &req, &rep) == 0 && !rep.ok && rep.error.code == DRAPE_EPERM);
 	proto_reply_free(&rep);
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
 	req.auth = (const uint8_t *)"s3cret-token";
 	req.auth_len = 12;
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	proto_reply_free(&rep);
 	proto_request_init(&req, PROTO_OP_HELLO);
 	req.auth = (const uint8_t *)"s3cret-token";
 	req.auth_len = 12;
-	CHECK(call(s, &req, &rep) == 0 && rep.ok && rep.u.hello.stream_url_count == 0);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok && rep.u.hello.stream_url_count == 0);
 	proto_reply_free(&rep);
 	nng_close(s);
 	kill(pid, SIGTERM);
@@ -1258,11 +1080,11 @@ static void *client_thread(void *arg)
 {
 	worker *w = arg;
 	nng_socket s;
-	grid g;
-	grid_make(&g, 6 + (uint32_t)w->index);
+	itest_grid g;
+	itest_grid_make(&g, 6 + (uint32_t)w->index);
 	snprintf(w->why, sizeof w->why, "connect");
 	if (open_req(w->index % 2 ? tcp_url : ipc_url, &s) != 0) {
-		grid_free(&g);
+		itest_grid_free(&g);
 		return NULL;
 	}
 	owned o;
@@ -1281,7 +1103,7 @@ static void *client_thread(void *arg)
 		session_req(&req, PROTO_OP_FRAMES_GET, &o);
 		req.u.frames_get.first = got + 1;
 		req.u.frames_get.count = 5;
-		if (call(s, &req, &rep) != 0 || !rep.ok || rep.u.frames_get.count == 0) {
+		if (itest_call(s, &req, &rep) != 0 || !rep.ok || rep.u.frames_get.count == 0) {
 			snprintf(w->why, sizeof w->why, "frames.get from %u", got + 1);
 			goto out;
 		}
@@ -1297,12 +1119,12 @@ static void *client_thread(void *arg)
 		proto_reply_free(&rep);
 	}
 	session_req(&req, PROTO_OP_SESSION_DELETE, &o);
-	if (call(s, &req, &rep) == 0 && rep.ok)
+	if (itest_call(s, &req, &rep) == 0 && rep.ok)
 		w->ok = 1;
 	proto_reply_free(&rep);
 out:
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 	return NULL;
 }
 
@@ -1333,13 +1155,13 @@ static void test_idle_expiry(void)
 	snprintf(logp, sizeof logp, "%s/idle.log", tmpdir);
 	snprintf(state, sizeof state, "%s/state-idle", tmpdir);
 	const char *args[] = { "--listen", url, "--state-dir", state, "--idle-timeout", "1", NULL };
-	pid_t pid = start_daemon(logp, args);
+	pid_t pid = itest_spawn(logp, args);
 	CHECK(pid > 0);
 	CHECK(wait_ready(url, 5000) == 0);
 	nng_socket s;
 	CHECK(open_req(url, &s) == 0);
-	grid g;
-	grid_make(&g, 3);
+	itest_grid g;
+	itest_grid_make(&g, 3);
 	owned o;
 	CHECK(create(s, &g, &o) == 0);
 	proto_reply rep;
@@ -1354,7 +1176,7 @@ static void test_idle_expiry(void)
 	struct stat st;
 	CHECK(stat(dir, &st) != 0);
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 	kill(pid, SIGTERM);
 	CHECK(wait_exit(pid, 5000) == 0);
 }
@@ -1370,13 +1192,13 @@ static void test_crash_recovery(void)
 	snprintf(state, sizeof state, "%s/state-crash", tmpdir);
 	const char *args[] = { "--listen", url, "--state-dir", state, "--checkpoint-every", "4", "--threads", "1",
 			       NULL };
-	pid_t pid = start_daemon(logp, args);
+	pid_t pid = itest_spawn(logp, args);
 	CHECK(pid > 0);
 	CHECK(wait_ready(url, 5000) == 0);
 	nng_socket s;
 	CHECK(open_req(url, &s) == 0);
-	grid g;
-	grid_make(&g, 24);
+	itest_grid g;
+	itest_grid_make(&g, 24);
 	owned o, victim;
 	CHECK(create(s, &g, &o) == 0);
 	CHECK(create(s, &g, &victim) == 0);
@@ -1385,7 +1207,7 @@ static void test_crash_recovery(void)
 	/* A collider, so its op log is part of what must come back. */
 	session_req(&req, PROTO_OP_COLLIDER_ADD, &o);
 	sphere_desc(&req.u.collider_add.desc);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok);
 	proto_reply_free(&rep);
 	const uint32_t target = 40;
 	CHECK(run(s, &o, target, &rep) == 0 && rep.ok);
@@ -1416,7 +1238,7 @@ static void test_crash_recovery(void)
 	fputc(byte ^ 0xff, f);
 	fclose(f);
 
-	pid = start_daemon(logp, args);
+	pid = itest_spawn(logp, args);
 	CHECK(pid > 0);
 	CHECK(wait_ready(url, 5000) == 0);
 	CHECK(open_req(url, &s) == 0);
@@ -1437,7 +1259,7 @@ static void test_crash_recovery(void)
 	free(want);
 
 	session_req(&req, PROTO_OP_SESSION_RESUME, &o);
-	CHECK(call(s, &req, &rep) == 0 && rep.ok && rep.u.run.frames_target == target);
+	CHECK(itest_call(s, &req, &rep) == 0 && rep.ok && rep.u.run.frames_target == target);
 	proto_reply_free(&rep);
 	CHECK(wait_stopped(s, o.id, 10000, &done) == PROTO_STATE_DONE && done == target);
 	CHECK(get_frame(s, &o, target, got, g.nv) == 0);
@@ -1463,7 +1285,7 @@ static void test_crash_recovery(void)
 	logbuf[n] = '\0';
 	CHECK(strstr(logbuf, "skipping") != NULL && strstr(logbuf, "checksum mismatch") != NULL);
 	nng_close(s);
-	grid_free(&g);
+	itest_grid_free(&g);
 	kill(pid, SIGTERM);
 	CHECK(wait_exit(pid, 5000) == 0);
 }
@@ -1474,8 +1296,8 @@ static void test_sigterm(void)
 	CHECK(main_up);
 	nng_socket s;
 	CHECK(open_req(ipc_url, &s) == 0);
-	grid g;
-	grid_make(&g, 8);
+	itest_grid g;
+	itest_grid_make(&g, 8);
 	owned o;
 	CHECK(create(s, &g, &o) == 0);
 	proto_reply rep;
@@ -1491,7 +1313,7 @@ static void test_sigterm(void)
 	snprintf(path, sizeof path, "%s/sessions/%u/state.bin", state_main, o.id);
 	struct stat sb;
 	CHECK(stat(path, &sb) == 0 && sb.st_size > 0);
-	grid_free(&g);
+	itest_grid_free(&g);
 }
 
 static void test_usage_errors(void)
@@ -1499,17 +1321,17 @@ static void test_usage_errors(void)
 	char logp[300];
 	snprintf(logp, sizeof logp, "%s/usage.log", tmpdir);
 	const char *a1[] = { "--no-such-option", NULL };
-	pid_t pid = start_daemon(logp, a1);
+	pid_t pid = itest_spawn(logp, a1);
 	int st = wait_exit(pid, 5000);
 	CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 64);
 	const char *a2[] = { "--listen", "tcp://0.0.0.0:7999", NULL };
-	pid = start_daemon(logp, a2);
+	pid = itest_spawn(logp, a2);
 	st = wait_exit(pid, 5000);
 	CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 64);
 	char url[300];
 	snprintf(url, sizeof url, "ipc://%s/nodir/x/y", tmpdir);
 	const char *a3[] = { "--listen", url, "--state-dir", "/proc/drape-cannot", NULL };
-	pid = start_daemon(logp, a3);
+	pid = itest_spawn(logp, a3);
 	st = wait_exit(pid, 5000);
 	CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 73);
 }
@@ -1532,14 +1354,14 @@ int main(int argc, char **argv)
 		printf("0 passed, 1 failed\n");
 		return 1;
 	}
-	atexit(kill_all);
-	signal(SIGINT, on_fatal);
-	signal(SIGTERM, on_fatal);
-	signal(SIGSEGV, on_fatal);
-	signal(SIGABRT, on_fatal);
+	atexit(itest_kill_all);
+	signal(SIGINT, itest_on_fatal);
+	signal(SIGTERM, itest_on_fatal);
+	signal(SIGSEGV, itest_on_fatal);
+	signal(SIGABRT, itest_on_fatal);
 	signal(SIGPIPE, SIG_IGN);
 	int rc = check_main(argc, argv, tests, CHECK_COUNT(tests));
-	kill_all();
+	itest_kill_all();
 	if (rc == 0 && getenv("DRAPE_KEEP_TMP") == NULL) {
 		char cmd[400];
 		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

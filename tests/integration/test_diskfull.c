@@ -10,13 +10,13 @@
  * skipped with a note, and the program reports 0 passed.
  */
 #include "tests/unit/check.h"
+#include "tests/integration/itest.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -31,34 +31,9 @@ static char url[320];
 static pid_t daemon_pid = -1;
 static bool mounted;
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
 static void daemon_stop(void)
 {
-	if (daemon_pid <= 0)
-		return;
-	kill(daemon_pid, SIGTERM);
-	double t0 = now_ms();
-	int st;
-	while (waitpid(daemon_pid, &st, WNOHANG) == 0) {
-		if (now_ms() - t0 > 10000) {
-			kill(daemon_pid, SIGKILL);
-			waitpid(daemon_pid, &st, 0);
-			break;
-		}
-		sleep_ms(10);
-	}
+	itest_pid_stop(daemon_pid, SIGTERM, 10000);
 	daemon_pid = -1;
 }
 
@@ -67,39 +42,15 @@ static bool daemon_start(void)
 	const char *draped = getenv("DRAPED") ? getenv("DRAPED") : "build/draped";
 	char log[300];
 	snprintf(log, sizeof log, "%s/draped.log", dir);
-	pid_t parent = getpid();
-	pid_t pid = fork();
+	const char *argv[] = {draped, "--listen", url, "--state-dir", state, "--threads", "1", NULL};
+	pid_t pid = itest_exec_child(argv, log, false);
 	if (pid < 0)
 		return false;
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
-		execl(draped, draped, "--listen", url, "--state-dir", state, "--threads", "1", (char *)NULL);
-		_exit(127);
-	}
 	daemon_pid = pid;
-	double t0 = now_ms();
-	while (now_ms() - t0 < 20000) {
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			daemon_pid = -1;
-			return false;
-		}
-		drape_client *c;
-		if (drape_connect(url, NULL, &c, NULL) == DRAPE_OK) {
-			drape_close(c);
-			return true;
-		}
-		sleep_ms(20);
-	}
-	return false;
+	int up = itest_wait_connect(pid, url, 20000);
+	if (up == 0)
+		daemon_pid = -1;
+	return up == 1;
 }
 
 /* Fills the state dir until the disk refuses (a filler file); false if
@@ -214,13 +165,13 @@ static drape_err run_to_end(drape_client *c, drape_session s, uint32_t n, drape_
 	drape_err rc = drape_session_run(c, s, n, NULL, NULL);
 	if (rc != DRAPE_OK)
 		return rc;
-	double t0 = now_ms();
-	while (now_ms() - t0 < 60000) {
+	double t0 = itest_now_ms();
+	while (itest_now_ms() - t0 < 60000) {
 		if ((rc = drape_session_status(c, s, st, NULL)) != DRAPE_OK)
 			return rc;
 		if (st->state != DRAPE_STATE_QUEUED && st->state != DRAPE_STATE_RUNNING)
 			return DRAPE_OK;
-		sleep_ms(20);
+		itest_sleep_ms(20);
 	}
 	return DRAPE_ETIMEDOUT;
 }

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,33 +27,17 @@
 #include "proto/proto.h"
 #include "server/control.h"
 #include "tests/unit/check.h"
+#include "tests/integration/itest.h"
 
 static char tmpdir[256], url[320], logpath[320], tokfile[320];
 static pid_t daemon_pid = -1;
-static uint64_t next_id = 1;
 
 #define TOKEN "frames-wait-token"
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
 static void stop_daemon(void)
 {
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGKILL);
-		waitpid(daemon_pid, NULL, 0);
-		daemon_pid = -1;
-	}
+	itest_pid_stop(daemon_pid, SIGKILL, 10000);
+	daemon_pid = -1;
 }
 
 static void on_fatal(int sig)
@@ -69,23 +52,14 @@ static void on_fatal(int sig)
 
 static int open_req(nng_socket *s)
 {
-	int rv = nng_req0_open(s);
-	if (rv != 0)
-		return rv;
-	nng_socket_set_ms(*s, NNG_OPT_RECVTIMEO, 60000);
-	nng_socket_set_ms(*s, NNG_OPT_SENDTIMEO, 10000);
-	nng_socket_set_size(*s, NNG_OPT_RECVMAXSZ, 0);
-	rv = nng_dial(*s, url, NULL, 0);
-	if (rv != 0)
-		nng_close(*s);
-	return rv;
+	return itest_req_open(url, 60000, 10000, s);
 }
 
 /* Encodes and sends req, with the auth token when `auth` (no reply
  * awaited). */
 static int send_req_auth(nng_socket s, proto_request *req, bool auth)
 {
-	req->id = next_id++;
+	req->id = itest_next_id();
 	if (auth) {
 		req->auth = (const uint8_t *)TOKEN;
 		req->auth_len = strlen(TOKEN);
@@ -239,11 +213,11 @@ static bool running_session(nng_socket s, owned *o)
 {
 	if (create(s, 24, o) != 0 || !owner_op(s, PROTO_OP_SESSION_RUN, o, 0))
 		return false;
-	double t0 = now_ms();
-	while (now_ms() - t0 < 30000) {
+	double t0 = itest_now_ms();
+	while (itest_now_ms() - t0 < 30000) {
 		if (frames_done(s, o) >= 1)
 			return true;
-		sleep_ms(10);
+		itest_sleep_ms(10);
 	}
 	return false;
 }
@@ -266,27 +240,15 @@ static void test_start(void)
 	snprintf(state, sizeof state, "%s/state", tmpdir);
 	const char *bin = getenv("DRAPED");
 	CHECKF(bin != NULL && access(bin, X_OK) == 0, "$DRAPED must name the draped binary");
-	pid_t parent = getpid();
-	daemon_pid = fork();
+	const char *argv[] = {bin, "--listen", url, "--state-dir", state, "--auth-token-file", tokfile, "--threads", "1",
+			      "--pool-threads", "1", "--max-frames-retained", "64", "--idle-timeout", "0",
+			      /* 240 readers from one address: more than a peer's default. */
+			      "--max-connections", "512", "--max-connections-per-peer", "512", NULL};
+	daemon_pid = itest_exec_child(argv, logpath, true);
 	CHECK(daemon_pid >= 0);
-	if (daemon_pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		execl(bin, bin, "--listen", url, "--state-dir", state, "--auth-token-file", tokfile, "--threads", "1",
-		      "--pool-threads", "1", "--max-frames-retained", "64", "--idle-timeout", "0",
-		      /* 240 readers from one address: more than a peer's default. */
-		      "--max-connections", "512", "--max-connections-per-peer", "512", (char *)NULL);
-		_exit(127);
-	}
-	double t0 = now_ms();
+	double t0 = itest_now_ms();
 	bool up = false;
-	while (!up && now_ms() - t0 < 10000) {
+	while (!up && itest_now_ms() - t0 < 10000) {
 		nng_socket s;
 		if (open_req(&s) == 0) {
 			proto_request req;
@@ -299,7 +261,7 @@ static void test_start(void)
 			nng_close(s);
 		}
 		if (!up)
-			sleep_ms(50);
+			itest_sleep_ms(50);
 	}
 	CHECKF(up, "draped did not answer on %s", url);
 }
@@ -317,9 +279,9 @@ static void test_answered_when_frame_stored(void)
 	proto_request req;
 	proto_reply rep;
 	frames_req(&req, &o, (uint32_t)d + 2, 30000);
-	double t0 = now_ms();
+	double t0 = itest_now_ms();
 	CHECK(call(s, &req, &rep) == 0);
-	double el = now_ms() - t0;
+	double el = itest_now_ms() - t0;
 	CHECKF(rep.ok, "%s", rep.error.message);
 	CHECKF(rep.u.frames_get.count >= 1 && rep.u.frames_get.frames[0].index == (uint32_t)d + 2,
 	       "%u frames from %u, asked from %u", rep.u.frames_get.count,
@@ -342,9 +304,9 @@ static void test_wait_runs_out(void)
 	proto_request req;
 	proto_reply rep;
 	frames_req(&req, &o, FAR_AHEAD, 400);
-	double t0 = now_ms();
+	double t0 = itest_now_ms();
 	CHECK(call(s, &req, &rep) == 0);
-	double el = now_ms() - t0;
+	double el = itest_now_ms() - t0;
 	CHECKF(rep.ok, "%s", rep.error.message);
 	CHECK(rep.u.frames_get.count == 0 && rep.u.frames_get.has_live && rep.u.frames_get.live);
 	CHECKF(el >= 390, "answered after %.0f ms, before its 400 ms wait", el);
@@ -364,22 +326,22 @@ static void test_answered_when_run_ends(void)
 	proto_request req;
 	proto_reply rep;
 	frames_req(&req, &o, FAR_AHEAD, 30000);
-	double t0 = now_ms();
+	double t0 = itest_now_ms();
 	CHECK(send_req(a, &req) == 0);
 	/* The cancel may come before the frames.get is held; either way the
 	 * reply must say that no frame is coming. */
 	CHECK(owner_op(b, PROTO_OP_SESSION_CANCEL, &o, 0));
 	CHECK(recv_rep(a, PROTO_OP_FRAMES_GET, &rep, 0) == 0);
-	double el = now_ms() - t0;
+	double el = itest_now_ms() - t0;
 	CHECKF(rep.ok, "%s", rep.error.message);
 	CHECK(rep.u.frames_get.count == 0 && rep.u.frames_get.has_live && !rep.u.frames_get.live);
 	CHECKF(el < 20000, "answered after %.0f ms", el);
 	proto_reply_free(&rep);
 
 	frames_req(&req, &o, FAR_AHEAD, 30000);
-	t0 = now_ms();
+	t0 = itest_now_ms();
 	CHECK(call(a, &req, &rep) == 0);
-	el = now_ms() - t0;
+	el = itest_now_ms() - t0;
 	CHECK(rep.ok && rep.u.frames_get.count == 0 && !rep.u.frames_get.live);
 	CHECKF(el < 20000, "a wait on a stopped session took %.0f ms", el);
 	proto_reply_free(&rep);
@@ -398,11 +360,11 @@ static void test_answered_when_deleted(void)
 	proto_request req;
 	proto_reply rep;
 	frames_req(&req, &o, FAR_AHEAD, 30000);
-	double t0 = now_ms();
+	double t0 = itest_now_ms();
 	CHECK(send_req(a, &req) == 0);
 	CHECK(owner_op(b, PROTO_OP_SESSION_DELETE, &o, 0));
 	CHECK(recv_rep(a, PROTO_OP_FRAMES_GET, &rep, 0) == 0);
-	double el = now_ms() - t0;
+	double el = itest_now_ms() - t0;
 	CHECK(!rep.ok && rep.error.code == DRAPE_ENOTFOUND);
 	CHECKF(strstr(rep.error.message, "session") != NULL, "%s", rep.error.message);
 	CHECKF(el < 20000, "answered after %.0f ms", el);
@@ -429,9 +391,9 @@ static void test_needs_both_tokens(void)
 		else if (k == 1)
 			req.token[5] ^= 0x40;
 		int rv = send_req_auth(s, &req, k != 2);
-		double t0 = now_ms();
+		double t0 = itest_now_ms();
 		CHECK(rv == 0 && recv_rep(s, PROTO_OP_FRAMES_GET, &rep, 0) == 0);
-		double el = now_ms() - t0;
+		double el = itest_now_ms() - t0;
 		CHECKF(!rep.ok && rep.error.code == DRAPE_EPERM, "case %d: %s", k, rep.ok ? "ok" : rep.error.message);
 		CHECKF(el < 20000, "case %d: refused after %.0f ms", k, el);
 		proto_reply_free(&rep);
@@ -473,8 +435,8 @@ static void test_many_readers_do_not_block_others(void)
 	/* Wait for the early answers: each must be empty and live. */
 	int early = 0;
 	bool bad = false;
-	double t0 = now_ms();
-	while (early < EXTRA && now_ms() - t0 < 20000) {
+	double t0 = itest_now_ms();
+	while (early < EXTRA && itest_now_ms() - t0 < 20000) {
 		for (int i = 0; i < N; i++) {
 			proto_reply rep;
 			if (answered[i] || recv_rep(r[i], PROTO_OP_FRAMES_GET, &rep, NNG_FLAG_NONBLOCK) != 0)
@@ -484,7 +446,7 @@ static void test_many_readers_do_not_block_others(void)
 			bad |= !rep.ok || rep.u.frames_get.count != 0 || !rep.u.frames_get.live;
 			proto_reply_free(&rep);
 		}
-		sleep_ms(5);
+		itest_sleep_ms(5);
 	}
 	CHECKF(early == EXTRA, "%d early answers, expected %d", early, EXTRA);
 	CHECK(!bad);
@@ -492,9 +454,9 @@ static void test_many_readers_do_not_block_others(void)
 	nng_socket other;
 	CHECK(open_req(&other) == 0);
 	nng_socket_set_ms(other, NNG_OPT_RECVTIMEO, 10000);
-	t0 = now_ms();
+	t0 = itest_now_ms();
 	CHECK(frames_done(other, &o) >= 1);
-	CHECKF(now_ms() - t0 < 10000, "status took %.0f ms", now_ms() - t0);
+	CHECKF(itest_now_ms() - t0 < 10000, "status took %.0f ms", itest_now_ms() - t0);
 	nng_close(other);
 	/* Still exactly EXTRA answered: the rest are held. */
 	for (int i = 0; i < N; i++) {

@@ -27,97 +27,12 @@
 
 #include "proto/proto.h"
 #include "tests/unit/check.h"
+#include "tests/integration/grid.h"
+#include "tests/integration/itest.h"
 
 /* ---- Daemons ------------------------------------------------------------- */
 
-#define MAX_DAEMONS 4
-static pid_t daemons[MAX_DAEMONS];
 static char tmpdir[256];
-
-static void kill_all(void)
-{
-	for (int i = 0; i < MAX_DAEMONS; i++) {
-		if (daemons[i] > 0) {
-			kill(daemons[i], SIGKILL);
-			waitpid(daemons[i], NULL, 0);
-			daemons[i] = 0;
-		}
-	}
-}
-
-static void on_fatal(int sig)
-{
-	for (int i = 0; i < MAX_DAEMONS; i++)
-		if (daemons[i] > 0)
-			kill(daemons[i], SIGKILL);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-}
-
-/* Starts $DRAPED with args (NULL-terminated), stdin from /dev/null and
- * stdout/stderr to log_path, as a service manager would. Returns its pid. */
-static pid_t start_daemon(const char *log_path, const char *const *args)
-{
-	const char *bin = getenv("DRAPED");
-	if (bin == NULL)
-		bin = "build/draped";
-	const char *argv[40];
-	int n = 0;
-	argv[n++] = bin;
-	for (int i = 0; args[i] != NULL && n < 38; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int in = open("/dev/null", O_RDONLY);
-		if (in >= 0 && in != 0) {
-			dup2(in, 0);
-			close(in);
-		}
-		int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 2);
-			dup2(fd, 1);
-			if (fd > 2)
-				close(fd);
-		}
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	for (int i = 0; i < MAX_DAEMONS; i++) {
-		if (daemons[i] == 0) {
-			daemons[i] = pid;
-			break;
-		}
-	}
-	return pid;
-}
-
-static void stop_daemon(pid_t pid)
-{
-	if (pid <= 0)
-		return;
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	for (int i = 0; i < MAX_DAEMONS; i++)
-		if (daemons[i] == pid)
-			daemons[i] = 0;
-}
 
 /* Open descriptors of a process (entries of /proc/PID/fd), -1 on error. */
 static int fd_count(pid_t pid)
@@ -151,121 +66,34 @@ static bool file_has(const char *path, const char *needle)
 
 /* ---- Requests ------------------------------------------------------------ */
 
-static uint64_t next_id = 1;
-
 static int open_req(const char *url, nng_socket *s)
 {
-	int rv = nng_req0_open(s);
-	if (rv != 0)
-		return rv;
-	nng_socket_set_ms(*s, NNG_OPT_RECVTIMEO, 10000);
-	nng_socket_set_ms(*s, NNG_OPT_SENDTIMEO, 10000);
-	nng_socket_set_size(*s, NNG_OPT_RECVMAXSZ, 0);
-	rv = nng_dial(*s, url, NULL, 0);
-	if (rv != 0)
-		nng_close(*s);
-	return rv;
-}
-
-static int raw_call(nng_socket s, const void *data, size_t len, void **rep, size_t *rep_len)
-{
-	int rv = nng_send(s, (void *)data, len, 0);
-	if (rv != 0)
-		return rv;
-	return nng_recv(s, rep, rep_len, NNG_FLAG_ALLOC);
-}
-
-/* Encodes req, sends it and decodes the reply (ok or error); 0 when a
- * reply was decoded. */
-static int call(nng_socket s, proto_request *req, proto_reply *rep)
-{
-	if (req->id == 0)
-		req->id = next_id++;
-	proto_buf b = { NULL, 0 };
-	drape_error err;
-	if (proto_request_encode(req, &b, &err) != DRAPE_OK) {
-		printf("  encode failed: %s\n", err.message);
-		return -1;
-	}
-	void *r = NULL;
-	size_t rl = 0;
-	int rv = raw_call(s, b.data, b.len, &r, &rl);
-	proto_buf_free(&b);
-	if (rv != 0) {
-		printf("  nng: %s\n", nng_strerror(rv));
-		return rv;
-	}
-	drape_err rc = proto_reply_decode(r, rl, 0, req->op, rep, &err);
-	nng_free(r, rl);
-	if (rc != DRAPE_OK) {
-		printf("  reply decode: %s\n", err.message);
-		return -1;
-	}
-	return 0;
+	return itest_req_open(url, 10000, 10000, s);
 }
 
 static int wait_ready(const char *url, int ms)
 {
-	const double end = now_ms() + ms;
-	while (now_ms() < end) {
+	const double end = itest_now_ms() + ms;
+	while (itest_now_ms() < end) {
 		nng_socket s;
 		if (open_req(url, &s) == 0) {
 			nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 500);
 			proto_request req;
 			proto_reply rep;
 			proto_request_init(&req, PROTO_OP_HELLO);
-			int ok = call(s, &req, &rep) == 0 && rep.ok;
+			int ok = itest_call(s, &req, &rep) == 0 && rep.ok;
 			if (ok)
 				proto_reply_free(&rep);
 			nng_close(s);
 			if (ok)
 				return 0;
 		}
-		sleep_ms(50);
+		itest_sleep_ms(50);
 	}
 	return -1;
 }
 
-/* A grid of n x n quads, two pinned corners. */
-typedef struct grid {
-	float *pos;
-	uint32_t *tri;
-	uint32_t nv, nt;
-	uint32_t pins[2];
-} grid;
-
-static void grid_make(grid *g, uint32_t n)
-{
-	g->nv = (n + 1) * (n + 1);
-	g->nt = 2 * n * n;
-	g->pos = malloc(g->nv * 12u);
-	g->tri = malloc(g->nt * 12u);
-	for (uint32_t j = 0; j <= n; j++)
-		for (uint32_t i = 0; i <= n; i++) {
-			float *p = g->pos + 3 * (j * (n + 1) + i);
-			p[0] = (float)i / (float)n;
-			p[1] = 1.0f;
-			p[2] = (float)j / (float)n;
-		}
-	uint32_t k = 0;
-	for (uint32_t j = 0; j < n; j++)
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t a = j * (n + 1) + i, b = a + 1, c = a + n + 1, d = c + 1;
-			uint32_t t[6] = { a, c, b, b, c, d };
-			memcpy(g->tri + k, t, sizeof t);
-			k += 6;
-		}
-	g->pins[0] = 0;
-	g->pins[1] = n;
-}
-
-static void grid_free(grid *g)
-{
-	free(g->pos);
-	free(g->tri);
-}
-
-static void create_req(proto_request *req, const grid *g)
+static void create_req(proto_request *req, const itest_grid *g)
 {
 	proto_request_init(req, PROTO_OP_SESSION_CREATE);
 	req->u.create.mesh.positions = g->pos;
@@ -281,12 +109,12 @@ typedef struct owned {
 	uint8_t token[PROTO_TOKEN_SIZE];
 } owned;
 
-static int create(nng_socket s, const grid *g, owned *o)
+static int create(nng_socket s, const itest_grid *g, owned *o)
 {
 	proto_request req;
 	proto_reply rep;
 	create_req(&req, g);
-	if (call(s, &req, &rep) != 0)
+	if (itest_call(s, &req, &rep) != 0)
 		return -1;
 	if (!rep.ok) {
 		printf("  create: %s\n", rep.error.message);
@@ -305,7 +133,7 @@ static int listed(nng_socket s, uint32_t id)
 	proto_request req;
 	proto_reply rep;
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
-	if (call(s, &req, &rep) != 0 || !rep.ok)
+	if (itest_call(s, &req, &rep) != 0 || !rep.ok)
 		return -1;
 	int found = 0;
 	for (uint32_t i = 0; i < rep.u.list.count; i++)
@@ -332,15 +160,15 @@ static void test_failed_creates_keep_fds(void)
 	snprintf(log, sizeof log, "%s/fds.log", tmpdir);
 	snprintf(state, sizeof state, "%s/state-fds", tmpdir);
 	const char *args[] = { "--listen", url, "--state-dir", state, "--threads", "1", NULL };
-	pid_t pid = start_daemon(log, args);
+	pid_t pid = itest_spawn(log, args);
 	CHECK(pid > 0);
 	CHECKF(wait_ready(url, 10000) == 0, "daemon not answering on %.200s", url);
 	/* The ready check's own connection is closed by now on our side; the
 	 * daemon's count is taken once it has settled (unchanged for 25 polls
 	 * in a row), so that close is not counted as a leak later. */
 	int before = fd_count(pid), same = 0;
-	for (double end = now_ms() + 10000; same < 25 && now_ms() < end; same++) {
-		sleep_ms(20);
+	for (double end = itest_now_ms() + 10000; same < 25 && itest_now_ms() < end; same++) {
+		itest_sleep_ms(20);
 		const int n = fd_count(pid);
 		if (n != before) {
 			before = n;
@@ -349,8 +177,8 @@ static void test_failed_creates_keep_fds(void)
 	}
 	CHECK(before > 0);
 
-	grid g;
-	grid_make(&g, 4);
+	itest_grid g;
+	itest_grid_make(&g, 4);
 	/* Triangle 5 names vertex 6 twice. */
 	g.tri[5 * 3 + 1] = g.tri[5 * 3 + 0];
 	const int rounds = 200;
@@ -362,7 +190,7 @@ static void test_failed_creates_keep_fds(void)
 		proto_request req;
 		proto_reply rep;
 		create_req(&req, &g);
-		if (call(s, &req, &rep) == 0) {
+		if (itest_call(s, &req, &rep) == 0) {
 			answered++;
 			if (!rep.ok && rep.error.code == DRAPE_EINVAL &&
 			    strstr(rep.error.message, "triangles[5]") != NULL &&
@@ -376,16 +204,16 @@ static void test_failed_creates_keep_fds(void)
 		if (answered != i + 1)
 			break;
 	}
-	grid_free(&g);
+	itest_grid_free(&g);
 	/* The closes of the test's connections reach the daemon a little
 	 * later; wait for its count to settle back (or time out). */
 	int after = fd_count(pid);
-	for (double end = now_ms() + 10000; after != before && now_ms() < end; after = fd_count(pid))
-		sleep_ms(20);
+	for (double end = itest_now_ms() + 10000; after != before && itest_now_ms() < end; after = fd_count(pid))
+		itest_sleep_ms(20);
 	printf("  %d failing creates: %d refused naming triangles[5]; daemon fds %d before, %d after\n", rounds,
 	       refused, before, after);
 	const bool alive = wait_ready(url, 5000) == 0;
-	stop_daemon(pid);
+	itest_kill(pid);
 	CHECKF(answered == rounds, "only %d of %d creates were answered", answered, rounds);
 	CHECKF(refused == rounds, "only %d of %d creates were refused naming triangles[5]", refused, rounds);
 	CHECKF(alive, "the daemon stopped answering after the failing creates");
@@ -436,7 +264,7 @@ static void test_error_reply_utf8(void)
 	snprintf(log, sizeof log, "%s/utf8.log", tmpdir);
 	snprintf(state, sizeof state, "%s/state-utf8", tmpdir);
 	const char *args[] = { "--listen", url, "--state-dir", state, "--threads", "1", NULL };
-	pid_t pid = start_daemon(log, args);
+	pid_t pid = itest_spawn(log, args);
 	CHECK(pid > 0);
 	CHECKF(wait_ready(url, 10000) == 0, "daemon not answering on %.200s", url);
 	nng_socket s;
@@ -456,7 +284,7 @@ static void test_error_reply_utf8(void)
 	msgpack_pack_str_with_body(&pk, op, sizeof op - 1);
 	void *r = NULL;
 	size_t rl = 0;
-	const int rv = raw_call(s, sb.data, sb.size, &r, &rl);
+	const int rv = itest_raw_call(s, sb.data, sb.size, &r, &rl);
 	msgpack_sbuffer_destroy(&sb);
 	char msg[512];
 	size_t n = 0;
@@ -464,7 +292,7 @@ static void test_error_reply_utf8(void)
 	if (rv == 0)
 		nng_free(r, rl);
 	nng_close(s);
-	stop_daemon(pid);
+	itest_kill(pid);
 	CHECKF(rv == 0, "no reply: %s", nng_strerror(rv));
 	CHECK(found);
 	printf("  reply message: %s\n", msg);
@@ -484,21 +312,21 @@ static void test_ipc_mode_warning(void)
 	snprintf(log2, sizeof log2, "%s/narrow.log", tmpdir);
 	snprintf(state, sizeof state, "%s/state-mode", tmpdir);
 	const char *args[] = { "--listen", url, "--state-dir", state, "--threads", "1", "--ipc-mode", "0666", NULL };
-	pid_t pid = start_daemon(log, args);
+	pid_t pid = itest_spawn(log, args);
 	CHECK(pid > 0);
 	/* The line is written before the sockets open, so a daemon that
 	 * answers has written it if it ever will. */
 	const bool up = wait_ready(url, 10000) == 0;
-	stop_daemon(pid);
+	itest_kill(pid);
 	CHECKF(up, "daemon not answering on %.200s", url);
 	CHECKF(file_has(log, " warn WARNING: --ipc-mode 0666 is wider than 0660: every local user can connect"),
 	       "no WARNING line in %.200s", log);
 
 	const char *args2[] = { "--listen", url2, "--state-dir", state, "--threads", "1", NULL };
-	pid = start_daemon(log2, args2);
+	pid = itest_spawn(log2, args2);
 	CHECK(pid > 0);
 	const bool up2 = wait_ready(url2, 10000) == 0;
-	stop_daemon(pid);
+	itest_kill(pid);
 	CHECK(up2);
 	CHECKF(!file_has(log2, "--ipc-mode"), "the default 0660 was warned about in %.200s", log2);
 }
@@ -518,7 +346,7 @@ static bool owner_op(nng_socket s, proto_op op, const owned *o)
 	memcpy(req.token, o->token, PROTO_TOKEN_SIZE);
 	if (op == PROTO_OP_SESSION_RUN)
 		req.u.run.frames = 2;
-	if (call(s, &req, &rep) != 0)
+	if (itest_call(s, &req, &rep) != 0)
 		return false;
 	const bool ok = rep.ok;
 	if (!ok)
@@ -530,13 +358,13 @@ static bool owner_op(nng_socket s, proto_op op, const owned *o)
 /* Polls session o's state on s until it is `want` (deadline ms). */
 static bool wait_state(nng_socket s, uint32_t id, proto_state want, int ms)
 {
-	for (double end = now_ms() + ms; now_ms() < end; sleep_ms(20)) {
+	for (double end = itest_now_ms() + ms; itest_now_ms() < end; itest_sleep_ms(20)) {
 		proto_request req;
 		proto_reply rep;
 		proto_request_init(&req, PROTO_OP_SESSION_STATUS);
 		req.has_session = true;
 		req.session = id;
-		if (call(s, &req, &rep) != 0)
+		if (itest_call(s, &req, &rep) != 0)
 			return false;
 		const bool done = rep.ok && rep.u.status.state == want;
 		proto_reply_free(&rep);
@@ -549,7 +377,7 @@ static bool wait_state(nng_socket s, uint32_t id, proto_state want, int ms)
 /* Polls until session id is no longer listed (deadline ms). */
 static bool wait_gone(nng_socket s, uint32_t id, int ms)
 {
-	for (double end = now_ms() + ms; now_ms() < end; sleep_ms(50))
+	for (double end = itest_now_ms() + ms; itest_now_ms() < end; itest_sleep_ms(50))
 		if (listed(s, id) == 0)
 			return true;
 	return false;
@@ -569,11 +397,11 @@ static void test_orphans_reclaimed(void)
 	snprintf(log, sizeof log, "%s/orphan.log", tmpdir);
 	snprintf(state, sizeof state, "%s/state-orphan", tmpdir);
 	const char *args[] = { "--listen", url, "--state-dir", state, "--threads", "1", "--orphan-timeout", "1", NULL };
-	pid_t pid = start_daemon(log, args);
+	pid_t pid = itest_spawn(log, args);
 	CHECK(pid > 0);
 	CHECKF(wait_ready(url, 10000) == 0, "daemon not answering on %.200s", url);
-	grid g;
-	grid_make(&g, 4);
+	itest_grid g;
+	itest_grid_make(&g, 4);
 	nng_socket keep, s;
 	owned kept, ran, orphan, adopted;
 	/* kept: its creator stays connected. */
@@ -595,9 +423,9 @@ static void test_orphans_reclaimed(void)
 	CHECK(open_req(url, &s) == 0);
 	CHECK(create(s, &g, &orphan) == 0);
 	nng_close(s);
-	const double t0 = now_ms();
+	const double t0 = itest_now_ms();
 	const bool gone = wait_gone(keep, orphan.id, 30000);
-	const double waited = now_ms() - t0;
+	const double waited = itest_now_ms() - t0;
 	printf("  orphaned session %u deleted %.1f s after its creator closed (timeout 1 s)\n", orphan.id,
 	       waited / 1000.0);
 	CHECKF(gone, "the orphan %u is still listed after 30 s", orphan.id);
@@ -613,8 +441,8 @@ static void test_orphans_reclaimed(void)
 	const bool both = wait_gone(s, kept.id, 30000) && wait_gone(s, adopted.id, 30000);
 	const int still = listed(s, ran.id);
 	nng_close(s);
-	grid_free(&g);
-	stop_daemon(pid);
+	itest_grid_free(&g);
+	itest_kill(pid);
 	CHECK(both);
 	CHECK(still == 1);
 }
@@ -635,18 +463,18 @@ static void test_orphan_mid_create(void)
 	const char *args[] = { "--listen", url,	   "--state-dir",      state, "--threads",
 			       "1",   "--max-sessions", "1", "--orphan-timeout", "1", "--verbose",
 			       NULL };
-	pid_t pid = start_daemon(log, args);
+	pid_t pid = itest_spawn(log, args);
 	CHECK(pid > 0);
 	CHECKF(wait_ready(url, 10000) == 0, "daemon not answering on %.200s", url);
-	grid big, small;
-	grid_make(&big, 300);
-	grid_make(&small, 2);
+	itest_grid big, small;
+	itest_grid_make(&big, 300);
+	itest_grid_make(&small, 2);
 	nng_socket a, k;
 	CHECK(open_req(url, &a) == 0);
 	CHECK(open_req(url, &k) == 0);
 	proto_request req;
 	create_req(&req, &big);
-	req.id = next_id++;
+	req.id = itest_next_id();
 	proto_buf b = { NULL, 0 };
 	CHECK(proto_request_encode(&req, &b, NULL) == DRAPE_OK);
 	const int rv = nng_send(a, b.data, b.len, 0);
@@ -654,12 +482,12 @@ static void test_orphan_mid_create(void)
 	CHECK(rv == 0);
 	/* Probe until the big create is admitted (or has finished). */
 	int admitted = 0, listed_before = -1;
-	for (double end = now_ms() + 30000; !admitted && now_ms() < end;) {
+	for (double end = itest_now_ms() + 30000; !admitted && itest_now_ms() < end;) {
 		proto_reply rep;
 		create_req(&req, &small);
 		req.u.create.params.mask = PROTO_PARAM_SUBSTEPS;
 		req.u.create.params.values.substeps = 0;
-		if (call(k, &req, &rep) != 0)
+		if (itest_call(k, &req, &rep) != 0)
 			break;
 		if (!rep.ok && rep.error.code == DRAPE_ELIMIT && strstr(rep.error.message, "max_sessions") != NULL)
 			admitted = 1;
@@ -671,7 +499,7 @@ static void test_orphan_mid_create(void)
 		/* Is the create still being built? The table is empty then. */
 		proto_reply rep;
 		proto_request_init(&req, PROTO_OP_SESSION_LIST);
-		if (call(k, &req, &rep) == 0 && rep.ok)
+		if (itest_call(k, &req, &rep) == 0 && rep.ok)
 			listed_before = (int)rep.u.list.count;
 		proto_reply_free(&rep);
 	}
@@ -682,20 +510,20 @@ static void test_orphan_mid_create(void)
 	/* The session appears when the build lands, then is reclaimed: the
 	 * daemon logs both, and the table ends empty. */
 	bool reclaimed = false;
-	for (double end = now_ms() + 30000; !reclaimed && now_ms() < end; sleep_ms(50))
+	for (double end = itest_now_ms() + 30000; !reclaimed && itest_now_ms() < end; itest_sleep_ms(50))
 		reclaimed = file_has(log, " created: ") && file_has(log, "deleted (orphaned: never run");
 	int left = -1;
 	{
 		proto_reply rep;
 		proto_request_init(&req, PROTO_OP_SESSION_LIST);
-		if (call(k, &req, &rep) == 0 && rep.ok)
+		if (itest_call(k, &req, &rep) == 0 && rep.ok)
 			left = (int)rep.u.list.count;
 		proto_reply_free(&rep);
 	}
 	nng_close(k);
-	grid_free(&big);
-	grid_free(&small);
-	stop_daemon(pid);
+	itest_grid_free(&big);
+	itest_grid_free(&small);
+	itest_kill(pid);
 	CHECKF(admitted, "the big create was never seen in progress");
 	CHECKF(listed_before == 0, "the create had finished before the creator left (%d listed)", listed_before);
 	CHECKF(reclaimed, "the session of the vanished creator was not reclaimed (see %.200s)", log);
@@ -718,14 +546,14 @@ int main(int argc, char **argv)
 		printf("0 passed, 1 failed\n");
 		return 1;
 	}
-	atexit(kill_all);
-	signal(SIGINT, on_fatal);
-	signal(SIGTERM, on_fatal);
-	signal(SIGSEGV, on_fatal);
-	signal(SIGABRT, on_fatal);
+	atexit(itest_kill_all);
+	signal(SIGINT, itest_on_fatal);
+	signal(SIGTERM, itest_on_fatal);
+	signal(SIGSEGV, itest_on_fatal);
+	signal(SIGABRT, itest_on_fatal);
 	signal(SIGPIPE, SIG_IGN);
 	int rc = check_main(argc, argv, tests, CHECK_COUNT(tests));
-	kill_all();
+	itest_kill_all();
 	if (rc == 0 && getenv("DRAPE_KEEP_TMP") == NULL) {
 		char cmd[400];
 		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

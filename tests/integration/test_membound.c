@@ -8,11 +8,11 @@
  * (PR_SET_PDEATHSIG) and is stopped at exit.
  */
 #include "tests/unit/check.h"
+#include "tests/integration/itest.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -28,58 +28,12 @@
 
 /* ---- Daemons ------------------------------------------------------------ */
 
-typedef struct itest_daemon {
-	pid_t pid;
-	int port; /* tcp only */
-	char dir[256];
-	char url[320];
-} itest_daemon;
-
 static itest_daemon d_tcp = {.pid = -1}, d_budget = {.pid = -1}, d_soak = {.pid = -1};
 static const char *draped_path;
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
 static void daemon_stop(itest_daemon *d)
 {
-	if (d->pid > 0) {
-		kill(d->pid, SIGTERM);
-		double t0 = now_ms();
-		int st;
-		while (waitpid(d->pid, &st, WNOHANG) == 0) {
-			if (now_ms() - t0 > 10000) {
-				kill(d->pid, SIGKILL);
-				waitpid(d->pid, &st, 0);
-				break;
-			}
-			sleep_ms(10);
-		}
-		d->pid = -1;
-	}
-	if (d->dir[0]) {
-		nftw(d->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-		d->dir[0] = '\0';
-	}
+	itest_daemon_stop(d, 10000);
 }
 
 static void stop_all(void)
@@ -89,54 +43,12 @@ static void stop_all(void)
 	daemon_stop(&d_soak);
 }
 
-static bool port_free(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
-
-static int free_port(void)
-{
-	for (int tries = 0; tries < 50; tries++) {
-		int fd = socket(AF_INET, SOCK_STREAM, 0);
-		struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-		socklen_t len = sizeof a;
-		if (fd < 0)
-			return -1;
-		if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-			close(fd);
-			return -1;
-		}
-		close(fd);
-		int port = ntohs(a.sin_port);
-		if (port < 65535 && port_free(port + 1))
-			return port;
-	}
-	return -1;
-}
-
 /* Starts draped on tcp (loopback) or ipc with extra arguments (NULL-ended);
  * waits until hello answers. */
 static bool daemon_start(itest_daemon *d, bool tcp, const char *const *extra)
 {
-	snprintf(d->dir, sizeof d->dir, "/tmp/drape-membound-XXXXXX");
-	if (mkdtemp(d->dir) == NULL) {
-		d->dir[0] = '\0';
+	if (!itest_daemon_place(d, "drape-membound", tcp))
 		return false;
-	}
-	if (tcp) {
-		d->port = free_port();
-		if (d->port < 0)
-			return false;
-		snprintf(d->url, sizeof d->url, "tcp://127.0.0.1:%d", d->port);
-	} else {
-		snprintf(d->url, sizeof d->url, "ipc://%s/ctl.sock", d->dir);
-	}
 	char state[300], log[300];
 	snprintf(state, sizeof state, "%s/state", d->dir);
 	snprintf(log, sizeof log, "%s/draped.log", d->dir);
@@ -150,40 +62,16 @@ static bool daemon_start(itest_daemon *d, bool tcp, const char *const *extra)
 	for (int i = 0; extra != NULL && extra[i] != NULL && n < 30; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
-	pid_t parent = getpid();
-	pid_t pid = fork();
+	pid_t pid = itest_exec_child(argv, log, false);
 	if (pid < 0)
 		return false;
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
-		execv(draped_path, (char *const *)argv);
-		_exit(127);
-	}
 	d->pid = pid;
-	double t0 = now_ms();
-	while (now_ms() - t0 < 20000) {
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			d->pid = -1;
-			printf("  draped exited early (see %s)\n", log);
-			return false;
-		}
-		drape_client *c;
-		if (drape_connect(d->url, NULL, &c, NULL) == DRAPE_OK) {
-			drape_close(c);
-			return true;
-		}
-		sleep_ms(20);
+	int up = itest_wait_connect(pid, d->url, 20000);
+	if (up == 0) {
+		d->pid = -1;
+		printf("  draped exited early (see %s)\n", log);
 	}
-	return false;
+	return up == 1;
 }
 
 /* VmRSS of pid in kB, or -1. */
@@ -339,7 +227,7 @@ static bool conn_closed(int fd)
  * ms pass. */
 static int wait_closed(const int *fds, int n, int want, double ms)
 {
-	double t0 = now_ms();
+	double t0 = itest_now_ms();
 	int closed = 0;
 	bool *done = calloc((size_t)n, 1);
 	for (;;) {
@@ -348,9 +236,9 @@ static int wait_closed(const int *fds, int n, int want, double ms)
 				done[i] = true;
 				closed++;
 			}
-		if (closed >= want || now_ms() - t0 > ms)
+		if (closed >= want || itest_now_ms() - t0 > ms)
 			break;
-		sleep_ms(20);
+		itest_sleep_ms(20);
 	}
 	free(done);
 	return closed;
@@ -384,9 +272,9 @@ static void test_flood_from_one_peer_is_bounded(void)
 	/* The admitted ones' megabytes arrive; wait for them to count. */
 	const long bound_kb = (long)FLOOD_PER_PEER * (FLOOD_BODY / 1024) + 16 * 1024;
 	long rss = rss_kb(d_tcp.pid);
-	for (double t0 = now_ms(); rss - rss0 < (long)(FLOOD_PER_PEER - 1) * (FLOOD_BODY / 1024) && now_ms() - t0 < 20000;
+	for (double t0 = itest_now_ms(); rss - rss0 < (long)(FLOOD_PER_PEER - 1) * (FLOOD_BODY / 1024) && itest_now_ms() - t0 < 20000;
 	     rss = rss_kb(d_tcp.pid))
-		sleep_ms(20);
+		itest_sleep_ms(20);
 	printf("  %d connections from 127.0.0.2 announcing 64 MiB and sending 1 MiB each: %d closed by the "
 	       "daemon, VmRSS %ld kB -> %ld kB\n",
 	       FLOOD_CONNS, closed, rss0, rss);
@@ -460,7 +348,7 @@ static void test_total_cap_and_release(void)
 {
 	CHECK(d_tcp.pid > 0);
 	int answered = 0, refused = 0, rounds = 0;
-	for (double t0 = now_ms(); now_ms() - t0 < 30000; rounds++) {
+	for (double t0 = itest_now_ms(); itest_now_ms() - t0 < 30000; rounds++) {
 		int fds[TOTAL_PEERS], state[TOTAL_PEERS];
 		size_t got[TOTAL_PEERS];
 		for (int i = 0; i < TOTAL_PEERS; i++) {
@@ -471,7 +359,7 @@ static void test_total_cap_and_release(void)
 			got[i] = 0;
 		}
 		answered = refused = 0;
-		for (double t1 = now_ms(); answered + refused < TOTAL_PEERS && now_ms() - t1 < 20000; sleep_ms(20)) {
+		for (double t1 = itest_now_ms(); answered + refused < TOTAL_PEERS && itest_now_ms() - t1 < 20000; itest_sleep_ms(20)) {
 			answered = refused = 0;
 			for (int i = 0; i < TOTAL_PEERS; i++) {
 				if (state[i] == 0)
@@ -485,7 +373,7 @@ static void test_total_cap_and_release(void)
 				close(fds[i]);
 		if (answered == TOTAL_CAP && refused == TOTAL_PEERS - TOTAL_CAP)
 			break;
-		sleep_ms(100);
+		itest_sleep_ms(100);
 	}
 	printf("  %d connections from %d addresses under max_connections %d: %d answered, %d closed (round %d)\n",
 	       TOTAL_PEERS, TOTAL_PEERS, TOTAL_CAP, answered, refused, rounds + 1);
@@ -495,7 +383,7 @@ static void test_total_cap_and_release(void)
 	drape_client *c = NULL;
 	drape_error e;
 	drape_err rc = DRAPE_EUNAVAILABLE;
-	for (double t0 = now_ms(); now_ms() - t0 < 30000; sleep_ms(50)) {
+	for (double t0 = itest_now_ms(); itest_now_ms() - t0 < 30000; itest_sleep_ms(50)) {
 		if ((rc = drape_connect(d_tcp.url, NULL, &c, &e)) == DRAPE_OK && (rc = drape_ping(c, &e)) == DRAPE_OK)
 			break;
 		drape_close(c);
@@ -612,12 +500,12 @@ static void test_rss_comes_back_after_sessions_go(void)
 			else
 				break;
 		for (int k = 0; k < n && rc == DRAPE_OK; k++)
-			for (double t0 = now_ms(); rc == DRAPE_OK; sleep_ms(10)) {
+			for (double t0 = itest_now_ms(); rc == DRAPE_OK; itest_sleep_ms(10)) {
 				drape_status st;
 				rc = drape_session_status(c, s[k], &st, &e);
 				if (rc == DRAPE_OK && st.state != DRAPE_STATE_RUNNING && st.state != DRAPE_STATE_QUEUED)
 					break;
-				if (now_ms() - t0 > 120000)
+				if (itest_now_ms() - t0 > 120000)
 					rc = DRAPE_ETIMEDOUT;
 			}
 		const long peak = rss_kb(d_tcp.pid);
@@ -629,8 +517,8 @@ static void test_rss_comes_back_after_sessions_go(void)
 		}
 		/* The cron trims within a quarter second of the deletes. */
 		long rss = rss_kb(d_tcp.pid);
-		for (double t0 = now_ms(); rss - rss0 > 8 * 1024 && now_ms() - t0 < 20000; rss = rss_kb(d_tcp.pid))
-			sleep_ms(50);
+		for (double t0 = itest_now_ms(); rss - rss0 > 8 * 1024 && itest_now_ms() - t0 < 20000; rss = rss_kb(d_tcp.pid))
+			itest_sleep_ms(50);
 		printf("  round %d: VmRSS %ld kB before, %ld kB with %d sessions solved, %ld kB after they were deleted\n",
 		       round, rss0, peak, n, rss);
 		if (peak - rss0 < 16 * 1024)
@@ -675,10 +563,10 @@ static void test_soak_rss_levels_off(void)
 	grid_make(&g, 32);
 	int done = 0;
 	char what[320] = "";
-	const double t0 = now_ms();
+	const double t0 = itest_now_ms();
 	for (int k = 0; k < cycles && what[0] == '\0'; k++) {
 		/* A slow machine stops early and judges the cycles it did. */
-		if (env == NULL && now_ms() - t0 > SOAK_SECONDS * 1000.0)
+		if (env == NULL && itest_now_ms() - t0 > SOAK_SECONDS * 1000.0)
 			break;
 		drape_client *c = NULL;
 		drape_error e;
@@ -690,12 +578,12 @@ static void test_soak_rss_levels_off(void)
 			rc = add_box(c, s, 0.001f * (float)k, 0.01f, &e);
 		if (rc == DRAPE_OK)
 			rc = drape_session_run(c, s, 5, NULL, &e);
-		for (double t1 = now_ms(); rc == DRAPE_OK; sleep_ms(2)) {
+		for (double t1 = itest_now_ms(); rc == DRAPE_OK; itest_sleep_ms(2)) {
 			drape_status st;
 			rc = drape_session_status(c, s, &st, &e);
 			if (rc != DRAPE_OK || (st.state != DRAPE_STATE_RUNNING && st.state != DRAPE_STATE_QUEUED))
 				break;
-			if (now_ms() - t1 > 60000) {
+			if (itest_now_ms() - t1 > 60000) {
 				rc = DRAPE_ETIMEDOUT;
 				snprintf(e.message, sizeof e.message, "5 frames took over 60 s");
 			}
@@ -713,7 +601,7 @@ static void test_soak_rss_levels_off(void)
 	grid_free(&g);
 	CHECKF(what[0] == '\0', "%s", what);
 	CHECKF(done >= 60, "only %d cycles in %d s", done, SOAK_SECONDS);
-	printf("  VmRSS (kB) by cycle over %.0f s:", (now_ms() - t0) / 1000.0);
+	printf("  VmRSS (kB) by cycle over %.0f s:", (itest_now_ms() - t0) / 1000.0);
 	for (int k = 0; k < done; k += 10)
 		printf(" %d:%ld", k, curve[k]);
 	printf(" %d:%ld\n", done - 1, curve[done - 1]);

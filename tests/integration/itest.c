@@ -1,0 +1,299 @@
+/* Helpers shared by the integration tests; see itest.h. */
+#include "tests/integration/itest.h"
+
+#include "drape/drape.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/protocol/reqrep0/req.h>
+
+double itest_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void itest_sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+void itest_pid_stop(pid_t pid, int sig, double grace_ms)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, sig);
+	double t0 = itest_now_ms();
+	int st;
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		if (itest_now_ms() - t0 > grace_ms) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			break;
+		}
+		itest_sleep_ms(10);
+	}
+}
+
+/* The daemons itest_spawn started and nobody reaped yet (0: free slot). */
+#define MAX_DAEMONS 8
+static pid_t daemons[MAX_DAEMONS];
+
+pid_t itest_spawn(const char *log_path, const char *const *args)
+{
+	const char *bin = getenv("DRAPED");
+	if (bin == NULL)
+		bin = "build/draped";
+	const char *argv[40];
+	int n = 0;
+	argv[n++] = bin;
+	for (int i = 0; args[i] != NULL && n < 38; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int in = open("/dev/null", O_RDONLY);
+		if (in >= 0 && in != 0) {
+			dup2(in, 0);
+			close(in);
+		}
+		int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dup2(fd, 2);
+			dup2(fd, 1);
+			if (fd > 2)
+				close(fd);
+		}
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	for (int i = 0; i < MAX_DAEMONS; i++) {
+		if (daemons[i] == 0) {
+			daemons[i] = pid;
+			break;
+		}
+	}
+	return pid;
+}
+
+void itest_forget(pid_t pid)
+{
+	for (int i = 0; i < MAX_DAEMONS; i++)
+		if (daemons[i] == pid)
+			daemons[i] = 0;
+}
+
+void itest_kill(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	itest_forget(pid);
+}
+
+void itest_kill_all(void)
+{
+	for (int i = 0; i < MAX_DAEMONS; i++) {
+		if (daemons[i] > 0) {
+			kill(daemons[i], SIGKILL);
+			waitpid(daemons[i], NULL, 0);
+			daemons[i] = 0;
+		}
+	}
+}
+
+void itest_on_fatal(int sig)
+{
+	for (int i = 0; i < MAX_DAEMONS; i++)
+		if (daemons[i] > 0)
+			kill(daemons[i], SIGKILL);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+pid_t itest_exec_child(const char *const *argv, const char *log, bool truncate)
+{
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		int fd = open(log, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : O_APPEND), 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+int itest_wait_connect(pid_t pid, const char *url, double ms)
+{
+	double t0 = itest_now_ms();
+	while (itest_now_ms() - t0 < ms) {
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return 0;
+		drape_client *c;
+		if (drape_connect(url, NULL, &c, NULL) == DRAPE_OK) {
+			drape_close(c);
+			return 1;
+		}
+		itest_sleep_ms(20);
+	}
+	return -1;
+}
+
+bool itest_daemon_place(itest_daemon *d, const char *prefix, bool tcp)
+{
+	snprintf(d->dir, sizeof d->dir, "/tmp/%s-XXXXXX", prefix);
+	if (mkdtemp(d->dir) == NULL) {
+		d->dir[0] = '\0';
+		return false;
+	}
+	if (tcp) {
+		d->port = itest_free_port();
+		if (d->port < 0)
+			return false;
+		snprintf(d->url, sizeof d->url, "tcp://127.0.0.1:%d", d->port);
+	} else {
+		snprintf(d->url, sizeof d->url, "ipc://%s/ctl.sock", d->dir);
+	}
+	return true;
+}
+
+void itest_daemon_stop(itest_daemon *d, double grace_ms)
+{
+	itest_pid_stop(d->pid, SIGTERM, grace_ms);
+	d->pid = -1;
+	if (d->dir[0]) {
+		itest_rm_tree(d->dir);
+		d->dir[0] = '\0';
+	}
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+void itest_rm_tree(const char *dir)
+{
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+bool itest_port_free(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+int itest_free_port(void)
+{
+	for (int tries = 0; tries < 50; tries++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		socklen_t len = sizeof a;
+		if (fd < 0)
+			return -1;
+		if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+		    getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+			close(fd);
+			return -1;
+		}
+		close(fd);
+		int port = ntohs(a.sin_port);
+		if (port < 65535 && itest_port_free(port + 1))
+			return port;
+	}
+	return -1;
+}
+
+int itest_req_open(const char *url, int recv_ms, int send_ms, nng_socket *s)
+{
+	int rv = nng_req0_open(s);
+	if (rv != 0)
+		return rv;
+	nng_socket_set_ms(*s, NNG_OPT_RECVTIMEO, recv_ms);
+	nng_socket_set_ms(*s, NNG_OPT_SENDTIMEO, send_ms);
+	nng_socket_set_size(*s, NNG_OPT_RECVMAXSZ, 0);
+	rv = nng_dial(*s, url, NULL, 0);
+	if (rv != 0)
+		nng_close(*s);
+	return rv;
+}
+
+int itest_raw_call(nng_socket s, const void *data, size_t len, void **rep, size_t *rep_len)
+{
+	int rv = nng_send(s, (void *)data, len, 0);
+	if (rv != 0)
+		return rv;
+	return nng_recv(s, rep, rep_len, NNG_FLAG_ALLOC);
+}
+
+/* Atomic: test_daemon_raw's concurrent-clients test calls from threads. */
+static _Atomic uint64_t next_id = 1;
+
+uint64_t itest_next_id(void)
+{
+	return next_id++;
+}
+
+int itest_call(nng_socket s, proto_request *req, proto_reply *rep)
+{
+	if (req->id == 0)
+		req->id = itest_next_id();
+	proto_buf b = {NULL, 0};
+	drape_error err;
+	if (proto_request_encode(req, &b, &err) != DRAPE_OK) {
+		printf("  encode failed: %s\n", err.message);
+		return -1;
+	}
+	void *r = NULL;
+	size_t rl = 0;
+	int rv = itest_raw_call(s, b.data, b.len, &r, &rl);
+	proto_buf_free(&b);
+	if (rv != 0) {
+		printf("  nng: %s\n", nng_strerror(rv));
+		return rv;
+	}
+	drape_err rc = proto_reply_decode(r, rl, 0, req->op, rep, &err);
+	nng_free(r, rl);
+	if (rc != DRAPE_OK) {
+		printf("  reply decode: %s\n", err.message);
+		return -1;
+	}
+	return 0;
+}
