@@ -1,5 +1,5 @@
 /*
- * The dense spatial hash shared by self-collision (selfcollide.c) and the
+ * The dense spatial hash shared by self-collision (selfhash.c, selfcandidates.c) and the
  * preflight intersection check (preflight.c).
  *
  * Layout after Müller, Ten Minute Physics "spatial hashing": integer cell
