@@ -475,6 +475,8 @@ uint32_t sim_self_pair_count(const sim_self *s)
 }
 
 
+/* Room for at least `need` records in *arr of capacity *cap: doubled
+ * (from 256), amortized. Returns -1 when that fails, leaving it as it was. */
 int self_reserve(void **arr, uint32_t *cap, size_t size, uint64_t need)
 {
 	if (need <= *cap)

@@ -80,9 +80,6 @@ static inline void ee_side(sim_v3 a0, sim_v3 a1, sim_v3 b0, sim_v3 b1, sim_v3 pa
 		   tp >= -SELF_TRUST_MARGIN && tp <= 1.0f + SELF_TRUST_MARGIN;
 }
 
-/* Room for at least `need` records in *arr of capacity *cap: doubled
- * (from 256), amortized. Returns -1 when that fails, leaving it as it was. */
-
 /* 1 when some vertex of a[0..na) is joined by a mesh edge to some vertex of
  * b[0..nb). */
 static inline int neighbours(const sim_self *s, const uint32_t *a, int na, const uint32_t *b, int nb)
