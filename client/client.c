@@ -770,6 +770,7 @@ void drape_session_desc_default(drape_session_desc *d)
 {
 	memset(d, 0, sizeof *d);
 	drape_params_unset(&d->params);
+	d->sew_speed = 0.5f;
 }
 
 drape_err drape_session_create(drape_client *c, const drape_session_desc *d, drape_session *out,
@@ -788,9 +789,40 @@ drape_err drape_session_create(drape_client *c, const drape_session_desc *d, dra
 	cr->pins = d->pin_count > 0 ? d->pins : NULL;
 	cr->pin_count = d->pin_count;
 	cr->name = d->name;
+	cr->rest_positions = d->rest_positions;
+	/* Stitches travel as two flat arrays (PROTOCOL.md, session.create). */
+	uint32_t *stitch_v = NULL;
+	float *stitch_t = NULL;
+	if (d->stitch_count > 0) {
+		if (d->stitches == NULL)
+			return drape_error_setf(err, DRAPE_EINVAL, "stitches: NULL with stitch_count %u",
+						d->stitch_count);
+		stitch_v = malloc((size_t)d->stitch_count * 3 * sizeof *stitch_v);
+		stitch_t = malloc((size_t)d->stitch_count * sizeof *stitch_t);
+		if (stitch_v == NULL || stitch_t == NULL) {
+			free(stitch_v);
+			free(stitch_t);
+			return drape_error_setf(err, DRAPE_ENOMEM, "stitches: out of memory for %u",
+						d->stitch_count);
+		}
+		for (uint32_t i = 0; i < d->stitch_count; i++) {
+			stitch_v[3 * (size_t)i] = d->stitches[i].a;
+			stitch_v[3 * (size_t)i + 1] = d->stitches[i].b0;
+			stitch_v[3 * (size_t)i + 2] = d->stitches[i].b1;
+			stitch_t[i] = d->stitches[i].t;
+		}
+		cr->stitch_v = stitch_v;
+		cr->stitch_t = stitch_t;
+		cr->stitch_count = d->stitch_count;
+		cr->stitch_k = d->stitch_k;
+		cr->sew_speed = d->sew_speed;
+		cr->has_stitch_k = cr->has_sew_speed = true;
+	}
 	drape_err rc = params_to_wire(&d->params, &cr->params, "session.create", err);
 	if (rc == DRAPE_OK)
 		rc = client_call(c, &req, &rep, err);
+	free(stitch_v);
+	free(stitch_t);
 	if (rc != DRAPE_OK)
 		return rc;
 	out->id = rep.u.create.session;

@@ -322,6 +322,18 @@ typedef struct proto_create_req {
 	 * texture coordinate, the warp and weft of an anisotropic material
 	 * (drape_sim_desc.uvs); NULL if absent */
 	const float *uvs;
+	/* optional "rest_positions": vertex_count * 3 finite floats, the rest
+	 * shape (drape_sim_desc.rest_positions); NULL if absent */
+	const float *rest_positions;
+	/* optional "stitch_v" (stitch_count * 3 vertex indices a, b0, b1) and
+	 * "stitch_t" (stitch_count floats): drape_sim_desc.stitches; both or
+	 * neither. "stitch_k" (N/m, >= 0) and "sew_speed" (m/s, >= 0) are
+	 * optional, has_* say whether they came. */
+	const uint32_t *stitch_v;
+	const float *stitch_t;
+	uint32_t stitch_count;
+	float stitch_k, sew_speed;
+	bool has_stitch_k, has_sew_speed;
 	proto_params params;   /* "params" map; absent map = mask 0 */
 	const char *name;      /* optional, <= PROTO_MAX_NAME bytes, no NUL; NULL if absent */
 } proto_create_req;

@@ -161,6 +161,33 @@ static drape_err decode_create(proto_wire_dec *d, const msgpack_object *m, proto
 		if (rc != DRAPE_OK)
 			return rc;
 	}
+	v = proto_wire_get(m, "rest_positions");
+	if (v != NULL) {
+		uint32_t n = 0;
+		rc = proto_wire_bin_f32(d, v, "rest_positions", 3, c->mesh.vertex_count,
+					&c->rest_positions, &n);
+		if (rc != DRAPE_OK)
+			return rc;
+	}
+	const msgpack_object *sv = proto_wire_get(m, "stitch_v"), *st = proto_wire_get(m, "stitch_t");
+	if ((sv == NULL) != (st == NULL))
+		return proto_wire_fail(d, DRAPE_EINVAL, sv == NULL ? "stitch_v" : "stitch_t",
+				       "missing: stitch_v and stitch_t come together");
+	if (sv != NULL) {
+		uint32_t nt = 0;
+		rc = proto_wire_bin_u32(d, sv, "stitch_v", 3, c->mesh.vertex_count, "vertex count",
+					&c->stitch_v, &c->stitch_count);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_bin_f32(d, st, "stitch_t", 1, c->stitch_count, &c->stitch_t,
+						&nt);
+		if (rc != DRAPE_OK)
+			return rc;
+	}
+	rc = proto_wire_field_f32(d, m, "stitch_k", false, &c->stitch_k, &c->has_stitch_k);
+	if (rc == DRAPE_OK)
+		rc = proto_wire_field_f32(d, m, "sew_speed", false, &c->sew_speed, &c->has_sew_speed);
+	if (rc != DRAPE_OK)
+		return rc;
 	v = proto_wire_get(m, "params");
 	if (v != NULL) {
 		rc = proto_wire_read_params(d, v, "params", &c->params);
@@ -548,6 +575,25 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 		if (c->uvs != NULL) {
 			proto_wire_kv(e, n, "uvs");
 			proto_wire_pack_bin_f32(e, "uvs", c->uvs, (uint64_t)c->mesh.vertex_count * 2u);
+		}
+		if (c->rest_positions != NULL) {
+			proto_wire_kv(e, n, "rest_positions");
+			proto_wire_pack_bin_f32(e, "rest_positions", c->rest_positions,
+						(uint64_t)c->mesh.vertex_count * 3u);
+		}
+		if (c->stitch_count > 0) {
+			proto_wire_kv(e, n, "stitch_v");
+			proto_wire_pack_bin_u32(e, "stitch_v", c->stitch_v, (uint64_t)c->stitch_count * 3u);
+			proto_wire_kv(e, n, "stitch_t");
+			proto_wire_pack_bin_f32(e, "stitch_t", c->stitch_t, c->stitch_count);
+		}
+		if (c->has_stitch_k) {
+			proto_wire_kv(e, n, "stitch_k");
+			proto_wire_pack_f32(e, c->stitch_k);
+		}
+		if (c->has_sew_speed) {
+			proto_wire_kv(e, n, "sew_speed");
+			proto_wire_pack_f32(e, c->sew_speed);
 		}
 		if (c->params.mask != 0) {
 			proto_wire_kv(e, n, "params");

@@ -162,6 +162,28 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	desc.uvs = c->uvs;
 	desc.pins = c->pins;
 	desc.pin_count = c->pin_count;
+	desc.rest_positions = c->rest_positions;
+	if (c->has_stitch_k)
+		desc.stitch_k = c->stitch_k;
+	if (c->has_sew_speed)
+		desc.sew_speed = c->sew_speed;
+	/* The wire carries stitches as two flat arrays; the solver takes
+	 * records. Freed once the solver is built (it keeps its own copy). */
+	drape_stitch *stitches = NULL;
+	if (c->stitch_count > 0) {
+		stitches = malloc((size_t)c->stitch_count * sizeof *stitches);
+		if (stitches == NULL) {
+			drape_error_setf(err, DRAPE_ENOMEM, "session.create: out of memory for %u stitches",
+					 c->stitch_count);
+			return NULL;
+		}
+		for (uint32_t i = 0; i < c->stitch_count; i++)
+			stitches[i] = (drape_stitch){c->stitch_v[3 * (size_t)i],
+						     c->stitch_v[3 * (size_t)i + 1],
+						     c->stitch_v[3 * (size_t)i + 2], c->stitch_t[i]};
+		desc.stitches = stitches;
+		desc.stitch_count = c->stitch_count;
+	}
 	desc.params = *p;
 	/* The shared pool is handed over frame by frame (srv_sched_kick):
 	 * a session solving alone gets it, sessions solving side by side
@@ -170,6 +192,7 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 
 	srv_session *s = calloc(1, sizeof *s);
 	if (s == NULL) {
+		free(stitches);
 		drape_error_setf(err, DRAPE_ENOMEM, "session.create: out of memory");
 		return NULL;
 	}
@@ -183,9 +206,12 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	s->vertices = c->mesh.vertex_count;
 	s->triangles = c->mesh.triangle_count;
 	s->state = PROTO_STATE_IDLE;
-	if (c->name != NULL && (s->name = strdup(c->name)) == NULL)
+	if (c->name != NULL && (s->name = strdup(c->name)) == NULL) {
+		free(stitches);
 		goto nomem;
+	}
 	drape_err rc = drape_sim_create(&desc, &s->sim, err);
+	free(stitches);
 	if (rc != DRAPE_OK) {
 		srv_session_free(s);
 		return NULL;

@@ -225,9 +225,20 @@ typedef struct drape_session_desc {
 	 * coordinates whose u and v give the warp and weft directions of an
 	 * anisotropic material (drape_sim_desc.uvs); NULL = none */
 	const float *uvs;
+	/* optional rest shape, vertex_count * 3 floats (drape_sim_desc.
+	 * rest_positions); NULL = the start shape is the rest */
+	const float *rest_positions;
+	/* optional stitches (drape_stitch), with their stiffness in N/m (0:
+	 * rigid, the default) and the speed in m/s at which a gap closes
+	 * (default 0.5); see drape_sim_desc */
+	const drape_stitch *stitches;
+	uint32_t stitch_count;
+	float stitch_k;
+	float sew_speed;
 } drape_session_desc;
 
-/* Zeroes *d and marks every parameter unset (drape_params_unset). */
+/* Zeroes *d, marks every parameter unset (drape_params_unset) and sets
+ * the stitch defaults (rigid, sewn at 0.5 m/s). */
 void drape_session_desc_default(drape_session_desc *d);
 
 /* What session.create reports besides the handle. */

@@ -120,6 +120,17 @@ void drape_pool_destroy(drape_pool *pool);
 uint32_t drape_pool_threads(const drape_pool *pool);
 
 /* What drape_sim_create reads. Arrays are copied; the caller keeps ownership. */
+/*
+ * A stitch ties vertex `a` to the point (1 - t) * b0 + t * b1 of the edge
+ * b0-b1, or to vertex b0 when b1 == b0 (t is then ignored). It pulls only:
+ * a stitch never pushes its ends apart. Two panels joined by stitches are
+ * one piece of cloth to the self-collision along the seam.
+ */
+typedef struct drape_stitch {
+	uint32_t a, b0, b1;
+	float t;
+} drape_stitch;
+
 typedef struct drape_sim_desc {
 	const float *positions;     /* vertex_count * 3 floats */
 	uint32_t vertex_count;
@@ -135,6 +146,23 @@ typedef struct drape_sim_desc {
 	 * and weft (v) directions of an anisotropic XPBD material. */
 	const float *uvs;
 	drape_sim_params params;
+	/* Optional rest shape, vertex_count * 3 floats: the rest lengths,
+	 * angles, areas (so the masses) and the long-range distances come
+	 * from it instead of from `positions`, which stay the start shape (a
+	 * garment posed or draped, its flat pattern as the rest). NULL: the
+	 * start shape is the rest. */
+	const float *rest_positions;
+	/* Optional stitches (drape_stitch): zero-length ties between a vertex
+	 * and a vertex or a point on an edge, of their own stiffness. */
+	const drape_stitch *stitches;
+	uint32_t stitch_count;
+	/* A stitch's stiffness in N/m (XPBD compliance 1/k); 0 makes every
+	 * stitch rigid (a weld). */
+	float stitch_k;
+	/* Speed in m/s at which a stitch whose two ends start apart closes
+	 * the gap (sewing panels placed around a body); 0 closes it at once,
+	 * as far as the stiffness allows. Default 0.5. */
+	float sew_speed;
 	/* Optional worker pool; NULL steps on the calling thread only.
 	 * drape_sim_set_pool changes it later. */
 	drape_pool *pool;
@@ -156,6 +184,7 @@ typedef struct drape_sim_topology {
 	uint32_t pinned_vertices;
 	uint32_t long_range;            /* long-range attachment records */
 	uint32_t colours;               /* colour groups over all constraint kinds */
+	uint32_t stitches;              /* stitches kept (desc.stitches) */
 } drape_sim_topology;
 
 /* Per-frame figures filled by drape_sim_step. */

@@ -121,6 +121,13 @@ typedef struct sim_xpbd {
 	uint32_t iterations;
 } sim_xpbd;
 
+/* A stitch (stitch.c): vertex a tied to (1 - t) b0 + t b1, which started
+ * d0 away; lambda is its XPBD multiplier over the substep. */
+typedef struct sim_stitch {
+	uint32_t a, b0, b1;
+	float t, d0, lambda;
+} sim_stitch;
+
 struct drape_sim {
 	drape_sim_params params;
 	uint32_t n;     /* vertices */
@@ -215,6 +222,11 @@ struct drape_sim {
 	/* Self-collision state, made when params.self_collision is first
 	 * switched on (at create or set_params, never inside a step). */
 	sim_self *self;
+
+	/* Stitches (stitch.c), in internal vertex numbers. */
+	sim_stitch *stitch;
+	uint32_t stitch_count;
+	float stitch_k, sew_speed;
 };
 
 /* ---- sim.c ---------------------------------------------------------------- */
@@ -354,6 +366,18 @@ void sim_xpbd_free(sim_xpbd *X);
 void sim_xpbd_schedule(const drape_sim *sim, uint32_t *steps, uint32_t *iterations);
 /* Sets every lambda to 0 (the start of a substep). */
 void sim_xpbd_reset(const drape_sim *sim);
+
+/* Stitches (stitch.c). validate checks desc's stitch fields; build turns
+ * them into internal numbers (`internal` maps a caller's vertex) with their
+ * start distances taken from sim->x; project runs once per iteration with
+ * `time` the simulated seconds since create at the end of the substep. */
+drape_err sim_stitch_validate(const drape_sim_desc *d, drape_error *err);
+drape_err sim_stitch_build(drape_sim *sim, const drape_sim_desc *d,
+			   uint32_t (*internal)(const drape_sim *, uint32_t), drape_error *err);
+void sim_stitch_free(drape_sim *sim);
+void sim_stitch_reset(drape_sim *sim);
+void sim_stitch_project(drape_sim *sim, float dt, float time);
+size_t sim_stitch_bytes(const drape_sim *sim);
 /* Bytes held by the XPBD arrays. */
 size_t sim_xpbd_bytes(const drape_sim *sim);
 /* Checks the material fields of params (the XPBD ones always, so a bad

@@ -26,6 +26,9 @@ static void vt_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 	const uint32_t *tv = &s->tris[3 * (size_t)t];
 	if (tv[0] == v || tv[1] == v || tv[2] == v)
 		return;
+	const uint32_t jidx[4] = {v, tv[0], tv[1], tv[2]};
+	if (self_joined(s, jidx, 0))
+		return;
 	if (p[v].w == 0.0f && p[tv[0]].w == 0.0f && p[tv[1]].w == 0.0f && p[tv[2]].w == 0.0f)
 		return;
 	sim_v3 q = v3_of4(x[v]), a = v3_of4(x[tv[0]]), b = v3_of4(x[tv[1]]), c = v3_of4(x[tv[2]]);
@@ -81,6 +84,9 @@ static void ee_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 	const uint32_t a0 = s->edges[2 * (size_t)i], a1 = s->edges[2 * (size_t)i + 1];
 	const uint32_t b0 = s->edges[2 * (size_t)j], b1 = s->edges[2 * (size_t)j + 1];
 	if (a0 == b0 || a0 == b1 || a1 == b0 || a1 == b1)
+		return;
+	const uint32_t jidx[4] = {a0, a1, b0, b1};
+	if (self_joined(s, jidx, 1))
 		return;
 	if (p[a0].w == 0.0f && p[a1].w == 0.0f && p[b0].w == 0.0f && p[b1].w == 0.0f)
 		return;

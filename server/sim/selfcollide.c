@@ -263,6 +263,8 @@ void sim_self_destroy(sim_self *s)
 	free(s->x0);
 	free(s->adj_start);
 	free(s->adj);
+	free(s->join_start);
+	free(s->join);
 	free(s->dirty);
 	free(s->dirty_next);
 	free(s->carried);
@@ -494,4 +496,37 @@ int self_reserve(void **arr, uint32_t *cap, size_t size, uint64_t need)
 	*arr = n;
 	*cap = (uint32_t)c;
 	return 0;
+}
+
+drape_err sim_self_set_joins(sim_self *s, const uint32_t *pairs, uint32_t count, drape_error *err)
+{
+	uint32_t *start = NULL, *join = NULL;
+	if (count > 0) {
+		start = calloc((size_t)s->nv + 1, sizeof *start);
+		join = malloc(2 * (size_t)count * sizeof *join);
+		if (start == NULL || join == NULL) {
+			free(start);
+			free(join);
+			return drape_error_setf(err, DRAPE_ENOMEM,
+						"self-collision: cannot allocate %u stitch joins", count);
+		}
+		for (uint32_t i = 0; i < 2 * count; i++)
+			start[pairs[i]]++;
+		uint32_t run = 0;
+		for (uint32_t v = 0; v <= s->nv; v++) {
+			uint32_t c = v < s->nv ? start[v] : 0;
+			start[v] = run + c;
+			run += c;
+		}
+		for (uint32_t i = count; i-- > 0;) {
+			uint32_t a = pairs[2 * i], b = pairs[2 * i + 1];
+			join[--start[a]] = b;
+			join[--start[b]] = a;
+		}
+	}
+	free(s->join_start);
+	free(s->join);
+	s->join_start = start;
+	s->join = join;
+	return DRAPE_OK;
 }

@@ -29,6 +29,12 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 			  const sim_vec4 *x0, sim_self **out, drape_error *err);
 void sim_self_destroy(sim_self *s);
 
+/* Joins vertex pairs (pairs[2k], pairs[2k + 1]) as stitched: a pair of
+ * a vertex and a triangle, or of two edges, that holds two joined vertices
+ * one on each side is a seam and neither pushed apart nor guarded. Replaces
+ * earlier joins; count 0 removes them. Out of memory keeps the old ones. */
+drape_err sim_self_set_joins(sim_self *s, const uint32_t *pairs, uint32_t count, drape_error *err);
+
 /* Builds the hash over triangle boxes swept from x to p and grown by
  * thickness and collects candidate pairs. The side of each candidate
  * triangle (and edge pair) the vertices are on at the start of the substep,

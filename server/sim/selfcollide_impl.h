@@ -196,7 +196,26 @@ struct sim_self {
 	uint32_t *vtri_start, *vtri;
 	uint32_t *tri_mark;
 	uint32_t mark;
+	/* Vertices stitched together (sim_self_set_joins), CSR both ways; NULL
+	 * without stitches. A pair whose sides hold two joined vertices is a
+	 * seam, one piece of cloth: never a candidate, never guarded. */
+	uint32_t *join_start, *join;
 };
+
+/* 1 when the pair idx (ee = 0: vertex idx[0] against triangle idx[1..3];
+ * ee = 1: edge idx[0..1] against edge idx[2..3]) holds two vertices joined
+ * by a stitch, one on each side. */
+static inline int self_joined(const sim_self *s, const uint32_t idx[4], int ee)
+{
+	if (s->join_start == NULL)
+		return 0;
+	for (int i = 0; i < 1 + ee; i++)
+		for (uint32_t k = s->join_start[idx[i]]; k < s->join_start[idx[i] + 1]; k++)
+			for (int j = 1 + ee; j < 4; j++)
+				if (s->join[k] == idx[j])
+					return 1;
+	return 0;
+}
 
 
 /* One past the last slot of chunk c in chunk_tri and sbox. */

@@ -393,6 +393,8 @@ static int stop_pair(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict
 static int guard_vt(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
 		    const uint32_t idx[4], float backoff)
 {
+	if (self_joined(s, idx, 0))
+		return 0;
 	if (!pair_moved(x, p, idx))
 		return 0;
 	double toi = vt_toi(x, p, idx);
@@ -402,6 +404,8 @@ static int guard_vt(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict 
 static int guard_ee(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
 		    const uint32_t idx[4], float backoff)
 {
+	if (self_joined(s, idx, 1))
+		return 0;
 	if (!pair_moved(x, p, idx))
 		return 0;
 	double toi = ee_toi(x, p, idx);

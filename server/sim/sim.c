@@ -128,6 +128,7 @@ void drape_sim_desc_default(drape_sim_desc *d)
 {
 	memset(d, 0, sizeof *d);
 	drape_sim_params_default(&d->params);
+	d->sew_speed = 0.5f;
 }
 
 const char *drape_sim_build(void)
@@ -222,7 +223,15 @@ static drape_err validate_desc(const drape_sim_desc *d, drape_error *err)
 		if (d->pins[i] >= d->vertex_count)
 			return drape_error_setf(err, DRAPE_ERANGE, "pins[%u]: vertex %u >= vertex_count %u",
 						i, d->pins[i], d->vertex_count);
-	return DRAPE_OK;
+	if (d->rest_positions != NULL)
+		for (uint32_t i = 0; i < d->vertex_count; i++)
+			for (int j = 0; j < 3; j++)
+				if (!isfinite(d->rest_positions[3 * (size_t)i + j]))
+					return drape_error_setf(
+						err, DRAPE_ENONFINITE,
+						"rest_positions[%u][%d]: %g is not finite", i, j,
+						(double)d->rest_positions[3 * (size_t)i + j]);
+	return sim_stitch_validate(d, err);
 }
 
 void drape_sim_destroy(drape_sim *sim)
@@ -238,6 +247,7 @@ void drape_sim_destroy(drape_sim *sim)
 	free(sim->force);
 	free(sim->tris);
 	free(sim->tri_rest_area);
+	sim_stitch_free(sim);
 	free(sim->wind_chunk);
 	free(sim->wind_col.start);
 	free(sim->stretch);
@@ -320,6 +330,30 @@ static inline uint32_t internal_of(const drape_sim *sim, uint32_t j)
 	return sim->rank ? sim->rank[j] : j;
 }
 
+/* Tells the self-collision which vertices the stitches join (a with b0,
+ * and with b1 for an edge point), so that a seam is not pushed open. */
+static drape_err join_stitches(drape_sim *sim, drape_error *err)
+{
+	if (sim->self == NULL || sim->stitch_count == 0)
+		return DRAPE_OK;
+	uint32_t *pairs = malloc(4 * (size_t)sim->stitch_count * sizeof *pairs);
+	if (pairs == NULL)
+		return drape_error_setf(err, DRAPE_ENOMEM, "stitches: out of memory for the joins");
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < sim->stitch_count; i++) {
+		const sim_stitch *s = &sim->stitch[i];
+		pairs[2 * k] = s->a;
+		pairs[2 * k++ + 1] = s->b0;
+		if (s->b1 != s->b0) {
+			pairs[2 * k] = s->a;
+			pairs[2 * k++ + 1] = s->b1;
+		}
+	}
+	drape_err rc = sim_self_set_joins(sim->self, pairs, k, err);
+	free(pairs);
+	return rc;
+}
+
 drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **out,
 			drape_error *err)
 {
@@ -366,8 +400,12 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 			return drape_error_setf(err, DRAPE_ENOMEM, "sim: cannot order %u vertices", n);
 		}
 	}
+	/* Everything measured at rest (lengths, angles, areas and masses,
+	 * long-range distances, the self-collision's rest neighbourhoods) is
+	 * built from the rest shape; the start shape replaces it below. */
+	const float *rest = desc->rest_positions ? desc->rest_positions : desc->positions;
 	for (uint32_t i = 0; i < n; i++) {
-		const float *q = &desc->positions[3 * (size_t)caller_of(sim, i)];
+		const float *q = &rest[3 * (size_t)caller_of(sim, i)];
 		sim->x[i] = (sim_vec4){q[0], q[1], q[2], 0.0f};
 	}
 	for (size_t k = 0; k < (size_t)nt * 3; k++)
@@ -410,6 +448,17 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 		drape_sim_destroy(sim);
 		return rc;
 	}
+	if (desc->rest_positions != NULL)
+		for (uint32_t i = 0; i < n; i++) {
+			const float *q = &desc->positions[3 * (size_t)caller_of(sim, i)];
+			sim->x[i] = (sim_vec4){q[0], q[1], q[2], sim->x[i].w};
+			sim->p[i] = sim->x[i];
+		}
+	if ((rc = sim_stitch_build(sim, desc, internal_of, err)) != DRAPE_OK ||
+	    (rc = join_stitches(sim, err)) != DRAPE_OK) {
+		drape_sim_destroy(sim);
+		return rc;
+	}
 	drape_sim_set_pool(sim, sim->pool);
 	*out = sim;
 	drape_error_clear(err);
@@ -433,6 +482,11 @@ drape_err drape_sim_set_params(drape_sim *sim, const drape_sim_params *p, drape_
 		if ((rc = sim_self_create(sim->tris, sim->ntri, sim->n, sim->x, &sim->self, err)) !=
 		    DRAPE_OK)
 			return rc;
+		if ((rc = join_stitches(sim, err)) != DRAPE_OK) {
+			sim_self_destroy(sim->self);
+			sim->self = NULL;
+			return rc;
+		}
 		drape_sim_set_pool(sim, sim->pool);
 	}
 	const drape_sim_params old = sim->params;
@@ -650,6 +704,9 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 		 * al. 2016, algorithm 1). */
 		if (xpbd)
 			sim_xpbd_reset(sim);
+		sim_stitch_reset(sim);
+		const float t_end = (float)(((double)sim->frame + (double)(s + 1) / substeps) /
+					    (double)P->fps);
 		if (sim->colliders.count > 0) {
 			double tc = now_ms();
 			float f0 = (float)sim->frame, S = (float)substeps;
@@ -677,6 +734,8 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			 * figures). sim_sweep keeps that order within each tile
 			 * and then on the tiles' boundaries (sweep.c). */
 			sim_sweep(sim, kinds);
+			if (sim->stitch_count > 0)
+				sim_stitch_project(sim, dt, t_end);
 			/* Self-collision before obstacles: the obstacles are the
 			 * strictest constraint, so no self push is left to shove a
 			 * bottom layer into the ground. */
@@ -855,6 +914,7 @@ size_t sim_memory_bytes(const drape_sim *sim)
 	b += (sim->order ? 2 * (size_t)sim->n * sizeof(uint32_t) : 0);
 	b += (size_t)sim->attach_count * sizeof(sim_attach);
 	b += sim_xpbd_bytes(sim);
+	b += sim_stitch_bytes(sim);
 	return b;
 }
 
