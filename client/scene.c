@@ -1,5 +1,6 @@
 /* Scene files (JSON through cJSON); client/SCENE.md documents the format. */
 #include "client/scene.h"
+#include "client/scene_internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -12,37 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Scene files are small; this refuses a mistaken path to a huge file before
- * cJSON builds a tree several times its size. */
-#define SCN_MAX_JSON_BYTES (64u << 20)
-#define SCN_MAX_PATH 400
-
-/* The mirror of the solver's collider limits (server/sim/collider.c), so a
- * scene fails at load time, with the JSON path, rather than at submission. */
-#define SCN_MAX_FRICTION 10.0
-#define SCN_MAX_COLLIDER_THICKNESS 1.0
-
-typedef struct scn {
-	const char *name;
-	const char *base_dir;
-	drape_obj_limits lim;
-	uint64_t budget_vertices;  /* left for the meshes still to load */
-	uint64_t budget_triangles;
-	drape_error *err;
-	char path[SCN_MAX_PATH];   /* JSON path of the value being read */
-	size_t plen;
-	drape_scene s;             /* what is being built; freed on failure */
-	drape_keyframe **keys;     /* per collider, owned until moved into s */
-	int32_t *pin_mark;         /* per cloth vertex: -2 free, else attach */
-} scn;
-
-static drape_err scn_fail(scn *c, drape_err code, const char *fmt, ...)
-#if defined(__GNUC__)
-	__attribute__((format(printf, 3, 4)))
-#endif
-	;
-
-static drape_err scn_fail(scn *c, drape_err code, const char *fmt, ...)
+drape_err scn_fail(scn *c, drape_err code, const char *fmt, ...)
 {
 	char msg[DRAPE_ERROR_MESSAGE_MAX];
 	va_list ap;
@@ -56,7 +27,7 @@ static drape_err scn_fail(scn *c, drape_err code, const char *fmt, ...)
 
 /* ---- JSON path ---------------------------------------------------------------- */
 
-static size_t scn_push_key(scn *c, const char *key)
+size_t scn_push_key(scn *c, const char *key)
 {
 	size_t old = c->plen;
 	int n = snprintf(c->path + c->plen, sizeof c->path - c->plen, "%s%s", c->plen ? "." : "", key);
@@ -65,7 +36,7 @@ static size_t scn_push_key(scn *c, const char *key)
 	return old;
 }
 
-static size_t scn_push_index(scn *c, size_t i)
+size_t scn_push_index(scn *c, size_t i)
 {
 	size_t old = c->plen;
 	int n = snprintf(c->path + c->plen, sizeof c->path - c->plen, "[%zu]", i);
@@ -74,7 +45,7 @@ static size_t scn_push_index(scn *c, size_t i)
 	return old;
 }
 
-static void scn_pop(scn *c, size_t old)
+void scn_pop(scn *c, size_t old)
 {
 	c->plen = old;
 	c->path[old] = '\0';
@@ -105,7 +76,7 @@ static const char *scn_type_name(const cJSON *v)
  * ignored. The key "comment" is allowed everywhere, since JSON has no
  * comments.
  */
-static drape_err scn_keys(scn *c, const cJSON *obj, const char *const *keys)
+drape_err scn_keys(scn *c, const cJSON *obj, const char *const *keys)
 {
 	uint64_t seen = 0;
 	int comment_seen = 0;
@@ -142,7 +113,7 @@ static drape_err scn_keys(scn *c, const cJSON *obj, const char *const *keys)
 	return DRAPE_OK;
 }
 
-static drape_err scn_want_object(scn *c, const cJSON *v)
+drape_err scn_want_object(scn *c, const cJSON *v)
 {
 	if (!cJSON_IsObject(v))
 		return scn_fail(c, DRAPE_EINVAL, "must be an object, not %s", scn_type_name(v));
@@ -150,7 +121,7 @@ static drape_err scn_want_object(scn *c, const cJSON *v)
 }
 
 /* A finite number that also fits a float. */
-static drape_err scn_number(scn *c, const cJSON *v, double *out)
+drape_err scn_number(scn *c, const cJSON *v, double *out)
 {
 	if (!cJSON_IsNumber(v))
 		return scn_fail(c, DRAPE_EINVAL, "must be a number, not %s", scn_type_name(v));
@@ -161,7 +132,7 @@ static drape_err scn_number(scn *c, const cJSON *v, double *out)
 	return DRAPE_OK;
 }
 
-static drape_err scn_integer(scn *c, const cJSON *v, double lo, double hi, int64_t *out)
+drape_err scn_integer(scn *c, const cJSON *v, double lo, double hi, int64_t *out)
 {
 	double d = 0;
 	drape_err e = scn_number(c, v, &d);
@@ -176,7 +147,7 @@ static drape_err scn_integer(scn *c, const cJSON *v, double lo, double hi, int64
 }
 
 /* A float in [lo, hi] (lo excluded when lo_open). */
-static drape_err scn_float_in(scn *c, const cJSON *v, double lo, double hi, int lo_open, float *out)
+drape_err scn_float_in(scn *c, const cJSON *v, double lo, double hi, int lo_open, float *out)
 {
 	double d = 0;
 	drape_err e = scn_number(c, v, &d);
@@ -191,7 +162,7 @@ static drape_err scn_float_in(scn *c, const cJSON *v, double lo, double hi, int 
 }
 
 /* An array of exactly n finite numbers. */
-static drape_err scn_vec(scn *c, const cJSON *v, int n, float *out)
+drape_err scn_vec(scn *c, const cJSON *v, int n, float *out)
 {
 	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != n)
 		return scn_fail(c, DRAPE_EINVAL, "must be an array of %d numbers", n);
@@ -209,25 +180,6 @@ static drape_err scn_vec(scn *c, const cJSON *v, int n, float *out)
 	memcpy(out, tmp, (size_t)n * sizeof *out);
 	return DRAPE_OK;
 }
-
-static const cJSON *scn_get(const cJSON *obj, const char *key)
-{
-	return cJSON_GetObjectItemCaseSensitive(obj, key);
-}
-
-/* Reads obj[key] with `fn`-style handling: absent keys leave *out alone. The
- * macros below keep the push/read/pop pattern in one place. */
-#define SCN_FIELD(c, obj, key, call)                                    \
-	do {                                                            \
-		const cJSON *v_ = scn_get((obj), (key));               \
-		if (v_ != NULL) {                                       \
-			size_t old_ = scn_push_key((c), (key));         \
-			drape_err e_ = (call);                          \
-			if (e_ != DRAPE_OK)                             \
-				return e_;                              \
-			scn_pop((c), old_);                             \
-		}                                                       \
-	} while (0)
 
 /* Checks the parameters with the solver's own validation (the single source
  * of truth for their ranges) right after `key` was set, so the message names
@@ -301,7 +253,7 @@ static char *scn_resolve(const char *base, const char *rel)
 
 /* Applies p = p * scale + translate to every vertex and checks the result is
  * still finite (a large scale can overflow a float). */
-static drape_err scn_transform(scn *c, drape_obj_mesh *m, const float scale[3], const float translate[3])
+drape_err scn_transform(scn *c, drape_obj_mesh *m, const float scale[3], const float translate[3])
 {
 	for (uint64_t i = 0; i < (uint64_t)m->vertex_count; i++) {
 		float *p = m->positions + i * 3;
@@ -318,7 +270,7 @@ static drape_err scn_transform(scn *c, drape_obj_mesh *m, const float scale[3], 
 
 /* Loads the OBJ named by the string `v` into *m within what is left of the
  * scene's vertex and triangle budget. */
-static drape_err scn_load_mesh(scn *c, const cJSON *v, drape_obj_mesh *m, char **resolved)
+drape_err scn_load_mesh(scn *c, const cJSON *v, drape_obj_mesh *m, char **resolved)
 {
 	if (!cJSON_IsString(v) || v->valuestring[0] == '\0')
 		return scn_fail(c, DRAPE_EINVAL, "must be a non-empty string (a path to an OBJ file)");
@@ -353,7 +305,7 @@ static drape_err scn_load_mesh(scn *c, const cJSON *v, drape_obj_mesh *m, char *
 
 /* "scale": a number or [sx, sy, sz], every factor > 0 (a mirroring scale
  * would turn meshes inside out). */
-static drape_err scn_scale(scn *c, const cJSON *v, float out[3])
+drape_err scn_scale(scn *c, const cJSON *v, float out[3])
 {
 	if (cJSON_IsNumber(v)) {
 		float s;
@@ -826,8 +778,11 @@ static drape_err scn_model(scn *c, const cJSON *v, int32_t *model)
 
 static drape_err scn_cloth(scn *c, const cJSON *cl)
 {
-	static const char *const keys[] = {"mesh",  "scale",   "translate", "stretch", "shear", "bend",
-					   "thickness", "density", "pins", "material", "model", NULL};
+	static const char *const keys[] = {"mesh",      "scale",     "translate", "stretch",
+					   "shear",     "bend",      "thickness", "density",
+					   "pins",      "material",  "model",     "stitches",
+					   "seams",     "rest_mesh", "stitch_stiffness", "sew_speed",
+					   NULL};
 	drape_err e;
 	if ((e = scn_want_object(c, cl)) || (e = scn_keys(c, cl, keys)))
 		return e;
@@ -899,7 +854,7 @@ static drape_err scn_cloth(scn *c, const cJSON *cl)
 			return e;
 		scn_pop(c, old);
 	}
-	return DRAPE_OK;
+	return scn_garment(c, cl, scale, translate);
 }
 
 /* ---- Colliders -------------------------------------------------------------------------- */
@@ -1309,6 +1264,8 @@ void drape_scene_free(drape_scene *s)
 	free(s->colliders);
 	free(s->collider_meshes);
 	free(s->collider_anims);
+	free(s->stitches);
+	free(s->rest_positions);
 	memset(s, 0, sizeof *s);
 }
 

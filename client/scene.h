@@ -24,6 +24,7 @@
 
 #include "client/obj.h"
 #include "client/pointcache.h"
+#include "client/seams.h"
 #include "drape/error.h"
 #include "drape/sim.h"
 
@@ -87,6 +88,19 @@ typedef struct drape_scene {
 	drape_obj_mesh *collider_meshes;
 	drape_scene_anim *collider_anims; /* collider_count entries */
 	uint32_t collider_count;
+
+	/* The garment (client/SCENE.md, "Garments"): the stitches given and
+	 * found (explicit first, then the seams'), their stiffness (N/m, 0
+	 * rigid) and sewing speed (m/s), the rest shape from "rest_mesh"
+	 * (cloth.vertex_count * 3 floats after the cloth's scale and
+	 * translate; NULL without), and what the seam search found. */
+	drape_stitch *stitches;
+	uint32_t stitch_count;
+	uint32_t explicit_stitches;
+	float stitch_k, sew_speed;
+	float *rest_positions;
+	int has_seams;
+	drape_seams_report seams;
 } drape_scene;
 
 /*

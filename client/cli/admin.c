@@ -277,6 +277,105 @@ static void print_material_json(const drape_scene *sc)
 	       sc->cloth.uv_seam_vertices);
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * The intersecting pairs of a stitched cloth, less those along its seams:
+ * two panels sewn edge to edge touch there by design. A pair is along a
+ * seam when one triangle holds a vertex that a stitch joins to a vertex of
+ * the other. Every pair is listed (in process), then filtered; the first
+ * max_pairs kept are copied to pairs. Returns what drape_preflight does.
+ */
+static drape_err seam_aware_preflight(const drape_scene *sc, drape_tri_pair *pairs, uint32_t max_pairs,
+				      uint64_t *count, uint64_t *along_seams, drape_error *err)
+{
+	const drape_obj_mesh *m = &sc->cloth;
+	uint64_t all = 0;
+	drape_err rc = drape_preflight(m->positions, m->vertex_count, m->triangles, m->triangle_count,
+				       NULL, 0, &all, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	drape_tri_pair *list = malloc((size_t)(all ? all : 1) * sizeof *list);
+	uint64_t *joins = malloc(4 * (size_t)sc->stitch_count * sizeof *joins + 1);
+	if (list == NULL || joins == NULL || all > UINT32_MAX) {
+		free(list);
+		free(joins);
+		return drape_error_setf(err, DRAPE_ENOMEM, "check: out of memory for %llu pairs",
+					(unsigned long long)all);
+	}
+	rc = drape_preflight(m->positions, m->vertex_count, m->triangles, m->triangle_count, list,
+			     (uint32_t)all, &all, err);
+	size_t nj = 0;
+	for (uint32_t i = 0; i < sc->stitch_count; i++) {
+		const drape_stitch *s = &sc->stitches[i];
+		uint32_t b[2] = {s->b0, s->b1};
+		for (int k = 0; k < 2; k++) {
+			uint64_t lo = s->a < b[k] ? s->a : b[k], hi = s->a < b[k] ? b[k] : s->a;
+			joins[nj++] = lo << 32 | hi;
+		}
+	}
+	qsort(joins, nj, sizeof *joins, u64_cmp);
+	uint64_t kept = 0, seam = 0;
+	for (uint64_t i = 0; rc == DRAPE_OK && i < all; i++) {
+		const uint32_t *ta = &m->triangles[3 * (size_t)list[i].a];
+		const uint32_t *tb = &m->triangles[3 * (size_t)list[i].b];
+		int joined = 0;
+		for (int j = 0; j < 3 && !joined; j++)
+			for (int k = 0; k < 3 && !joined; k++) {
+				uint64_t lo = ta[j] < tb[k] ? ta[j] : tb[k];
+				uint64_t hi = ta[j] < tb[k] ? tb[k] : ta[j];
+				uint64_t key = lo << 32 | hi;
+				joined = bsearch(&key, joins, nj, sizeof *joins, u64_cmp) != NULL;
+			}
+		if (joined) {
+			seam++;
+		} else {
+			if (kept < max_pairs)
+				pairs[kept] = list[i];
+			kept++;
+		}
+	}
+	free(list);
+	free(joins);
+	*count = kept;
+	*along_seams = seam;
+	return rc;
+}
+
+/* What `drape check` says of the garment: stitches, seams, rest shape. */
+static void print_garment(const drape_scene *sc, uint64_t along_seams, int json)
+{
+	const drape_seams_report *r = &sc->seams;
+	if (json) {
+		printf(",\"stitches\":%u,\"explicit_stitches\":%u,\"rest_mesh\":%s,"
+		       "\"pairs_along_seams\":%llu",
+		       sc->stitch_count, sc->explicit_stitches, sc->rest_positions ? "true" : "false",
+		       (unsigned long long)along_seams);
+		if (sc->has_seams)
+			printf(",\"seams\":{\"panels\":%u,\"open_edge_vertices\":%u,\"welds\":%u,"
+			       "\"edge_stitches\":%u,\"seam_sides\":%u}",
+			       r->panels, r->boundary_vertices, r->welds, r->edge_stitches, r->seams);
+		return;
+	}
+	if (sc->stitch_count == 0 && !sc->has_seams && sc->rest_positions == NULL)
+		return;
+	if (sc->has_seams)
+		printf("seams:                 %u seam sides joined between %u panels: %u welds, %u "
+		       "vertices stitched to edges\n",
+		       r->seams, r->panels, r->welds, r->edge_stitches);
+	printf("stitches:              %u (%u given, %u from seams)\n", sc->stitch_count,
+	       sc->explicit_stitches, sc->stitch_count - sc->explicit_stitches);
+	if (sc->rest_positions != NULL)
+		printf("rest shape:            from rest_mesh\n");
+	if (along_seams > 0)
+		printf("touching along seams:  %llu triangle pairs (sewn, not counted below)\n",
+		       (unsigned long long)along_seams);
+}
+
 int cli_cmd_check(int argc, char **argv)
 {
 	static const char *const allowed[] = {"--server", "--token-file", "--max-pairs", "--json",
@@ -316,6 +415,11 @@ int cli_cmd_check(int argc, char **argv)
 	d.pins = sc.pins;
 	d.pin_count = sc.pin_count;
 	d.uvs = sc.cloth.uvs;
+	d.rest_positions = sc.rest_positions;
+	d.stitches = sc.stitches;
+	d.stitch_count = sc.stitch_count;
+	d.stitch_k = sc.stitch_k;
+	d.sew_speed = sc.sew_speed;
 	d.params = sc.params;
 	drape_sim *sim;
 	int x = CLI_OK;
@@ -336,7 +440,12 @@ int cli_cmd_check(int argc, char **argv)
 		drape_scene_free(&sc);
 		return CLI_SOFTWARE;
 	}
-	if (o.server != NULL) {
+	uint64_t along_seams = 0;
+	if (sc.stitch_count > 0) {
+		/* Seams are told apart from crossings in process. */
+		rc = seam_aware_preflight(&sc, pairs, o.max_pairs, &count, &along_seams, &err);
+		shown = count < o.max_pairs ? (uint32_t)count : o.max_pairs;
+	} else if (o.server != NULL) {
 		drape_client *c;
 		rc = cli_connect(o.server, &o, &c, &err);
 		if (rc == DRAPE_OK) {
@@ -382,6 +491,7 @@ int cli_cmd_check(int argc, char **argv)
 		}
 		printf("],");
 		print_material_json(&sc);
+		print_garment(&sc, along_seams, 1);
 		printf("}\n");
 	} else {
 		printf("vertices:              %u\n", t.vertices);
@@ -394,6 +504,7 @@ int cli_cmd_check(int argc, char **argv)
 		printf("pinned vertices:       %u\n", t.pinned_vertices);
 		printf("colliders:             %u\n", (unsigned)sc.collider_count);
 		print_material_text(&sc);
+		print_garment(&sc, along_seams, 0);
 		printf("intersecting pairs:    %llu\n", (unsigned long long)count);
 		for (uint32_t i = 0; i < shown; i++)
 			printf("  triangles %u and %u\n", pairs[i].a, pairs[i].b);

@@ -369,6 +369,11 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 	d.pins = sc->pins;
 	d.pin_count = sc->pin_count;
 	d.uvs = sc->cloth.uvs;
+	d.rest_positions = sc->rest_positions;
+	d.stitches = sc->stitches;
+	d.stitch_count = sc->stitch_count;
+	d.stitch_k = sc->stitch_k;
+	d.sew_speed = sc->sew_speed;
 	d.params = sc->params;
 	drape_sim *sim;
 	drape_error err;
@@ -497,6 +502,11 @@ int cli_cmd_run(int argc, char **argv)
 	d.pins = sc.pins;
 	d.pin_count = sc.pin_count;
 	d.uvs = sc.cloth.uvs;
+	d.rest_positions = sc.rest_positions;
+	d.stitches = sc.stitches;
+	d.stitch_count = sc.stitch_count;
+	d.stitch_k = sc.stitch_k;
+	d.sew_speed = sc.sew_speed;
 	d.params = sc.params;
 	char name[DRAPE_NAME_MAX + 1];
 	snprintf(name, sizeof name, "%s", base_name(o.args[0]));
