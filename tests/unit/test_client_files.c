@@ -684,7 +684,7 @@ static void test_scene_errors(void)
 	static const scene_bad cases[] = {
 		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"strech\": 1}}", DRAPE_EINVAL,
 		 "s.json: cloth.strech: unknown key (expected one of: mesh, scale, translate, stretch, shear, bend, "
-		 "thickness, density, pins, material, model)"},
+		 "thickness, density, pins, material, model, stitches, seams, rest_mesh, stitch_stiffness, sew_speed)"},
 		{"{\"fsp\": 24, \"cloth\": {}}", DRAPE_EINVAL, NULL},
 		{"{\"fps\": \"24\", \"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}", DRAPE_EINVAL,
 		 "s.json: fps: must be a number, not a string"},
@@ -780,6 +780,21 @@ static void test_scene_errors(void)
 		 "s.json: fps: 1e+300 is not a finite float"},
 		{"{\"long_range\": \"sometimes\", \"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}", DRAPE_EINVAL,
 		 "s.json: long_range: must be true, false or \"auto\""},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"stitches\": [[0, 64]]}}", DRAPE_ERANGE,
+		 "s.json: cloth.stitches[0][1]: 64 is out of range [0, 63]"},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"stitches\": [[0, [1, 2, 1.5]]]}}", DRAPE_ERANGE,
+		 "s.json: cloth.stitches[0][1][2]: 1.5 must be <= 1"},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"stitches\": [[3, 3]]}}", DRAPE_EINVAL,
+		 "s.json: cloth.stitches[0]: vertex 3 is stitched to itself"},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"stitches\": [[3]]}}", DRAPE_EINVAL,
+		 "s.json: cloth.stitches[0]: must be [a, b] (two vertices) or [a, [e0, e1, t]] (a vertex and the "
+		 "point at t of the edge e0-e1)"},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"seams\": {\"weld\": 0.001}}}", DRAPE_EINVAL,
+		 "s.json: cloth.seams: needs \"distance\": how far apart (m) the sides of a seam may be"},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"sew_speed\": -1}}", DRAPE_ERANGE,
+		 NULL},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"rest_mesh\": \"../obj/lshape.obj\"}}", DRAPE_EINVAL,
+		 NULL},
 	};
 	for (size_t i = 0; i < CHECK_COUNT(cases); i++) {
 		drape_scene s;

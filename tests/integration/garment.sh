@@ -1,0 +1,178 @@
+#!/bin/sh
+# Sewn garments through the drape CLI: tests/integration/garment.sh BUILD_DIR
+# (tests/run.sh passes the build folder and exports DRAPED and DRAPE).
+# Prints PASS/FAIL lines and ends with "N passed, M failed".
+#
+# Two OBJ panels of different resolutions (12 and 17 vertices along their
+# common edge), placed 4 cm apart: drape check finds the seam ("seams"),
+# counts no intersecting pair, and says how many stitches joined it; drape
+# run sews it shut in process and through a draped, the two bit for bit
+# equal, including after the daemon restarts from its checkpoint. A rest
+# mesh of another topology, and a stitch to a vertex that does not exist,
+# are refused naming the key.
+set -u
+B=${1:-build}
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+DRAPE=${DRAPE:-$TOP/$B/drape}
+DRAPED=${DRAPED:-$TOP/$B/draped}
+export DRAPED
+T=$(mktemp -d /tmp/drape-garment-XXXXXX)
+export XDG_CACHE_HOME="$T/cache"
+unset DRAPE_TOKEN
+passed=0
+failed=0
+daemon_pid=
+URL="ipc://$T/d.sock"
+
+cleanup() {
+	if [ -n "$daemon_pid" ]; then
+		kill "$daemon_pid" 2>/dev/null
+		i=0
+		while kill -0 "$daemon_pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+		kill -9 "$daemon_pid" 2>/dev/null
+		wait "$daemon_pid" 2>/dev/null
+	fi
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+finish() { echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit $?; }
+
+# panel NX NY Y0 DZ FIRST [H]: an OBJ grid of NX x NY vertices, 0.3 m wide
+# and H (0.15) m tall, top edge at y = Y0, at z = DZ; vertices from FIRST.
+panel() {
+	awk -v nx="$1" -v ny="$2" -v y0="$3" -v dz="$4" -v first="$5" -v h="${6:-0.15}" 'BEGIN {
+		for (j = 0; j < ny; j++)
+			for (i = 0; i < nx; i++)
+				printf "v %.6f %.6f %.6f\n", -0.15 + 0.3 * i / (nx - 1), y0 - h * j / (ny - 1), dz
+		for (j = 0; j + 1 < ny; j++)
+			for (i = 0; i + 1 < nx; i++) {
+				a = first + j * nx + i; b = a + 1; c = a + nx; d = c + 1
+				printf "f %d %d %d\nf %d %d %d\n", a, c, b, b, c, d
+			}
+	}'
+}
+# Two panels in one OBJ: the lower one 4 cm behind.
+{ panel 12 6 1.0 0.0 1; panel 17 6 0.85 -0.04 73; } >"$T/panels.obj"
+# The same topology as the pattern (the rest shape): flat, together, and
+# the lower panel cut 20 % shorter (0.12 m), as a shrunk hem would be.
+{ panel 12 6 1.0 0.0 1; panel 17 6 0.85 0.0 73 0.12; } >"$T/pattern.obj"
+{ panel 12 6 1.0 0.0 1; } >"$T/other.obj"
+cat >"$T/scene.json" <<EOF2
+{
+  "fps": 24, "frames": 24,
+  "cloth": {"mesh": "$T/panels.obj", "material": "cotton", "seams": {"distance": 0.045},
+            "pins": {"box": {"min": [-1, 0.99, -0.01], "max": [1, 1.01, 0.01]}}}
+}
+EOF2
+sed "s|\"seams\"|\"rest_mesh\": \"$T/pattern.obj\", \"seams\"|" "$T/scene.json" >"$T/rest.json"
+sed "s|\"seams\": {\"distance\": 0.045}|\"stitches\": [[0, 200]]|" "$T/scene.json" >"$T/badstitch.json"
+sed "s|\"seams\"|\"rest_mesh\": \"$T/other.obj\", \"seams\"|" "$T/scene.json" >"$T/badrest.json"
+
+if "$DRAPE" check "$T/scene.json" >"$T/check.out" 2>"$T/check.err" &&
+	grep -q '^seams: *2 seam sides joined between 2 panels: 0 welds, 29 vertices stitched to edges' \
+		"$T/check.out" &&
+	grep -q '^stitches: *29 (0 given, 29 from seams)' "$T/check.out" &&
+	grep -q '^intersecting pairs: *0$' "$T/check.out"; then
+	pass check_finds_the_seam
+else
+	fail check_finds_the_seam "$(cat "$T/check.out" "$T/check.err" | tail -n 8)"
+fi
+if "$DRAPE" check "$T/scene.json" --json >"$T/check.json" 2>&1 &&
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["seams"]
+sys.exit(0 if (d["stitches"], s["seam_sides"], s["edge_stitches"], d["intersecting_pairs"]) == (29, 2, 29, 0) else 1)' \
+		"$T/check.json"; then
+	pass check_json_reports_the_seam
+else
+	fail check_json_reports_the_seam "$(tail -c 400 "$T/check.json")"
+fi
+
+# gap DIR: the largest distance from a lower panel's top vertex (number
+# 73..89) to the upper panel's bottom edge (y = 0.85, z = 0, |x| <= 0.15).
+gap() {
+	awk '/^v /{ n++; x[n] = $2; y[n] = $3; z[n] = $4 }
+	END {
+		w = 0
+		for (k = 73; k <= 89; k++) {
+			# Nearest point on the bottom row of the upper panel (vertices 61..72).
+			best = 1e9
+			for (i = 61; i < 72; i++) {
+				ax = x[i]; ay = y[i]; az = z[i]; bx = x[i+1]; by = y[i+1]; bz = z[i+1]
+				ex = bx - ax; ey = by - ay; ez = bz - az
+				l2 = ex*ex + ey*ey + ez*ez
+				t = ((x[k]-ax)*ex + (y[k]-ay)*ey + (z[k]-az)*ez) / l2
+				if (t < 0) t = 0; if (t > 1) t = 1
+				dx = x[k] - ax - t*ex; dy = y[k] - ay - t*ey; dz = z[k] - az - t*ez
+				d = sqrt(dx*dx + dy*dy + dz*dz); if (d < best) best = d
+			}
+			if (best > w) w = best
+		}
+		printf "%.6f\n", w
+	}' "$1/frame_0024.obj"
+}
+# height DIR: how far the lower panel's left side reaches down (vertex 73,
+# its top left, to 158, its bottom left).
+height() { awk '/^v /{ n++; if (n == 73) a = $3; if (n == 158) b = $3 } END { printf "%.6f\n", a - b }' "$1/frame_0024.obj"; }
+# small G: G is a number below 0.5 mm.
+small() { awk -v g="$1" 'BEGIN { exit !(g ~ /^[0-9.]+$/ && g + 0 < 0.0005) }'; }
+
+"$DRAPE" run "$T/scene.json" --local --out "$T/local" --quiet 2>"$T/local.err" ||
+	{ fail run_local "$(cat "$T/local.err")"; finish; }
+g=$(gap "$T/local")
+if small "$g"; then
+	pass seam_sewn_shut_in_24_frames
+else
+	fail seam_sewn_shut_in_24_frames "gap $g m"
+fi
+"$DRAPE" run "$T/rest.json" --local --out "$T/rest" --quiet 2>"$T/rest.err"
+g=$(gap "$T/rest")
+h0=$(height "$T/local")
+h=$(height "$T/rest")
+# Hanging, the lower panel is its rest height plus its stretch under its
+# own weight (cotton: well under 1 %); without it, about its 0.15 m (less
+# the slant of its sewn top edge).
+if small "$g" && awk -v h="$h" -v h0="$h0" 'BEGIN { exit !(h > 0.12 && h < 0.1236 && h0 > 0.14) }'; then
+	pass rest_mesh_gives_the_pattern_lengths
+else
+	fail rest_mesh_gives_the_pattern_lengths "gap $g, lower panel $h m (pattern 0.12; without rest_mesh $h0); $(tail -c 300 "$T/rest.err")"
+fi
+echo "  lower panel hangs $h m with the 0.12 m pattern as its rest shape, $h0 m without"
+
+"$DRAPED" --listen "$URL" --state-dir "$T/state" --threads 1 >"$T/draped.log" 2>&1 &
+daemon_pid=$!
+i=0
+until "$DRAPE" status --server "$URL" >/dev/null 2>&1; do
+	i=$((i + 1))
+	if [ $i -gt 400 ] || ! kill -0 "$daemon_pid" 2>/dev/null; then
+		fail daemon_start "$(tail -n 5 "$T/draped.log")"
+		finish
+	fi
+	sleep 0.05
+done
+if "$DRAPE" run "$T/scene.json" --server "$URL" --out "$T/server" --quiet 2>"$T/server.err" &&
+	cmp -s "$T/local/frame_0024.obj" "$T/server/frame_0024.obj" &&
+	cmp -s "$T/local/frame_0001.obj" "$T/server/frame_0001.obj"; then
+	pass server_bit_identical_to_local
+else
+	fail server_bit_identical_to_local "$(tail -c 300 "$T/server.err")"
+fi
+
+"$DRAPE" check "$T/badstitch.json" >"$T/bs.out" 2>&1
+rc=$?
+if [ $rc -eq 65 ] && grep -q 'cloth.stitches\[0\]\[1\]: 200 is out of range \[0, 173\]' "$T/bs.out"; then
+	pass bad_stitch_refused_naming_it
+else
+	fail bad_stitch_refused_naming_it "exit $rc: $(cat "$T/bs.out")"
+fi
+"$DRAPE" run "$T/badrest.json" --local --out "$T/br" --quiet >"$T/br.out" 2>&1
+rc=$?
+if [ $rc -eq 65 ] && grep -q 'cloth.rest_mesh: 72 vertices and 110 triangles, the cloth has 174 and 270' "$T/br.out" &&
+	[ ! -e "$T/br/frame_0001.obj" ]; then
+	pass rest_mesh_of_other_topology_refused
+else
+	fail rest_mesh_of_other_topology_refused "exit $rc: $(cat "$T/br.out")"
+fi
+finish
