@@ -425,6 +425,43 @@ static void test_decode_bad_bulk(void)
 	tb_bin(&t, "uvs", uv, sizeof uv);
 	EXPECT_ERR(&t, DRAPE_ENONFINITE, "uvs[6][1]");
 
+	/* stitches: one array without the other, a vertex out of range, a
+	 * t count that does not match, a non-finite t; a rest shape one
+	 * vertex short */
+	uint32_t sv[6] = { 0, 4, 4, 8, 6, 7 };
+	float st[2] = { 0.0f, 0.5f };
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "stitch_v", sv, sizeof sv);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "stitch_t");
+	sv[4] = 9;
+	tb_request(&t, 7, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "stitch_v", sv, sizeof sv);
+	tb_bin(&t, "stitch_t", st, sizeof st);
+	EXPECT_ERR(&t, DRAPE_ERANGE, "stitch_v[1]");
+	sv[4] = 6;
+	tb_request(&t, 7, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "stitch_v", sv, sizeof sv);
+	tb_bin(&t, "stitch_t", st, 4);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "stitch_t");
+	st[1] = NAN;
+	tb_request(&t, 7, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "stitch_v", sv, sizeof sv);
+	tb_bin(&t, "stitch_t", st, sizeof st);
+	EXPECT_ERR(&t, DRAPE_ENONFINITE, "stitch_t[1]");
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "rest_positions", sheet_pos, sizeof sheet_pos - 12);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "rest_positions");
+
 	/* material parameters: a string for the model, infinity for a
 	 * stiffness */
 	tb_request(&t, 6, "session.create");
