@@ -73,9 +73,9 @@ bool srv_owner_load(const char *dir, srv_session *s)
 	uint64_t created = 0;
 	if (sscanf(line, "v1 %63s %63s %" SCNu64, user, host, &created) != 3)
 		return false;
-	if (strcmp(user, "-") != 0 && !srv_users_name_ok(user))
+	if (strcmp(user, "-") != 0 && !proto_user_name_ok(user))
 		return false;
-	/* srv_users_name_ok bounds a name to SRV_USER_NAME_MAX characters. */
+	/* proto_user_name_ok bounds a name to 32 characters. */
 	if (strcmp(user, "-") == 0)
 		s->owner[0] = '\0';
 	else

@@ -5,25 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 const char *srv_role_name(srv_role r)
 {
 	return r == SRV_ROLE_ADMIN ? "admin" : "user";
-}
-
-bool srv_users_name_ok(const char *name)
-{
-	size_t n = strlen(name);
-	if (n == 0 || n > SRV_USER_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		const char ch = name[i];
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-		      ch == '_' || ch == '-'))
-			return false;
-	}
-	return true;
 }
 
 static int srv_hexval(char ch)
@@ -49,16 +34,6 @@ static bool srv_hex_decode(const char *s, size_t n, uint8_t *out)
 		out[i / 2] = (uint8_t)(hi << 4 | lo);
 	}
 	return true;
-}
-
-static void srv_users_digest(const uint8_t *salt, size_t salt_len, const uint8_t *token, size_t token_len,
-			     uint8_t out[SRV_SHA256_SIZE])
-{
-	srv_sha256 c;
-	srv_sha256_init(&c);
-	srv_sha256_update(&c, salt, salt_len);
-	srv_sha256_update(&c, token, token_len);
-	srv_sha256_final(&c, out);
 }
 
 /* Splits the next whitespace-separated field of [*p, end); false at end. */
@@ -97,7 +72,7 @@ static bool srv_users_line_parse(const char *s, const char *end, srv_user *u, ch
 		return false;
 	}
 	memcpy(u->name, f[0], n[0]);
-	if (!srv_users_name_ok(u->name)) {
+	if (!proto_user_name_ok(u->name)) {
 		snprintf(why, why_len, "name '%s': only letters, digits, '.', '_' and '-' are allowed", u->name);
 		return false;
 	}
@@ -130,7 +105,7 @@ static bool srv_users_line_parse(const char *s, const char *end, srv_user *u, ch
 		return false;
 	}
 	u->salt_len = sn / 2;
-	if (xn != 2 * SRV_SHA256_SIZE || !srv_hex_decode(hex, xn, u->hash)) {
+	if (xn != 2 * PROTO_SHA256_SIZE || !srv_hex_decode(hex, xn, u->hash)) {
 		snprintf(why, why_len, "hash: the digest must be 64 hex digits");
 		return false;
 	}
@@ -243,10 +218,10 @@ const srv_user *srv_users_auth(const srv_users *u, const uint8_t *token, size_t 
 	 * the match is selected without a branch on secret data. */
 	size_t found = SIZE_MAX;
 	for (size_t i = 0; i < u->count; i++) {
-		uint8_t d[SRV_SHA256_SIZE];
-		srv_users_digest(u->items[i].salt, u->items[i].salt_len, token, token_len, d);
+		uint8_t d[PROTO_SHA256_SIZE];
+		proto_user_digest(u->items[i].salt, u->items[i].salt_len, token, token_len, d);
 		volatile uint8_t diff = 0;
-		for (size_t j = 0; j < SRV_SHA256_SIZE; j++)
+		for (size_t j = 0; j < PROTO_SHA256_SIZE; j++)
 			diff |= (uint8_t)(d[j] ^ u->items[i].hash[j]);
 		/* mask is all ones when diff == 0. */
 		const size_t mask = (size_t)0 - (size_t)(((unsigned)diff - 1u) >> 8 & 1u);
@@ -263,35 +238,4 @@ const srv_user *srv_users_find(const srv_users *u, const char *name)
 		if (strcmp(u->items[i].name, name) == 0)
 			return &u->items[i];
 	return NULL;
-}
-
-drape_err srv_users_line(const char *name, const char *role, const uint8_t *token, size_t token_len, char *out,
-			 drape_error *err)
-{
-	if (!srv_users_name_ok(name))
-		return drape_error_setf(err, DRAPE_EINVAL,
-					"NAME '%.40s': 1 to %d letters, digits, '.', '_' or '-'", name,
-					SRV_USER_NAME_MAX);
-	if (strcmp(role, "user") != 0 && strcmp(role, "admin") != 0)
-		return drape_error_setf(err, DRAPE_EINVAL, "ROLE '%.40s': expected user or admin", role);
-	if (token_len == 0 || token_len > 256)
-		return drape_error_setf(err, DRAPE_EINVAL, "token: 1 to 256 bytes");
-	uint8_t salt[16];
-	if (getrandom(salt, sizeof salt, 0) != (ssize_t)sizeof salt)
-		return drape_error_setf(err, DRAPE_EINTERNAL, "getrandom failed: %s", strerror(errno));
-	uint8_t d[SRV_SHA256_SIZE];
-	srv_users_digest(salt, sizeof salt, token, token_len, d);
-	static const char hx[] = "0123456789abcdef";
-	size_t k = (size_t)snprintf(out, SRV_USERS_LINE_MAX, "%s %s sha256$", name, role);
-	for (size_t i = 0; i < sizeof salt; i++) {
-		out[k++] = hx[salt[i] >> 4];
-		out[k++] = hx[salt[i] & 15];
-	}
-	out[k++] = '$';
-	for (size_t i = 0; i < sizeof d; i++) {
-		out[k++] = hx[d[i] >> 4];
-		out[k++] = hx[d[i] & 15];
-	}
-	out[k] = '\0';
-	return DRAPE_OK;
 }

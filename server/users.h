@@ -5,7 +5,7 @@
  *
  * NAME 1 to 32 of [A-Za-z0-9._-], ROLE `user` or `admin`, SALT 8 to 64
  * bytes as hex, HASH = SHA-256(SALT bytes || token) as 64 hex digits
- * (`drape admin hash-token NAME ROLE` writes such a line). Blank lines and
+ * (proto/userhash.h; `drape admin hash-token NAME ROLE` writes such a line). Blank lines and
  * lines starting with `#` are skipped. A request is authenticated by its
  * "auth" token: the user whose hash it matches. The table never holds a
  * token, only its salted hash, so a leaked users file does not let anyone
@@ -24,10 +24,10 @@
 #include <stdint.h>
 
 #include "drape/error.h"
-#include "server/sha256.h"
+#include "proto/userhash.h"
 
-#define SRV_USER_NAME_MAX 32
-#define SRV_USER_SALT_MAX 64
+#define SRV_USER_NAME_MAX PROTO_USER_NAME_MAX
+#define SRV_USER_SALT_MAX PROTO_USER_SALT_MAX
 #define SRV_USERS_MAX 4096
 
 typedef enum srv_role {
@@ -40,7 +40,7 @@ typedef struct srv_user {
 	srv_role role;
 	uint8_t salt[SRV_USER_SALT_MAX];
 	size_t salt_len;
-	uint8_t hash[SRV_SHA256_SIZE];
+	uint8_t hash[PROTO_SHA256_SIZE];
 } srv_user;
 
 typedef struct srv_users {
@@ -73,18 +73,6 @@ const srv_user *srv_users_auth(const srv_users *u, const uint8_t *token, size_t 
 
 /* Finds a user by name (NULL if none). */
 const srv_user *srv_users_find(const srv_users *u, const char *name);
-
-/*
- * Writes the users-file line for name, role and token, with a fresh random
- * salt of 16 bytes, into out (at least SRV_USERS_LINE_MAX bytes; no
- * newline). EINVAL naming the argument when name or role is not valid.
- */
-#define SRV_USERS_LINE_MAX 256
-drape_err srv_users_line(const char *name, const char *role, const uint8_t *token, size_t token_len, char *out,
-			 drape_error *err);
-
-/* True when name is a valid user name. */
-bool srv_users_name_ok(const char *name);
 
 const char *srv_role_name(srv_role r);
 

@@ -1,11 +1,11 @@
 /* SHA-256 as FIPS 180-4 section 6.2 describes it (sha256.h). */
-#include "server/sha256.h"
+#include "proto/sha256.h"
 
 #include <string.h>
 
 /* The first 32 bits of the fractional parts of the cube roots of the first
  * 64 primes (FIPS 180-4 section 4.2.2). */
-static const uint32_t srv_sha256_k[64] = {
+static const uint32_t proto_sha256_k[64] = {
 	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
 	0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
 	0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
@@ -16,28 +16,28 @@ static const uint32_t srv_sha256_k[64] = {
 	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 };
 
-static uint32_t srv_rotr(uint32_t x, unsigned n)
+static uint32_t proto_rotr(uint32_t x, unsigned n)
 {
 	return (x >> n) | (x << (32u - n));
 }
 
-static void srv_sha256_block(uint32_t h[8], const uint8_t *p)
+static void proto_sha256_block(uint32_t h[8], const uint8_t *p)
 {
 	uint32_t w[64];
 	for (int t = 0; t < 16; t++)
 		w[t] = (uint32_t)p[4 * t] << 24 | (uint32_t)p[4 * t + 1] << 16 | (uint32_t)p[4 * t + 2] << 8 |
 		       (uint32_t)p[4 * t + 3];
 	for (int t = 16; t < 64; t++) {
-		const uint32_t s0 = srv_rotr(w[t - 15], 7) ^ srv_rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
-		const uint32_t s1 = srv_rotr(w[t - 2], 17) ^ srv_rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
+		const uint32_t s0 = proto_rotr(w[t - 15], 7) ^ proto_rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
+		const uint32_t s1 = proto_rotr(w[t - 2], 17) ^ proto_rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
 		w[t] = w[t - 16] + s0 + w[t - 7] + s1;
 	}
 	uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
 	for (int t = 0; t < 64; t++) {
-		const uint32_t S1 = srv_rotr(e, 6) ^ srv_rotr(e, 11) ^ srv_rotr(e, 25);
+		const uint32_t S1 = proto_rotr(e, 6) ^ proto_rotr(e, 11) ^ proto_rotr(e, 25);
 		const uint32_t ch = (e & f) ^ (~e & g);
-		const uint32_t t1 = k + S1 + ch + srv_sha256_k[t] + w[t];
-		const uint32_t S0 = srv_rotr(a, 2) ^ srv_rotr(a, 13) ^ srv_rotr(a, 22);
+		const uint32_t t1 = k + S1 + ch + proto_sha256_k[t] + w[t];
+		const uint32_t S0 = proto_rotr(a, 2) ^ proto_rotr(a, 13) ^ proto_rotr(a, 22);
 		const uint32_t maj = (a & b) ^ (a & c) ^ (b & c);
 		const uint32_t t2 = S0 + maj;
 		k = g;
@@ -59,7 +59,7 @@ static void srv_sha256_block(uint32_t h[8], const uint8_t *p)
 	h[7] += k;
 }
 
-void srv_sha256_init(srv_sha256 *c)
+void proto_sha256_init(proto_sha256 *c)
 {
 	static const uint32_t h0[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
 					0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
@@ -68,7 +68,7 @@ void srv_sha256_init(srv_sha256 *c)
 	c->used = 0;
 }
 
-void srv_sha256_update(srv_sha256 *c, const void *data, size_t len)
+void proto_sha256_update(proto_sha256 *c, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 	c->len += len;
@@ -81,13 +81,13 @@ void srv_sha256_update(srv_sha256 *c, const void *data, size_t len)
 		p += take;
 		len -= take;
 		if (c->used == 64) {
-			srv_sha256_block(c->h, c->buf);
+			proto_sha256_block(c->h, c->buf);
 			c->used = 0;
 		}
 	}
 }
 
-void srv_sha256_final(srv_sha256 *c, uint8_t out[SRV_SHA256_SIZE])
+void proto_sha256_final(proto_sha256 *c, uint8_t out[PROTO_SHA256_SIZE])
 {
 	/* Padding (section 5.1.1): a 1 bit, zeros, and the length in bits as
 	 * a big-endian 64-bit number ending a block. */
@@ -97,7 +97,7 @@ void srv_sha256_final(srv_sha256 *c, uint8_t out[SRV_SHA256_SIZE])
 	for (int i = 0; i < 8; i++)
 		pad[zeros + (size_t)i] = (uint8_t)(bits >> (56 - 8 * i));
 	const uint64_t keep = c->len;
-	srv_sha256_update(c, pad, zeros + 8);
+	proto_sha256_update(c, pad, zeros + 8);
 	c->len = keep;
 	for (int i = 0; i < 8; i++) {
 		out[4 * i] = (uint8_t)(c->h[i] >> 24);
@@ -107,10 +107,10 @@ void srv_sha256_final(srv_sha256 *c, uint8_t out[SRV_SHA256_SIZE])
 	}
 }
 
-void srv_sha256_once(const void *data, size_t len, uint8_t out[SRV_SHA256_SIZE])
+void proto_sha256_once(const void *data, size_t len, uint8_t out[PROTO_SHA256_SIZE])
 {
-	srv_sha256 c;
-	srv_sha256_init(&c);
-	srv_sha256_update(&c, data, len);
-	srv_sha256_final(&c, out);
+	proto_sha256 c;
+	proto_sha256_init(&c);
+	proto_sha256_update(&c, data, len);
+	proto_sha256_final(&c, out);
 }
