@@ -351,10 +351,11 @@ drape_err srv_create_finish(srv_server *srv, srv_session *s, const void *raw, si
 	memcpy(rep->u.create.token, s->token, PROTO_TOKEN_SIZE);
 	rep->u.create.topology = s->topology;
 	rep->u.create.intersections = s->intersections;
-	srv_info("session %u created: %u vertices, %u triangles, %u pins, %llu intersecting pairs%s%s",
+	srv_info("session %u created: %u vertices, %u triangles, %u pins, %llu intersecting pairs%s%s, user %s, from %s",
 		 (unsigned)s->id, (unsigned)s->vertices, (unsigned)s->triangles,
 		 (unsigned)s->topology.pinned_vertices, (unsigned long long)s->intersections,
-		 s->name ? ", name " : "", s->name ? s->name : "");
+		 s->name ? ", name " : "", s->name ? s->name : "", s->owner[0] ? s->owner : "-",
+		 s->host[0] ? s->host : "-");
 	return DRAPE_OK;
 }
 
