@@ -330,6 +330,59 @@ static void test_user_limit_across_processes(void)
 	drape_close(boss);
 }
 
+/* --max-vertices-per-user and --max-disk-per-user, on a second daemon
+ * with the same users: each refused with ELIMIT naming the limit and the
+ * user, and another user's quota is their own. */
+static void test_vertex_and_disk_limits(void)
+{
+	itest_daemon d2 = {.pid = -1};
+	CHECK(itest_daemon_place(&d2, "drape-users2", false));
+	char state[300], log[300];
+	snprintf(state, sizeof state, "%s/state", d2.dir);
+	snprintf(log, sizeof log, "%s/draped.log", d2.dir);
+	/* One frame record of the 144-vertex sheet is a little over 1.7 kB:
+	 * 40 kB of disk is about 20 frames. */
+	const char *args[] = {draped_path, "--listen", d2.url, "--state-dir", state, "--users-file", users_path,
+			      "--max-vertices-per-user", "300", "--max-disk-per-user", "40000", NULL};
+	d2.pid = itest_exec_child(args, log, false);
+	CHECK(d2.pid > 0 && itest_wait_connect(d2.pid, d2.url, 20000) == 1);
+	char *ta = read_token(tok_ana), *tb = read_token(tok_bob);
+	drape_client_opts o;
+	drape_client_opts_default(&o);
+	drape_client *ana = NULL, *bob = NULL;
+	drape_error e;
+	o.auth_token = ta;
+	CHECK_OK(drape_connect(d2.url, &o, &ana, &e));
+	o.auth_token = tb;
+	CHECK_OK(drape_connect(d2.url, &o, &bob, &e));
+	free(ta);
+	free(tb);
+	if (ana == NULL || bob == NULL)
+		goto out;
+	drape_session a1, a2, a3, b1;
+	CHECK_OK(sheet_create(ana, &a1, &e));
+	CHECK_OK(sheet_create(ana, &a2, &e));
+	drape_err rc = sheet_create(ana, &a3, &e); /* 3 x 144 > 300 */
+	CHECKF(rc == DRAPE_ELIMIT && strstr(e.message, "max_vertices_per_user") != NULL && strstr(e.message, "ana"),
+	       "%s %s", drape_err_name(rc), e.message);
+	CHECK_OK(sheet_create(bob, &b1, &e));
+	/* Disk: 10 frames fit; 40 more of a second session would not. */
+	CHECK(run_to(ana, a1, 10));
+	rc = drape_session_run(ana, a2, 40, NULL, &e);
+	CHECKF(rc == DRAPE_ELIMIT && strstr(e.message, "max_disk_per_user") != NULL && strstr(e.message, "ana"),
+	       "%s %s", drape_err_name(rc), e.message);
+	drape_status st;
+	CHECK_OK(drape_session_status(ana, a2, &st, &e));
+	CHECK(st.state == DRAPE_STATE_IDLE && st.frames_done == 0);
+	/* bob's disk is bob's. */
+	CHECK(run_to(bob, b1, 15));
+	CHECK(run_to(ana, a2, 5));
+out:
+	drape_close(ana);
+	drape_close(bob);
+	itest_daemon_stop(&d2, 10000);
+}
+
 static void test_bad_users_file_refused(void)
 {
 	char bad[300], log[300];
@@ -358,6 +411,7 @@ int main(int argc, char **argv)
 		CHECK_TEST(test_other_user_refused_admin_allowed),
 		CHECK_TEST(test_user_limit_across_clients),
 		CHECK_TEST(test_user_limit_across_processes),
+		CHECK_TEST(test_vertex_and_disk_limits),
 		CHECK_TEST(test_bad_users_file_refused),
 	};
 	draped_path = getenv("DRAPED");
