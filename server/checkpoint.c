@@ -409,7 +409,7 @@ void srv_ckpt_remove_session(srv_server *srv, srv_session *s)
 	if (s->dir == NULL)
 		return;
 	static const char *const names[] = { "session.bin", "state.bin", "ops.bin", "frames.bin",
-					     "session.bin.tmp", "state.bin.tmp" };
+					     "session.bin.tmp", "state.bin.tmp", "owner", "owner.tmp" };
 	char path[4300];
 	/* session.bin goes first: without it a half-removed directory is not
 	 * loaded again. */

@@ -253,7 +253,9 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 	/* Who asks: under --users-file the user whose token "auth" carries;
 	 * hello is answered without. */
 	srv->req_user = cfg->users != NULL ? srv_users_auth(cfg->users, req.auth, req.auth_len) : NULL;
-	srv_control_pipe_host(pipe_id, srv->req_host, sizeof srv->req_host);
+	/* Only a create records where it came from (owner.h). */
+	if (req.op == PROTO_OP_SESSION_CREATE)
+		srv_control_pipe_host(pipe_id, srv->req_host, sizeof srv->req_host);
 	if (req.op != PROTO_OP_HELLO &&
 	    (cfg->users != NULL ? srv->req_user == NULL : !srv_auth_ok(cfg, &req))) {
 		/* Which of the two it was is not said (PROTOCOL.md section 9). */

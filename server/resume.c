@@ -2,6 +2,7 @@
 #include "server/resume.h"
 
 #include "server/budget.h"
+#include "server/checkpoint.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -16,6 +17,15 @@ size_t srv_resume_interrupted(srv_server *srv)
 		if (!srv->cfg->resume_interrupted) {
 			srv_info("session %u was interrupted at frame %u; session.resume continues it "
 				 "(--no-resume-interrupted)",
+				 (unsigned)s->id, (unsigned)s->frames_done);
+			continue;
+		}
+		if (s->last_target != 0 && s->frames_done >= s->last_target) {
+			/* Its last frame reached the disk before the stop, its
+			 * final checkpoint did not: the run had finished. */
+			s->state = PROTO_STATE_DONE;
+			srv_ckpt_save_run(srv, s, NULL);
+			srv_info("session %u: its run had reached frame %u, its target, when the daemon stopped: done",
 				 (unsigned)s->id, (unsigned)s->frames_done);
 			continue;
 		}
