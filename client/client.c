@@ -37,6 +37,7 @@ void drape_client_opts_default(drape_client_opts *opts)
 	opts->poll_interval_ms = 200;
 	opts->max_message = CLIENT_DEFAULT_MAX_MESSAGE;
 	opts->use_stream = true;
+	opts->reconnect_timeout_ms = 120000;
 }
 
 drape_err client_nng_error(int rv, const char *what, drape_error *err)
@@ -287,6 +288,9 @@ drape_err client_call(drape_client *c, proto_request *req, proto_reply *rep, dra
 						"%s: no reply from %s within %d ms", op, c->url, (int)wait);
 		return client_nng_error(rv, op, err);
 	}
+	/* The server answered: it is reachable (frames.c, reconnects). */
+	c->lost_since_ms = 0;
+	c->lost_tries = 0;
 	proto_reply r;
 	rc = proto_reply_decode(data, len, (size_t)c->opts.max_message, req->op, &r, err);
 	nng_free(data, len);
@@ -423,7 +427,7 @@ static void free_stream_urls(drape_client *c)
 	c->stream_url_count = 0;
 }
 
-static drape_err do_hello(drape_client *c, drape_error *err)
+drape_err client_hello(drape_client *c, drape_error *err)
 {
 	proto_request req;
 	proto_reply rep;
@@ -507,6 +511,8 @@ drape_err drape_connect(const char *url, const drape_client_opts *opts, drape_cl
 		o.build_timeout_ms = o.request_timeout_ms;
 	if (o.poll_interval_ms <= 0)
 		o.poll_interval_ms = 200;
+	if (o.reconnect_timeout_ms == 0)
+		o.reconnect_timeout_ms = 120000;
 	if (o.max_message == 0)
 		o.max_message = CLIENT_DEFAULT_MAX_MESSAGE;
 	if (o.auth_token != NULL && strlen(o.auth_token) > PROTO_MAX_AUTH)
@@ -598,7 +604,7 @@ drape_err drape_connect(const char *url, const drape_client_opts *opts, drape_cl
 		client_free(c);
 		return code;
 	}
-	drape_err rc = do_hello(c, err);
+	drape_err rc = client_hello(c, err);
 	if (rc != DRAPE_OK) {
 		nng_close(c->req);
 		client_free(c);
@@ -625,7 +631,7 @@ void drape_server_info_get(const drape_client *c, drape_server_info *out)
 
 drape_err drape_ping(drape_client *c, drape_error *err)
 {
-	return do_hello(c, err);
+	return client_hello(c, err);
 }
 
 /* ---- Small helpers ---------------------------------------------------------- */
@@ -962,9 +968,16 @@ drape_err drape_session_status(drape_client *c, drape_session s, drape_status *o
 drape_err drape_session_list(drape_client *c, drape_session_entry **out, uint32_t *count,
 			     drape_error *err)
 {
+	return drape_session_list_all(c, false, out, count, err);
+}
+
+drape_err drape_session_list_all(drape_client *c, bool all, drape_session_entry **out, uint32_t *count,
+				 drape_error *err)
+{
 	proto_request req;
 	proto_reply rep;
 	proto_request_init(&req, PROTO_OP_SESSION_LIST);
+	req.u.list.all = all;
 	drape_err rc = client_call(c, &req, &rep, err);
 	if (rc != DRAPE_OK)
 		return rc;
@@ -984,6 +997,12 @@ drape_err drape_session_list(drape_client *c, drape_session_entry **out, uint32_
 		e[i].state = (drape_state)l->sessions[i].state;
 		e[i].frames_done = l->sessions[i].frames_done;
 		e[i].vertices = l->sessions[i].vertices;
+		snprintf(e[i].owner, sizeof e[i].owner, "%s", l->sessions[i].owner ? l->sessions[i].owner : "");
+		snprintf(e[i].host, sizeof e[i].host, "%s", l->sessions[i].host ? l->sessions[i].host : "");
+		e[i].created = l->sessions[i].created;
+		e[i].frames_target = l->sessions[i].frames_target;
+		e[i].memory = l->sessions[i].memory;
+		e[i].disk = l->sessions[i].disk;
 	}
 	*out = e;
 	*count = l->count;

@@ -333,6 +333,59 @@ static drape_err end_code(uint32_t id, const drape_status *st, drape_error *err)
 	}
 }
 
+/* Failures a daemon restart causes: no reply in time (the REQ socket
+ * resends to the restarted daemon once it has redialled, so this means the
+ * daemon is down longer than a request's timeout), or no server to reach. */
+static bool client_unreachable(drape_err rc)
+{
+	return rc == DRAPE_ETIMEDOUT || rc == DRAPE_EUNAVAILABLE;
+}
+
+/*
+ * After such a failure while following a session: waits with back-off
+ * (50 ms doubling to 1 s), says hello again, and returns true to try once
+ * more; false when the server has been unreachable for reconnect_timeout_ms
+ * (err then says so) or the caller's deadline is reached.
+ */
+static bool follow_reconnect(drape_client *c, int64_t deadline, drape_error *err)
+{
+	const int32_t limit = c->opts.reconnect_timeout_ms;
+	if (limit < 0)
+		return false;
+	int64_t now = client_now_ms();
+	if (c->lost_since_ms == 0) {
+		c->lost_since_ms = now;
+		c->lost_tries = 0;
+	}
+	const int64_t give_up = c->lost_since_ms + limit;
+	if (now >= give_up) {
+		if (err != NULL) {
+			char why[sizeof err->message];
+			snprintf(why, sizeof why, "%s", err->message);
+			snprintf(err->message, sizeof err->message,
+				 "%.150s (the server has not answered for %lld ms, reconnect_timeout_ms)", why,
+				 (long long)(now - c->lost_since_ms));
+		}
+		return false;
+	}
+	if (now >= deadline)
+		return false;
+	int64_t pause = (int64_t)50 << (c->lost_tries < 5 ? c->lost_tries : 5);
+	if (pause > 1000)
+		pause = 1000;
+	if (pause > give_up - now)
+		pause = give_up - now;
+	if (pause > deadline - now)
+		pause = deadline - now;
+	sleep_ms(pause);
+	c->lost_tries++;
+	/* A restarted daemon may have other limits or build: ask again. A
+	 * failure here is found again by the next request. */
+	drape_error e;
+	client_hello(c, &e);
+	return true;
+}
+
 drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, int32_t timeout_ms,
 			   drape_error *err)
 {
@@ -368,6 +421,8 @@ drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, i
 		}
 		if (t->need_status) {
 			rc = drape_session_status(c, s, &st, err);
+			if (rc != DRAPE_OK && client_unreachable(rc) && follow_reconnect(c, deadline, err))
+				continue;
 			if (rc != DRAPE_OK)
 				return rc;
 			t->need_status = false;
@@ -392,6 +447,10 @@ drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, i
 			uint32_t got = 0;
 			bool live, has_live;
 			rc = track_fetch(c, t, 0, &got, &live, &has_live, err);
+			if (rc != DRAPE_OK && client_unreachable(rc) && follow_reconnect(c, deadline, err)) {
+				t->need_status = true;
+				continue;
+			}
 			if (rc != DRAPE_OK)
 				return rc;
 			if (got > 0)
@@ -446,6 +505,10 @@ drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, i
 		if (rc == DRAPE_ENOTFOUND) {
 			/* Retention moved past the cursor, or the session is gone:
 			 * the status says which (ERANGE or ENOTFOUND). */
+			t->need_status = true;
+			continue;
+		}
+		if (rc != DRAPE_OK && client_unreachable(rc) && follow_reconnect(c, deadline, err)) {
 			t->need_status = true;
 			continue;
 		}

@@ -48,6 +48,11 @@ struct drape_client {
 	uint32_t track_count, track_cap;
 	/* TLS configuration of the REQ dialer; NULL for a plain URL. */
 	nng_tls_config *tls;
+	/* Following across a restart (frames.c): when the server was first
+	 * found unreachable since it last answered (0 = it answers), and the
+	 * reconnect attempts since. */
+	int64_t lost_since_ms;
+	uint32_t lost_tries;
 };
 
 /* True for URLs whose transport runs over TLS (tls+tcp://, wss://). */
@@ -60,6 +65,9 @@ bool client_url_is_tls(const char *url);
  * turned into its error code and message, and *rep is left empty.
  */
 drape_err client_call(drape_client *c, proto_request *req, proto_reply *rep, drape_error *err);
+
+/* Says hello again (after a reconnect): refreshes the server's info. */
+drape_err client_hello(drape_client *c, drape_error *err);
 
 /* Maps an nng error of `what` to a drape_err and message. */
 drape_err client_nng_error(int rv, const char *what, drape_error *err);

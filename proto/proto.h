@@ -413,6 +413,11 @@ typedef struct proto_pins_attach_req {
 	uint32_t collider; /* collider index */
 } proto_pins_attach_req;
 
+/* session.list: optional "all" (admins: every user's sessions). */
+typedef struct proto_list_req {
+	bool all;
+} proto_list_req;
+
 typedef struct proto_preflight_req {
 	proto_mesh mesh;
 	uint32_t max_pairs; /* pairs to return, <= PROTO_MAX_PREFLIGHT_PAIRS */
@@ -447,6 +452,7 @@ typedef struct proto_request {
 		proto_pins_attach_req pins_attach;
 		proto_preflight_req preflight;
 		proto_collider_frames_req collider_frames;
+		proto_list_req list;
 	} u;
 	proto_mem *mem; /* owned memory of a decoded request; NULL when filled by hand */
 } proto_request;
@@ -559,6 +565,13 @@ typedef struct proto_session_info {
 	proto_state state;
 	uint32_t frames_done;
 	uint32_t vertices;
+	/* Optional (absent from older daemons: NULL / 0). */
+	const char *owner;      /* the user that created it, under --users-file */
+	const char *host;       /* the peer it was created from */
+	uint64_t created;       /* Unix seconds */
+	uint32_t frames_target; /* the run's target, 0 = until canceled or none */
+	uint64_t memory;        /* bytes held in memory (estimate plus retained frames) */
+	uint64_t disk;          /* bytes of retained frames on disk */
 } proto_session_info;
 
 typedef struct proto_list_rep {

@@ -198,6 +198,18 @@ static drape_err decode_list(proto_wire_dec *d, const msgpack_object *m, proto_l
 			rc = proto_wire_field_u32(d, e, "frames_done", false, &s[i].frames_done, NULL);
 		if (rc == DRAPE_OK)
 			rc = proto_wire_field_u32(d, e, "vertices", false, &s[i].vertices, NULL);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_field_str(d, e, "owner", false, PROTO_MAX_NAME, &s[i].owner);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_field_str(d, e, "host", false, PROTO_MAX_NAME, &s[i].host);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_field_u64(d, e, "created", false, &s[i].created, NULL);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_field_u32(d, e, "frames_target", false, &s[i].frames_target, NULL);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_field_u64(d, e, "memory", false, &s[i].memory, NULL);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_field_u64(d, e, "disk", false, &s[i].disk, NULL);
 		d->what = saved;
 		if (rc != DRAPE_OK)
 			return rc;
@@ -528,6 +540,19 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_reply *r)
 			proto_wire_pack_state(e, "sessions.state", s->state);
 			encode_u32_field(e, &sn, "frames_done", s->frames_done);
 			encode_u32_field(e, &sn, "vertices", s->vertices);
+			if (s->owner != NULL) {
+				proto_wire_kv(e, &sn, "owner");
+				proto_wire_pack_str(e, "sessions.owner", s->owner, PROTO_MAX_NAME);
+			}
+			if (s->host != NULL) {
+				proto_wire_kv(e, &sn, "host");
+				proto_wire_pack_str(e, "sessions.host", s->host, PROTO_MAX_NAME);
+			}
+			if (s->created != 0)
+				encode_u32_field(e, &sn, "created", s->created);
+			encode_u32_field(e, &sn, "frames_target", s->frames_target);
+			encode_u32_field(e, &sn, "memory", s->memory);
+			encode_u32_field(e, &sn, "disk", s->disk);
 			proto_wire_map_end(e, at, sn);
 		}
 		break;

@@ -406,9 +406,11 @@ static drape_err decode_body(proto_wire_dec *d, const msgpack_object *m, proto_r
 				       (unsigned)p->max_pairs, PROTO_MAX_PREFLIGHT_PAIRS);
 		return rc;
 	}
+	case PROTO_OP_SESSION_LIST:
+		/* Optional "all": an admin asks for every user's sessions. */
+		return proto_wire_field_bool(d, m, "all", false, &r->u.list.all, NULL);
 	case PROTO_OP_SESSION_CANCEL:
 	case PROTO_OP_SESSION_STATUS:
-	case PROTO_OP_SESSION_LIST:
 	case PROTO_OP_SESSION_DELETE:
 	case PROTO_OP_SESSION_RESUME:
 	case PROTO_OP_SERVER_STATS:
@@ -661,6 +663,12 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 		encode_mesh(e, n, &r->u.preflight.mesh);
 		proto_wire_kv(e, n, "max_pairs");
 		proto_wire_pack_u64(e, r->u.preflight.max_pairs);
+		break;
+	case PROTO_OP_SESSION_LIST:
+		if (r->u.list.all) {
+			proto_wire_kv(e, n, "all");
+			proto_wire_pack_bool(e, true);
+		}
 		break;
 	default:
 		break;

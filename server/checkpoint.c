@@ -14,6 +14,7 @@
 
 #include "server/checksum.h"
 #include "server/log.h"
+#include "server/owner.h"
 #include "server/server.h"
 
 #define SRV_FILE_MAGIC "drapeSF1"
@@ -408,7 +409,7 @@ void srv_ckpt_remove_session(srv_server *srv, srv_session *s)
 	if (s->dir == NULL)
 		return;
 	static const char *const names[] = { "session.bin", "state.bin", "ops.bin", "frames.bin",
-					     "session.bin.tmp", "state.bin.tmp" };
+					     "session.bin.tmp", "state.bin.tmp", "owner", "owner.tmp" };
 	char path[4300];
 	/* session.bin goes first: without it a half-removed directory is not
 	 * loaded again. */
@@ -606,10 +607,12 @@ static srv_session *srv_ckpt_load_one(srv_server *srv, uint32_t id, const char *
 	s->target = h.target;
 	s->state = (proto_state)h.state;
 	if (s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED) {
+		/* Canceled until the server is up; then srv_resume_interrupted
+		 * continues it, unless --no-resume-interrupted. */
 		s->state = PROTO_STATE_CANCELED;
-		srv_info("session %u was interrupted at frame %u; session.resume continues it", (unsigned)id,
-			 (unsigned)h.frame);
+		s->interrupted = true;
 	}
+	srv_owner_load(dir, s);
 
 	/* The frame cache: trust only checksummed records, then bring the
 	 * solver up to the newest one by re-solving (deterministically). */

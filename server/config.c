@@ -3,6 +3,7 @@
  * so the command line, the JSON config file and --help can never disagree.
  */
 #include "server/config.h"
+#include "server/users.h"
 
 #include "drape/sim.h"
 
@@ -133,6 +134,23 @@ static const srv_opt srv_opts[] = {
 	  "protected mode, like redis': a non-loopback tcp://, tls+tcp:// or ws:// address is "
 	  "refused unless it is tls+tcp:// with --tls-cert/--tls-key AND --auth-token-file is set; "
 	  "this flag allows it anyway (logged as a warning)" },
+	{ "users-file", SRV_OPT_STRING, OFF(users_file), 0, 0, "FILE",
+	  "users and roles: lines of NAME ROLE sha256$SALT$HASH (`drape admin hash-token` writes "
+	  "them); every request then authenticates as the user whose token it carries, sessions "
+	  "belong to users, and limits count per user. Not with --auth-token-file. Default: none" },
+	{ "max-sessions-per-user", SRV_OPT_U64, OFF(max_sessions_per_user), 0, UINT32_MAX, "N",
+	  "with --users-file: sessions one user may hold, over all their connections. 0 = no limit. "
+	  "Default 32" },
+	{ "max-vertices-per-user", SRV_OPT_U64, OFF(max_vertices_per_user), 0, 0, "N",
+	  "with --users-file: vertices of all of one user's sessions together. 0 = no limit. Default 0" },
+	{ "max-disk-per-user", SRV_OPT_U64, OFF(max_disk_per_user), 0, 0, "BYTES",
+	  "with --users-file: bytes of retained frames on disk of one user's sessions, checked when "
+	  "a run starts (with the frames it will add). 0 = no limit. Default 0" },
+	{ "resume-interrupted", SRV_OPT_FLAG, OFF(resume_interrupted), 0, 0, NULL,
+	  "on start, runs that were going when the daemon stopped (crash or shutdown) continue by "
+	  "themselves (the default)" },
+	{ "no-resume-interrupted", SRV_OPT_FLAG, OFF(no_resume_interrupted), 0, 0, NULL,
+	  "on start, interrupted runs come back canceled and wait for session.resume" },
 	{ "verbose", SRV_OPT_FLAG, OFF(verbose), 0, 0, NULL, "log every request (debug lines)" },
 	{ "version", SRV_OPT_FLAG, OFF(show_version), 0, 0, NULL, "print the version and exit" },
 	{ "help", SRV_OPT_FLAG, OFF(show_help), 0, 0, NULL, "print this help and exit" },
@@ -157,6 +175,8 @@ void srv_config_default(srv_config *c)
 	c->max_anim_bytes = DRAPE_MAX_COLLIDER_FRAME_BYTES;
 	c->max_sessions = 256;
 	c->max_sessions_per_client = 32;
+	c->max_sessions_per_user = 32;
+	c->resume_interrupted = true;
 	c->max_frames_retained = 100000;
 	c->max_frames_per_get = 1024;
 	c->max_session_memory = 4096ull * 1024u * 1024u;
@@ -520,7 +540,7 @@ bool srv_config_url_exposed(const srv_config *c, const char *url)
 	/* Both are needed: TLS alone lets anyone who can reach the port in, and
 	 * a token alone crosses the network in clear text. */
 	return !(srv_config_url_is_tls(url) && c->tls_cert != NULL && c->tls_key != NULL &&
-		 c->auth_token_file != NULL);
+		 (c->auth_token_file != NULL || c->users_file != NULL));
 }
 
 static srv_config_rc srv_default_state_dir(srv_config *c, char *msg, size_t msg_len)
@@ -551,6 +571,11 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 	 * the empty topic gets every session: a stream is only for a box
 	 * whose every user may read every session (PROTOCOL.md section 9). */
 	for (size_t i = 0; i < c->stream_count; i++) {
+		if (c->users_file != NULL)
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "--stream %s: a PUB stream serves every session's frames to "
+					       "anyone, so it cannot go with --users-file",
+					       c->stream[i]);
 		if (c->auth_token_file != NULL)
 			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
 					       "--stream %s: a PUB stream serves every session's frames "
@@ -627,6 +652,22 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 		}
 		c->auth_token = tok;
 		c->auth_token_len = n;
+	}
+	if (c->no_resume_interrupted)
+		c->resume_interrupted = false;
+	if (c->users_file != NULL) {
+		if (c->auth_token_file != NULL)
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "--users-file %s: not with --auth-token-file (the one token is "
+					       "one user; put it in the users file instead)",
+					       c->users_file);
+		drape_error e;
+		srv_users *u = NULL;
+		if (srv_users_load(c->users_file, &u, &e) != DRAPE_OK)
+			return srv_config_fail(msg, msg_len, e.code == DRAPE_EIO ? SRV_CONFIG_NOINPUT : SRV_CONFIG_USAGE,
+					       "--users-file: %s", e.message);
+		srv_users_free(c->users);
+		c->users = u;
 	}
 	return SRV_CONFIG_OK;
 }
@@ -708,6 +749,8 @@ void srv_config_free(srv_config *c)
 	free(c->state_dir);
 	free(c->auth_token);
 	free(c->auth_token_file);
+	free(c->users_file);
+	srv_users_free(c->users);
 	free(c->tls_cert);
 	free(c->tls_key);
 	free(c->tls_ca);

@@ -57,6 +57,14 @@ typedef struct srv_config {
 				     * certificate signed by one of them */
 	struct nng_tls_config *tls; /* built from the three by srv_tls_open (server/tls.c) before the
 				     * server starts, freed by srv_tls_close; NULL without TLS */
+	/* Users and restart (issue 20; users.h, resume.c). */
+	char *users_file;           /* --users-file: NAME ROLE sha256$SALT$HASH lines; NULL = none */
+	struct srv_users *users;    /* loaded from users_file by finish; NULL without it */
+	uint64_t max_sessions_per_user;    /* with --users-file: sessions of one user; 0 = no limit */
+	uint64_t max_vertices_per_user;    /* vertices of all the sessions of one user; 0 = no limit */
+	uint64_t max_disk_per_user;        /* bytes of retained frames on disk of one user; 0 = no limit */
+	bool resume_interrupted;    /* --resume-interrupted (default): runs a stop cut short go on at start */
+	bool no_resume_interrupted; /* --no-resume-interrupted: they come back canceled instead */
 } srv_config;
 
 /* Outcome of parsing. */

@@ -7,6 +7,7 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,6 +152,19 @@ static void srv_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 			 rc == SRV_CONNS_FULL ? "max_connections reached" : "max_connections_per_peer reached",
 			 (unsigned long long)n);
 	}
+}
+
+void srv_control_pipe_host(uint32_t pipe_id, char *out, size_t out_len)
+{
+	nng_pipe p = NNG_PIPE_INITIALIZER;
+	p.id = pipe_id;
+	srv_peer peer;
+	if (pipe_id == 0) {
+		snprintf(out, out_len, "local");
+		return;
+	}
+	srv_pipe_peer(p, &peer);
+	srv_peer_format(&peer, out, out_len);
 }
 
 bool srv_control_pipe_alive(uint32_t pipe_id)

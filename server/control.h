@@ -46,4 +46,8 @@ bool srv_control_pipe_alive(uint32_t pipe_id);
  * for every callback to finish, and closes the async handle. Loop thread. */
 void srv_control_close(srv_control *ctl);
 
+/* "127.0.0.1", "uid 1000", ... of the peer at the other end of pipe
+ * pipe_id, for the session's host (any thread). */
+void srv_control_pipe_host(uint32_t pipe_id, char *out, size_t out_len);
+
 #endif

@@ -29,7 +29,21 @@ typedef struct srv_job {
 	drape_tri_pair *pairs;     /* preflight */
 	uint64_t reserved;         /* bytes held in srv->reserved until the job is freed */
 	struct srv_job *next;      /* the server's list of jobs */
+	char owner[33];            /* create: the user and peer the session will record */
+	char host[64];
 } srv_job;
+
+size_t srv_jobs_creating_owner(const srv_server *srv, const char *owner, uint64_t *vertices)
+{
+	size_t n = 0;
+	for (const srv_job *j = srv->jobs_head; j != NULL; j = j->next) {
+		if (j->req.op != PROTO_OP_SESSION_CREATE || strcmp(j->owner, owner) != 0)
+			continue;
+		n++;
+		*vertices += j->req.u.create.mesh.vertex_count;
+	}
+	return n;
+}
 
 /* Live jobs are few (one per request in progress), so srv->jobs_head is a
  * plain list. */
@@ -102,6 +116,8 @@ static void srv_job_done(uv_work_t *w, int status)
 		job->reserved = 0;
 		if (job->rc == DRAPE_OK) {
 			job->session->pipe = job->key.pipe;
+			memcpy(job->session->owner, job->owner, sizeof job->owner);
+			memcpy(job->session->host, job->host, sizeof job->host);
 			job->rc = srv_create_finish(srv, job->session, job->raw, job->raw_len, &job->rep, &job->err);
 		}
 	} else if (job->req.op != PROTO_OP_PREFLIGHT) {
@@ -192,6 +208,9 @@ drape_err srv_job_start(srv_server *srv, proto_request *req, const proto_header 
 	job->key = *key;
 	job->reply_to = reply_to;
 	job->session = s;
+	if (srv->req_user != NULL)
+		snprintf(job->owner, sizeof job->owner, "%s", srv->req_user->name);
+	snprintf(job->host, sizeof job->host, "%s", srv->req_host);
 	proto_reply_init(&job->rep, job->req.op, job->req.id);
 
 	/* What the job may hold while it works is checked against the memory

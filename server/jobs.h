@@ -29,6 +29,10 @@ drape_err srv_job_start(srv_server *srv, proto_request *req, const proto_header 
  * lands). Returns true if one was started. */
 bool srv_job_unpark(srv_server *srv, srv_session *s);
 
+/* Creates admitted and still being built for user `owner`; adds the
+ * vertices they will hold to *vertices. */
+size_t srv_jobs_creating_owner(const srv_server *srv, const char *owner, uint64_t *vertices);
+
 /* Fails a parked job because its session is going away. */
 void srv_job_drop_parked(srv_server *srv, srv_session *s, const char *why);
 

@@ -50,6 +50,56 @@ static bool srv_auth_ok(const srv_config *c, const proto_request *req)
 	return srv_config_auth_ok(c, req->auth, req->auth_len);
 }
 
+/*
+ * Under --users-file, what a user may do to a session: its owner anything
+ * (the owner token, when sent, must still match: a wrong one is a mistake
+ * worth an error), an admin anything but with no token needed, everyone
+ * else nothing: status, frames, cancel and delete of another user's
+ * session are each EPERM, and the message does not say whose it is.
+ */
+static drape_err srv_user_may(const srv_server *srv, const srv_session *s, const proto_request *req,
+			      drape_error *err)
+{
+	const srv_user *u = srv->req_user;
+	const bool owner = strcmp(s->owner, u->name) == 0;
+	if (!owner && u->role != SRV_ROLE_ADMIN)
+		return drape_error_setf(err, DRAPE_EPERM, "session %u: belongs to another user", (unsigned)req->session);
+	if (owner && u->role != SRV_ROLE_ADMIN && req->has_token && proto_op_needs_token(req->op) &&
+	    !srv_session_token_ok(s, req->token))
+		return drape_error_setf(err, DRAPE_EPERM, "session %u: owner token does not match", (unsigned)req->session);
+	return DRAPE_OK;
+}
+
+/*
+ * --max-disk-per-user, checked when a run starts: the frames on disk of
+ * every session of the session's owner, plus those this run will add (a
+ * run of `frames` from now, or for a resume up to its last target). A run
+ * until canceled adds an unknown number; only what is there is counted.
+ */
+static drape_err srv_user_disk_check(const srv_server *srv, const srv_session *s, uint32_t frames, drape_error *err)
+{
+	const uint64_t limit = srv->cfg->max_disk_per_user;
+	if (srv->cfg->users == NULL || limit == 0)
+		return DRAPE_OK;
+	uint64_t used = 0;
+	for (size_t i = 0; i < srv->sessions.count; i++) {
+		const srv_session *o = srv->sessions.items[i];
+		if (!o->deleted && strcmp(o->owner, s->owner) == 0)
+			used += srv_session_disk_bytes(o);
+	}
+	uint64_t add = frames;
+	if (add == 0 && s->last_target > s->frames_done)
+		add = s->last_target - s->frames_done;
+	used += add * (uint64_t)s->frames.record;
+	if (used > limit)
+		return drape_error_setf(err, DRAPE_ELIMIT,
+					"session %u: frames on disk of user %s would be %llu bytes, over the limit "
+					"max_disk_per_user = %llu",
+					(unsigned)s->id, s->owner[0] ? s->owner : "-", (unsigned long long)used,
+					(unsigned long long)limit);
+	return DRAPE_OK;
+}
+
 static void srv_limits(const srv_config *c, proto_limits *l)
 {
 	memset(l, 0, sizeof *l);
@@ -84,7 +134,7 @@ static void srv_op_hello(srv_server *srv, const proto_request *req, proto_reply 
 		h->stream_urls = (const char *const *)srv->cfg->stream;
 		h->stream_url_count = (uint32_t)srv->cfg->stream_count;
 	}
-	h->auth_required = srv->cfg->auth_token != NULL;
+	h->auth_required = srv->cfg->auth_token != NULL || srv->cfg->users != NULL;
 	srv_limits(srv->cfg, &h->limits);
 }
 
@@ -155,6 +205,7 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 	drape_error_clear(&err);
 	memset(&req, 0, sizeof req);
 	srv->counters.requests++;
+	srv->req_user = NULL;
 
 	drape_err rc = proto_request_decode(buf, len, cfg->max_message, &req, &head, &err);
 	if (rc != DRAPE_OK) {
@@ -199,9 +250,21 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 	srv_session *s = NULL;
 	proto_reply_init(&rep, req.op, req.id);
 
-	if (req.op != PROTO_OP_HELLO && !srv_auth_ok(cfg, &req)) {
+	/* Who asks: under --users-file the user whose token "auth" carries;
+	 * hello is answered without. */
+	srv->req_user = cfg->users != NULL ? srv_users_auth(cfg->users, req.auth, req.auth_len) : NULL;
+	/* Only a create records where it came from (owner.h). */
+	if (req.op == PROTO_OP_SESSION_CREATE)
+		srv_control_pipe_host(pipe_id, srv->req_host, sizeof srv->req_host);
+	if (req.op != PROTO_OP_HELLO &&
+	    (cfg->users != NULL ? srv->req_user == NULL : !srv_auth_ok(cfg, &req))) {
 		/* Which of the two it was is not said (PROTOCOL.md section 9). */
 		rc = drape_error_setf(&err, DRAPE_EPERM, "auth: missing or wrong");
+		goto reply;
+	}
+	if (req.op == PROTO_OP_SESSION_LIST && req.u.list.all &&
+	    (srv->req_user == NULL ? cfg->users != NULL : srv->req_user->role != SRV_ROLE_ADMIN)) {
+		rc = drape_error_setf(&err, DRAPE_EPERM, "all: only an admin may list every user's sessions");
 		goto reply;
 	}
 	if (srv->stopping && (req.op == PROTO_OP_SESSION_CREATE || req.op == PROTO_OP_SESSION_RUN ||
@@ -217,7 +280,10 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 					      (unsigned)req.session);
 			goto reply;
 		}
-		if (proto_op_needs_token(req.op) && (!req.has_token || !srv_session_token_ok(s, req.token))) {
+		if (cfg->users != NULL) {
+			if ((rc = srv_user_may(srv, s, &req, &err)) != DRAPE_OK)
+				goto reply;
+		} else if (proto_op_needs_token(req.op) && (!req.has_token || !srv_session_token_ok(s, req.token))) {
 			rc = drape_error_setf(&err, DRAPE_EPERM, "session %u: owner token %s", (unsigned)req.session,
 					      req.has_token ? "does not match" : "is missing");
 			goto reply;
@@ -225,7 +291,7 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 		s->last_active_ms = now;
 		/* Only the owner holds the token: its request says which
 		 * connection the session belongs to now (orphans, session.h). */
-		if (proto_op_needs_token(req.op))
+		if (proto_op_needs_token(req.op) && (srv->req_user == NULL || strcmp(s->owner, srv->req_user->name) == 0))
 			srv_session_adopt(srv, s, pipe_id);
 	}
 
@@ -262,6 +328,8 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 		rc = DRAPE_OK;
 		if (s->state != PROTO_STATE_RUNNING && s->state != PROTO_STATE_QUEUED)
 			rc = srv_budget_check(srv, proto_op_name(req.op), srv_budget_run_bytes(s), &err);
+		if (rc == DRAPE_OK && s->state != PROTO_STATE_RUNNING && s->state != PROTO_STATE_QUEUED)
+			rc = srv_user_disk_check(srv, s, req.op == PROTO_OP_SESSION_RUN ? req.u.run.frames : 0, &err);
 		if (rc == DRAPE_OK)
 			rc = req.op == PROTO_OP_SESSION_RUN ? srv_op_run(srv, s, &req, &rep, &err)
 							    : srv_op_resume(srv, s, &rep, &err);
@@ -273,7 +341,7 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 		rc = srv_op_status(srv, s, &rep, &err);
 		break;
 	case PROTO_OP_SESSION_LIST:
-		rc = srv_op_list(srv, &rep, &list, &err);
+		rc = srv_op_list(srv, req.u.list.all, &rep, &list, &err);
 		break;
 	case PROTO_OP_SESSION_DELETE:
 		rc = srv_op_delete(srv, s, &rep, &err);

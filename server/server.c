@@ -18,6 +18,7 @@
 #include "server/fieldcache.h"
 #include "server/control.h"
 #include "server/log.h"
+#include "server/resume.h"
 #include "server/stream.h"
 #include "server/waiters.h"
 
@@ -217,6 +218,13 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 	uv_signal_start(&s->sigint, srv_on_signal, SIGINT);
 	/* A client that vanishes mid-reply must not kill the daemon. */
 	signal(SIGPIPE, SIG_IGN);
+	if (cfg->users != NULL)
+		srv_info("users file %s: %zu users", cfg->users->path, cfg->users->count);
+	/* Runs a stop cut short go on (resume.h), now that every handle they
+	 * need is open. */
+	const size_t resumed = srv_resume_interrupted(s);
+	if (resumed > 0)
+		srv_info("%zu interrupted runs resumed", resumed);
 	srv_info("%s ready: %u solver threads, pool of %u, idle timeout %llu s, max message %llu bytes, "
 		 "memory budget %llu bytes, %llu connections (%llu per peer)",
 		 s->build, (unsigned)cfg->threads, (unsigned)cfg->pool_threads, (unsigned long long)cfg->idle_timeout_s,

@@ -16,6 +16,7 @@
 #include "server/config.h"
 #include "server/replay.h"
 #include "server/session.h"
+#include "server/users.h"
 
 struct srv_control;
 struct srv_stream;
@@ -75,6 +76,10 @@ typedef struct srv_server {
 	 * 1). srv_sched_kick hands it to a frame that solves alone. */
 	drape_pool *pool;
 	char sessions_dir[4096];
+	/* The request being handled (loop thread, set by srv_request_handle):
+	 * its user (NULL without --users-file) and the peer it came from. */
+	const struct srv_user *req_user;
+	char req_host[64];
 } srv_server;
 
 /* Sets up everything from a finished config; returns an SRV_EXIT_* code. */
@@ -152,7 +157,10 @@ drape_err srv_create_finish(srv_server *srv, srv_session *s, const void *raw, si
 drape_err srv_op_update(srv_server *srv, srv_session *s, const proto_request *req, proto_reply *rep,
 			drape_error *err);
 drape_err srv_op_status(srv_server *srv, srv_session *s, proto_reply *rep, drape_error *err);
-drape_err srv_op_list(srv_server *srv, proto_reply *rep, proto_session_info **scratch, drape_error *err);
+/* all: an admin asks for every user's sessions (request.c checks the role). */
+drape_err srv_op_list(srv_server *srv, bool all, proto_reply *rep, proto_session_info **scratch, drape_error *err);
+/* Bytes of retained frames s holds in its frames.bin. */
+uint64_t srv_session_disk_bytes(const srv_session *s);
 drape_err srv_op_delete(srv_server *srv, srv_session *s, proto_reply *rep, drape_error *err);
 drape_err srv_op_frames_get(srv_server *srv, srv_session *s, const proto_request *req, proto_reply *rep,
 			    proto_frame **frames_out, float **buf_out, drape_error *err);

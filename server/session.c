@@ -10,11 +10,13 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "server/checkpoint.h"
 #include "server/control.h"
 #include "server/jobs.h"
 #include "server/log.h"
+#include "server/owner.h"
 #include "server/server.h"
 #include "server/stream.h"
 #include "server/waiters.h"
@@ -71,6 +73,19 @@ size_t srv_sessions_count_client(const srv_sessions *t, uint64_t client)
 	for (size_t i = 0; i < t->count; i++)
 		if (t->items[i]->client == client && !t->items[i]->deleted)
 			n++;
+	return n;
+}
+
+size_t srv_sessions_count_owner(const srv_sessions *t, const char *owner, uint64_t *vertices)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < t->count; i++) {
+		const srv_session *s = t->items[i];
+		if (s->deleted || strcmp(s->owner, owner) != 0)
+			continue;
+		n++;
+		*vertices += s->vertices;
+	}
 	return n;
 }
 
@@ -250,6 +265,31 @@ nomem:
 	return NULL;
 }
 
+/* The per-owner limits: with --users-file per user, over every connection
+ * and process of theirs (creates still being built included); without,
+ * per client id as before. */
+static drape_err srv_create_admit_owner(srv_server *srv, const proto_create_req *c, uint64_t client,
+					drape_error *err)
+{
+	const srv_config *cfg = srv->cfg;
+	if (srv->req_user == NULL)
+		return srv_check_limit(srv_sessions_count_client(&srv->sessions, client) + 1,
+				       cfg->max_sessions_per_client, "session.create: sessions of this client",
+				       "max_sessions_per_client", err);
+	const char *who = srv->req_user->name;
+	uint64_t vertices = 0;
+	size_t n = srv_sessions_count_owner(&srv->sessions, who, &vertices);
+	n += srv_jobs_creating_owner(srv, who, &vertices);
+	char what[96];
+	snprintf(what, sizeof what, "session.create: sessions of user %s", who);
+	drape_err rc = srv_check_limit(n + 1, cfg->max_sessions_per_user, what, "max_sessions_per_user", err);
+	if (rc != DRAPE_OK)
+		return rc;
+	snprintf(what, sizeof what, "session.create: vertices of user %s's sessions", who);
+	return srv_check_limit(vertices + c->mesh.vertex_count, cfg->max_vertices_per_user, what,
+			       "max_vertices_per_user", err);
+}
+
 drape_err srv_create_admit(srv_server *srv, const proto_request *req, drape_sim_params *p, uint32_t *id,
 			   drape_error *err)
 {
@@ -265,9 +305,7 @@ drape_err srv_create_admit(srv_server *srv, const proto_request *req, drape_sim_
 				  "max_triangles", err)) != DRAPE_OK ||
 	    (rc = srv_check_limit(srv->sessions.count + srv->creating + 1, cfg->max_sessions,
 				  "session.create: sessions", "max_sessions", err)) != DRAPE_OK ||
-	    (rc = srv_check_limit(srv_sessions_count_client(&srv->sessions, client) + 1,
-				  cfg->max_sessions_per_client, "session.create: sessions of this client",
-				  "max_sessions_per_client", err)) != DRAPE_OK ||
+	    (rc = srv_create_admit_owner(srv, c, client, err)) != DRAPE_OK ||
 	    (rc = srv_check_limit(srv_session_estimate(c->mesh.vertex_count, c->mesh.triangle_count,
 						       cfg->frames_in_memory),
 				  cfg->max_session_memory, "session.create: estimated memory (bytes)",
@@ -319,7 +357,9 @@ drape_err srv_create_finish(srv_server *srv, srv_session *s, const void *raw, si
 	 * told about survives a crash; when the state dir refuses them the
 	 * create fails with EIO and leaves nothing behind (PROTOCOL.md). */
 	drape_error e;
-	if (srv_ckpt_save_session(srv, s, raw, raw_len, &e) != DRAPE_OK) {
+	s->created_unix = (uint64_t)time(NULL);
+	if (srv_ckpt_save_session(srv, s, raw, raw_len, &e) != DRAPE_OK ||
+	    srv_owner_save(s, &e) != DRAPE_OK) {
 		drape_error_setf(err, DRAPE_EIO, "session.create: %s", e.message);
 		srv_warn("session %u not created: %s", (unsigned)s->id, err->message);
 		srv_sessions_remove(&srv->sessions, s);
@@ -337,10 +377,11 @@ drape_err srv_create_finish(srv_server *srv, srv_session *s, const void *raw, si
 	memcpy(rep->u.create.token, s->token, PROTO_TOKEN_SIZE);
 	rep->u.create.topology = s->topology;
 	rep->u.create.intersections = s->intersections;
-	srv_info("session %u created: %u vertices, %u triangles, %u pins, %llu intersecting pairs%s%s",
+	srv_info("session %u created: %u vertices, %u triangles, %u pins, %llu intersecting pairs%s%s, user %s, from %s",
 		 (unsigned)s->id, (unsigned)s->vertices, (unsigned)s->triangles,
 		 (unsigned)s->topology.pinned_vertices, (unsigned long long)s->intersections,
-		 s->name ? ", name " : "", s->name ? s->name : "");
+		 s->name ? ", name " : "", s->name ? s->name : "", s->owner[0] ? s->owner : "-",
+		 s->host[0] ? s->host : "-");
 	return DRAPE_OK;
 }
 
@@ -450,7 +491,26 @@ drape_err srv_op_status(srv_server *srv, srv_session *s, proto_reply *rep, drape
 	return DRAPE_OK;
 }
 
-drape_err srv_op_list(srv_server *srv, proto_reply *rep, proto_session_info **scratch, drape_error *err)
+/* Under --users-file a user sees their own sessions; an admin too, or
+ * every user's with `all`. */
+static bool srv_list_shows(const srv_server *srv, const srv_session *s, bool all)
+{
+	const srv_user *u = srv->req_user;
+	if (srv->cfg->users == NULL)
+		return true;
+	if (u != NULL && u->role == SRV_ROLE_ADMIN && all)
+		return true;
+	return u != NULL && strcmp(s->owner, u->name) == 0;
+}
+
+uint64_t srv_session_disk_bytes(const srv_session *s)
+{
+	if (s->frames.fd < 0 || s->frames.newest == 0)
+		return 0;
+	return (uint64_t)s->frames.newest * s->frames.record;
+}
+
+drape_err srv_op_list(srv_server *srv, bool all, proto_reply *rep, proto_session_info **scratch, drape_error *err)
 {
 	const size_t n = srv->sessions.count;
 	proto_session_info *info = calloc(n ? n : 1, sizeof *info);
@@ -459,9 +519,15 @@ drape_err srv_op_list(srv_server *srv, proto_reply *rep, proto_session_info **sc
 	uint32_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		const srv_session *s = srv->sessions.items[i];
-		if (s->deleted)
+		if (s->deleted || !srv_list_shows(srv, s, all))
 			continue;
 		info[k].id = s->id;
+		info[k].owner = s->owner[0] ? s->owner : NULL;
+		info[k].host = s->host[0] ? s->host : NULL;
+		info[k].created = s->created_unix;
+		info[k].frames_target = s->target;
+		info[k].memory = s->memory + srv_frames_memory(&s->frames);
+		info[k].disk = srv_session_disk_bytes(s);
 		info[k].name = s->name;
 		info[k].state = s->state;
 		info[k].frames_done = s->frames_done;

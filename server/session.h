@@ -86,6 +86,14 @@ typedef struct srv_session {
 	bool ckpt_failed;      /* the last checkpoint failed: state.bin is older */
 	bool ops_lost;         /* a collider op is missing from ops.bin */
 
+	/* Who owns it (issue 20): the user that created it ("" without
+	 * --users-file), the peer it was created from, and when (Unix
+	 * seconds); kept in sessions/<id>/owner (owner.h). */
+	char owner[33];
+	char host[64];
+	uint64_t created_unix;
+	bool interrupted;      /* reloaded from a run the daemon's stop cut short (resume.h) */
+
 	/* Worker: the frame being solved. */
 	uv_work_t work;
 	struct srv_server *server;
@@ -130,6 +138,8 @@ srv_session *srv_sessions_find(const srv_sessions *t, uint32_t id);
 /* Removes s from the table (does not free it). */
 void srv_sessions_remove(srv_sessions *t, srv_session *s);
 size_t srv_sessions_count_client(const srv_sessions *t, uint64_t client);
+/* Sessions of user `owner`, and the vertices they hold together. */
+size_t srv_sessions_count_owner(const srv_sessions *t, const char *owner, uint64_t *vertices);
 
 /*
  * Builds a session from create-request inputs and merged parameters: the

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "client/scene.h"
 
@@ -143,9 +144,44 @@ int cli_cmd_status(int argc, char **argv)
 	return CLI_OK;
 }
 
+/* "3.2 GiB", "12 KiB", "512 B". */
+static void human_bytes(uint64_t b, char *out, size_t n)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)b;
+	int u = 0;
+	while (v >= 1024.0 && u < 4) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(out, n, "%llu B", (unsigned long long)b);
+	else
+		snprintf(out, n, "%.1f %s", v, unit[u]);
+}
+
+/* "45s", "12m", "3h", "2d" since created (Unix seconds); "-" if unknown. */
+static void human_age(uint64_t created, char *out, size_t n)
+{
+	const time_t now = time(NULL);
+	if (created == 0 || (uint64_t)now < created) {
+		snprintf(out, n, "-");
+		return;
+	}
+	const uint64_t a = (uint64_t)now - created;
+	if (a < 120)
+		snprintf(out, n, "%llus", (unsigned long long)a);
+	else if (a < 7200)
+		snprintf(out, n, "%llum", (unsigned long long)(a / 60));
+	else if (a < 172800)
+		snprintf(out, n, "%lluh", (unsigned long long)(a / 3600));
+	else
+		snprintf(out, n, "%llud", (unsigned long long)(a / 86400));
+}
+
 int cli_cmd_sessions(int argc, char **argv)
 {
-	static const char *const allowed[] = {"--server", "--token-file", "--json", "--timeout",
+	static const char *const allowed[] = {"--server", "--token-file", "--json", "--timeout", "--all",
 					      NULL};
 	cli_opts o;
 	if (!cli_parse(argc, argv, 2, allowed, 0, "sessions", &o))
@@ -161,22 +197,38 @@ int cli_cmd_sessions(int argc, char **argv)
 		return cli_fail("connect", rc, &err);
 	drape_session_entry *e = NULL;
 	uint32_t n = 0;
-	rc = drape_session_list(c, &e, &n, &err);
+	rc = drape_session_list_all(c, o.all, &e, &n, &err);
 	drape_close(c);
 	if (rc != DRAPE_OK)
 		return cli_fail("session.list", rc, &err);
 	if (!o.json)
-		printf("%-8s %-10s %8s %9s  %s\n", "ID", "STATE", "FRAMES", "VERTICES", "NAME");
+		printf("%-6s %-12s %-16s %5s %-10s %13s %10s %10s  %s\n", "ID", "OWNER", "HOST", "AGE", "STATE",
+		       "PROGRESS", "MEMORY", "DISK", "NAME");
 	for (uint32_t i = 0; i < n; i++) {
 		if (o.json) {
 			printf("{\"session\":%u,\"name\":", (unsigned)e[i].id);
 			cli_json_str(stdout, e[i].name);
-			printf(",\"state\":\"%s\",\"frames_done\":%u,\"vertices\":%u}\n",
-			       drape_state_name(e[i].state), (unsigned)e[i].frames_done,
-			       (unsigned)e[i].vertices);
-		} else
-			printf("%-8u %-10s %8u %9u  %s\n", (unsigned)e[i].id, drape_state_name(e[i].state),
-			       (unsigned)e[i].frames_done, (unsigned)e[i].vertices, e[i].name);
+			printf(",\"state\":\"%s\",\"frames_done\":%u,\"vertices\":%u,\"owner\":",
+			       drape_state_name(e[i].state), (unsigned)e[i].frames_done, (unsigned)e[i].vertices);
+			cli_json_str(stdout, e[i].owner);
+			printf(",\"host\":");
+			cli_json_str(stdout, e[i].host);
+			printf(",\"created\":%llu,\"frames_target\":%u,\"memory\":%llu,\"disk\":%llu}\n",
+			       (unsigned long long)e[i].created, (unsigned)e[i].frames_target,
+			       (unsigned long long)e[i].memory, (unsigned long long)e[i].disk);
+			continue;
+		}
+		char age[32], mem[32], disk[32], prog[32];
+		human_age(e[i].created, age, sizeof age);
+		human_bytes(e[i].memory, mem, sizeof mem);
+		human_bytes(e[i].disk, disk, sizeof disk);
+		if (e[i].frames_target > 0)
+			snprintf(prog, sizeof prog, "%u/%u", (unsigned)e[i].frames_done, (unsigned)e[i].frames_target);
+		else
+			snprintf(prog, sizeof prog, "%u", (unsigned)e[i].frames_done);
+		printf("%-6u %-12s %-16s %5s %-10s %13s %10s %10s  %s\n", (unsigned)e[i].id,
+		       e[i].owner[0] ? e[i].owner : "-", e[i].host[0] ? e[i].host : "-", age,
+		       drape_state_name(e[i].state), prog, mem, disk, e[i].name);
 	}
 	free(e);
 	return CLI_OK;

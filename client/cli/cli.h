@@ -48,6 +48,7 @@ typedef struct cli_opts {
 	bool local;              /* --local: run the solver in this process */
 	bool quiet;              /* --quiet: no progress bar or summary line */
 	bool help;               /* --help */
+	bool all;                /* --all (sessions: every user's, for admins) */
 	const char *args[4];     /* positional arguments after the command */
 	int nargs;
 	const char *tls_ca;      /* --tls-ca F: CA that signed the server's certificate ($DRAPE_TLS_CA) */
@@ -119,6 +120,7 @@ int cli_cmd_delete(int argc, char **argv);
 int cli_cmd_check(int argc, char **argv);
 int cli_cmd_resume(int argc, char **argv);
 int cli_cmd_loadtest(int argc, char **argv);
+int cli_cmd_admin(int argc, char **argv);
 
 /* Usage text of a command (NULL = the overview) to stdout or stderr. */
 void cli_usage(const char *cmd, bool to_stderr);

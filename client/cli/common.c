@@ -103,7 +103,7 @@ bool cli_parse(int argc, char **argv, int first, const char *const *allowed, int
 			return false;
 		}
 		bool flag = strcmp(name, "--json") == 0 || strcmp(name, "--local") == 0 ||
-			    strcmp(name, "--quiet") == 0;
+			    strcmp(name, "--quiet") == 0 || strcmp(name, "--all") == 0;
 		if (flag) {
 			if (eq != NULL) {
 				fprintf(stderr, "drape %s: %s takes no value\n", cmd, name);
@@ -124,6 +124,8 @@ bool cli_parse(int argc, char **argv, int first, const char *const *allowed, int
 			o->local = true;
 		} else if (strcmp(name, "--quiet") == 0) {
 			o->quiet = true;
+		} else if (strcmp(name, "--all") == 0) {
+			o->all = true;
 		} else if (strcmp(name, "--server") == 0) {
 			o->server = val;
 		} else if (strcmp(name, "--token-file") == 0) {

@@ -18,7 +18,8 @@ static const char overview[] =
 	"  attach ID           write the frames of an existing session, and the rest as they come\n"
 	"  resume ID           continue a run a daemon restart interrupted (needs its owner token)\n"
 	"  status [ID]         show a session, or the server without ID\n"
-	"  sessions            list the server's sessions\n"
+	"  sessions            list the server's sessions: owner, host, age, progress, memory, disk\n"
+	"  admin hash-token    write a line of draped's --users-file\n"
 	"  cancel ID           stop a session's run (needs its owner token)\n"
 	"  delete ID           delete a session and its frames (needs its owner token)\n"
 	"  check SCENE.json    report the cloth's topology and intersecting triangles\n"
@@ -128,10 +129,21 @@ static const struct {
 	 "build, stream URL, sessions, memory and counters.\n",
 	 cli_cmd_status},
 	{"sessions",
-	 "usage: drape sessions [--server URL] [--json] [--token-file F]\n"
+	 "usage: drape sessions [--server URL] [--all] [--json] [--token-file F]\n"
 	 "\n"
-	 "Lists every session: id, state, frames solved, vertices, name.\n",
+	 "Lists sessions: id, owner, host, age, state, progress (done/target), memory,\n"
+	 "disk, name. Against a draped with --users-file, your own sessions; --all\n"
+	 "(admins only) every user's.\n",
 	 cli_cmd_sessions},
+	{"admin",
+	 "usage: drape admin hash-token NAME ROLE [--token-file F]\n"
+	 "\n"
+	 "Writes a line of draped's --users-file on stdout: NAME, ROLE (user or admin)\n"
+	 "and the salted SHA-256 of the user's token. With --token-file F the token is\n"
+	 "read from F, or, when F does not exist, a new random one is written there\n"
+	 "(mode 0600); without it a new token is printed on stderr. The user passes the\n"
+	 "token as the auth token (drape --token-file, DRAPE_TOKEN).\n",
+	 cli_cmd_admin},
 	{"cancel",
 	 "usage: drape cancel ID [--server URL] [--owner-token HEX] [--token-file F]\n"
 	 "\n"

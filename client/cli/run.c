@@ -239,9 +239,14 @@ static int load_scene(const char *path, drape_scene *scene)
  * code that ended it. embed_pid (> 0) is checked while waiting so a crashed
  * embedded server is reported at once.
  */
+/* How long a client waits for a server that stopped answering (a
+ * restart), as libdrape's default reconnect_timeout_ms. */
+#define CLI_RECONNECT_MS 120000.0
+
 static int receive(drape_client *c, drape_session s, sink *k, pid_t embed_pid, bool accept_cancel)
 {
 	double last = cli_now_ms();
+	bool lost = false;
 	for (;;) {
 		if (cli_interrupted)
 			return CLI_INTERRUPTED;
@@ -254,6 +259,7 @@ static int receive(drape_client *c, drape_session s, sink *k, pid_t embed_pid, b
 			if (x != 0)
 				return x;
 			last = cli_now_ms();
+			lost = false;
 			continue;
 		}
 		if (rc == DRAPE_ECLOSED)
@@ -283,12 +289,24 @@ static int receive(drape_client *c, drape_session s, sink *k, pid_t embed_pid, b
 			if (cli_now_ms() - last > 2000) {
 				drape_status st;
 				drape_err r2 = drape_session_status(c, s, &st, &err);
+				/* A daemon restarting (crash, upgrade) is waited for,
+				 * as libdrape does (reconnect_timeout_ms): the run
+				 * resumes by itself and no frame is lost. */
+				if ((r2 == DRAPE_ETIMEDOUT || r2 == DRAPE_EUNAVAILABLE) &&
+				    cli_now_ms() - last < CLI_RECONNECT_MS) {
+					if (!lost)
+						fprintf(stderr, "%sdrape: the server does not answer; waiting for it "
+								"to come back\n", k->progress ? "\n" : "");
+					lost = true;
+					continue;
+				}
 				if (r2 != DRAPE_OK) {
 					if (k->progress)
 						fputc('\n', stderr);
 					return cli_fail("waiting for frames", r2, &err);
 				}
 				last = cli_now_ms();
+				lost = false;
 			}
 			continue;
 		}
@@ -694,6 +712,21 @@ int cli_cmd_resume(int argc, char **argv)
 	}
 	drape_run_info info;
 	rc = drape_session_resume(c, s, &info, &err);
+	if (rc == DRAPE_ESTATE) {
+		/* A restarted draped resumes interrupted runs by itself
+		 * (--resume-interrupted): one already going is followed like
+		 * one resumed here. */
+		drape_status now;
+		drape_error e2;
+		if (drape_session_status(c, s, &now, &e2) == DRAPE_OK &&
+		    (now.state == DRAPE_STATE_RUNNING || now.state == DRAPE_STATE_QUEUED)) {
+			info.state = now.state;
+			info.frames_done = now.frames_done;
+			info.frames_target = now.frames_target;
+			info.queue_position = now.queue_position;
+			rc = DRAPE_OK;
+		}
+	}
 	if (rc != DRAPE_OK) {
 		x = cli_fail("session.resume", rc, &err);
 		if (rc == DRAPE_EPERM && !have_token)

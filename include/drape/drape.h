@@ -116,6 +116,15 @@ typedef struct drape_client_opts {
 	 * million-vertex mesh takes far longer to create than a status takes
 	 * to answer, so these get their own bound. */
 	int32_t build_timeout_ms;
+	/* How long drape_next_frame (and drape_frames_each) keep following a
+	 * session while the server does not answer, as across a daemon
+	 * restart, milliseconds; default 120000 (0 in a zeroed struct gives
+	 * the default), negative = give up at the first failure. Meanwhile
+	 * the client reconnects with back-off (50 ms growing to 1 s), says
+	 * hello again once the server is back, and continues from the frame
+	 * after the last one it returned; frames solved meanwhile are fetched
+	 * from the server's retained frames, so none is lost. */
+	int32_t reconnect_timeout_ms;
 } drape_client_opts;
 
 /* Fills *opts with the defaults above. Thread-safe. */
@@ -332,12 +341,24 @@ typedef struct drape_session_entry {
 	drape_state state;
 	uint32_t frames_done;
 	uint32_t vertices;
+	/* Who and how much (empty / 0 from a server that does not say). */
+	char owner[DRAPE_NAME_MAX + 1]; /* the user that created it (draped --users-file) */
+	char host[DRAPE_NAME_MAX + 1];  /* the peer it was created from */
+	uint64_t created;               /* Unix seconds */
+	uint32_t frames_target;         /* the run's target, 0 = until canceled or none */
+	uint64_t memory;                /* bytes it holds in memory */
+	uint64_t disk;                  /* bytes of its retained frames on disk */
 } drape_session_entry;
 
 /* Lists the server's sessions. On success the caller owns *out (count
  * entries; NULL when count is 0) and frees it with free(). */
 drape_err drape_session_list(drape_client *c, drape_session_entry **out, uint32_t *count,
 			     drape_error *err);
+/* As drape_session_list; with all true, every user's sessions, which only
+ * an admin of a draped with --users-file may ask for (DRAPE_EPERM
+ * otherwise). Without all, a user sees only their own sessions. */
+drape_err drape_session_list_all(drape_client *c, bool all, drape_session_entry **out, uint32_t *count,
+				 drape_error *err);
 
 typedef struct drape_server_stats {
 	uint64_t sessions, queued, running;

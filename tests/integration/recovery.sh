@@ -53,7 +53,10 @@ finish() { echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit $?; 
 
 # start_daemon LOG: draped on $URL with $STATE; returns 1 if it never answered.
 start_daemon() {
-	"$DRAPED" --listen "$URL" --state-dir "$STATE" --checkpoint-every 5 --threads 1 >>"$1" 2>&1 &
+	# --no-resume-interrupted: this test resumes by hand with `drape resume`
+	# (the automatic resume is tested by test_restart).
+	"$DRAPED" --listen "$URL" --state-dir "$STATE" --checkpoint-every 5 --threads 1 --no-resume-interrupted \
+		>>"$1" 2>&1 &
 	daemon_pid=$!
 	i=0
 	while [ $i -lt 200 ] && kill -0 "$daemon_pid" 2>/dev/null; do

@@ -54,8 +54,9 @@ static bool daemon_spawn(void)
 	char state[300], log[300];
 	snprintf(state, sizeof state, "%s/state", tmp_dir);
 	snprintf(log, sizeof log, "%s/draped.log", tmp_dir);
+	/* --no-resume-interrupted: the restart test resumes by hand. */
 	const char *argv[] = {draped_path, "--listen", url, "--state-dir", state, "--max-message", MAX_MESSAGE,
-			      "--checkpoint-every", "1", "--threads", "1", NULL};
+			      "--checkpoint-every", "1", "--threads", "1", "--no-resume-interrupted", NULL};
 	pid_t pid = itest_exec_child(argv, log, false);
 	if (pid < 0)
 		return false;

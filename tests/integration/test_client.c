@@ -65,7 +65,10 @@ static bool daemon_spawn(itest_daemon *d, const char *opt, const char *val)
 	snprintf(state, sizeof state, "%s/state", d->dir);
 	snprintf(log, sizeof log, "%s/draped.log", d->dir);
 	/* With no extra option, opt (NULL) ends the list. */
-	const char *argv[] = {draped_path, "--listen", d->url, "--state-dir", state, opt, val, NULL};
+	/* --no-resume-interrupted: the crash test resumes by hand (the
+	 * automatic resume is test_restart's). */
+	const char *argv[] = {draped_path, "--listen", d->url, "--state-dir", state, opt, val, "--no-resume-interrupted",
+			      NULL};
 	pid_t pid = itest_exec_child(argv, log, false);
 	if (pid < 0)
 		return false;

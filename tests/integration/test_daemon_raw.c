@@ -1190,8 +1190,9 @@ static void test_crash_recovery(void)
 	snprintf(url, sizeof url, "ipc://%s/crash", tmpdir);
 	snprintf(logp, sizeof logp, "%s/crash.log", tmpdir);
 	snprintf(state, sizeof state, "%s/state-crash", tmpdir);
+	/* --no-resume-interrupted: this test resumes by hand. */
 	const char *args[] = { "--listen", url, "--state-dir", state, "--checkpoint-every", "4", "--threads", "1",
-			       NULL };
+			       "--no-resume-interrupted", NULL };
 	pid_t pid = itest_spawn(logp, args);
 	CHECK(pid > 0);
 	CHECK(wait_ready(url, 5000) == 0);

@@ -123,6 +123,15 @@ static void test_request_roundtrip_hello_and_bodyless(void)
 		       "op %s", proto_op_name(bodyless[i]));
 		proto_request_free(&d);
 	}
+	/* session.list's optional "all" (issue 20): false unless sent. */
+	r = base_request(PROTO_OP_SESSION_LIST);
+	CHECK_OK(request_roundtrip(&r, &d, &err));
+	CHECK(!d.u.list.all);
+	proto_request_free(&d);
+	r.u.list.all = true;
+	CHECK_OK(request_roundtrip(&r, &d, &err));
+	CHECK(d.u.list.all);
+	proto_request_free(&d);
 }
 
 static void test_request_roundtrip_create(void)
@@ -534,9 +543,10 @@ static void test_reply_roundtrip_status_list_stats(void)
 	proto_reply_free(&d);
 
 	proto_session_info infos[3] = {
-		{ 1, "a", PROTO_STATE_IDLE, 0, 9 },
-		{ 2, NULL, PROTO_STATE_RUNNING, 5, 4096 },
-		{ 3, "c", PROTO_STATE_DONE, 48, 100 },
+		{ 1, "a", PROTO_STATE_IDLE, 0, 9, NULL, NULL, 0, 0, 0, 0 },
+		{ 2, NULL, PROTO_STATE_RUNNING, 5, 4096, "ana", "127.0.0.1", 1764000000ull, 60, 1ull << 33,
+		  (1ull << 32) + 7 },
+		{ 3, "c", PROTO_STATE_DONE, 48, 100, NULL, NULL, 0, 0, 0, 0 },
 	};
 	proto_reply_init(&r, PROTO_OP_SESSION_LIST, 6);
 	r.u.list.sessions = infos;
@@ -547,6 +557,13 @@ static void test_reply_roundtrip_status_list_stats(void)
 	      d.u.list.sessions[1].state == PROTO_STATE_RUNNING &&
 	      d.u.list.sessions[1].frames_done == 5 && d.u.list.sessions[1].vertices == 4096);
 	CHECK(strcmp(d.u.list.sessions[2].name, "c") == 0);
+	/* The owner fields (issue 20) round-trip, 64-bit sizes intact; absent
+	 * ones decode as NULL / 0. */
+	CHECK(strcmp(d.u.list.sessions[1].owner, "ana") == 0 && strcmp(d.u.list.sessions[1].host, "127.0.0.1") == 0 &&
+	      d.u.list.sessions[1].created == 1764000000ull && d.u.list.sessions[1].frames_target == 60 &&
+	      d.u.list.sessions[1].memory == 1ull << 33 && d.u.list.sessions[1].disk == (1ull << 32) + 7);
+	CHECK(d.u.list.sessions[0].owner == NULL && d.u.list.sessions[0].host == NULL &&
+	      d.u.list.sessions[0].created == 0);
 	proto_reply_free(&d);
 
 	proto_reply_init(&r, PROTO_OP_SESSION_LIST, 6);

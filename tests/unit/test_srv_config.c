@@ -205,6 +205,56 @@ static void test_orphan_timeout_option(void)
 	srv_config_free(&c);
 }
 
+/* Issue 20's options: interrupted runs resume unless told not to; a users
+ * file is loaded by finish, refused with --auth-token-file, and a bad one
+ * stops the start naming its line. */
+static void test_users_and_resume_options(void)
+{
+	srv_config c;
+	char msg[512];
+	const char *a0[] = { "draped", NULL };
+	CHECK(parse(&c, msg, 1, a0) == SRV_CONFIG_OK && srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
+	CHECK(c.resume_interrupted && c.users == NULL && c.max_sessions_per_user == 32);
+	srv_config_free(&c);
+	const char *a1[] = { "draped", "--no-resume-interrupted", NULL };
+	CHECK(parse(&c, msg, 2, a1) == SRV_CONFIG_OK && srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
+	CHECK(!c.resume_interrupted);
+	srv_config_free(&c);
+
+	char dir[] = "/tmp/drape-cfg-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char users[64], bad[64], tok[64];
+	snprintf(users, sizeof users, "%s/users", dir);
+	snprintf(bad, sizeof bad, "%s/bad", dir);
+	snprintf(tok, sizeof tok, "%s/tok", dir);
+	FILE *f = fopen(users, "w");
+	fprintf(f, "ana user sha256$00112233445566778899aabbccddeeff$"
+		   "e8ff5f102da8edb2f987a450a9c4550b8bf1da694e915bd8f199a0171fc1e372\n");
+	fclose(f);
+	f = fopen(bad, "w");
+	fprintf(f, "# ok\nana user\n");
+	fclose(f);
+	f = fopen(tok, "w");
+	fprintf(f, "secret\n");
+	fclose(f);
+	const char *a2[] = { "draped", "--users-file", users, "--max-sessions-per-user", "3", NULL };
+	CHECK(parse(&c, msg, 5, a2) == SRV_CONFIG_OK && srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_OK);
+	CHECK(c.users != NULL && c.max_sessions_per_user == 3);
+	srv_config_free(&c);
+	const char *a3[] = { "draped", "--users-file", users, "--auth-token-file", tok, NULL };
+	CHECK(parse(&c, msg, 5, a3) == SRV_CONFIG_OK && srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_USAGE);
+	CHECKF(strstr(msg, "--users-file") != NULL && strstr(msg, "--auth-token-file") != NULL, "%s", msg);
+	srv_config_free(&c);
+	const char *a4[] = { "draped", "--users-file", bad, NULL };
+	CHECK(parse(&c, msg, 3, a4) == SRV_CONFIG_OK && srv_config_finish(&c, msg, sizeof msg) == SRV_CONFIG_USAGE);
+	CHECKF(strstr(msg, "line 2") != NULL && strstr(msg, "expected 3 fields") != NULL, "%s", msg);
+	srv_config_free(&c);
+	unlink(users);
+	unlink(bad);
+	unlink(tok);
+	rmdir(dir);
+}
+
 /* An ipc mode wider than 0660 is worth a WARNING line; 0660 and narrower
  * are not, nor a mode that applies to no ipc:// socket. */
 static void test_ipc_mode_warning(void)
@@ -234,7 +284,7 @@ static void test_ipc_mode_warning(void)
 static const check_test tests[] = {
 	CHECK_TEST(test_defaults),	     CHECK_TEST(test_command_line),   CHECK_TEST(test_bad_values),
 	CHECK_TEST(test_json_and_precedence), CHECK_TEST(test_protected_mode), CHECK_TEST(test_protected_mode_resolves_hosts),
-	CHECK_TEST(test_orphan_timeout_option), CHECK_TEST(test_ipc_mode_warning),
+	CHECK_TEST(test_orphan_timeout_option), CHECK_TEST(test_ipc_mode_warning), CHECK_TEST(test_users_and_resume_options),
 };
 
 int main(int argc, char **argv)
