@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "drape/drape.h"
+#include "client/scene.h"
 
 /* Exit codes, from sysexits.h (named here so the table in the usage text
  * and the code agree). */
@@ -56,6 +57,8 @@ typedef struct cli_opts {
 	const char *tls_server_name; /* --tls-server-name NAME: name the server's certificate carries */
 	const char *state_dir;   /* --state-dir DIR (run): a resumable batch run's checkpoints */
 	bool server_from_env;    /* server came from $DRAPE_SERVER, not --server */
+	const char *sets[16];    /* --set KEY=VALUE (run): scene keys overridden, in order */
+	int nsets;
 } cli_opts;
 
 /* Set by the SIGINT/SIGTERM handler; long loops poll it. */
@@ -153,6 +156,15 @@ int cli_batch_open(const char *dir, cli_batch *b, bool *found);
 int cli_batch_save(const char *dir, const cli_batch *b);
 /* Releases the lock. */
 void cli_batch_close(cli_batch *b);
+
+/* Loads the scene at path with the --set overrides applied: each KEY is a
+ * dotted path into the scene's JSON object ("cloth.material",
+ * "wind.drag"), its VALUE JSON (a number, array, quoted string) or else a
+ * bare string. Relative file names stay relative to the scene's folder.
+ * Returns the drape_scene_load result; err names the --set at fault.
+ * (override.c) */
+drape_err cli_scene_load_set(const char *path, const char *const *sets, int nsets, drape_scene *out,
+			     drape_error *err);
 
 /* ---- Pools of servers (common.c, beside the owner-token cache) ---- */
 

@@ -145,6 +145,18 @@ bool cli_parse(int argc, char **argv, int first, const char *const *allowed, int
 				return false;
 			}
 			o->owner_token = val;
+		} else if (strcmp(name, "--set") == 0) {
+			const char *eqv = strchr(val, '=');
+			if (eqv == NULL || eqv == val) {
+				fprintf(stderr, "drape %s: --set: expected KEY=VALUE, got \"%s\"\n", cmd, val);
+				return false;
+			}
+			if (o->nsets >= (int)(sizeof o->sets / sizeof o->sets[0])) {
+				fprintf(stderr, "drape %s: --set: at most %d\n", cmd,
+					(int)(sizeof o->sets / sizeof o->sets[0]));
+				return false;
+			}
+			o->sets[o->nsets++] = val;
 		} else if (strcmp(name, "--state-dir") == 0) {
 			if (val[0] == '\0') {
 				fprintf(stderr, "drape %s: --state-dir: expected a folder, got \"\"\n", cmd);

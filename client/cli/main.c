@@ -23,6 +23,8 @@ static const char overview[] =
 	"  delete ID           delete a session and its frames (needs its owner token)\n"
 	"  check SCENE.json    report the cloth's topology and intersecting triangles\n"
 	"  loadtest            many concurrent clients run sessions: throughput, latency, errors\n"
+	"  submit SCENE...     a Slurm job array of resumable batch runs (scenes x wedges)\n"
+	"  farm status DIR     the state and frames of the tasks drape submit put in DIR\n"
 	"\n"
 	"common options:\n"
 	"  --server URL        control URL of draped (ipc://PATH, tcp://HOST:PORT);\n"
@@ -185,6 +187,31 @@ static const struct {
 	 "Without --server an embedded draped runs it, as for `drape run`. Exit 0 when\n"
 	 "every request succeeded and every frame arrived intact, 65 otherwise.\n",
 	 cli_cmd_loadtest},
+	{"submit",
+	 "usage: drape submit SCENE.json... --out DIR [--wedge KEY=V1,V2,...]... [--frames N]\n"
+	 "                    [--slurm \"sbatch options\"] [--dry-run]\n"
+	 "\n"
+	 "Submits a Slurm job array: one task per scene and combination of wedge values\n"
+	 "(the cartesian product of every --wedge), each a resumable `drape run\n"
+	 "--state-dir DIR/task_NNNN` with `--set KEY=VALUE` for its wedge values, so a\n"
+	 "requeue continues from the task's last checkpoint. Parameters go to\n"
+	 "DIR/task_NNNN/params.json and into the frames folder's name\n"
+	 "(DIR/task_NNNN/SCENE_KEY=VALUE.../frame_NNNN.obj). Prints the job id.\n"
+	 "\n"
+	 "  --wedge KEY=V1,V2  a dotted scene key (cloth.material, wind.drag) and its values\n"
+	 "                     (JSON, or bare words as strings); repeat for more keys\n"
+	 "  --frames N         frames per task (default: each scene's \"frames\")\n"
+	 "  --slurm \"OPTS\"     more sbatch options (--partition=..., --time=...)\n"
+	 "  --dry-run          print the job script instead of submitting it\n",
+	 cli_cmd_submit},
+	{"farm",
+	 "usage: drape farm status DIR [--json]\n"
+	 "\n"
+	 "Per task of a `drape submit --out DIR`: done, active or failed, Slurm's state\n"
+	 "(sacct, or squeue when the cluster keeps no accounting) and the frames written.\n"
+	 "Exit 0 when every task wrote all its frames, 75 while some are queued or\n"
+	 "running, 1 when one left the queue without them.\n",
+	 cli_cmd_farm},
 };
 
 void cli_usage(const char *cmd, bool to_stderr)

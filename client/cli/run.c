@@ -221,7 +221,7 @@ static uint32_t first_missing_frame(const char *dir, uint32_t last)
 }
 
 /* Loads the scene named by path; returns 0 or an exit code. */
-static int load_scene(const char *path, drape_scene *scene)
+static int load_scene(const char *path, const cli_opts *o, drape_scene *scene)
 {
 	struct stat sb;
 	if (stat(path, &sb) != 0) {
@@ -229,7 +229,7 @@ static int load_scene(const char *path, drape_scene *scene)
 		return CLI_NOINPUT;
 	}
 	drape_error err;
-	drape_err rc = drape_scene_load(path, NULL, scene, &err);
+	drape_err rc = cli_scene_load_set(path, o->sets, o->nsets, scene, &err);
 	if (rc != DRAPE_OK) {
 		fprintf(stderr, "drape: %s\n", err.message[0] ? err.message : drape_strerror(rc));
 		if (rc == DRAPE_ENOMEM)
@@ -519,7 +519,7 @@ int cli_cmd_run(int argc, char **argv)
 {
 	static const char *const allowed[] = {"--server", "--out",   "--frames",   "--json",
 					      "--token-file", "--local", "--quiet", "--timeout",
-					      "--material", "--state-dir", NULL};
+					      "--material", "--state-dir", "--set", NULL};
 	cli_opts o;
 	if (!cli_parse(argc, argv, 2, allowed, 1, "run", &o))
 		return CLI_USAGE;
@@ -543,7 +543,7 @@ int cli_cmd_run(int argc, char **argv)
 	}
 	const double t0 = cli_now_ms();
 	drape_scene sc;
-	int x = load_scene(o.args[0], &sc);
+	int x = load_scene(o.args[0], &o, &sc);
 	if (x != 0)
 		return x;
 	if (o.material != NULL && (x = override_material(&sc, o.material)) != 0) {
@@ -745,7 +745,7 @@ int cli_cmd_attach(int argc, char **argv)
 	drape_scene sc;
 	memset(&sc, 0, sizeof sc);
 	int x;
-	if (scene_path != NULL && (x = load_scene(scene_path, &sc)) != 0)
+	if (scene_path != NULL && (x = load_scene(scene_path, &o, &sc)) != 0)
 		return x;
 	if (o.out_dir != NULL && (x = make_out_dir(o.out_dir)) != 0) {
 		drape_scene_free(&sc);
@@ -831,7 +831,7 @@ int cli_cmd_resume(int argc, char **argv)
 	drape_scene sc;
 	memset(&sc, 0, sizeof sc);
 	int x;
-	if (o.scene != NULL && (x = load_scene(o.scene, &sc)) != 0)
+	if (o.scene != NULL && (x = load_scene(o.scene, &o, &sc)) != 0)
 		return x;
 	if (o.out_dir != NULL && (x = make_out_dir(o.out_dir)) != 0) {
 		drape_scene_free(&sc);
