@@ -487,6 +487,7 @@ bool cli_pool_find_session(const char *pool, uint32_t id, char *box, size_t size
 	snprintf(prefix, sizeof prefix, "%016llx-%u@", (unsigned long long)fnv1a(pool), (unsigned)id);
 	DIR *d = token_dir(dir, sizeof dir) ? opendir(dir) : NULL;
 	unsigned found = 0;
+	struct timespec newest = {0, 0};
 	if (d != NULL) {
 		struct dirent *de;
 		while ((de = readdir(d)) != NULL) {
@@ -494,7 +495,8 @@ bool cli_pool_find_session(const char *pool, uint32_t id, char *box, size_t size
 				continue;
 			char path[700], line[1024];
 			snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-			FILE *f = fopen(path, "r");
+			struct stat sb;
+			FILE *f = stat(path, &sb) == 0 ? fopen(path, "r") : NULL;
 			if (f == NULL)
 				continue;
 			bool ok = fgets(line, sizeof line, f) != NULL;
@@ -502,14 +504,13 @@ bool cli_pool_find_session(const char *pool, uint32_t id, char *box, size_t size
 			line[strcspn(line, "\r\n")] = '\0';
 			if (!ok || line[0] == '\0')
 				continue;
-			if (found++ == 0) {
+			/* Ids are per box, so several boxes may each have had a
+			 * session with this id from here: the newest is meant. */
+			found++;
+			if (found == 1 || sb.st_mtim.tv_sec > newest.tv_sec ||
+			    (sb.st_mtim.tv_sec == newest.tv_sec && sb.st_mtim.tv_nsec > newest.tv_nsec)) {
+				newest = sb.st_mtim;
 				snprintf(box, size, "%s", line);
-			} else {
-				fprintf(stderr, "drape: session %u exists on several boxes of the pool (%s, %s, ...): "
-						"pass the box with --server URL\n",
-					(unsigned)id, box, line);
-				closedir(d);
-				return false;
 			}
 		}
 		closedir(d);
@@ -518,7 +519,11 @@ bool cli_pool_find_session(const char *pool, uint32_t id, char *box, size_t size
 		fprintf(stderr, "drape: which box of the pool holds session %u is not known here (the record "
 				"`drape run` saves is missing): pass the box with --server URL\n",
 			(unsigned)id);
-	return found == 1;
+	else if (found > 1)
+		fprintf(stderr, "drape: note: session %u was placed on %u boxes of the pool from here; using the "
+				"newest, on %s (--server URL picks another)\n",
+			(unsigned)id, found, box);
+	return found > 0;
 }
 
 const char *cli_session_url(const cli_opts *o, uint32_t id, char *buf, size_t size)
