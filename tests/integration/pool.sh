@@ -34,7 +34,7 @@ fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
 finish() { echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit $?; }
 
 for n in 1 2 3; do
-	"$DRAPED" --listen "ipc://$T/d$n.sock" --threads 1 >"$T/d$n.log" 2>&1 &
+	"$DRAPED" --listen "ipc://$T/d$n.sock" --state-dir "$T/state$n" --threads 1 >"$T/d$n.log" 2>&1 &
 	eval "pid$n=$!"
 	pids="$pids $!"
 done
