@@ -128,6 +128,22 @@ DRAPE_SERVER="ipc://$T/nobody.sock" expect env_server 69 "$DRAPE" status &&
 DRAPE_SERVER="ipc://$T/nobody.sock" expect env_local 0 "$DRAPE" run "$SCENE" $SET --local --frames 1 --quiet &&
 	pass "--local runs whatever DRAPE_SERVER says"
 
+# ---- --set and drape submit's checks (no Slurm needed) ----
+expect set_not_object 65 "$DRAPE" run "$SCENE" --local --frames 1 --set fps.x=1 --quiet &&
+	grep -q -- '--set fps.x=1: "fps" is not an object' "$T/err" && pass "--set into a non-object names the --set"
+expect set_bad_value 65 "$DRAPE" run "$SCENE" --local --frames 1 --set cloth.material=velvet --quiet &&
+	grep -q velvet "$T/err" && pass "--set with a value the scene rejects exits 65, naming it"
+expect set_no_eq 64 "$DRAPE" run "$SCENE" --local --set fps && pass "--set without = is a usage error"
+expect submit_dry 0 "$DRAPE" submit "$SCENE" "$SCENE" --wedge cloth.material=cotton,silk \
+	--wedge 'wind.velocity=[1,0,0],[2,0,0]' --frames 3 --out "$T/sub" --dry-run &&
+	grep -q '^#SBATCH --array=1-8$' "$T/out" && grep -q '^#SBATCH --requeue$' "$T/out" &&
+	grep -q "^8) exec .* --set 'cloth.material=silk' --set 'wind.velocity=\[2,0,0\]' --frames 3 --state-dir '[^']*/task_0008'" "$T/out" &&
+	[ ! -e "$T/sub/task_0001/params.json" ] &&
+	pass "submit --dry-run prints a job array of scenes x wedges (8 tasks, array values whole) and writes no task"
+expect submit_bad_wedge 64 "$DRAPE" submit "$SCENE" --wedge cloth.material= --out "$T/sub" && pass "an empty wedge value is a usage error"
+expect submit_missing 66 "$DRAPE" submit "$T/nope.json" --out "$T/sub" && pass "submit of a missing scene exits 66"
+expect farm_not_dir 66 "$DRAPE" farm status "$T/sub" && pass "farm status of a folder without tasks exits 66"
+
 URL="ipc://$T/full.sock"
 "$DRAPED" --listen "$URL" --state-dir "$T/state-full" --max-sessions 1 --threads 1 >"$T/full.log" 2>&1 &
 daemon_pid=$!
