@@ -114,7 +114,11 @@ int cli_batch_open(const char *dir, cli_batch *b, bool *found)
 		return CLI_IOERR;
 	}
 	snprintf(path, sizeof path, "%s/lock", dir);
-	b->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	/* Not O_CLOEXEC on purpose: the embedded draped inherits the lock and
+	 * holds it until it has exited, so a retry started while a killed
+	 * run's daemon still writes its last checkpoint finds the folder busy
+	 * instead of starting a second daemon on the same state. */
+	b->lock_fd = open(path, O_RDWR | O_CREAT, 0644);
 	if (b->lock_fd < 0) {
 		fprintf(stderr, "drape run: --state-dir: cannot open %s: %s\n", path, strerror(errno));
 		return CLI_IOERR;

@@ -117,6 +117,42 @@ expect other_frames 64 "$DRAPE" run "$SCENE" $SET --frames $((N + 1)) --state-di
 	grep -q -- "--frames" "$T/err" && pass "the same state dir with other --frames is a usage error (64)"
 expect local_state 64 "$DRAPE" run "$SCENE" --local --state-dir "$T/x" && pass "--local --state-dir is a usage error"
 
+# ---- SIGKILL: no chance to checkpoint in the CLI ----
+# The embedded daemon outlives the CLI for a moment (PR_SET_PDEATHSIG stops
+# it with SIGTERM, and it checkpoints) and holds the folder's lock until it
+# has exited: a retry meanwhile gets 75, and once it is gone the retry
+# continues from the checkpoint.
+D2="$T/killed"
+# shellcheck disable=SC2086
+"$DRAPE" run "$SCENE" $SET --frames $N --state-dir "$D2" --quiet 2>"$T/e3" &
+bg_pid=$!
+if wait_file "$D2/frames/frame_0003.obj"; then
+	kill -KILL "$bg_pid"
+	wait "$bg_pid" 2>/dev/null
+	bg_pid=
+	tries=0
+	while :; do
+		# shellcheck disable=SC2086
+		"$DRAPE" run "$SCENE" $SET --frames $N --state-dir "$D2" --quiet 2>"$T/e4"
+		rc=$?
+		tries=$((tries + 1))
+		[ $rc -eq 75 ] && [ $tries -lt 600 ] || break
+		sleep 0.1
+	done
+	bad=0
+	f=1
+	while [ $f -le $N ]; do
+		n=$(printf 'frame_%04d.obj' $f)
+		cmp -s "$D2/frames/$n" "$T/ref/$n" || bad=$((bad + 1))
+		f=$((f + 1))
+	done
+	[ $rc -eq 0 ] && [ $bad -eq 0 ] &&
+		pass "after SIGKILL a retry (attempt $tries) finishes the run, all $N frames byte-identical" ||
+		fail sigkill "exit $rc after $tries attempts, $bad frames differ: $(cat "$T/e4")"
+else
+	fail sigkill "no frame 3 within 300 s: $(cat "$T/e3")"
+fi
+
 # ---- Exit classes ----
 expect bad_url 64 "$DRAPE" status --server "nonsense" && pass "malformed server URL exits 64"
 printf '{"frames":2,"cloth":{"mesh":"missing.obj"}}\n' >"$T/nomesh.json"
