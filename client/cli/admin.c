@@ -51,6 +51,10 @@ int cli_cmd_status(int argc, char **argv)
 	const char *url = has_id ? cli_session_url(&o, id, box, sizeof box) : url_of(&o);
 	if (url == NULL)
 		return CLI_USAGE;
+	if (!has_id && cli_url_is_pool(url)) {
+		fprintf(stderr, "drape status: %s is a pool; ask one box at a time (--server URL)\n", url);
+		return CLI_USAGE;
+	}
 	drape_err rc = cli_connect(url, &o, &c, &err);
 	if (rc != DRAPE_OK)
 		return cli_fail("connect", rc, &err);
@@ -157,6 +161,12 @@ int cli_cmd_sessions(int argc, char **argv)
 	if (o.help) {
 		cli_usage("sessions", false);
 		return CLI_OK;
+	}
+	if (cli_url_is_pool(url_of(&o))) {
+		/* Ids are per box: a merged list would show one id several times. */
+		fprintf(stderr, "drape sessions: %s is a pool; list one box at a time (--server URL)\n",
+			url_of(&o));
+		return CLI_USAGE;
 	}
 	drape_client *c;
 	drape_error err;

@@ -94,6 +94,11 @@ n1=$(($(count 1) - c1)) n2=$(($(count 2) - c2))
 [ $n1 -ge 13 ] && [ $n1 -le 17 ] && [ $((n1 + n2)) -eq 30 ] &&
 	pass "placed $n1/$n2 on the two left (within +-2 of 15)" || fail "even placement, one down" "$n1/$n2"
 
+expect_rc() { "$@" >/dev/null 2>"$T/x.err"; echo $?; }
+[ "$(expect_rc "$DRAPE" sessions)" -eq 64 ] && grep -q "is a pool" "$T/x.err" &&
+	[ "$(expect_rc "$DRAPE" status)" -eq 64 ] &&
+	pass "sessions and server status on a pool are usage errors (one box at a time)" ||
+	fail "pool listing" "$(cat "$T/x.err")"
 DRAPE_SERVER="ipc://$T/d1.sock,nonsense" "$DRAPE" run "$TOP/examples/flag.json" --frames 1 --quiet 2>"$T/bad.err"
 rc=$?
 [ $rc -eq 64 ] && pass "a malformed URL in the pool exits 64" || fail "malformed URL" "exit $rc: $(cat "$T/bad.err")"
