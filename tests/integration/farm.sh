@@ -202,9 +202,9 @@ resume=$(grep '"event":"resume"' "$out2" | tail -1)
 if [ -n "$resume" ]; then
 	done_before=$(echo "$resume" | sed 's/.*"frames_done":\([0-9]*\).*/\1/')
 	resolved=$((FRAMES - done_before))
-	echo "farm.sh: requeued task: $done_before frames solved before the requeue (checkpointed on SIGTERM), $resolved re-solved after it, of $FRAMES"
+	echo "farm.sh: requeued task: checkpoint at frame $done_before on SIGTERM ($before frames written then); the second attempt solved only frames $((done_before + 1))..$FRAMES ($resolved), none of the $done_before solved before"
 	[ "$done_before" -ge "$before" ] &&
-		pass "requeued task resumed at its checkpoint (frame $done_before >= the $before written), re-solving only the $resolved after it" ||
+		pass "requeued task resumed at its checkpoint (frame $done_before >= the $before written), solving only the $resolved frames after it" ||
 		fail "resume point" "checkpoint at $done_before but $before frames were written"
 	# The second attempt delivers from the first frame the folder lacked:
 	# the ones solved before the requeue but not yet written come from the
