@@ -68,12 +68,30 @@ for c in $c1 $c2 $c3; do [ "$c" -ge 8 ] && [ "$c" -le 12 ] || ok=0; done
 [ $ok -eq 1 ] && [ $((c1 + c2 + c3)) -eq 30 ] &&
 	pass "placed $c1/$c2/$c3 (within +-2 of 10 each)" || fail "even placement" "$c1/$c2/$c3"
 
-# Reaching a session through the pool: the newest placed id on box 3.
-id=$(grep -o 'session [0-9]* on ipc://[^ ,]*d3.sock' "$T/runs.err" | tail -1 | sed 's/session \([0-9]*\) .*/\1/')
+# Reaching a session through the pool: the newest placed; its id exists on
+# the other boxes too, so only the record of where it went finds it.
+last=$(grep -o 'session [0-9]* on ipc://[^ ,]*d[123].sock' "$T/runs.err" | tail -1)
+id=$(echo "$last" | sed 's/session \([0-9]*\) .*/\1/')
+box=$(echo "$last" | sed 's/.*d\([123]\)\.sock/\1/')
 if [ -n "$id" ] && "$DRAPE" status "$id" --json >"$T/st.json" 2>"$T/st.err" && grep -q '"state":"done"' "$T/st.json"; then
 	pass "drape status $id through the pool reached its box"
 else
 	fail "status through the pool" "id '$id': $(cat "$T/st.err" "$T/st.json" 2>/dev/null)"
+fi
+
+# `drape delete ID` given the pool deletes on the box that holds ID, and
+# only there (box 1 and 2 have a session with that id too).
+before="$(count 1)/$(count 2)/$(count 3)"
+if "$DRAPE" delete "$id" 2>"$T/del.err"; then
+	after="$(count 1)/$(count 2)/$(count 3)"
+	want=$(echo "$before" | awk -F/ -v b="$box" '{ $b = $b - 1; print $1 "/" $2 "/" $3 }')
+	[ "$after" = "$want" ] &&
+		pass "drape delete $id through the pool deleted it on box $box only ($before -> $after)" ||
+		fail "delete through the pool" "box $box: $before -> $after, expected $want"
+	[ "$box" = 1 ] && c1=$((c1 - 1))
+	[ "$box" = 2 ] && c2=$((c2 - 1))
+else
+	fail "delete through the pool" "$(cat "$T/del.err")"
 fi
 
 kill "$pid3"
