@@ -501,8 +501,12 @@ drape_err drape_connect(const char *url, const drape_client_opts *opts, drape_cl
 		o = *opts;
 	else
 		drape_client_opts_default(&o);
-	if (url == NULL)
-		url = DRAPE_DEFAULT_URL;
+	if (url == NULL || url[0] == '\0') {
+		const char *env = getenv("DRAPE_SERVER");
+		url = env != NULL && env[0] != '\0' ? env : DRAPE_DEFAULT_URL;
+	}
+	if (client_url_is_pool(url))
+		return client_pool_connect(url, opts, out, err);
 	if (o.request_timeout_ms <= 0)
 		o.request_timeout_ms = 10000;
 	if (o.build_timeout_ms <= 0)

@@ -68,6 +68,11 @@ drape_err client_call(drape_client *c, proto_request *req, proto_reply *rep, dra
 
 /* Says hello again (after a reconnect): refreshes the server's info. */
 drape_err client_hello(drape_client *c, drape_error *err);
+/* A comma-separated list of URLs: a pool of servers (pool.c). */
+bool client_url_is_pool(const char *url);
+/* drape_connect for a pool: connects to its least-loaded box (pool.c). */
+drape_err client_pool_connect(const char *urls, const drape_client_opts *opts, drape_client **out,
+			      drape_error *err);
 
 /* Maps an nng error of `what` to a drape_err and message. */
 drape_err client_nng_error(int rv, const char *what, drape_error *err);

@@ -10,6 +10,11 @@ set -eu
 
 PACKAGES="build-essential pkg-config libuv1-dev libnng-dev nng-utils libmsgpack-dev \
 libopenvdb-dev libtbb-dev libcjson-dev clang libclang-rt-14-dev openssl"
+# The farm tests start a single-node Slurm cluster (tests/integration/farm.sh).
+PACKAGES="$PACKAGES slurm-wlm"
+PACKAGES="$PACKAGES slurmd"
+PACKAGES="$PACKAGES slurmctld"
+PACKAGES="$PACKAGES munge"
 
 missing() {
 	for p in $PACKAGES; do

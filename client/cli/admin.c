@@ -48,7 +48,15 @@ int cli_cmd_status(int argc, char **argv)
 		return x < 0 ? CLI_OK : x;
 	drape_client *c;
 	drape_error err;
-	drape_err rc = cli_connect(url_of(&o), &o, &c, &err);
+	char box[1024];
+	const char *url = has_id ? cli_session_url(&o, id, box, sizeof box) : url_of(&o);
+	if (url == NULL)
+		return CLI_USAGE;
+	if (!has_id && cli_url_is_pool(url)) {
+		fprintf(stderr, "drape status: %s is a pool; ask one box at a time (--server URL)\n", url);
+		return CLI_USAGE;
+	}
+	drape_err rc = cli_connect(url, &o, &c, &err);
 	if (rc != DRAPE_OK)
 		return cli_fail("connect", rc, &err);
 	if (!has_id) {
@@ -190,6 +198,12 @@ int cli_cmd_sessions(int argc, char **argv)
 		cli_usage("sessions", false);
 		return CLI_OK;
 	}
+	if (cli_url_is_pool(url_of(&o))) {
+		/* Ids are per box: a merged list would show one id several times. */
+		fprintf(stderr, "drape sessions: %s is a pool; list one box at a time (--server URL)\n",
+			url_of(&o));
+		return CLI_USAGE;
+	}
 	drape_client *c;
 	drape_error err;
 	drape_err rc = cli_connect(url_of(&o), &o, &c, &err);
@@ -243,7 +257,10 @@ static int owner_cmd(int argc, char **argv, const char *cmd, bool is_delete)
 	int x = parse_id_cmd(argc, argv, cmd, true, &o, &id, &has_id);
 	if (x != 0)
 		return x < 0 ? CLI_OK : x;
-	const char *url = url_of(&o);
+	char box[1024];
+	const char *url = cli_session_url(&o, id, box, sizeof box);
+	if (url == NULL)
+		return CLI_USAGE;
 	bool have_token;
 	drape_session s = cli_session_handle(url, id, &o, &have_token);
 	drape_client *c;

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "drape/drape.h"
+#include "client/scene.h"
 
 /* Exit codes, from sysexits.h (named here so the table in the usage text
  * and the code agree). */
@@ -55,6 +56,10 @@ typedef struct cli_opts {
 	const char *tls_cert;    /* --tls-cert F: client certificate ($DRAPE_TLS_CERT) */
 	const char *tls_key;     /* --tls-key F: its private key ($DRAPE_TLS_KEY) */
 	const char *tls_server_name; /* --tls-server-name NAME: name the server's certificate carries */
+	const char *state_dir;   /* --state-dir DIR (run): a resumable batch run's checkpoints */
+	bool server_from_env;    /* server came from $DRAPE_SERVER, not --server */
+	const char *sets[16];    /* --set KEY=VALUE (run): scene keys overridden, in order */
+	int nsets;
 } cli_opts;
 
 /* Set by the SIGINT/SIGTERM handler; long loops poll it. */
@@ -121,6 +126,63 @@ int cli_cmd_check(int argc, char **argv);
 int cli_cmd_resume(int argc, char **argv);
 int cli_cmd_loadtest(int argc, char **argv);
 int cli_cmd_admin(int argc, char **argv);
+int cli_cmd_submit(int argc, char **argv); /* submit.c: a Slurm job array */
+int cli_cmd_farm(int argc, char **argv);   /* farm.c: `drape farm status DIR` */
+
+/* Exit code of a farm run interrupted by SIGTERM (128 + 15): the run was
+ * checkpointed and continues when started again with the same --state-dir. */
+#define CLI_TERMINATED 143
+
+/* The exit code of a failed session.create: a server that is full (its
+ * session or memory limits, which other sessions ending will free) is
+ * EX_TEMPFAIL, a request that can never fit is EX_DATAERR. (common.c) */
+int cli_create_exit_code(drape_err code, const drape_error *e);
+
+/* ---- Resumable batch runs (batch.c) ---- */
+
+/* What a --state-dir remembers of its run: where the session lives. */
+typedef struct cli_batch {
+	char server[1024];   /* --server as given (a pool, a URL); "" = the embedded server */
+	char url[1024];      /* the box that holds the session; "" = the embedded server */
+	drape_session session;
+	uint32_t frames;     /* the run's frame count */
+	int lock_fd;         /* flock on DIR/lock while the run is ours */
+} cli_batch;
+
+/* Creates DIR (and DIR/frames, DIR/daemon), takes its lock so two runs
+ * never share a state dir, and reads DIR/session.json when an earlier run
+ * wrote it (*found). Returns 0 or an exit code. */
+int cli_batch_open(const char *dir, cli_batch *b, bool *found);
+/* Writes DIR/session.json (temporary file, fsync, rename). Returns 0 or an
+ * exit code. */
+int cli_batch_save(const char *dir, const cli_batch *b);
+/* Releases the lock. */
+void cli_batch_close(cli_batch *b);
+
+/* Loads the scene at path with the --set overrides applied: each KEY is a
+ * dotted path into the scene's JSON object ("cloth.material",
+ * "wind.drag"), its VALUE JSON (a number, array, quoted string) or else a
+ * bare string. Relative file names stay relative to the scene's folder.
+ * Returns the drape_scene_load result; err names the --set at fault.
+ * (override.c) */
+drape_err cli_scene_load_set(const char *path, const char *const *sets, int nsets, drape_scene *out,
+			     drape_error *err);
+
+/* ---- Pools of servers (common.c, beside the owner-token cache) ---- */
+
+/* The server list: --server, else $DRAPE_SERVER, else the default URL. */
+const char *cli_server_url(const cli_opts *o);
+/* True when url lists several servers (comma-separated). */
+bool cli_url_is_pool(const char *url);
+/* For a command on an existing session (attach, cancel, ...) given a pool:
+ * the box whose saved owner token names session id, written into box.
+ * Returns false (and prints why) when none or several boxes match. */
+bool cli_pool_find_session(const char *pool, uint32_t id, char *box, size_t size);
+/* Remembers that session s of pool lives on box (the token cache). */
+void cli_pool_remember(const char *pool, const char *box, drape_session s);
+/* The URL of the box holding session id: the server, or for a pool the box
+ * cli_pool_find_session names (in buf); NULL (and why on stderr) if none. */
+const char *cli_session_url(const cli_opts *o, uint32_t id, char *buf, size_t size);
 
 /* Usage text of a command (NULL = the overview) to stdout or stderr. */
 void cli_usage(const char *cmd, bool to_stderr);

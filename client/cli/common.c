@@ -4,6 +4,7 @@
  */
 #include "client/cli/cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -146,6 +147,24 @@ bool cli_parse(int argc, char **argv, int first, const char *const *allowed, int
 				return false;
 			}
 			o->owner_token = val;
+		} else if (strcmp(name, "--set") == 0) {
+			const char *eqv = strchr(val, '=');
+			if (eqv == NULL || eqv == val) {
+				fprintf(stderr, "drape %s: --set: expected KEY=VALUE, got \"%s\"\n", cmd, val);
+				return false;
+			}
+			if (o->nsets >= (int)(sizeof o->sets / sizeof o->sets[0])) {
+				fprintf(stderr, "drape %s: --set: at most %d\n", cmd,
+					(int)(sizeof o->sets / sizeof o->sets[0]));
+				return false;
+			}
+			o->sets[o->nsets++] = val;
+		} else if (strcmp(name, "--state-dir") == 0) {
+			if (val[0] == '\0') {
+				fprintf(stderr, "drape %s: --state-dir: expected a folder, got \"\"\n", cmd);
+				return false;
+			}
+			o->state_dir = val;
 		} else if (strcmp(name, "--scene") == 0) {
 			o->scene = val;
 		} else if (strcmp(name, "--material") == 0) {
@@ -180,6 +199,15 @@ bool cli_parse(int argc, char **argv, int first, const char *const *allowed, int
 				return false;
 			}
 			o->timeout_ms = (int32_t)u;
+		}
+	}
+	/* $DRAPE_SERVER is the default server (or pool) of every command;
+	 * --server overrides it, and `run --local` does without. */
+	if (o->server == NULL && allowed_opt(allowed, "--server")) {
+		const char *env = getenv("DRAPE_SERVER");
+		if (env != NULL && env[0] != '\0' && !o->local) {
+			o->server = env;
+			o->server_from_env = true;
 		}
 	}
 	return true;
@@ -238,6 +266,21 @@ int cli_fail(const char *what, drape_err code, const drape_error *e)
 {
 	const char *msg = e != NULL && e->message[0] != '\0' ? e->message : drape_strerror(code);
 	fprintf(stderr, "drape: %s: %s (%s)\n", what, msg, drape_err_name(code));
+	/* A connect refused as invalid is the command line's fault (a URL
+	 * without a scheme or with a bad address, a bad --token-file or TLS
+	 * file): EX_USAGE, which a farm does not retry. */
+	if (code == DRAPE_EINVAL && strcmp(what, "connect") == 0)
+		return CLI_USAGE;
+	return cli_exit_code(code);
+}
+
+int cli_create_exit_code(drape_err code, const drape_error *e)
+{
+	/* ELIMIT names the limit at fault; the ones that other sessions
+	 * ending will free mean "full now", the others "never fits". */
+	if (code == DRAPE_ELIMIT && e != NULL &&
+	    (strstr(e->message, "max_sessions") != NULL || strstr(e->message, "max_memory") != NULL))
+		return CLI_TEMPFAIL;
 	return cli_exit_code(code);
 }
 
@@ -399,4 +442,96 @@ drape_session cli_session_handle(const char *url, uint32_t id, const cli_opts *o
 	else
 		*have_token = cli_token_load(url, id, s.token);
 	return s;
+}
+
+/* ---- Pools ---------------------------------------------------------------------- */
+
+const char *cli_server_url(const cli_opts *o)
+{
+	return o->server != NULL ? o->server : DRAPE_DEFAULT_URL;
+}
+
+bool cli_url_is_pool(const char *url)
+{
+	return url != NULL && strchr(url, ',') != NULL;
+}
+
+/*
+ * Session ids are per box, so in a pool session 3 may exist on every box.
+ * `drape run` on a pool saves the owner token under the box's URL, as for a
+ * single server, and beside it a record <hash of pool>-<id>@<hash of box>
+ * holding the box's URL, so a later command given the pool and the id goes
+ * straight to the box that holds it.
+ */
+void cli_pool_remember(const char *pool, const char *box, drape_session s)
+{
+	char dir[400], path[512];
+	if (!token_dir(dir, sizeof dir) || !mkdirs(dir, 0700))
+		return;
+	int n = snprintf(path, sizeof path, "%s/%016llx-%u@%016llx", dir, (unsigned long long)fnv1a(pool),
+			 (unsigned)s.id, (unsigned long long)fnv1a(box));
+	if (n <= 0 || (size_t)n >= sizeof path)
+		return;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "drape: warning: cannot save %s: %s\n", path, strerror(errno));
+		return;
+	}
+	size_t len = strlen(box);
+	if (write(fd, box, len) != (ssize_t)len || write(fd, "\n", 1) != 1)
+		fprintf(stderr, "drape: warning: cannot write %s\n", path);
+	close(fd);
+}
+
+bool cli_pool_find_session(const char *pool, uint32_t id, char *box, size_t size)
+{
+	char dir[400], prefix[64];
+	snprintf(prefix, sizeof prefix, "%016llx-%u@", (unsigned long long)fnv1a(pool), (unsigned)id);
+	DIR *d = token_dir(dir, sizeof dir) ? opendir(dir) : NULL;
+	unsigned found = 0;
+	struct timespec newest = {0, 0};
+	if (d != NULL) {
+		struct dirent *de;
+		while ((de = readdir(d)) != NULL) {
+			if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+				continue;
+			char path[700], line[1024];
+			snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+			struct stat sb;
+			FILE *f = stat(path, &sb) == 0 ? fopen(path, "r") : NULL;
+			if (f == NULL)
+				continue;
+			bool ok = fgets(line, sizeof line, f) != NULL;
+			fclose(f);
+			line[strcspn(line, "\r\n")] = '\0';
+			if (!ok || line[0] == '\0')
+				continue;
+			/* Ids are per box, so several boxes may each have had a
+			 * session with this id from here: the newest is meant. */
+			found++;
+			if (found == 1 || sb.st_mtim.tv_sec > newest.tv_sec ||
+			    (sb.st_mtim.tv_sec == newest.tv_sec && sb.st_mtim.tv_nsec > newest.tv_nsec)) {
+				newest = sb.st_mtim;
+				snprintf(box, size, "%s", line);
+			}
+		}
+		closedir(d);
+	}
+	if (found == 0)
+		fprintf(stderr, "drape: which box of the pool holds session %u is not known here (the record "
+				"`drape run` saves is missing): pass the box with --server URL\n",
+			(unsigned)id);
+	else if (found > 1)
+		fprintf(stderr, "drape: note: session %u was placed on %u boxes of the pool from here; using the "
+				"newest, on %s (--server URL picks another)\n",
+			(unsigned)id, found, box);
+	return found > 0;
+}
+
+const char *cli_session_url(const cli_opts *o, uint32_t id, char *buf, size_t size)
+{
+	const char *url = cli_server_url(o);
+	if (!cli_url_is_pool(url))
+		return url;
+	return cli_pool_find_session(url, id, buf, size) ? buf : NULL;
 }

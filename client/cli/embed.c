@@ -113,8 +113,14 @@ int cli_embed_start(cli_embed *e, const cli_opts *o)
 		return CLI_IOERR;
 	}
 	snprintf(e->url, sizeof e->url, "ipc://%s/ctl.sock", e->dir);
-	char state[600], log[600];
-	snprintf(state, sizeof state, "%s/state", e->dir);
+	char state[4200], log[600];
+	/* A resumable batch run keeps the daemon's state (its checkpoints and
+	 * frame cache) in DIR/daemon, which outlives this process; otherwise
+	 * it is temporary like the socket. */
+	if (o->state_dir != NULL)
+		snprintf(state, sizeof state, "%s/daemon", o->state_dir);
+	else
+		snprintf(state, sizeof state, "%s/state", e->dir);
 	snprintf(log, sizeof log, "%s/draped.log", e->dir);
 
 	pid_t parent = getpid();

@@ -24,11 +24,16 @@ static const char overview[] =
 	"  delete ID           delete a session and its frames (needs its owner token)\n"
 	"  check SCENE.json    report the cloth's topology and intersecting triangles\n"
 	"  loadtest            many concurrent clients run sessions: throughput, latency, errors\n"
+	"  submit SCENE...     a Slurm job array of resumable batch runs (scenes x wedges)\n"
+	"  farm status DIR     the state and frames of the tasks drape submit put in DIR\n"
 	"\n"
 	"common options:\n"
 	"  --server URL        control URL of draped (ipc://PATH, tcp://HOST:PORT);\n"
-	"                      default " DRAPE_DEFAULT_URL ", except that `run` without\n"
-	"                      --server starts a private embedded server\n"
+	"                      default $DRAPE_SERVER, else " DRAPE_DEFAULT_URL ", except that\n"
+	"                      `run` without either starts a private embedded server.\n"
+	"                      Several URLs separated by commas are a pool: `run` places\n"
+	"                      the session on the least-loaded box; ID commands go to the\n"
+	"                      box `run` placed session ID on\n"
 	"  --token-file F      the server's auth token (first line of F); $DRAPE_TOKEN also works\n"
 	"  --tls-ca F          for tls+tcp:// servers: the PEM CA certificate that signed the\n"
 	"                      server's certificate (a self-signed server: that certificate);\n"
@@ -48,12 +53,14 @@ static const char overview[] =
 	"  --owner-token HEX.\n"
 	"\n"
 	"exit status (sysexits):\n"
-	"  0 success, 1 run canceled by someone else, 64 usage, 65 bad input data (scene,\n"
-	"  session id, failed run), 66 scene file missing, 69 server unavailable, 70 internal\n"
-	"  error, 74 cannot write frames, 75 session busy, 76 protocol error, 77 not permitted,\n"
-	"  130 interrupted.\n"
+	"  0 success, 1 run canceled by someone else, 64 usage (also a malformed server URL),\n"
+	"  65 bad input data (scene, session id, failed run), 66 scene or a mesh it names\n"
+	"  missing, 69 server unavailable, 70 internal error, 74 cannot write frames, 75 session\n"
+	"  busy or server full (retry later), 76 protocol error, 77 not permitted, 130\n"
+	"  interrupted, 143 terminated (run --state-dir: checkpointed, resumable).\n"
 	"\n"
 	"environment:\n"
+	"  DRAPE_SERVER  the default --server (a URL, or a comma-separated pool)\n"
 	"  DRAPED        the draped binary the embedded server runs (default: next to drape)\n"
 	"  DRAPE_TOKEN   the server's auth token, when --token-file is not given\n"
 	"  DRAPE_TLS_CA, DRAPE_TLS_CERT, DRAPE_TLS_KEY\n"
@@ -67,6 +74,7 @@ static const struct {
 	{"run",
 	 "usage: drape run SCENE.json [--server URL] [--out DIR] [--frames N] [--json]\n"
 	 "                 [--material NAME] [--token-file F] [--local] [--quiet] [--timeout MS]\n"
+	 "                 [--state-dir DIR] [--set KEY=VALUE]...\n"
 	 "\n"
 	 "Loads the scene (see client/SCENE.md), creates a session with its cloth, pins and\n"
 	 "colliders, runs it, and receives every frame in order.\n"
@@ -85,8 +93,18 @@ static const struct {
 	 "  --local         no server at all: the solver runs in this process (to measure\n"
 	 "                  the server's overhead, or to work without draped)\n"
 	 "  --quiet         no progress bar (shown on stderr when it is a terminal) or summary\n"
+	 "  --state-dir DIR a resumable batch run: the embedded server checkpoints into\n"
+	 "                  DIR/daemon, frames go to DIR/frames (or --out); run again with\n"
+	 "                  the same DIR to continue from the last checkpoint, keeping the\n"
+	 "                  frames written. SIGTERM checkpoints and exits 143; a lost or\n"
+	 "                  busy server exits 75 (retry); see README.md, Farm\n"
+	 "  --set KEY=VALUE override a scene key: a dotted path (cloth.material, wind.drag)\n"
+	 "                  and a JSON value or a bare word; repeatable\n"
 	 "\n"
-	 "Ctrl-C cancels the session and stops the embedded server (exit 130).\n",
+	 "Ctrl-C cancels the session and stops the embedded server (exit 130); with\n"
+	 "--state-dir the session is kept instead, to continue later.\n"
+	 "$DRAPE_SERVER is the default --server; it may list several URLs separated by\n"
+	 "commas (a pool): the session goes to the least-loaded box that answers.\n",
 	 cli_cmd_run},
 	{"attach",
 	 "usage: drape attach ID [--server URL] [--out DIR] [--scene SCENE.json] [--from N]\n"
@@ -197,6 +215,31 @@ static const struct {
 	 "Without --server an embedded draped runs it, as for `drape run`. Exit 0 when\n"
 	 "every request succeeded and every frame arrived intact, 65 otherwise.\n",
 	 cli_cmd_loadtest},
+	{"submit",
+	 "usage: drape submit SCENE.json... --out DIR [--wedge KEY=V1,V2,...]... [--frames N]\n"
+	 "                    [--slurm \"sbatch options\"] [--dry-run]\n"
+	 "\n"
+	 "Submits a Slurm job array: one task per scene and combination of wedge values\n"
+	 "(the cartesian product of every --wedge), each a resumable `drape run\n"
+	 "--state-dir DIR/task_NNNN` with `--set KEY=VALUE` for its wedge values, so a\n"
+	 "requeue continues from the task's last checkpoint. Parameters go to\n"
+	 "DIR/task_NNNN/params.json and into the frames folder's name\n"
+	 "(DIR/task_NNNN/SCENE_KEY=VALUE.../frame_NNNN.obj). Prints the job id.\n"
+	 "\n"
+	 "  --wedge KEY=V1,V2  a dotted scene key (cloth.material, wind.drag) and its values\n"
+	 "                     (JSON, or bare words as strings); repeat for more keys\n"
+	 "  --frames N         frames per task (default: each scene's \"frames\")\n"
+	 "  --slurm \"OPTS\"     more sbatch options (--partition=..., --time=...)\n"
+	 "  --dry-run          print the job script instead of submitting it\n",
+	 cli_cmd_submit},
+	{"farm",
+	 "usage: drape farm status DIR [--json]\n"
+	 "\n"
+	 "Per task of a `drape submit --out DIR`: done, active or failed, Slurm's state\n"
+	 "(sacct, or squeue when the cluster keeps no accounting) and the frames written.\n"
+	 "Exit 0 when every task wrote all its frames, 75 while some are queued or\n"
+	 "running, 1 when one left the queue without them.\n",
+	 cli_cmd_farm},
 };
 
 void cli_usage(const char *cmd, bool to_stderr)

@@ -36,6 +36,8 @@ typedef struct sink {
 	const float *rest;  /* the scene's rest positions, for the last frame's strain; NULL = none */
 	float *last;        /* a copy of the latest frame's positions (when rest is set) */
 	bool progress;
+	bool keep;          /* --state-dir: a frame file that exists stays as it is */
+	uint32_t kept;      /* frames received whose file was already there */
 } sink;
 
 static void sink_init(sink *k, const cli_opts *o, const drape_obj_mesh *mesh, uint32_t total)
@@ -89,6 +91,14 @@ static int sink_frame(sink *k, uint32_t index, const float *positions, uint32_t 
 	if (k->o->out_dir != NULL) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/frame_%04u.obj", k->o->out_dir, (unsigned)index);
+		struct stat sb;
+		if (k->keep && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+			/* Written by an earlier attempt of this batch run: frames
+			 * already handed to the farm never change. */
+			k->kept++;
+			k->last_index = index;
+			return 0;
+		}
 		drape_error err;
 		drape_err rc = drape_obj_write_file(path, positions, vertex_count, k->triangles,
 						    k->triangles ? k->triangle_count : 0, &err);
@@ -211,7 +221,7 @@ static uint32_t first_missing_frame(const char *dir, uint32_t last)
 }
 
 /* Loads the scene named by path; returns 0 or an exit code. */
-static int load_scene(const char *path, drape_scene *scene)
+static int load_scene(const char *path, const cli_opts *o, drape_scene *scene)
 {
 	struct stat sb;
 	if (stat(path, &sb) != 0) {
@@ -219,13 +229,16 @@ static int load_scene(const char *path, drape_scene *scene)
 		return CLI_NOINPUT;
 	}
 	drape_error err;
-	drape_err rc = drape_scene_load(path, NULL, scene, &err);
+	drape_err rc = cli_scene_load_set(path, o->sets, o->nsets, scene, &err);
 	if (rc != DRAPE_OK) {
 		fprintf(stderr, "drape: %s\n", err.message[0] ? err.message : drape_strerror(rc));
 		if (rc == DRAPE_ENOMEM)
 			return CLI_SOFTWARE;
-		/* A mesh the scene names but that is missing is still bad input
-		 * data of the scene, so 65 and not 66. */
+		/* A file the scene names (a mesh) that does not exist is missing
+		 * input, as the scene itself would be: EX_NOINPUT, which a farm
+		 * does not retry. Any other problem is bad input data. */
+		if (rc == DRAPE_ENOTFOUND && strstr(err.message, ": cannot open: ") != NULL)
+			return CLI_NOINPUT;
 		return CLI_DATAERR;
 	}
 	return 0;
@@ -445,11 +458,91 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 	return x;
 }
 
+/* The exit code of a batch run (--state-dir) for what ended it: SIGTERM is
+ * 143 with the run checkpointed, and a server that went away is a
+ * retryable failure (EX_TEMPFAIL) rather than EX_UNAVAILABLE, so a farm
+ * retries the task, which then continues from the checkpoint. */
+static int batch_exit(int x)
+{
+	if (x == CLI_INTERRUPTED && cli_interrupted == SIGTERM)
+		return CLI_TERMINATED;
+	if (x == CLI_UNAVAILABLE)
+		return CLI_TEMPFAIL;
+	return x;
+}
+
+/* One JSON line for a farm's log parser (--json). */
+static void batch_event(const cli_opts *o, const char *event, uint32_t session, uint32_t frames_done,
+			uint32_t next)
+{
+	if (!o->json)
+		return;
+	printf("{\"event\":\"%s\",\"session\":%u,\"frames_done\":%u,\"next_frame\":%u}\n", event,
+	       (unsigned)session, (unsigned)frames_done, (unsigned)next);
+	fflush(stdout);
+}
+
+/*
+ * --state-dir with a session the folder already names: continue it. The
+ * daemon reloaded it from its checkpoint (canceled by the interruption, or
+ * done), or on a shared server it may still be running. Frames are received
+ * from the first one the frames folder lacks. Returns 0 when there is
+ * nothing to continue from (the server no longer has the session: the run
+ * starts over, keeping the frames written), 1 when *s is continuing, or an
+ * exit code.
+ */
+static int batch_continue(drape_client *c, const cli_batch *b, const drape_scene *sc, const cli_opts *o,
+			  uint32_t frames, drape_session *s, uint32_t *next)
+{
+	drape_status st;
+	drape_error err;
+	drape_err rc = drape_session_status(c, b->session, &st, &err);
+	if (rc == DRAPE_ENOTFOUND) {
+		fprintf(stderr, "drape: session %u of --state-dir is gone from the server (%s); starting over, "
+				"keeping the frames written\n",
+			(unsigned)b->session.id, err.message);
+		return 0;
+	}
+	if (rc != DRAPE_OK)
+		return cli_fail("session.status", rc, &err);
+	if (st.vertices != sc->cloth.vertex_count) {
+		fprintf(stderr, "drape run: --state-dir holds session %u of %u vertices, the scene has %u: "
+				"another scene's folder? (remove it to start over)\n",
+			(unsigned)b->session.id, (unsigned)st.vertices, (unsigned)sc->cloth.vertex_count);
+		return CLI_DATAERR;
+	}
+	*s = b->session;
+	uint32_t done = st.frames_done;
+	if (st.state == DRAPE_STATE_FAILED) {
+		fprintf(stderr, "drape: session %u failed: %s\n", (unsigned)s->id, st.error.message);
+		return CLI_DATAERR;
+	}
+	if (st.state == DRAPE_STATE_CANCELED || st.state == DRAPE_STATE_IDLE) {
+		drape_run_info info;
+		rc = drape_session_resume(c, *s, &info, &err);
+		if (rc != DRAPE_OK)
+			return cli_fail("session.resume", rc, &err);
+		done = info.frames_done;
+	}
+	*next = first_missing_frame(o->out_dir, frames);
+	if (*next > done + 1)
+		*next = done + 1;
+	if (!o->quiet)
+		fprintf(stderr,
+			"drape: resuming session %u: %u of %u frames solved before (checkpoint), %u written; "
+			"receiving from frame %u\n",
+			(unsigned)s->id, (unsigned)done, (unsigned)frames, (unsigned)(*next - 1), (unsigned)*next);
+	batch_event(o, "resume", s->id, done, *next);
+	if ((rc = drape_frames_seek(c, *s, *next, &err)) != DRAPE_OK)
+		return cli_fail("seek", rc, &err);
+	return 1;
+}
+
 int cli_cmd_run(int argc, char **argv)
 {
 	static const char *const allowed[] = {"--server", "--out",   "--frames",   "--json",
 					      "--token-file", "--local", "--quiet", "--timeout",
-					      "--material", NULL};
+					      "--material", "--state-dir", "--set", NULL};
 	cli_opts o;
 	if (!cli_parse(argc, argv, 2, allowed, 1, "run", &o))
 		return CLI_USAGE;
@@ -462,13 +555,18 @@ int cli_cmd_run(int argc, char **argv)
 		cli_usage("run", true);
 		return CLI_USAGE;
 	}
-	if (o.local && o.server) {
+	if (o.local && o.server && !o.server_from_env) {
 		fprintf(stderr, "drape run: --local and --server exclude each other\n");
+		return CLI_USAGE;
+	}
+	if (o.local && o.state_dir) {
+		fprintf(stderr, "drape run: --state-dir needs a server (the embedded one, or --server); "
+				"--local keeps no checkpoints\n");
 		return CLI_USAGE;
 	}
 	const double t0 = cli_now_ms();
 	drape_scene sc;
-	int x = load_scene(o.args[0], &sc);
+	int x = load_scene(o.args[0], &o, &sc);
 	if (x != 0)
 		return x;
 	if (o.material != NULL && (x = override_material(&sc, o.material)) != 0) {
@@ -482,7 +580,35 @@ int cli_cmd_run(int argc, char **argv)
 		drape_scene_free(&sc);
 		return CLI_USAGE;
 	}
+	cli_batch b;
+	memset(&b, 0, sizeof b);
+	b.lock_fd = -1;
+	bool found = false;
+	char frames_dir[4200];
+	if (o.state_dir != NULL) {
+		if ((x = cli_batch_open(o.state_dir, &b, &found)) != 0) {
+			cli_batch_close(&b);
+			drape_scene_free(&sc);
+			return x;
+		}
+		const char *server = o.server ? o.server : "";
+		if (found && (strcmp(b.server, server) != 0 || b.frames != frames)) {
+			fprintf(stderr,
+				"drape run: --state-dir %s is a run of %u frames on %s; this one is %u frames on %s "
+				"(the same --server and --frames continue it; another folder starts a new run)\n",
+				o.state_dir, (unsigned)b.frames, b.server[0] ? b.server : "the embedded server",
+				(unsigned)frames, server[0] ? server : "the embedded server");
+			cli_batch_close(&b);
+			drape_scene_free(&sc);
+			return CLI_USAGE;
+		}
+		if (o.out_dir == NULL) {
+			snprintf(frames_dir, sizeof frames_dir, "%s/frames", o.state_dir);
+			o.out_dir = frames_dir;
+		}
+	}
 	if (o.out_dir != NULL && (x = make_out_dir(o.out_dir)) != 0) {
+		cli_batch_close(&b);
 		drape_scene_free(&sc);
 		return x;
 	}
@@ -495,11 +621,14 @@ int cli_cmd_run(int argc, char **argv)
 
 	cli_embed emb = {.pid = -1};
 	const char *url = o.server;
+	if (found && b.url[0] != '\0')
+		url = b.url; /* the box of the pool that holds the session */
 	if (url == NULL) {
 		x = cli_embed_start(&emb, &o);
 		if (x != 0) {
+			cli_batch_close(&b);
 			drape_scene_free(&sc);
-			return x;
+			return o.state_dir ? batch_exit(x) : x;
 		}
 		url = emb.url;
 	}
@@ -510,71 +639,115 @@ int cli_cmd_run(int argc, char **argv)
 		x = cli_fail("connect", rc, &err);
 		goto out;
 	}
+	/* On a pool, the client is connected to the box chosen for the new
+	 * session: the token and the batch record name that box. */
+	const char *box = drape_client_url(c);
+	if (o.server != NULL && cli_url_is_pool(o.server) && !found && !o.quiet)
+		fprintf(stderr, "drape: pool %s: placed on %s\n", o.server, box);
 
-	drape_session_desc d;
-	drape_session_desc_default(&d);
-	d.positions = sc.cloth.positions;
-	d.vertex_count = sc.cloth.vertex_count;
-	d.triangles = sc.cloth.triangles;
-	d.triangle_count = sc.cloth.triangle_count;
-	d.pins = sc.pins;
-	d.pin_count = sc.pin_count;
-	d.uvs = sc.cloth.uvs;
-	d.rest_positions = sc.rest_positions;
-	d.stitches = sc.stitches;
-	d.stitch_count = sc.stitch_count;
-	d.stitch_k = sc.stitch_k;
-	d.sew_speed = sc.sew_speed;
-	d.params = sc.params;
-	char name[DRAPE_NAME_MAX + 1];
-	snprintf(name, sizeof name, "%s", base_name(o.args[0]));
-	d.name = name;
 	drape_session s;
-	drape_create_info info;
-	rc = drape_session_create(c, &d, &s, &info, &err);
-	if (rc != DRAPE_OK) {
-		x = cli_fail("session.create", rc, &err);
-		goto out;
+	uint32_t next = 1;
+	bool continuing = false;
+	if (found) {
+		x = batch_continue(c, &b, &sc, &o, frames, &s, &next);
+		if (x < 0 || x > 1)
+			goto out;
+		continuing = x == 1;
+		x = 0;
 	}
-	char hex[DRAPE_TOKEN_HEX_SIZE];
-	drape_token_format(s.token, hex);
-	/* Session and token go to stderr so that stdout stays pure JSON lines
-	 * with --json. The token is saved only for a shared server: an embedded
-	 * one dies with this command. */
-	if (o.server != NULL) {
-		fprintf(stderr, "drape: session %u on %s, owner token %s\n", (unsigned)s.id, url, hex);
-		cli_token_save(url, s);
-	}
-	if (info.intersections > 0)
-		fprintf(stderr, "drape: warning: the cloth starts with %llu intersecting triangle pairs\n",
-			(unsigned long long)info.intersections);
-	if ((x = add_colliders(c, s, &sc)) != 0)
-		goto out;
-	rc = drape_session_run(c, s, frames, NULL, &err);
-	if (rc != DRAPE_OK) {
-		x = cli_fail("session.run", rc, &err);
-		goto out;
+	if (!continuing) {
+		drape_session_desc d;
+		drape_session_desc_default(&d);
+		d.positions = sc.cloth.positions;
+		d.vertex_count = sc.cloth.vertex_count;
+		d.triangles = sc.cloth.triangles;
+		d.triangle_count = sc.cloth.triangle_count;
+		d.pins = sc.pins;
+		d.pin_count = sc.pin_count;
+		d.uvs = sc.cloth.uvs;
+		d.rest_positions = sc.rest_positions;
+		d.stitches = sc.stitches;
+		d.stitch_count = sc.stitch_count;
+		d.stitch_k = sc.stitch_k;
+		d.sew_speed = sc.sew_speed;
+		d.params = sc.params;
+		char name[DRAPE_NAME_MAX + 1];
+		snprintf(name, sizeof name, "%s", base_name(o.args[0]));
+		d.name = name;
+		drape_create_info info;
+		rc = drape_session_create(c, &d, &s, &info, &err);
+		if (rc != DRAPE_OK) {
+			cli_fail("session.create", rc, &err);
+			x = cli_create_exit_code(rc, &err);
+			goto out;
+		}
+		char hex[DRAPE_TOKEN_HEX_SIZE];
+		drape_token_format(s.token, hex);
+		/* Session and token go to stderr so that stdout stays pure JSON lines
+		 * with --json. The token is saved only for a shared server: an embedded
+		 * one dies with this command. */
+		if (o.server != NULL) {
+			fprintf(stderr, "drape: session %u on %s, owner token %s\n", (unsigned)s.id, box, hex);
+			cli_token_save(box, s);
+			if (cli_url_is_pool(o.server))
+				cli_pool_remember(o.server, box, s);
+		}
+		if (info.intersections > 0)
+			fprintf(stderr, "drape: warning: the cloth starts with %llu intersecting triangle pairs\n",
+				(unsigned long long)info.intersections);
+		if ((x = add_colliders(c, s, &sc)) != 0)
+			goto out;
+		if (o.state_dir != NULL) {
+			snprintf(b.server, sizeof b.server, "%s", o.server ? o.server : "");
+			snprintf(b.url, sizeof b.url, "%s", o.server ? box : "");
+			b.session = s;
+			b.frames = frames;
+			if ((x = cli_batch_save(o.state_dir, &b)) != 0)
+				goto out;
+			batch_event(&o, "start", s.id, 0, 1);
+		}
+		rc = drape_session_run(c, s, frames, NULL, &err);
+		if (rc != DRAPE_OK) {
+			x = cli_fail("session.run", rc, &err);
+			goto out;
+		}
 	}
 	sink k;
-	sink_init(&k, &o, &sc.cloth, frames - sc.start_frame + 1);
+	sink_init(&k, &o, &sc.cloth, frames - (next > sc.start_frame ? next : sc.start_frame) + 1);
 	k.start = sc.start_frame;
+	k.keep = o.state_dir != NULL;
 	x = receive(c, s, &k, emb.pid, false);
-	if (x == CLI_INTERRUPTED) {
+	if (x == CLI_INTERRUPTED && o.state_dir != NULL) {
+		/* A farm's preemption: keep the session. The embedded daemon
+		 * checkpoints it when stopped below; a shared server keeps
+		 * running it. The next run with this --state-dir continues. */
+		fprintf(stderr, "\ndrape: %s; session %u kept in %s, run again with the same --state-dir to "
+				"continue\n",
+			cli_interrupted == SIGTERM ? "terminated" : "interrupted", (unsigned)s.id, o.state_dir);
+		batch_event(&o, "checkpoint", s.id, k.last_index, k.last_index + 1);
+	} else if (x == CLI_INTERRUPTED) {
 		fprintf(stderr, "\ndrape: interrupted; canceling session %u\n", (unsigned)s.id);
 		drape_session_cancel(c, s, NULL, NULL, NULL);
 	} else if (x == 0) {
-		if (k.written + k.skipped != frames)
+		if (!continuing && k.written + k.skipped + k.kept != frames)
 			fprintf(stderr, "drape: warning: received %u of %u frames\n",
-				(unsigned)(k.written + k.skipped), (unsigned)frames);
-		sink_summary(&k, s.id, cli_now_ms() - t0,
-			     o.server ? "server" : "embedded server");
+				(unsigned)(k.written + k.skipped + k.kept), (unsigned)frames);
+		if (o.state_dir != NULL && first_missing_frame(o.out_dir, frames) <= frames) {
+			fprintf(stderr, "drape: the run ended with frame %u missing from %s\n",
+				(unsigned)first_missing_frame(o.out_dir, frames), o.out_dir);
+			x = CLI_TEMPFAIL;
+		} else {
+			sink_summary(&k, s.id, cli_now_ms() - t0,
+				     continuing ? "resumed" : o.server ? "server" : "embedded server");
+		}
 	}
 	sink_free(&k);
 out:
 	drape_close(c);
 	cli_embed_stop(&emb);
+	cli_batch_close(&b);
 	drape_scene_free(&sc);
-	return x;
+	return o.state_dir ? batch_exit(x) : x;
 }
 
 int cli_cmd_attach(int argc, char **argv)
@@ -600,14 +773,19 @@ int cli_cmd_attach(int argc, char **argv)
 	drape_scene sc;
 	memset(&sc, 0, sizeof sc);
 	int x;
-	if (scene_path != NULL && (x = load_scene(scene_path, &sc)) != 0)
+	if (scene_path != NULL && (x = load_scene(scene_path, &o, &sc)) != 0)
 		return x;
 	if (o.out_dir != NULL && (x = make_out_dir(o.out_dir)) != 0) {
 		drape_scene_free(&sc);
 		return x;
 	}
 	cli_signals_install();
-	const char *url = o.server ? o.server : DRAPE_DEFAULT_URL;
+	char box[1024];
+	const char *url = cli_session_url(&o, id, box, sizeof box);
+	if (url == NULL) {
+		drape_scene_free(&sc);
+		return CLI_USAGE;
+	}
 	/* Frames are the owner's: the server hands them only to a client
 	 * with the session's owner token. */
 	bool have_token;
@@ -681,14 +859,19 @@ int cli_cmd_resume(int argc, char **argv)
 	drape_scene sc;
 	memset(&sc, 0, sizeof sc);
 	int x;
-	if (o.scene != NULL && (x = load_scene(o.scene, &sc)) != 0)
+	if (o.scene != NULL && (x = load_scene(o.scene, &o, &sc)) != 0)
 		return x;
 	if (o.out_dir != NULL && (x = make_out_dir(o.out_dir)) != 0) {
 		drape_scene_free(&sc);
 		return x;
 	}
 	cli_signals_install();
-	const char *url = o.server ? o.server : DRAPE_DEFAULT_URL;
+	char box[1024];
+	const char *url = cli_session_url(&o, id, box, sizeof box);
+	if (url == NULL) {
+		drape_scene_free(&sc);
+		return CLI_USAGE;
+	}
 	bool have_token;
 	drape_session s = cli_session_handle(url, id, &o, &have_token);
 	drape_client *c = NULL;

@@ -131,7 +131,8 @@ typedef struct drape_client_opts {
 void drape_client_opts_default(drape_client_opts *opts);
 
 /*
- * Connects to the control URL `url` (NULL = DRAPE_DEFAULT_URL) and says
+ * Connects to the control URL `url` (NULL or "": $DRAPE_SERVER when set,
+ * else DRAPE_DEFAULT_URL) and says
  * hello, so a server that is down or speaks another protocol version is
  * reported here and not at the first real request. opts may be NULL for the
  * defaults. On success the caller owns *out and closes it with drape_close;
@@ -141,6 +142,21 @@ void drape_client_opts_default(drape_client_opts *opts);
  */
 drape_err drape_connect(const char *url, const drape_client_opts *opts, drape_client **out,
 			drape_error *err);
+
+/*
+ * A pool: `url` (or $DRAPE_SERVER) may list several control URLs separated
+ * by commas. drape_connect then asks each for server.stats and connects to
+ * the least-loaded box that answers (fewest queued + running sessions per
+ * solver thread, then most free memory, then fewest sessions), so every
+ * session this client creates lives there; a box that is down is skipped
+ * with a line on stderr. DRAPE_EUNAVAILABLE when none answers, DRAPE_EINVAL
+ * for a malformed URL in the list. drape_client_url says which box it is:
+ * keep it with the session handle to reach the session again.
+ */
+
+/* The control URL the client is connected to (for a pool, the chosen box).
+ * Owned by c, valid until drape_close(c). */
+const char *drape_client_url(const drape_client *c);
 
 /* Closes the client's control socket and frees the client and every frame
  * it still buffers. Sessions stay on the server. NULL is fine. Clients may
