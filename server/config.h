@@ -57,7 +57,19 @@ typedef struct srv_config {
 				     * certificate signed by one of them */
 	struct nng_tls_config *tls; /* built from the three by srv_tls_open (server/tls.c) before the
 				     * server starts, freed by srv_tls_close; NULL without TLS */
+	char *config_file;          /* the JSON file applied: --config, or the default file when it
+				     * exists (SRV_DEFAULT_CONFIG, $DRAPED_CONFIG); NULL = none */
+	char *log_file;             /* --log-file: append log lines here instead of stderr */
+	char *log_format;           /* --log-format: "text" (default) or "json" */
+	char *metrics;              /* --metrics: tcp://HOST:PORT of the /metrics and /healthz listener */
+	bool check_config;          /* --check-config: validate, print the outcome and exit */
 } srv_config;
+
+/* The config file draped reads when no --config is given and it exists. The
+ * environment variable DRAPED_CONFIG, when set, names another file instead
+ * (empty: none), so tests and packagers need not touch /etc. */
+#define SRV_DEFAULT_CONFIG "/etc/drape/draped.json"
+
 
 /* Outcome of parsing. */
 typedef enum srv_config_rc {

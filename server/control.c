@@ -12,6 +12,7 @@
 
 #include "server/conns.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 typedef struct srv_ctx {
@@ -20,6 +21,7 @@ typedef struct srv_ctx {
 	nng_aio *aio;
 	bool sending;
 	nng_msg *msg; /* received, waiting for the loop */
+	uint64_t recv_ns; /* uv_hrtime when it arrived, for the request latency metric */
 	struct srv_ctx *next;
 } srv_ctx;
 
@@ -35,6 +37,11 @@ struct srv_control {
 	bool closing;         /* guarded by mu */
 	uv_async_t async;
 	srv_conns conns;      /* open connections, per peer (conns.h) */
+	/* The tls+tcp:// listeners and their URLs, for a reload's new
+	 * certificate. */
+	nng_listener tls_listeners[SRV_MAX_URLS];
+	const char *tls_urls[SRV_MAX_URLS];
+	size_t ntls;
 };
 
 /* nng thread: a receive or a send finished on this context. */
@@ -62,6 +69,8 @@ static void srv_ctx_cb(void *arg)
 		return;
 	}
 	nng_msg *m = nng_aio_get_msg(c->aio);
+	c->recv_ns = uv_hrtime();
+	srv_metrics_add(SRV_M_BYTES_IN, nng_msg_len(m));
 	pthread_mutex_lock(&ctl->mu);
 	if (ctl->closing) {
 		pthread_mutex_unlock(&ctl->mu);
@@ -140,6 +149,7 @@ static void srv_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 	srv_pipe_peer(p, &peer);
 	uint64_t n = 0;
 	const srv_conns_rc rc = srv_conns_admit(&ctl->conns, id, &peer, &n);
+	srv_metrics_add(rc == SRV_CONNS_OK ? SRV_M_CONNECTIONS_OPENED : SRV_M_CONNECTIONS_REFUSED, 1);
 	if (rc == SRV_CONNS_OK)
 		return;
 	nng_pipe_close(p);
@@ -178,6 +188,8 @@ static void srv_ctx_send(srv_ctx *c, proto_buf *out)
 		nng_ctx_recv(c->ctx, c->aio);
 		return;
 	}
+	srv_metrics_add(SRV_M_BYTES_OUT, out->len);
+	srv_metrics_observe(SRV_H_REQUEST, (double)(uv_hrtime() - c->recv_ns) / 1e9);
 	proto_buf_free(out);
 	nng_aio_set_msg(c->aio, m);
 	c->sending = true;
@@ -275,6 +287,10 @@ int srv_control_open(struct srv_server *srv, uv_loop_t *loop, const srv_config *
 			rv = cfg->tls != NULL ? nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, cfg->tls) : NNG_EINVAL;
 		if (rv == 0)
 			rv = nng_listener_start(l, 0);
+		if (rv == 0 && srv_config_url_is_tls(url) && ctl->ntls < SRV_MAX_URLS) {
+			ctl->tls_listeners[ctl->ntls] = l;
+			ctl->tls_urls[ctl->ntls++] = url;
+		}
 		if (rv != 0) {
 			*bad_url = url;
 			srv_control_close(ctl);
@@ -339,4 +355,36 @@ void srv_control_close(srv_control *ctl)
 	/* The async handle is opened before anything can fail in
 	 * srv_control_open, so it is always there to close. */
 	uv_close((uv_handle_t *)&ctl->async, srv_control_free_cb);
+}
+
+void srv_control_set_conn_limits(srv_control *ctl, uint64_t max_total, uint64_t max_per_peer)
+{
+	if (ctl != NULL)
+		srv_conns_set_limits(&ctl->conns, max_total, max_per_peer);
+}
+
+int srv_control_set_tls(srv_control *ctl, struct nng_tls_config *tls, const char **bad_url)
+{
+	if (ctl == NULL || tls == NULL)
+		return 0;
+	/* Each listener takes its own reference on tls and drops the one it
+	 * held on the old configuration. */
+	for (size_t i = 0; i < ctl->ntls; i++) {
+		int rv = nng_listener_set_ptr(ctl->tls_listeners[i], NNG_OPT_TLS_CONFIG, tls);
+		if (rv != 0) {
+			*bad_url = ctl->tls_urls[i];
+			return rv;
+		}
+	}
+	return 0;
+}
+
+size_t srv_control_connections(srv_control *ctl)
+{
+	if (ctl == NULL)
+		return 0;
+	pthread_mutex_lock(&ctl->conns.mu);
+	const size_t n = ctl->conns.count;
+	pthread_mutex_unlock(&ctl->conns.mu);
+	return n;
 }
