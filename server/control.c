@@ -5,6 +5,10 @@
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -363,6 +367,50 @@ void srv_control_set_conn_limits(srv_control *ctl, uint64_t max_total, uint64_t 
 		srv_conns_set_limits(&ctl->conns, max_total, max_per_peer);
 }
 
+/*
+ * nng (1.5.2) gives a TLS connection its configuration when the listener
+ * posts its accept, before a client arrives: the accept already waiting
+ * when the configuration changes would hand the next client the old
+ * certificate. A plain TCP connection of our own, closed at once, takes that
+ * accept (the kernel queues connections in order); its handshake fails and
+ * nng drops it, and the listener's next accept carries the new
+ * configuration.
+ */
+static void srv_control_tls_nudge(nng_listener l)
+{
+	nng_sockaddr sa;
+	if (nng_listener_get_addr(l, NNG_OPT_LOCADDR, &sa) != 0)
+		return;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	memset(&ss, 0, sizeof ss);
+	if (sa.s_family == NNG_AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+		in->sin_family = AF_INET;
+		in->sin_port = sa.s_in.sa_port;
+		in->sin_addr.s_addr = sa.s_in.sa_addr != 0 ? sa.s_in.sa_addr : htonl(INADDR_LOOPBACK);
+		len = sizeof *in;
+	} else if (sa.s_family == NNG_AF_INET6) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = sa.s_in6.sa_port;
+		memcpy(&in6->sin6_addr, sa.s_in6.sa_addr, 16);
+		if (IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+			in6->sin6_addr = in6addr_loopback;
+		len = sizeof *in6;
+	} else {
+		return;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	/* Loopback to a listening socket: connect completes from the backlog
+	 * without waiting for the accept. */
+	if (connect(fd, (struct sockaddr *)&ss, len) != 0)
+		srv_debug("reload: TLS: could not reach our own listener to refresh its accept");
+	close(fd);
+}
+
 int srv_control_set_tls(srv_control *ctl, struct nng_tls_config *tls, const char **bad_url)
 {
 	if (ctl == NULL || tls == NULL)
@@ -375,6 +423,7 @@ int srv_control_set_tls(srv_control *ctl, struct nng_tls_config *tls, const char
 			*bad_url = ctl->tls_urls[i];
 			return rv;
 		}
+		srv_control_tls_nudge(ctl->tls_listeners[i]);
 	}
 	return 0;
 }
