@@ -79,12 +79,20 @@ static int srv_log_open_path(const char *path)
 
 int srv_log_open(const char *path)
 {
+	/* Other threads may be writing to the current descriptor while it is
+	 * replaced: its number is never closed (it could be reused by a socket
+	 * and receive log lines), only pointed elsewhere with dup2. */
 	pthread_mutex_lock(&srv_log_mu);
 	int rc = 0;
+	const int cur = atomic_load(&srv_log_fd_);
 	if (path == NULL) {
-		int old = atomic_exchange(&srv_log_fd_, STDERR_FILENO);
-		if (old != STDERR_FILENO)
-			close(old);
+		if (cur != STDERR_FILENO) {
+			/* The file's number becomes one more copy of stderr,
+			 * kept open: a writer that loaded it still writes a
+			 * whole line to stderr. */
+			dup2(STDERR_FILENO, cur);
+			atomic_store(&srv_log_fd_, STDERR_FILENO);
+		}
 		free(srv_log_path_);
 		srv_log_path_ = NULL;
 	} else {
@@ -94,11 +102,19 @@ int srv_log_open(const char *path)
 			rc = copy != NULL ? errno : ENOMEM;
 			free(copy);
 		} else {
-			int old = atomic_exchange(&srv_log_fd_, fd);
-			if (old != STDERR_FILENO)
-				close(old);
-			free(srv_log_path_);
-			srv_log_path_ = copy;
+			if (cur == STDERR_FILENO) {
+				atomic_store(&srv_log_fd_, fd);
+			} else {
+				if (dup2(fd, cur) < 0)
+					rc = errno;
+				close(fd);
+			}
+			if (rc == 0) {
+				free(srv_log_path_);
+				srv_log_path_ = copy;
+			} else {
+				free(copy);
+			}
 		}
 	}
 	pthread_mutex_unlock(&srv_log_mu);
