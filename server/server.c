@@ -304,6 +304,9 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 	s->sighup.data = s->sigusr1.data = s;
 	uv_signal_start(&s->sighup, srv_on_hup, SIGHUP);
 	uv_signal_start(&s->sigusr1, srv_on_usr1, SIGUSR1);
+	/* The first heartbeat before the listener opens: /healthz never says
+	 * 503 for a daemon that has just started. */
+	srv_publish_gauges(s);
 	if (cfg->metrics != NULL) {
 		rv = srv_metrics_open(cfg->metrics);
 		if (rv != 0) {
@@ -313,7 +316,6 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 		s->metrics_on = true;
 		srv_info("metrics on %s (/metrics, /healthz)", cfg->metrics);
 	}
-	srv_publish_gauges(s);
 	const uint64_t wd = srv_notify_watchdog_usec();
 	if (wd > 0) {
 		/* sd_watchdog_enabled(3) advises pinging at half the interval. */
