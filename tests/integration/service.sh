@@ -28,7 +28,8 @@
 #     least as much; /healthz answers 200.
 #   - after the token file is replaced and SIGHUP sent: the new token is
 #     accepted and the old one refused (EPERM); an empty token file on the
-#     next SIGHUP is refused, logged, and the previous token still works.
+#     next SIGHUP is refused, logged, and the previous token still works; so
+#     is a config file that no longer parses (no limit of it applied).
 #   - TLS: a certificate file replaced by garbage is refused on SIGHUP and
 #     clients trusting the old certificate still connect; a new certificate
 #     is then served after SIGHUP: clients trusting only it connect, clients
@@ -355,6 +356,21 @@ if [ $rck -eq 0 ] && grep "reload failed" "$T/draped.log" | tail -n 1 | grep -q 
 	pass reload_broken_token_file_keeps_the_old
 else
 	fail reload_broken_token_file_keeps_the_old "exit $rck: $(grep reload "$T/draped.log" | tail -n 2)"
+fi
+# A config file that no longer parses: refused as a whole, the old limits
+# and token stay.
+echo "tok-B" >"$T/tokA"
+echo '{ "max-sessions": 5, ' >"$T/live.json"
+f1=$(grep -c "reload failed" "$T/draped.log")
+kill -HUP "$daemon_pid"
+wait_for 10 sh -c "[ \$(grep -c 'reload failed' '$T/draped.log') -gt $f1 ]"
+"$DRAPE" status --server "$URL" --token-file "$T/tokB" >/dev/null 2>"$T/kept2.err"
+rck2=$?
+if [ $rck2 -eq 0 ] && grep "reload failed" "$T/draped.log" | tail -n 1 | grep -q "config" &&
+	! grep -q "max_sessions 20[0-9] -> 5" "$T/draped.log"; then
+	pass reload_broken_config_file_keeps_the_old
+else
+	fail reload_broken_config_file_keeps_the_old "exit $rck2: $(grep reload "$T/draped.log" | tail -n 2)"
 fi
 stop_daemon
 
