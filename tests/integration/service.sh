@@ -25,7 +25,9 @@
 #   - /metrics scraped during that load: every scrape passes
 #     `promtool check metrics`; after it, frames solved and sessions created
 #     grew by exactly what the load counted, frames served and requests by at
-#     least as much; /healthz answers 200.
+#     least as much; one mesh collider used by two sessions counts one
+#     field-cache miss and one hit; one refused request counts one EPERM;
+#     /healthz answers 200.
 #   - after the token file is replaced and SIGHUP sent: the new token is
 #     accepted and the old one refused (EPERM); an empty token file on the
 #     next SIGHUP is refused, logged, and the previous token still works; so
@@ -250,7 +252,7 @@ else
 fi
 
 scrape() { curl -s -f --max-time 10 "$MURL/metrics"; }
-metric() { sed -n -E "s/^$2 ([0-9.e+]+)\$/\1/p" "$1" | head -n 1; }
+metric() { awk -v n="$2" '$1 == n { print $2; exit }' "$1"; }
 metric_sum() { awk -v n="$2" 'index($0, n "{") == 1 { s += $NF } END { printf "%d\n", s }' "$1"; }
 
 scrape >"$T/m0.txt"
@@ -323,6 +325,21 @@ if [ "$solved" = "$lt_frames" ] && [ "$created" = "$lt_sessions" ] && [ "$served
 else
 	fail metrics_counters_agree_with_the_load "see the deltas above"
 fi
+# The shared field cache: the same mesh collider in two sessions is built
+# once (a miss) and found once (a hit).
+scrape >"$T/f0.txt"
+for r in 1 2; do
+	"$DRAPE" run "$TOP/tests/data/scenes/colliders.json" --server "$URL" --token-file "$T/tokA" --frames 2 \
+		--out "$T/fc$r" --quiet >/dev/null 2>"$T/fc$r.err"
+done
+scrape >"$T/f1.txt"
+hits=$(($(metric "$T/f1.txt" drape_field_cache_hits_total) - $(metric "$T/f0.txt" drape_field_cache_hits_total)))
+misses=$(($(metric "$T/f1.txt" drape_field_cache_misses_total) - $(metric "$T/f0.txt" drape_field_cache_misses_total)))
+if [ "$hits" = 1 ] && [ "$misses" = 1 ]; then
+	pass metrics_field_cache_one_miss_then_one_hit
+else
+	fail metrics_field_cache_one_miss_then_one_hit "hits +$hits, misses +$misses: $(head -c 300 "$T/fc1.err") $(head -c 300 "$T/fc2.err")"
+fi
 code=$(curl -s -o "$T/health.txt" -w '%{http_code}' --max-time 10 "$MURL/healthz")
 if [ "$code" = 200 ] && grep -q "^ok" "$T/health.txt"; then
 	pass healthz_200_while_the_loop_answers
@@ -339,8 +356,16 @@ wait_for 10 sh -c "[ \$(grep -c 'reload done' '$T/draped.log') -gt $n0 ]"
 echo "tok-A" >"$T/tokOld"
 "$DRAPE" status --server "$URL" --token-file "$T/tokB" >/dev/null 2>"$T/new.err"
 rcn=$?
+scrape >"$T/e0.txt"
 "$DRAPE" status --server "$URL" --token-file "$T/tokOld" >/dev/null 2>"$T/old.err"
 rco=$?
+scrape >"$T/e1.txt"
+eperm=$(($(metric "$T/e1.txt" 'drape_errors_total{code="EPERM"}') - $(metric "$T/e0.txt" 'drape_errors_total{code="EPERM"}')))
+if [ "$eperm" = 1 ]; then
+	pass metrics_errors_by_code_count_the_refusal
+else
+	fail metrics_errors_by_code_count_the_refusal "EPERM +$eperm for one refused request"
+fi
 if [ $rcn -eq 0 ] && [ $rco -ne 0 ] && grep -q EPERM "$T/old.err"; then
 	pass reload_new_token_accepted_old_refused
 else
