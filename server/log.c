@@ -74,7 +74,16 @@ bool srv_log_journal(void)
 
 static int srv_log_open_path(const char *path)
 {
-	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+	/* O_NONBLOCK for the open only: a FIFO put where the log file was
+	 * fails at once (ENXIO without a reader) instead of blocking the loop
+	 * that asked for the reopen. The writes themselves block as before. */
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0640);
+	if (fd >= 0) {
+		int fl = fcntl(fd, F_GETFL);
+		if (fl != -1)
+			fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	}
+	return fd;
 }
 
 int srv_log_open(const char *path)

@@ -27,7 +27,8 @@
 #     grew by exactly what the load counted, frames served and requests by at
 #     least as much; one mesh collider used by two sessions counts one
 #     field-cache miss and one hit; one refused request counts one EPERM;
-#     /healthz answers 200.
+#     /healthz answers 200, and 503 while a reload blocks the loop (its
+#     token file a FIFO with no writer), 200 again once it finishes.
 #   - after the token file is replaced and SIGHUP sent: the new token is
 #     accepted and the old one refused (EPERM); an empty token file on the
 #     next SIGHUP is refused, logged, and the previous token still works; so
@@ -382,9 +383,35 @@ if [ $rck -eq 0 ] && grep "reload failed" "$T/draped.log" | tail -n 1 | grep -q 
 else
 	fail reload_broken_token_file_keeps_the_old "exit $rck: $(grep reload "$T/draped.log" | tail -n 2)"
 fi
+# /healthz 503 while the loop is stuck: the token file replaced by a FIFO
+# with no writer makes the reload block the loop in open(2) (as a file on a
+# hung network mount would); the HTTP threads still answer, and say 503
+# once the loop has been silent past the 5 s bound. A writer then lets the
+# reload finish and /healthz comes back to 200.
+rm -f "$T/tokA"
+mkfifo "$T/tokA"
+kill -HUP "$daemon_pid"
+hcode() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$MURL/healthz"; }
+if wait_for 30 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 '$MURL/healthz')\" = 503 ]"; then
+	stuck=503
+else
+	stuck=$(hcode)
+fi
+# Opening the FIFO for writing lets the reload read tok-B (bounded, in
+# case the daemon is gone and nobody reads).
+timeout 10 sh -c "echo tok-B >'$T/tokA'"
+wait_for 20 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 '$MURL/healthz')\" = 200 ]"
+back=$(hcode)
+if [ "$stuck" = 503 ] && [ "$back" = 200 ]; then
+	pass healthz_503_while_the_loop_is_stuck_200_after
+else
+	fail healthz_503_while_the_loop_is_stuck_200_after "while stuck: HTTP $stuck, after: HTTP $back"
+fi
+rm -f "$T/tokA"
+echo "tok-B" >"$T/tokA"
+
 # A config file that no longer parses: refused as a whole, the old limits
 # and token stay.
-echo "tok-B" >"$T/tokA"
 echo '{ "max-sessions": 5, ' >"$T/live.json"
 f1=$(grep -c "reload failed" "$T/draped.log")
 kill -HUP "$daemon_pid"
