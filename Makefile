@@ -217,6 +217,28 @@ install: all
 	install -m 755 $(LIBDRAPE_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/drape/*.h $(DESTDIR)$(PREFIX)/include/drape/
 
+# The system service: unit, example config and man pages (deploy/, man/).
+# The unit's ExecStart follows PREFIX; the example config is installed
+# beside the live one, never over it (draped reads draped.json when it
+# exists: copy the example and edit it).
+SYSCONFDIR ?= /etc
+MANDIR  ?= $(PREFIX)/share/man
+SYSTEMD_UNIT_DIR ?= $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
+.PHONY: install-service uninstall-service uninstall
+install: install-service
+uninstall: uninstall-service
+install-service:
+	install -d $(DESTDIR)$(SYSTEMD_UNIT_DIR) $(DESTDIR)$(SYSCONFDIR)/drape $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+	sed 's|/usr/local/bin/draped|$(PREFIX)/bin/draped|' deploy/draped.service >$(DESTDIR)$(SYSTEMD_UNIT_DIR)/draped.service
+	chmod 644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/draped.service
+	install -m 644 deploy/draped.json $(DESTDIR)$(SYSCONFDIR)/drape/draped.json.example
+	install -m 644 man/man1/drape.1 $(DESTDIR)$(MANDIR)/man1/drape.1
+	install -m 644 man/man8/draped.8 $(DESTDIR)$(MANDIR)/man8/draped.8
+uninstall-service:
+	rm -f $(DESTDIR)$(SYSTEMD_UNIT_DIR)/draped.service $(DESTDIR)$(SYSCONFDIR)/drape/draped.json.example \
+		$(DESTDIR)$(MANDIR)/man1/drape.1 $(DESTDIR)$(MANDIR)/man8/draped.8
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/drape 2>/dev/null
+
 clean:
 	rm -rf build out
 

@@ -9,7 +9,8 @@
 set -eu
 
 PACKAGES="build-essential pkg-config libuv1-dev libnng-dev nng-utils libmsgpack-dev \
-libopenvdb-dev libtbb-dev libcjson-dev clang libclang-rt-14-dev openssl"
+libopenvdb-dev libtbb-dev libcjson-dev clang libclang-rt-14-dev openssl \
+prometheus systemd"
 # The farm tests start a single-node Slurm cluster (tests/integration/farm.sh).
 PACKAGES="$PACKAGES slurm-wlm"
 PACKAGES="$PACKAGES slurmd"

@@ -151,6 +151,18 @@ static const srv_opt srv_opts[] = {
 	  "themselves (the default)" },
 	{ "no-resume-interrupted", SRV_OPT_FLAG, OFF(no_resume_interrupted), 0, 0, NULL,
 	  "on start, interrupted runs come back canceled and wait for session.resume" },
+	{ "log-file", SRV_OPT_STRING, OFF(log_file), 0, 0, "FILE",
+	  "append the log here instead of stderr; SIGUSR1 reopens it (after logrotate renamed it). "
+	  "Default: stderr (under systemd: the journal, with <N> priority prefixes)" },
+	{ "log-format", SRV_OPT_STRING, OFF(log_format), 0, 0, "text|json",
+	  "one line per event as text (\"TIME LEVEL MESSAGE\") or as a JSON object "
+	  "{\"time\",\"level\",\"msg\"}. Default text" },
+	{ "metrics", SRV_OPT_STRING, OFF(metrics), 0, 0, "tcp://HOST:PORT",
+	  "serve Prometheus metrics at /metrics and a health check at /healthz over HTTP on this "
+	  "address (loopback unless --allow-remote). Default: none" },
+	{ "check-config", SRV_OPT_FLAG, OFF(check_config), 0, 0, NULL,
+	  "read the config file and options, check them (token, certificate and key files too), "
+	  "print the outcome and exit: 0 when valid, 64/66/69 otherwise" },
 	{ "verbose", SRV_OPT_FLAG, OFF(verbose), 0, 0, NULL, "log every request (debug lines)" },
 	{ "version", SRV_OPT_FLAG, OFF(show_version), 0, 0, NULL, "print the version and exit" },
 	{ "help", SRV_OPT_FLAG, OFF(show_help), 0, 0, NULL, "print this help and exit" },
@@ -319,7 +331,7 @@ srv_config_rc srv_config_apply_json(srv_config *c, const char *text, char *msg, 
 	for (cJSON *it = root->child; it != NULL && rc == SRV_CONFIG_OK; it = it->next) {
 		const srv_opt *o = srv_opt_find(it->string);
 		if (o == NULL || o->kind == SRV_OPT_CONFIG || strcmp(o->name, "help") == 0 ||
-		    strcmp(o->name, "version") == 0) {
+		    strcmp(o->name, "version") == 0 || strcmp(o->name, "check-config") == 0) {
 			rc = srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE, "config: unknown key \"%s\"",
 					     it->string);
 			break;
@@ -415,7 +427,17 @@ srv_config_rc srv_config_parse(srv_config *c, int argc, char **argv, char *msg, 
 		else if (strncmp(argv[i], "--config=", 9) == 0)
 			config_path = argv[i] + 9;
 	}
+	/* No --config: the default file, when it exists (config.h). */
+	if (config_path == NULL) {
+		const char *def = getenv("DRAPED_CONFIG");
+		if (def == NULL)
+			def = SRV_DEFAULT_CONFIG;
+		if (def[0] != '\0' && access(def, F_OK) == 0)
+			config_path = def;
+	}
 	if (config_path != NULL) {
+		free(c->config_file);
+		c->config_file = strdup(config_path);
 		char *text = srv_read_file(config_path, 1u << 20, NULL);
 		if (text == NULL)
 			return srv_config_fail(msg, msg_len, SRV_CONFIG_NOINPUT, "--config %s: %s",
@@ -636,6 +658,24 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 		return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
 				       "--max-message %llu is too small (at least 1024)",
 				       (unsigned long long)c->max_message);
+	if (c->log_format != NULL && strcmp(c->log_format, "text") != 0 && strcmp(c->log_format, "json") != 0)
+		return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+				       "--log-format \"%s\": expected text or json", c->log_format);
+	if (c->metrics != NULL) {
+		if (strncmp(c->metrics, "tcp://", 6) != 0 && strncmp(c->metrics, "http://", 7) != 0)
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "--metrics \"%s\": expected tcp://HOST:PORT", c->metrics);
+		char tcp[512];
+		snprintf(tcp, sizeof tcp, "tcp://%s", strstr(c->metrics, "://") + 3);
+		char *slash = strchr(tcp + 6, '/');
+		if (slash != NULL)
+			*slash = '\0';
+		if (!c->allow_remote && !srv_config_url_is_local(tcp))
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "--metrics %s is not a loopback address; metrics describe every "
+					       "session and the load (pass --allow-remote if this is intended)",
+					       c->metrics);
+	}
 	if (c->auth_token_file != NULL) {
 		size_t n = 0;
 		char *tok = srv_read_file(c->auth_token_file, 4096, &n);
@@ -754,5 +794,9 @@ void srv_config_free(srv_config *c)
 	free(c->tls_cert);
 	free(c->tls_key);
 	free(c->tls_ca);
+	free(c->config_file);
+	free(c->log_file);
+	free(c->log_format);
+	free(c->metrics);
 	memset(c, 0, sizeof *c);
 }

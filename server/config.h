@@ -65,7 +65,19 @@ typedef struct srv_config {
 	uint64_t max_disk_per_user;        /* bytes of retained frames on disk of one user; 0 = no limit */
 	bool resume_interrupted;    /* --resume-interrupted (default): runs a stop cut short go on at start */
 	bool no_resume_interrupted; /* --no-resume-interrupted: they come back canceled instead */
+	char *config_file;          /* the JSON file applied: --config, or the default file when it
+				     * exists (SRV_DEFAULT_CONFIG, $DRAPED_CONFIG); NULL = none */
+	char *log_file;             /* --log-file: append log lines here instead of stderr */
+	char *log_format;           /* --log-format: "text" (default) or "json" */
+	char *metrics;              /* --metrics: tcp://HOST:PORT of the /metrics and /healthz listener */
+	bool check_config;          /* --check-config: validate, print the outcome and exit */
 } srv_config;
+
+/* The config file draped reads when no --config is given and it exists. The
+ * environment variable DRAPED_CONFIG, when set, names another file instead
+ * (empty: none), so tests and packagers need not touch /etc. */
+#define SRV_DEFAULT_CONFIG "/etc/drape/draped.json"
+
 
 /* Outcome of parsing. */
 typedef enum srv_config_rc {

@@ -114,3 +114,11 @@ void srv_peer_format(const srv_peer *p, char *out, size_t out_len)
 		break;
 	}
 }
+
+void srv_conns_set_limits(srv_conns *t, uint64_t max_total, uint64_t max_per_peer)
+{
+	pthread_mutex_lock(&t->mu);
+	t->max_total = max_total;
+	t->max_per_peer = max_per_peer;
+	pthread_mutex_unlock(&t->mu);
+}

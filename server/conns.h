@@ -68,4 +68,8 @@ uint32_t srv_conns_count(srv_conns *t, const srv_peer *peer);
 /* "127.0.0.1", "[::1]", "uid 1000" or "local", for logs. */
 void srv_peer_format(const srv_peer *p, char *out, size_t out_len);
 
+/* Changes the limits (SIGHUP reload); connections already open stay, and
+ * the new limits apply from the next one. */
+void srv_conns_set_limits(srv_conns *t, uint64_t max_total, uint64_t max_per_peer);
+
 #endif

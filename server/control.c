@@ -5,6 +5,10 @@
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,6 +17,7 @@
 
 #include "server/conns.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 typedef struct srv_ctx {
@@ -21,6 +26,7 @@ typedef struct srv_ctx {
 	nng_aio *aio;
 	bool sending;
 	nng_msg *msg; /* received, waiting for the loop */
+	uint64_t recv_ns; /* uv_hrtime when it arrived, for the request latency metric */
 	struct srv_ctx *next;
 } srv_ctx;
 
@@ -36,6 +42,11 @@ struct srv_control {
 	bool closing;         /* guarded by mu */
 	uv_async_t async;
 	srv_conns conns;      /* open connections, per peer (conns.h) */
+	/* The tls+tcp:// listeners and their URLs, for a reload's new
+	 * certificate. */
+	nng_listener tls_listeners[SRV_MAX_URLS];
+	const char *tls_urls[SRV_MAX_URLS];
+	size_t ntls;
 };
 
 /* nng thread: a receive or a send finished on this context. */
@@ -63,6 +74,8 @@ static void srv_ctx_cb(void *arg)
 		return;
 	}
 	nng_msg *m = nng_aio_get_msg(c->aio);
+	c->recv_ns = uv_hrtime();
+	srv_metrics_add(SRV_M_BYTES_IN, nng_msg_len(m));
 	pthread_mutex_lock(&ctl->mu);
 	if (ctl->closing) {
 		pthread_mutex_unlock(&ctl->mu);
@@ -141,6 +154,7 @@ static void srv_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 	srv_pipe_peer(p, &peer);
 	uint64_t n = 0;
 	const srv_conns_rc rc = srv_conns_admit(&ctl->conns, id, &peer, &n);
+	srv_metrics_add(rc == SRV_CONNS_OK ? SRV_M_CONNECTIONS_OPENED : SRV_M_CONNECTIONS_REFUSED, 1);
 	if (rc == SRV_CONNS_OK)
 		return;
 	nng_pipe_close(p);
@@ -192,6 +206,8 @@ static void srv_ctx_send(srv_ctx *c, proto_buf *out)
 		nng_ctx_recv(c->ctx, c->aio);
 		return;
 	}
+	srv_metrics_add(SRV_M_BYTES_OUT, out->len);
+	srv_metrics_observe(SRV_H_REQUEST, (double)(uv_hrtime() - c->recv_ns) / 1e9);
 	proto_buf_free(out);
 	nng_aio_set_msg(c->aio, m);
 	c->sending = true;
@@ -289,6 +305,10 @@ int srv_control_open(struct srv_server *srv, uv_loop_t *loop, const srv_config *
 			rv = cfg->tls != NULL ? nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, cfg->tls) : NNG_EINVAL;
 		if (rv == 0)
 			rv = nng_listener_start(l, 0);
+		if (rv == 0 && srv_config_url_is_tls(url) && ctl->ntls < SRV_MAX_URLS) {
+			ctl->tls_listeners[ctl->ntls] = l;
+			ctl->tls_urls[ctl->ntls++] = url;
+		}
 		if (rv != 0) {
 			*bad_url = url;
 			srv_control_close(ctl);
@@ -353,4 +373,81 @@ void srv_control_close(srv_control *ctl)
 	/* The async handle is opened before anything can fail in
 	 * srv_control_open, so it is always there to close. */
 	uv_close((uv_handle_t *)&ctl->async, srv_control_free_cb);
+}
+
+void srv_control_set_conn_limits(srv_control *ctl, uint64_t max_total, uint64_t max_per_peer)
+{
+	if (ctl != NULL)
+		srv_conns_set_limits(&ctl->conns, max_total, max_per_peer);
+}
+
+/*
+ * nng (1.5.2) gives a TLS connection its configuration when the listener
+ * posts its accept, before a client arrives: the accept already waiting
+ * when the configuration changes would hand the next client the old
+ * certificate. A plain TCP connection of our own, closed at once, takes that
+ * accept (the kernel queues connections in order); its handshake fails and
+ * nng drops it, and the listener's next accept carries the new
+ * configuration.
+ */
+static void srv_control_tls_nudge(nng_listener l)
+{
+	nng_sockaddr sa;
+	if (nng_listener_get_addr(l, NNG_OPT_LOCADDR, &sa) != 0)
+		return;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	memset(&ss, 0, sizeof ss);
+	if (sa.s_family == NNG_AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+		in->sin_family = AF_INET;
+		in->sin_port = sa.s_in.sa_port;
+		in->sin_addr.s_addr = sa.s_in.sa_addr != 0 ? sa.s_in.sa_addr : htonl(INADDR_LOOPBACK);
+		len = sizeof *in;
+	} else if (sa.s_family == NNG_AF_INET6) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = sa.s_in6.sa_port;
+		memcpy(&in6->sin6_addr, sa.s_in6.sa_addr, 16);
+		if (IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+			in6->sin6_addr = in6addr_loopback;
+		len = sizeof *in6;
+	} else {
+		return;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	/* Loopback to a listening socket: connect completes from the backlog
+	 * without waiting for the accept. */
+	if (connect(fd, (struct sockaddr *)&ss, len) != 0)
+		srv_debug("reload: TLS: could not reach our own listener to refresh its accept");
+	close(fd);
+}
+
+int srv_control_set_tls(srv_control *ctl, struct nng_tls_config *tls, const char **bad_url)
+{
+	if (ctl == NULL || tls == NULL)
+		return 0;
+	/* Each listener takes its own reference on tls and drops the one it
+	 * held on the old configuration. */
+	for (size_t i = 0; i < ctl->ntls; i++) {
+		int rv = nng_listener_set_ptr(ctl->tls_listeners[i], NNG_OPT_TLS_CONFIG, tls);
+		if (rv != 0) {
+			*bad_url = ctl->tls_urls[i];
+			return rv;
+		}
+		srv_control_tls_nudge(ctl->tls_listeners[i]);
+	}
+	return 0;
+}
+
+size_t srv_control_connections(srv_control *ctl)
+{
+	if (ctl == NULL)
+		return 0;
+	pthread_mutex_lock(&ctl->conns.mu);
+	const size_t n = ctl->conns.count;
+	pthread_mutex_unlock(&ctl->conns.mu);
+	return n;
 }

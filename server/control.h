@@ -49,5 +49,14 @@ void srv_control_close(srv_control *ctl);
 /* "127.0.0.1", "uid 1000", ... of the peer at the other end of pipe
  * pipe_id, for the session's host (any thread). */
 void srv_control_pipe_host(uint32_t pipe_id, char *out, size_t out_len);
+/* Loop: the SIGHUP reload's new limits (conns.h) and TLS configuration: each
+ * tls+tcp:// listener presents tls from its next handshake on (connections
+ * already open keep theirs). Returns 0 or the nng error of the first
+ * listener that refused, with its URL in *bad_url. */
+void srv_control_set_conn_limits(srv_control *ctl, uint64_t max_total, uint64_t max_per_peer);
+int srv_control_set_tls(srv_control *ctl, struct nng_tls_config *tls, const char **bad_url);
+
+/* Any thread: control connections open now. */
+size_t srv_control_connections(srv_control *ctl);
 
 #endif

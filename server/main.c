@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "server/config.h"
@@ -71,6 +72,32 @@ int main(int argc, char **argv)
 		srv_config_free(&cfg);
 		return tls_code;
 	}
+	if (cfg.check_config) {
+		/* Everything a start reads has been read and checked; the
+		 * sockets are not opened (a running daemon may hold them). */
+		printf("draped: configuration OK (%s%s)\n", cfg.config_file ? "config file " : "no config file",
+		       cfg.config_file ? cfg.config_file : "");
+		srv_tls_close(&cfg);
+		srv_config_free(&cfg);
+		return 0;
+	}
+	srv_log_detect_journal();
+	if (cfg.log_format != NULL) {
+		srv_log_format f = SRV_LOG_TEXT;
+		srv_log_format_parse(cfg.log_format, &f);
+		srv_log_set_format(f);
+	}
+	if (cfg.log_file != NULL) {
+		int e = srv_log_open(cfg.log_file);
+		if (e != 0) {
+			fprintf(stderr, "draped: --log-file %s: %s\n", cfg.log_file, strerror(e));
+			srv_tls_close(&cfg);
+			srv_config_free(&cfg);
+			return SRV_EXIT_CANTCREAT;
+		}
+	}
+	if (cfg.config_file != NULL)
+		srv_info("config file %s", cfg.config_file);
 	/* --allow-remote let these through protected mode: say so on every
 	 * start, so nobody runs an open box without knowing it. */
 	for (size_t i = 0; i < cfg.listen_count + cfg.stream_count; i++) {
@@ -98,6 +125,9 @@ int main(int argc, char **argv)
 
 	srv_server srv;
 	int code = srv_server_init(&srv, &cfg);
+	/* A SIGHUP reload parses the same command line again (reload.h). */
+	srv.argc = argc;
+	srv.argv = argv;
 	if (code == SRV_EXIT_OK)
 		code = srv_server_run(&srv);
 	srv_server_free(&srv);

@@ -13,6 +13,7 @@
 #include "server/control.h"
 #include "server/jobs.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/waiters.h"
 
@@ -181,6 +182,8 @@ static void srv_encode(const proto_reply *rep, proto_buf *out)
 void srv_reply_finish(srv_server *srv, const proto_header *head, proto_reply *rep, drape_err rc, drape_error *err,
 		      const srv_reply_key *k, proto_buf *out)
 {
+	if (rc != DRAPE_OK)
+		srv_metrics_error(err != NULL && err->code != DRAPE_OK ? err->code : rc);
 	if (rc != DRAPE_OK) {
 		if (err->code == DRAPE_OK)
 			drape_error_setf(err, rc, "%s failed", proto_op_name(head->op) ? proto_op_name(head->op) : "request");
@@ -209,6 +212,7 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 
 	drape_err rc = proto_request_decode(buf, len, cfg->max_message, &req, &head, &err);
 	if (rc != DRAPE_OK) {
+		srv_metrics_error(err.code);
 		srv_debug("request refused (%zu bytes, id %llu): %s %s", len, (unsigned long long)head.id,
 			  drape_err_name(err.code), err.message);
 		proto_reply_init_error(&rep, &head, &err);
@@ -244,6 +248,7 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 		}
 	}
 
+	srv_metrics_request(req.op);
 	proto_session_info *list = NULL;
 	proto_frame *frames = NULL;
 	float *frame_buf = NULL;

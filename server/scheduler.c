@@ -41,6 +41,7 @@
 #include "server/checkpoint.h"
 #include "server/jobs.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/stream.h"
 #include "server/waiters.h"
@@ -73,6 +74,7 @@ static void srv_sched_append(srv_server *srv, srv_session *s)
 		srv->runq_head = s;
 	srv->runq_tail = s;
 	s->in_queue = true;
+	s->queued_ns = uv_hrtime();
 }
 
 uint32_t srv_sched_solved(const srv_session *s)
@@ -192,7 +194,9 @@ static void srv_work(uv_work_t *w)
 	drape_error_clear(&s->work_err);
 	memset(&s->work_stats, 0, sizeof s->work_stats);
 	drape_sim_set_pool(s->sim, s->work_pool);
+	const uint64_t t0 = uv_hrtime();
 	s->work_rc = drape_sim_step(s->sim, &s->work_stats, &s->work_err);
+	srv_metrics_observe(SRV_H_SOLVE, (double)(uv_hrtime() - t0) / 1e9);
 	if (s->work_rc != DRAPE_OK)
 		return;
 	drape_sim_get_positions(s->sim, s->work_positions);
@@ -415,9 +419,11 @@ static void srv_out_done(uv_work_t *w, int status)
 	s->stats = s->out_stats;
 	s->has_stats = true;
 	srv->counters.frames_solved++;
+	srv_metrics_add(SRV_M_FRAMES_SOLVED, 1);
 	if (s->out_msg != NULL) {
 		srv_stream_send(srv->stream, s->out_msg);
 		srv->counters.frames_served++;
+		srv_metrics_add(SRV_M_FRAMES_SERVED, 1);
 		s->out_msg = NULL;
 	}
 	/* The frame solved meanwhile goes next, even when stopping: no solved
@@ -462,6 +468,7 @@ void srv_sched_kick(srv_server *srv)
 			srv->runq_tail = NULL;
 		s->qnext = NULL;
 		s->in_queue = false;
+		srv_metrics_observe(SRV_H_QUEUE_WAIT, (double)(uv_hrtime() - s->queued_ns) / 1e9);
 		s->work.data = s;
 		s->work_target = s->target;
 		s->work_last_target = s->last_target;

@@ -19,6 +19,9 @@
 #include "server/control.h"
 #include "server/log.h"
 #include "server/resume.h"
+#include "server/metrics.h"
+#include "server/notify.h"
+#include "server/reload.h"
 #include "server/stream.h"
 #include "server/waiters.h"
 
@@ -32,6 +35,36 @@
 uint64_t srv_now_ms(srv_server *s)
 {
 	return uv_now(&s->loop);
+}
+
+/* Loop: what /metrics reports that only the loop may read, and the
+ * heartbeat /healthz checks (metrics.h). */
+static void srv_publish_gauges(srv_server *srv)
+{
+	srv_metrics_gauges g;
+	memset(&g, 0, sizeof g);
+	const uint64_t now_ns = uv_hrtime();
+	for (size_t i = 0; i < srv->sessions.count; i++) {
+		const srv_session *s = srv->sessions.items[i];
+		if (s->deleted)
+			continue;
+		if ((unsigned)s->state < PROTO_STATE_COUNT_)
+			g.sessions[s->state]++;
+		g.memory_estimate += s->memory + srv_frames_memory(&s->frames);
+	}
+	for (const srv_session *q = srv->runq_head; q != NULL; q = q->qnext) {
+		g.queue_length++;
+		const double w = now_ns > q->queued_ns ? (double)(now_ns - q->queued_ns) / 1e9 : 0.0;
+		if (w > g.queue_oldest_wait_s)
+			g.queue_oldest_wait_s = w;
+	}
+	g.memory_estimate += srv->reserved;
+	g.memory_budget = srv->cfg->max_memory;
+	g.frames_in_flight = srv->in_flight;
+	g.connections = srv_control_connections(srv->control);
+	g.waiters = srv->waiter_count;
+	g.uptime_s = (double)(srv_now_ms(srv) - srv->started_ms) / 1000.0;
+	srv_metrics_publish(&g, srv_metrics_now_ms());
 }
 
 static void srv_cron(uv_timer_t *t)
@@ -49,6 +82,7 @@ static void srv_cron(uv_timer_t *t)
 				char why[64];
 				snprintf(why, sizeof why, "idle for %llu s", (unsigned long long)idle);
 				srv->counters.sessions_expired++;
+				srv_metrics_add(SRV_M_SESSIONS_EXPIRED, 1);
 				srv_session_destroy(srv, s, why);
 			}
 		}
@@ -66,6 +100,7 @@ static void srv_cron(uv_timer_t *t)
 	if (srv->sessions.count < srv->trim_sessions || n > 0)
 		malloc_trim(0);
 	srv->trim_sessions = srv->sessions.count;
+	srv_publish_gauges(srv);
 }
 
 /* glibc's defaults suit short programs, not a daemon whose sessions come
@@ -123,10 +158,19 @@ void srv_server_maybe_finish(srv_server *srv)
 	srv->control = NULL;
 	srv_stream_close(srv->stream);
 	srv->stream = NULL;
+	if (srv->metrics_on)
+		srv_metrics_close();
+	srv->metrics_on = false;
 	uv_timer_stop(&srv->cron);
 	uv_close((uv_handle_t *)&srv->cron, srv_close_cb);
 	uv_close((uv_handle_t *)&srv->sigterm, srv_close_cb);
 	uv_close((uv_handle_t *)&srv->sigint, srv_close_cb);
+	uv_close((uv_handle_t *)&srv->sighup, srv_close_cb);
+	uv_close((uv_handle_t *)&srv->sigusr1, srv_close_cb);
+	if (srv->watchdog_on) {
+		uv_timer_stop(&srv->watchdog);
+		uv_close((uv_handle_t *)&srv->watchdog, srv_close_cb);
+	}
 }
 
 static void srv_on_signal(uv_signal_t *h, int signum)
@@ -138,8 +182,46 @@ static void srv_on_signal(uv_signal_t *h, int signum)
 		return;
 	}
 	srv->stopping = true;
+	srv_notify("STOPPING=1\nSTATUS=shutting down");
 	srv_info("%s: shutting down after %u frames in flight", strsignal(signum), (unsigned)srv->in_flight);
 	srv_server_maybe_finish(srv);
+}
+
+/* SIGHUP: reload (reload.h). Sessions, connections and frames in flight
+ * are untouched; during shutdown there is nothing to reload for. */
+static void srv_on_hup(uv_signal_t *h, int signum)
+{
+	(void)signum;
+	srv_server *srv = h->data;
+	if (srv->stopping) {
+		srv_info("SIGHUP during shutdown: ignored");
+		return;
+	}
+	srv_reload(srv, NULL);
+}
+
+/* SIGUSR1: reopen --log-file, after logrotate moved it away. */
+static void srv_on_usr1(uv_signal_t *h, int signum)
+{
+	(void)signum;
+	srv_server *srv = h->data;
+	if (srv->cfg->log_file == NULL) {
+		srv_info("SIGUSR1: no --log-file to reopen (the log goes to stderr)");
+		return;
+	}
+	int e = srv_log_reopen();
+	if (e != 0)
+		srv_error("SIGUSR1: cannot reopen the log file %s: %s; still writing to the old one",
+			  srv->cfg->log_file, strerror(e));
+	else
+		srv_info("SIGUSR1: log file %s reopened", srv->cfg->log_file);
+}
+
+/* The systemd watchdog: pinged from the loop, so a stuck loop stops it. */
+static void srv_on_watchdog(uv_timer_t *t)
+{
+	(void)t;
+	srv_notify("WATCHDOG=1");
 }
 
 int srv_server_init(srv_server *s, srv_config *cfg)
@@ -216,6 +298,37 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 	s->sigterm.data = s->sigint.data = s;
 	uv_signal_start(&s->sigterm, srv_on_signal, SIGTERM);
 	uv_signal_start(&s->sigint, srv_on_signal, SIGINT);
+	/* Without a handler SIGHUP (a systemd reload, logrotate's postrotate)
+	 * and SIGUSR1 would end the daemon without a checkpoint. */
+	uv_signal_init(&s->loop, &s->sighup);
+	uv_signal_init(&s->loop, &s->sigusr1);
+	s->sighup.data = s->sigusr1.data = s;
+	uv_signal_start(&s->sighup, srv_on_hup, SIGHUP);
+	uv_signal_start(&s->sigusr1, srv_on_usr1, SIGUSR1);
+	/* The first heartbeat before the listener opens: /healthz never says
+	 * 503 for a daemon that has just started. */
+	srv_publish_gauges(s);
+	if (cfg->metrics != NULL) {
+		rv = srv_metrics_open(cfg->metrics);
+		if (rv != 0) {
+			srv_error("cannot serve metrics on %s: %s", cfg->metrics, nng_strerror(rv));
+			return SRV_EXIT_UNAVAILABLE;
+		}
+		s->metrics_on = true;
+		srv_info("metrics on %s (/metrics, /healthz)", cfg->metrics);
+	}
+	const uint64_t wd = srv_notify_watchdog_usec();
+	if (wd > 0) {
+		/* sd_watchdog_enabled(3) advises pinging at half the interval. */
+		uint64_t ms = wd / 2000u;
+		if (ms == 0)
+			ms = 1;
+		uv_timer_init(&s->loop, &s->watchdog);
+		s->watchdog.data = s;
+		uv_timer_start(&s->watchdog, srv_on_watchdog, ms, ms);
+		s->watchdog_on = true;
+		srv_info("systemd watchdog: pinging every %llu ms", (unsigned long long)ms);
+	}
 	/* A client that vanishes mid-reply must not kill the daemon. */
 	signal(SIGPIPE, SIG_IGN);
 	if (cfg->users != NULL)
@@ -230,6 +343,8 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 		 s->build, (unsigned)cfg->threads, (unsigned)cfg->pool_threads, (unsigned long long)cfg->idle_timeout_s,
 		 (unsigned long long)cfg->max_message, (unsigned long long)cfg->max_memory,
 		 (unsigned long long)cfg->max_connections, (unsigned long long)cfg->max_connections_per_peer);
+	/* Every socket listens now: clients may connect. */
+	srv_notify("READY=1\nSTATUS=serving");
 	return SRV_EXIT_OK;
 }
 
@@ -256,6 +371,9 @@ void srv_server_free(srv_server *s)
 	srv_waiters_free(s);
 	srv_stream_close(s->stream);
 	s->stream = NULL;
+	if (s->metrics_on)
+		srv_metrics_close();
+	s->metrics_on = false;
 	if (s->loop_ready) {
 		uv_walk(&s->loop, srv_walk_close, NULL);
 		uv_run(&s->loop, UV_RUN_DEFAULT);

@@ -80,6 +80,15 @@ typedef struct srv_server {
 	 * its user (NULL without --users-file) and the peer it came from. */
 	const struct srv_user *req_user;
 	char req_host[64];
+	/* Operations (reload.c, notify.c, metrics.c): SIGHUP reloads, SIGUSR1
+	 * reopens the log file, the watchdog timer pings systemd. argc/argv
+	 * are main's, parsed again by a reload; NULL argv = no reload. */
+	uv_signal_t sighup, sigusr1;
+	uv_timer_t watchdog;
+	bool watchdog_on;
+	bool metrics_on;
+	int argc;
+	char **argv;
 } srv_server;
 
 /* Sets up everything from a finished config; returns an SRV_EXIT_* code. */

@@ -17,6 +17,7 @@
 #include "server/jobs.h"
 #include "server/log.h"
 #include "server/owner.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/stream.h"
 #include "server/waiters.h"
@@ -369,6 +370,7 @@ drape_err srv_create_finish(srv_server *srv, srv_session *s, const void *raw, si
 	}
 	s->last_active_ms = srv_now_ms(srv);
 	srv->counters.sessions_created++;
+	srv_metrics_add(SRV_M_SESSIONS_CREATED, 1);
 	/* The creator may have gone while the session was being built; its
 	 * connection's close was then seen before the session existed. */
 	if (s->pipe != 0 && !srv_control_pipe_alive(s->pipe))
@@ -434,6 +436,7 @@ void srv_sessions_reclaim_orphans(srv_server *srv, uint64_t now)
 		snprintf(why, sizeof why, "orphaned: never run, its owner's connection closed %llu s ago",
 			 (unsigned long long)((now - s->orphan_since_ms) / 1000u));
 		srv->counters.sessions_expired++;
+		srv_metrics_add(SRV_M_SESSIONS_EXPIRED, 1);
 		srv_session_destroy(srv, s, why);
 	}
 }
@@ -650,5 +653,6 @@ drape_err srv_op_frames_get(srv_server *srv, srv_session *s, const proto_request
 	*frames_out = frames;
 	*buf_out = buf;
 	srv->counters.frames_served += k;
+	srv_metrics_add(SRV_M_FRAMES_SERVED, k);
 	return DRAPE_OK;
 }

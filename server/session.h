@@ -63,6 +63,7 @@ typedef struct srv_session {
 	bool end_pending;      /* canceled while busy: the end message goes out
 				* once the frame or job in flight lands */
 	uint64_t last_active_ms;
+	uint64_t queued_ns; /* uv_hrtime when it last entered the run queue (metrics.h) */
 	/* Orphans (srv_sessions_pipe_closed): the nng pipe of the connection
 	 * its owner last used (the create, then any request with the token);
 	 * 0 = none known (reloaded from the state dir). orphan_since_ms is

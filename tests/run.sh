@@ -14,6 +14,8 @@ passed=0
 failed=0
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
+# The daemons the tests start read no system-wide /etc/drape/draped.json.
+export DRAPED_CONFIG=
 
 # run LABEL COMMAND...: runs one test program and adds its counts.
 run() {
