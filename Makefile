@@ -59,6 +59,8 @@ NET_LIBS := -lnng -lmsgpackc
 UV_LIBS  := -luv
 JSON_LIBS := -lcjson
 SYS_LIBS := -lm -lpthread
+# libpng: the CLI's preview images only (client/cli/png.c), never libdrape.
+PNG_LIBS := -lpng
 
 SIM_C    := $(sort $(wildcard server/sim/*.c))
 SIM_CXX  := $(sort $(wildcard server/sim/*.cc))
@@ -140,7 +142,7 @@ $(DRAPED): $(BUILD)/obj/server/main.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS)
 
 $(DRAPE): $(CLI_O) $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_O) $(ALL_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_O) $(ALL_LIBS) $(PNG_LIBS)
 
 # Unit tests link only the layer they test, named by prefix: test_sim_* the
 # solver, test_proto_* the codec, test_client_* libdrape; the rest everything.

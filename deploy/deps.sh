@@ -10,6 +10,7 @@ set -eu
 
 PACKAGES="build-essential pkg-config libuv1-dev libnng-dev nng-utils libmsgpack-dev \
 libopenvdb-dev libtbb-dev libcjson-dev clang libclang-rt-14-dev openssl"
+PACKAGES="$PACKAGES libpng-dev"
 
 missing() {
 	for p in $PACKAGES; do

@@ -119,6 +119,7 @@ int cli_cmd_delete(int argc, char **argv);
 int cli_cmd_check(int argc, char **argv);
 int cli_cmd_resume(int argc, char **argv);
 int cli_cmd_loadtest(int argc, char **argv);
+int cli_cmd_preview(int argc, char **argv); /* preview.c */
 
 /* Usage text of a command (NULL = the overview) to stdout or stderr. */
 void cli_usage(const char *cmd, bool to_stderr);
