@@ -274,36 +274,42 @@ static void shape_pose(pv_shape *s, const drape_collider_desc *d, uint32_t frame
 
 /* ---- Frames ---------------------------------------------------------------- */
 
-/* The frames to draw: one, or the sheet's n spread evenly from 0 to last. */
-static uint32_t pick_frames(const pv_cfg *c, uint32_t last, uint32_t *out)
+/* The frames to draw: one, or the sheet's n spread evenly from first to
+ * last. */
+static uint32_t pick_frames(const pv_cfg *c, uint32_t first, uint32_t last, uint32_t *out)
 {
 	if (c->sheet == 0) {
 		out[0] = c->frame == UINT32_MAX ? last : c->frame;
 		return 1;
 	}
-	uint32_t n = c->sheet;
-	if (n > last + 1)
-		n = last + 1;
+	uint32_t n = c->sheet, span = last - first;
+	if (n > span + 1)
+		n = span + 1;
 	for (uint32_t k = 0; k < n; k++)
-		out[k] = n == 1 ? last : (uint32_t)(((uint64_t)k * last + (n - 1) / 2) / (n - 1));
+		out[k] = n == 1 ? last : first + (uint32_t)(((uint64_t)k * span + (n - 1) / 2) / (n - 1));
 	return n;
 }
 
-/* The highest N with DIR/frame_NNNN.obj, 0 when there is none. */
-static uint32_t dir_last_frame(const char *dir)
+/* The highest N with DIR/frame_NNNN.obj, 0 when there is none; *first the
+ * lowest (frames before a scene's start_frame are not written). */
+static uint32_t dir_last_frame(const char *dir, uint32_t *first)
 {
 	DIR *d = opendir(dir);
+	*first = 0;
 	if (d == NULL)
 		return 0;
-	uint32_t best = 0;
+	uint32_t best = 0, low = UINT32_MAX;
 	struct dirent *e;
 	while ((e = readdir(d)) != NULL) {
 		unsigned n;
 		char tail[8];
-		if (sscanf(e->d_name, "frame_%u.%7s", &n, tail) == 2 && strcmp(tail, "obj") == 0 && n > best)
-			best = n;
+		if (sscanf(e->d_name, "frame_%u.%7s", &n, tail) != 2 || strcmp(tail, "obj") != 0 || n == 0)
+			continue;
+		best = n > best ? n : best;
+		low = n < low ? n : low;
 	}
 	closedir(d);
+	*first = best > 0 ? low : 0;
 	return best;
 }
 
@@ -412,7 +418,7 @@ static int frames_from_session(const cli_opts *o, const pv_cfg *c, const drape_s
 		x = cli_fail("session status", rc, &err);
 		goto out;
 	}
-	*n = pick_frames(c, st.frames_done, which);
+	*n = pick_frames(c, 0, st.frames_done, which);
 	for (uint32_t k = 0; k < *n && x == 0; k++) {
 		if (which[k] == 0) {
 			memcpy(pos[k], sc->cloth.positions, (size_t)sc->cloth.vertex_count * 3 * sizeof(float));
@@ -673,8 +679,8 @@ int cli_cmd_preview(int argc, char **argv)
 	} else if (c.have_session) {
 		x = frames_from_session(&o, &c, &sc, which, &n, pos);
 	} else if (c.frames_dir != NULL) {
-		uint32_t last = dir_last_frame(c.frames_dir);
-		n = pick_frames(&c, last, which);
+		uint32_t first, last = dir_last_frame(c.frames_dir, &first);
+		n = pick_frames(&c, first, last, which);
 		if (last == 0 && (c.frame == UINT32_MAX || c.frame > 0)) {
 			fprintf(stderr, "drape preview: --frames-dir: %s holds no frame_NNNN.obj\n", c.frames_dir);
 			x = CLI_NOINPUT;
@@ -682,7 +688,7 @@ int cli_cmd_preview(int argc, char **argv)
 			x = frames_from_dir(c.frames_dir, &sc, which, n, pos);
 		}
 	} else {
-		n = pick_frames(&c, sc.frames, which);
+		n = pick_frames(&c, 0, sc.frames, which);
 		x = frames_from_solver(&sc, which, n, pos);
 	}
 	if (x == 0)
