@@ -212,12 +212,35 @@ FUZZ_DAEMON_WRAP := -Wl,--wrap=srv_control_reply -Wl,--wrap=getrandom -Wl,--wrap
 $(BUILD)/fuzz_replay_daemon: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_daemon.c) $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	$(CC) $(LDFLAGS) $(FUZZ_DAEMON_WRAP) -o $@ $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_daemon.c) $(ALL_LIBS)
 
+# The browser view's page (server/www, served by draped --http): npm ci of
+# the pinned lockfile into BUILD/www-npm (the only network use of the build:
+# the npm registry), then one esbuild bundle of src/app.js with three and
+# @msgpack/msgpack into BUILD/www. The same lockfile gives the same bundle.
+WWW_NPM  := $(BUILD)/www-npm
+WWW_OUT  := $(BUILD)/www/app.js $(BUILD)/www/index.html $(BUILD)/www/app.css
+all: $(WWW_OUT)
+$(WWW_NPM)/node_modules/.package-lock.json: server/www/package.json server/www/package-lock.json
+	@mkdir -p $(WWW_NPM)
+	cp server/www/package.json server/www/package-lock.json $(WWW_NPM)/
+	cd $(WWW_NPM) && npm ci --no-audit --no-fund --loglevel=error || { \
+		echo "drape: npm ci failed: the browser view (server/www) needs the npm registry at build time" >&2; exit 1; }
+	touch $@
+$(BUILD)/www/app.js: server/www/src/app.js $(WWW_NPM)/node_modules/.package-lock.json
+	@mkdir -p $(dir $@)
+	NODE_PATH=$(abspath $(WWW_NPM)/node_modules) $(WWW_NPM)/node_modules/.bin/esbuild $< --bundle --minify \
+		--format=iife --target=es2020 --legal-comments=eof --log-level=warning --outfile=$@
+$(BUILD)/www/%: server/www/src/%
+	@mkdir -p $(dir $@)
+	cp $< $@
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/drape
 	install -m 755 $(DRAPED) $(DRAPE) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIBDRAPE) $(LIBSIM) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBDRAPE_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/drape/*.h $(DESTDIR)$(PREFIX)/include/drape/
+	install -d $(DESTDIR)$(PREFIX)/share/drape/www
+	install -m 644 $(WWW_OUT) $(DESTDIR)$(PREFIX)/share/drape/www/
 
 clean:
 	rm -rf build out

@@ -11,6 +11,8 @@ set -eu
 PACKAGES="build-essential pkg-config libuv1-dev libnng-dev nng-utils libmsgpack-dev \
 libopenvdb-dev libtbb-dev libcjson-dev clang libclang-rt-14-dev openssl"
 PACKAGES="$PACKAGES libpng-dev"
+PACKAGES="$PACKAGES nodejs chromium"
+command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
 
 missing() {
 	for p in $PACKAGES; do

@@ -547,6 +547,10 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_reply *r)
 		proto_wire_pack_array(e, g->count);
 		for (uint32_t i = 0; i < g->count; i++)
 			proto_wire_pack_frame(e, "frames.positions", &g->frames[i]);
+		if (g->triangles != NULL) {
+			proto_wire_kv(e, n, "triangles");
+			proto_wire_pack_bin_u32(e, "triangles", g->triangles, (uint64_t)g->triangle_count * 3);
+		}
 		break;
 	}
 	case PROTO_OP_SERVER_STATS: {

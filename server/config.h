@@ -57,6 +57,8 @@ typedef struct srv_config {
 				     * certificate signed by one of them */
 	struct nng_tls_config *tls; /* built from the three by srv_tls_open (server/tls.c) before the
 				     * server starts, freed by srv_tls_close; NULL without TLS */
+	char *http;                 /* --http tcp://HOST:PORT: the browser view (server/web.c); NULL = none */
+	char *http_root;            /* --http-root DIR: its static files; NULL = beside the binary */
 } srv_config;
 
 /* Outcome of parsing. */

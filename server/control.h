@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <nng/nng.h>
 #include <uv.h>
 
 #include "proto/proto.h"
@@ -45,5 +46,8 @@ bool srv_control_pipe_alive(uint32_t pipe_id);
 /* Closes the socket (in-flight replies are dropped; clients retry), waits
  * for every callback to finish, and closes the async handle. Loop thread. */
 void srv_control_close(srv_control *ctl);
+
+/* The control REP socket, for more listeners (server/web.c's WebSocket). */
+nng_socket srv_control_socket(const srv_control *ctl);
 
 #endif
