@@ -65,6 +65,7 @@ static void srv_cron(uv_timer_t *t)
 	 * sessions down instead of staying at its high-water mark. */
 	if (srv->sessions.count < srv->trim_sessions || n > 0)
 		malloc_trim(0);
+	srv_web_publish(srv->web, srv);
 	srv->trim_sessions = srv->sessions.count;
 }
 

@@ -13,12 +13,14 @@
 #include <unistd.h>
 
 #include "server/log.h"
+#include "server/webapi.h"
 
 struct srv_web {
 	nng_http_server *http;
 	nng_listener ws;
 	bool ws_open;
 	bool started;
+	srv_webapi *api;
 };
 
 /* The app's folder: --http-root, else www beside the draped binary (the
@@ -78,12 +80,20 @@ int srv_web_open(const srv_config *cfg, nng_socket control, srv_web **out, const
 		free(w);
 		return rv;
 	}
-	/* The whole app is static: index.html and its bundle. */
-	rv = nng_http_handler_alloc_directory(&h, "/", root);
-	if (rv == 0) {
-		rv = nng_http_server_add_handler(w->http, h);
-		if (rv != 0)
-			nng_http_handler_free(h);
+	rv = srv_webapi_open(cfg, w->http, &w->api);
+	/* The whole app is three static files. Each has its own handler: a
+	 * tree handler on "/" would claim /api and /ws as well. */
+	static const char *const files[][2] = {
+		{"/", "index.html"}, {"/index.html", "index.html"}, {"/app.js", "app.js"}, {"/app.css", "app.css"}};
+	for (size_t i = 0; rv == 0 && i < sizeof files / sizeof files[0]; i++) {
+		char path[PATH_MAX + 64];
+		snprintf(path, sizeof path, "%s/%s", root, files[i][1]);
+		rv = nng_http_handler_alloc_file(&h, files[i][0], path);
+		if (rv == 0) {
+			rv = nng_http_server_add_handler(w->http, h);
+			if (rv != 0)
+				nng_http_handler_free(h);
+		}
 	}
 	/* The page's WebSocket is a listener of the control socket on the
 	 * same host and port; nng's ws transport holds the same HTTP server
@@ -117,7 +127,20 @@ void srv_web_close(srv_web *w)
 		nng_listener_close(w->ws);
 	if (w->started)
 		nng_http_server_stop(w->http);
+	srv_webapi_close(w->api);
 	if (w->http != NULL)
 		nng_http_server_release(w->http);
 	free(w);
+}
+
+void srv_web_frame(srv_web *w, uint32_t session, uint32_t index, const drape_sim_stats *st)
+{
+	if (w != NULL)
+		srv_webapi_frame(w->api, session, index, st);
+}
+
+void srv_web_publish(srv_web *w, const struct srv_server *srv)
+{
+	if (w != NULL)
+		srv_webapi_publish(w->api, srv);
 }

@@ -12,6 +12,7 @@
 
 #include <nng/nng.h>
 
+#include "drape/sim.h"
 #include "server/config.h"
 
 typedef struct srv_web srv_web;
@@ -24,5 +25,12 @@ int srv_web_open(const srv_config *cfg, nng_socket control, srv_web **out, const
 
 /* Stops the WebSocket listener and releases the HTTP server. NULL is fine. */
 void srv_web_close(srv_web *w);
+
+/* Loop thread; NULL w is fine. A frame landed (for the JSON API's
+ * per-frame history), and the cron's publication of the API's snapshot
+ * (webapi.h). */
+struct srv_server;
+void srv_web_frame(srv_web *w, uint32_t session, uint32_t index, const drape_sim_stats *st);
+void srv_web_publish(srv_web *w, const struct srv_server *srv);
 
 #endif

@@ -93,6 +93,58 @@ done
 session=$(sed -n 's/.*session \([0-9]*\) on .*/\1/p' "$T/run.err")
 owner=$(sed -n 's/.*owner token \([0-9a-f]*\).*/\1/p' "$T/run.err")
 
+# The JSON API: 401 without the token; with it, the box and the session with
+# a per-frame history whose frames are consecutive and whose strain is a
+# finite number, growing while the run goes on (polled, generous deadline).
+api() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import json, sys, time, urllib.request, urllib.error
+url, token, session = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def get(path, tok):
+    req = urllib.request.Request(url + path)
+    if tok is not None:
+        req.add_header('Authorization', 'Bearer ' + tok)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+fails = []
+for path in ('api/box', 'api/sessions'):
+    for tok in (None, token + 'x'):
+        code, body = get(path, tok)
+        if code != 401 or 'sessions' in body:
+            fails.append('%s with token %r: %s %s' % (path, tok, code, body))
+deadline = time.time() + 120
+while True:
+    code, box = get('api/box', token)
+    code2, lst = get('api/sessions', token)
+    ss = [x for x in lst.get('sessions', []) if x['id'] == session] if code2 == 200 else []
+    h = ss[0]['history'] if ss else None
+    if code == 200 and box.get('sessions', 0) >= 1 and box.get('running', 0) >= 1 and h and len(h['frame']) >= 3:
+        break
+    if time.time() > deadline:
+        fails.append('no session %d with 3 frames of history: %s %s' % (session, box, lst))
+        break
+    time.sleep(0.2)
+if h:
+    f = h['frame']
+    if any(b != a + 1 for a, b in zip(f, f[1:])):
+        fails.append('history frames not consecutive: %s' % f[:20])
+    if not all(isinstance(v, (int, float)) and 0 <= v < 10 for v in h['max_strain']):
+        fails.append('max_strain not finite numbers: %s' % h['max_strain'][:10])
+    if ss[0]['state'] != 'running' or 'owner_client' not in ss[0]:
+        fails.append('session fields: %s' % {k: v for k, v in ss[0].items() if k != 'history'})
+print('\n'.join(fails) if fails else 'ok')
+PY
+}
+res=$(api "http://127.0.0.1:$port/" "$(head -n 1 "$T/token")" "$session")
+if [ "$res" = "ok" ]; then
+	ok "JSON API: 401 without the token; box and per-frame session history with it"
+else
+	ko "JSON API" "$res"
+fi
+
 WEB_URL="http://127.0.0.1:$port/" WEB_TOKEN=$(head -n 1 "$T/token") WEB_OWNER=$owner \
 	WEB_SESSION=$session WEB_OUT=$OUT NODE_PATH="$TOP/$B/www-npm/node_modules" \
 	node "$TOP/tests/integration/web_page.cjs" >"$T/page.out" 2>&1
