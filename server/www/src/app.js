@@ -108,6 +108,7 @@ function clearView() {
   view.frames.clear();
   view.stats.clear();
   view.shown = 0;
+  sessionInfo = new Map();
   $('main').hidden = true;
   $('box').textContent = '';
   $('sessions').tBodies[0].textContent = '';
@@ -159,32 +160,49 @@ function fail(e) {
   }
 }
 
+// The JSON API (server/webapi.h) with the same token: the box, and every
+// session's owner, state, progress and per-frame statistics.
+async function api(path) {
+  const r = await fetch(path, { headers: { Authorization: 'Bearer ' + auth }, cache: 'no-store' });
+  const body = await r.json();
+  if (!r.ok) {
+    throw Object.assign(new Error(body.error ? body.error.message : 'HTTP ' + r.status),
+      { code: body.error ? body.error.code : 'EINTERNAL' });
+  }
+  return body;
+}
+
+let sessionInfo = new Map();
+
 async function refresh() {
-  const [stats, list] = await Promise.all([
-    ctl.request('server.stats', {}, auth),
-    ctl.request('session.list', {}, auth),
-  ]);
-  const box = $('box');
-  box.textContent = '';
-  const rows = [['server', (await ctl.request('hello', {})).server],
-    ['sessions', stats.sessions], ['running', stats.running], ['queued', stats.queued],
-    ['solver threads', stats.threads], ['frames solved', stats.frames_solved],
-    ['memory', (Number(stats.memory) / 1048576).toFixed(1) + ' MiB'],
-    ['uptime', Number(stats.uptime_s).toFixed(0) + ' s']];
+  // server.stats over the control protocol checks the token like every
+  // other request; the API then gives the details.
+  await ctl.request('server.stats', {}, auth);
+  const [box, list] = await Promise.all([api('/api/box'), api('/api/sessions')]);
+  const el = $('box');
+  el.textContent = '';
+  const rows = [['server', box.server], ['sessions', box.sessions], ['running', box.running],
+    ['queued', box.queued], ['solver threads', box.threads], ['frames solved', box.frames_solved],
+    ['memory', (Number(box.memory) / 1048576).toFixed(1) + ' MiB'],
+    ['load', box.load ? box.load.map((x) => x.toFixed(2)).join(' ') : '-']];
   for (const [k, v] of rows) {
     const dt = document.createElement('dt');
     dt.textContent = k;
     const dd = document.createElement('dd');
     dd.textContent = String(v);
-    box.append(dt, dd);
+    el.append(dt, dd);
   }
   const body = $('sessions').tBodies[0];
   body.textContent = '';
+  sessionInfo = new Map();
   for (const s of list.sessions) {
+    sessionInfo.set(s.id, s);
     const tr = document.createElement('tr');
     tr.dataset.id = s.id;
     if (s.id === view.session) tr.className = 'picked';
-    for (const v of [s.id, s.name || '', s.state, s.frames_done, s.vertices]) {
+    const progress = s.progress === null ? String(s.frames_done)
+      : s.frames_done + ' (' + Math.round(100 * s.progress) + '%)';
+    for (const v of [s.id, s.name || '', s.owner_client.slice(-6), s.state, progress, s.vertices]) {
       const td = document.createElement('td');
       td.textContent = String(v);
       tr.append(td);
@@ -192,6 +210,7 @@ async function refresh() {
     tr.onclick = () => pick(s.id);
     body.append(tr);
   }
+  drawPlot();
 }
 
 // ---- one session's frames -----------------------------------------------
@@ -207,6 +226,7 @@ async function pick(id) {
   $('frame').textContent = '-';
   $('session-msg').textContent = '';
   for (const tr of $('sessions').tBodies[0].rows) tr.className = Number(tr.dataset.id) === id ? 'picked' : '';
+  drawPlot();
   if (!owner) {
     $('session-msg').textContent = 'session ' + id + ': its frames need its owner token';
     return;
@@ -335,7 +355,6 @@ function newFrames(last, arrived) {
     playFrame = last;
     pendingArrival = arrived;
   }
-  drawPlot();
 }
 
 function tick() {
@@ -361,23 +380,24 @@ function drawPlot() {
   const c = $('plot');
   const g = c.getContext('2d');
   g.clearRect(0, 0, c.width, c.height);
-  const keys = [...view.stats.keys()].sort((a, b) => a - b);
-  if (keys.length < 2) return;
-  const series = [['max_strain', '#d66e48'], ['contacts', '#8fa3bf']];
-  for (const [name, colour] of series) {
-    const vals = keys.map((k) => Number(view.stats.get(k)[name] || 0));
+  const info = sessionInfo.get(view.session);
+  const h = info && info.history;
+  if (!h || h.frame.length < 2) return;
+  const series = [['max_strain', '#d66e48'], ['self_pairs', '#dec078'], ['contacts', '#8fa3bf']];
+  series.forEach(([name, colour], row) => {
+    const vals = h[name].map((x) => Number(x || 0));
     const hi = Math.max(...vals) || 1;
     g.strokeStyle = colour;
     g.beginPath();
-    keys.forEach((k, i) => {
-      const x = (i / (keys.length - 1)) * (c.width - 4) + 2;
-      const y = c.height - 4 - (vals[i] / hi) * (c.height - 20);
+    vals.forEach((v, i) => {
+      const x = (i / (vals.length - 1)) * (c.width - 4) + 2;
+      const y = c.height - 4 - (v / hi) * (c.height - 40);
       if (i) g.lineTo(x, y); else g.moveTo(x, y);
     });
     g.stroke();
     g.fillStyle = colour;
-    g.fillText(name + ' max ' + hi.toPrecision(3), 4, name === 'max_strain' ? 10 : 22);
-  }
+    g.fillText(name + ' max ' + hi.toPrecision(3), 4, 10 + 12 * row);
+  });
 }
 
 $('login').addEventListener('submit', login);
