@@ -57,7 +57,36 @@ else
 	ko "frame 6 from the files and from the solver are the same image" "images differ"
 fi
 
-# 4. Bad options: exit 64, the option named, no file.
+# 4. From a running daemon's session: the same frame 6, and refused (77, no
+#    file) with another owner token.
+"$DRAPED" --listen "ipc://$T/ctl" --state-dir "$T/state" >"$T/draped.log" 2>&1 &
+dpid=$!
+trap 'kill -TERM $dpid 2>/dev/null; wait $dpid 2>/dev/null; rm -rf "$T"' EXIT
+i=0
+until "$DRAPE" status --server "ipc://$T/ctl" >/dev/null 2>&1; do
+	i=$((i + 1))
+	[ $i -gt 300 ] && break
+	sleep 0.1
+done
+"$DRAPE" run "$SCENE" --frames 6 --server "ipc://$T/ctl" --quiet >/dev/null 2>"$T/run.err"
+sid=$(sed -n 's/.*session \([0-9]*\) on .*/\1/p' "$T/run.err")
+"$DRAPE" preview --session "$sid" --scene "$SCENE" --server "ipc://$T/ctl" --frame 6 --size 160x120 \
+	--out "$T/session6.png" --quiet
+if [ -n "$sid" ] && [ -s "$T/session6.png" ] && cmp -s "$T/session6.png" "$T/local6.png"; then
+	ok "frame 6 fetched from the daemon is the same image"
+else
+	ko "frame 6 fetched from the daemon is the same image" "session '$sid': $(cat "$T/run.err")"
+fi
+err=$("$DRAPE" preview --session "$sid" --scene "$SCENE" --server "ipc://$T/ctl" --frame 6 \
+	--owner-token 0123456789abcdef0123456789abcdef --out "$T/bad.png" 2>&1 >/dev/null)
+rc=$?
+if [ $rc -eq 77 ] && [ ! -e "$T/bad.png" ]; then
+	ok "another owner token gets no picture"
+else
+	ko "another owner token gets no picture" "exit $rc: $err"
+fi
+
+# 5. Bad options: exit 64, the option named, no file.
 for bad in "--size 0x10" "--size 100" "--camera 10,95" "--camera a,b" "--sheet 1" "--frame x"; do
 	opt=${bad%% *}
 	# shellcheck disable=SC2086
@@ -70,7 +99,7 @@ for bad in "--size 0x10" "--size 100" "--camera 10,95" "--camera a,b" "--sheet 1
 	fi
 done
 
-# 5. An empty frames folder is an error naming it, not an empty picture.
+# 6. An empty frames folder is an error naming it, not an empty picture.
 mkdir -p "$T/empty"
 err=$("$DRAPE" preview "$SCENE" --frames-dir "$T/empty" --out "$T/bad.png" 2>&1 >/dev/null)
 rc=$?
