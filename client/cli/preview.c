@@ -432,8 +432,8 @@ static int frames_from_session(const cli_opts *o, const pv_cfg *c, const drape_s
 			break;
 		}
 		if (got < 1 || fr[0].index != which[k]) {
-			fprintf(stderr, "drape preview: --frame: session %u no longer holds frame %u (oldest %u, "
-					"newest %u)\n",
+			fprintf(stderr, "drape preview: --frame: session %u does not hold frame %u (it holds %u "
+					"to %u)\n",
 				c->session, which[k], st.frames_first, st.frames_done);
 			x = CLI_DATAERR;
 		} else if (fr[0].vertex_count != sc->cloth.vertex_count) {
