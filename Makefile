@@ -59,6 +59,8 @@ NET_LIBS := -lnng -lmsgpackc
 UV_LIBS  := -luv
 JSON_LIBS := -lcjson
 SYS_LIBS := -lm -lpthread
+# libpng: the CLI's preview images only (client/cli/png.c), never libdrape.
+PNG_LIBS := -lpng
 
 SIM_C    := $(sort $(wildcard server/sim/*.c))
 SIM_CXX  := $(sort $(wildcard server/sim/*.cc))
@@ -140,7 +142,7 @@ $(DRAPED): $(BUILD)/obj/server/main.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS)
 
 $(DRAPE): $(CLI_O) $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_O) $(ALL_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_O) $(ALL_LIBS) $(PNG_LIBS)
 
 # Unit tests link only the layer they test, named by prefix: test_sim_* the
 # solver, test_proto_* the codec, test_client_* libdrape; the rest everything.
@@ -210,12 +212,35 @@ FUZZ_DAEMON_WRAP := -Wl,--wrap=srv_control_reply -Wl,--wrap=getrandom -Wl,--wrap
 $(BUILD)/fuzz_replay_daemon: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_daemon.c) $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	$(CC) $(LDFLAGS) $(FUZZ_DAEMON_WRAP) -o $@ $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_daemon.c) $(ALL_LIBS)
 
+# The browser view's page (server/www, served by draped --http): npm ci of
+# the pinned lockfile into BUILD/www-npm (the only network use of the build:
+# the npm registry), then one esbuild bundle of src/app.js with three and
+# @msgpack/msgpack into BUILD/www. The same lockfile gives the same bundle.
+WWW_NPM  := $(BUILD)/www-npm
+WWW_OUT  := $(BUILD)/www/app.js $(BUILD)/www/index.html $(BUILD)/www/app.css
+all: $(WWW_OUT)
+$(WWW_NPM)/node_modules/.package-lock.json: server/www/package.json server/www/package-lock.json
+	@mkdir -p $(WWW_NPM)
+	cp server/www/package.json server/www/package-lock.json $(WWW_NPM)/
+	cd $(WWW_NPM) && npm ci --no-audit --no-fund --loglevel=error || { \
+		echo "drape: npm ci failed: the browser view (server/www) needs the npm registry at build time" >&2; exit 1; }
+	touch $@
+$(BUILD)/www/app.js: server/www/src/app.js $(WWW_NPM)/node_modules/.package-lock.json
+	@mkdir -p $(dir $@)
+	NODE_PATH=$(abspath $(WWW_NPM)/node_modules) $(WWW_NPM)/node_modules/.bin/esbuild $< --bundle --minify \
+		--format=iife --target=es2020 --legal-comments=eof --log-level=warning --outfile=$@
+$(BUILD)/www/%: server/www/src/%
+	@mkdir -p $(dir $@)
+	cp $< $@
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/drape
 	install -m 755 $(DRAPED) $(DRAPE) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIBDRAPE) $(LIBSIM) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBDRAPE_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/drape/*.h $(DESTDIR)$(PREFIX)/include/drape/
+	install -d $(DESTDIR)$(PREFIX)/share/drape/www
+	install -m 644 $(WWW_OUT) $(DESTDIR)$(PREFIX)/share/drape/www/
 
 # The system service: unit, example config and man pages (deploy/, man/).
 # The unit's ExecStart follows PREFIX; the example config is installed

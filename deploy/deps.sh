@@ -16,6 +16,9 @@ PACKAGES="$PACKAGES slurm-wlm"
 PACKAGES="$PACKAGES slurmd"
 PACKAGES="$PACKAGES slurmctld"
 PACKAGES="$PACKAGES munge"
+PACKAGES="$PACKAGES libpng-dev"
+PACKAGES="$PACKAGES nodejs chromium"
+command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
 
 missing() {
 	for p in $PACKAGES; do

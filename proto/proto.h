@@ -354,6 +354,10 @@ typedef struct proto_frames_get_req {
 	 * daemon answers as soon as that frame is stored or the run ends,
 	 * and caps the wait at PROTO_MAX_FRAMES_WAIT_MS. */
 	uint32_t wait_ms;
+	/* Optional ("mesh": true): the reply also carries the session's
+	 * triangles, so a viewer that has only the tokens (the browser view)
+	 * can draw the cloth. */
+	bool mesh;
 } proto_frames_get_req;
 
 /* Longest wait a frames.get may ask for: well under nng's REQ resend time
@@ -589,6 +593,10 @@ typedef struct proto_frames_get_rep {
 	 * false for a reply from a daemon that predates the field. */
 	bool live;
 	bool has_live;
+	/* The session's triangles (triangle_count * 3 indices) when the
+	 * request asked for "mesh"; NULL otherwise. Borrowed. */
+	const uint32_t *triangles;
+	uint32_t triangle_count;
 } proto_frames_get_rep;
 
 typedef struct proto_server_stats_rep {

@@ -254,7 +254,15 @@ static drape_err decode_frames(proto_wire_dec *d, const msgpack_object *m, proto
 	}
 	g->frames = f;
 	g->count = n;
-	return DRAPE_OK;
+	/* Optional: the session's triangles, for a frames.get that asked for
+	 * "mesh"; each index below the frames' vertex count. */
+	const msgpack_object *t = proto_wire_get(m, "triangles");
+	if (t != NULL && t->type != MSGPACK_OBJECT_NIL) {
+		uint64_t bound = n > 0 ? f[0].vertex_count : UINT32_MAX;
+		rc = proto_wire_bin_u32(d, t, "triangles", 3, bound, "the frames' vertex count", &g->triangles,
+					&g->triangle_count);
+	}
+	return rc;
 }
 
 static drape_err decode_server_stats(proto_wire_dec *d, const msgpack_object *m,
@@ -572,6 +580,10 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_reply *r)
 		proto_wire_pack_array(e, g->count);
 		for (uint32_t i = 0; i < g->count; i++)
 			proto_wire_pack_frame(e, "frames.positions", &g->frames[i]);
+		if (g->triangles != NULL) {
+			proto_wire_kv(e, n, "triangles");
+			proto_wire_pack_bin_u32(e, "triangles", g->triangles, (uint64_t)g->triangle_count * 3);
+		}
 		break;
 	}
 	case PROTO_OP_SERVER_STATS: {

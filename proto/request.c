@@ -345,6 +345,8 @@ static drape_err decode_body(proto_wire_dec *d, const msgpack_object *m, proto_r
 		if (rc == DRAPE_OK && g->wait_ms > PROTO_MAX_FRAMES_WAIT_MS)
 			rc = proto_wire_fail(d, DRAPE_EINVAL, "wait_ms", "%u is more than the %u ms allowed",
 					     (unsigned)g->wait_ms, PROTO_MAX_FRAMES_WAIT_MS);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_field_bool(d, m, "mesh", false, &g->mesh, NULL);
 		return rc;
 	}
 	case PROTO_OP_COLLIDER_ADD:
@@ -623,6 +625,10 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 		if (r->u.frames_get.wait_ms != 0) {
 			proto_wire_kv(e, n, "wait_ms");
 			proto_wire_pack_u64(e, r->u.frames_get.wait_ms);
+		}
+		if (r->u.frames_get.mesh) {
+			proto_wire_kv(e, n, "mesh");
+			proto_wire_pack_bool(e, true);
 		}
 		break;
 	case PROTO_OP_COLLIDER_ADD:

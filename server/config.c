@@ -163,6 +163,13 @@ static const srv_opt srv_opts[] = {
 	{ "check-config", SRV_OPT_FLAG, OFF(check_config), 0, 0, NULL,
 	  "read the config file and options, check them (token, certificate and key files too), "
 	  "print the outcome and exit: 0 when valid, 64/66/69 otherwise" },
+	{ "http", SRV_OPT_STRING, OFF(http), 0, 0, "tcp://HOST:PORT",
+	  "the browser view: a page at http://HOST:PORT/ that asks for the auth token and shows "
+	  "the box, its sessions and a live 3D view of one (frames over a WebSocket at /ws that "
+	  "speaks the control protocol). Loopback only, and needs --auth-token-file: any web "
+	  "page the user opens can reach a loopback WebSocket. Default: none" },
+	{ "http-root", SRV_OPT_STRING, OFF(http_root), 0, 0, "DIR",
+	  "the browser view's files. Default: www beside draped, else ../share/drape/www" },
 	{ "verbose", SRV_OPT_FLAG, OFF(verbose), 0, 0, NULL, "log every request (debug lines)" },
 	{ "version", SRV_OPT_FLAG, OFF(show_version), 0, 0, NULL, "print the version and exit" },
 	{ "help", SRV_OPT_FLAG, OFF(show_help), 0, 0, NULL, "print this help and exit" },
@@ -589,6 +596,27 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 		c->listen[0] = strdup(SRV_DEFAULT_LISTEN);
 		c->listen_count = 1;
 	}
+	/* The browser view: a tcp:// loopback address (its page and WebSocket
+	 * share it), and only with an auth token, since any web page the user
+	 * opens may connect to a loopback WebSocket (nng's ws transport does
+	 * not check Origin). */
+	if (c->http != NULL) {
+		if (strncmp(c->http, "tcp://", 6) != 0 || strchr(c->http + 6, '/') != NULL ||
+		    strchr(c->http + 6, ':') == NULL)
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "--http %s: expected tcp://HOST:PORT", c->http);
+		if (!srv_config_url_is_local(c->http))
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "--http %s: not a loopback address; the browser view "
+					       "listens on loopback only",
+					       c->http);
+		if (c->auth_token_file == NULL)
+			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
+					       "--http %s: needs --auth-token-file (any web page the user "
+					       "opens can reach a loopback WebSocket; the token keeps "
+					       "it out)",
+					       c->http);
+	}
 	/* nng's PUB socket cannot check who subscribes, and a subscriber to
 	 * the empty topic gets every session: a stream is only for a box
 	 * whose every user may read every session (PROTOCOL.md section 9). */
@@ -798,5 +826,7 @@ void srv_config_free(srv_config *c)
 	free(c->log_file);
 	free(c->log_format);
 	free(c->metrics);
+	free(c->http);
+	free(c->http_root);
 	memset(c, 0, sizeof *c);
 }

@@ -71,6 +71,8 @@ typedef struct srv_config {
 	char *log_format;           /* --log-format: "text" (default) or "json" */
 	char *metrics;              /* --metrics: tcp://HOST:PORT of the /metrics and /healthz listener */
 	bool check_config;          /* --check-config: validate, print the outcome and exit */
+	char *http;                 /* --http tcp://HOST:PORT: the browser view (server/web.c); NULL = none */
+	char *http_root;            /* --http-root DIR: its static files; NULL = beside the binary */
 } srv_config;
 
 /* The config file draped reads when no --config is given and it exists. The

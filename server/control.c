@@ -350,6 +350,11 @@ static void srv_control_free_cb(uv_handle_t *h)
 	free(ctl);
 }
 
+nng_socket srv_control_socket(const srv_control *ctl)
+{
+	return ctl->rep;
+}
+
 void srv_control_close(srv_control *ctl)
 {
 	if (ctl == NULL)

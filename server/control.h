@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <nng/nng.h>
 #include <uv.h>
 
 #include "proto/proto.h"
@@ -58,5 +59,7 @@ int srv_control_set_tls(srv_control *ctl, struct nng_tls_config *tls, const char
 
 /* Any thread: control connections open now. */
 size_t srv_control_connections(srv_control *ctl);
+/* The control REP socket, for more listeners (server/web.c's WebSocket). */
+nng_socket srv_control_socket(const srv_control *ctl);
 
 #endif

@@ -45,6 +45,7 @@
 #include "server/server.h"
 #include "server/stream.h"
 #include "server/waiters.h"
+#include "server/web.h"
 
 void srv_sched_dequeue(srv_server *srv, srv_session *s)
 {
@@ -420,6 +421,7 @@ static void srv_out_done(uv_work_t *w, int status)
 	s->has_stats = true;
 	srv->counters.frames_solved++;
 	srv_metrics_add(SRV_M_FRAMES_SOLVED, 1);
+	srv_web_frame(srv->web, s->id, index, &s->stats);
 	if (s->out_msg != NULL) {
 		srv_stream_send(srv->stream, s->out_msg);
 		srv->counters.frames_served++;

@@ -24,6 +24,7 @@
 #include "server/reload.h"
 #include "server/stream.h"
 #include "server/waiters.h"
+#include "server/web.h"
 
 /* Housekeeping period. Idle expiry is checked this often, so a session
  * lives at most this much beyond its timeout. */
@@ -99,6 +100,7 @@ static void srv_cron(uv_timer_t *t)
 	 * sessions down instead of staying at its high-water mark. */
 	if (srv->sessions.count < srv->trim_sessions || n > 0)
 		malloc_trim(0);
+	srv_web_publish(srv->web, srv);
 	srv->trim_sessions = srv->sessions.count;
 	srv_publish_gauges(srv);
 }
@@ -154,6 +156,8 @@ void srv_server_maybe_finish(srv_server *srv)
 		srv_warn("shutdown: %zu sessions checkpointed, %zu checkpoints failed, %u frames lost (see above)",
 			 saved, failed, (unsigned)unsaved);
 	srv_waiters_close(srv);
+	srv_web_close(srv->web);
+	srv->web = NULL;
 	srv_control_close(srv->control);
 	srv->control = NULL;
 	srv_stream_close(srv->stream);
@@ -286,6 +290,11 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 		s->control = NULL;
 		return SRV_EXIT_UNAVAILABLE;
 	}
+	rv = srv_web_open(cfg, srv_control_socket(s->control), &s->web, &bad);
+	if (rv != 0) {
+		srv_error("cannot serve the browser view on %s: %s", bad, nng_strerror(rv));
+		return SRV_EXIT_UNAVAILABLE;
+	}
 	if (srv_waiters_init(s) != 0) {
 		srv_error("cannot start the frames.get timer");
 		return SRV_EXIT_SOFTWARE;
@@ -366,6 +375,8 @@ void srv_server_free(srv_server *s)
 {
 	/* Set-up may have failed half way: close what is open and let the
 	 * loop finish the closes before it is freed. */
+	srv_web_close(s->web);
+	s->web = NULL;
 	srv_control_close(s->control);
 	s->control = NULL;
 	srv_waiters_free(s);

@@ -46,6 +46,7 @@ typedef struct srv_server {
 	uv_timer_t cron;
 	uv_signal_t sigterm, sigint;
 	struct srv_control *control;
+	struct srv_web *web; /* --http: the browser view (web.c); NULL without */
 	struct srv_stream *stream; /* NULL unless --stream is given */
 	/* Held frames.get requests (waiters.c) and the timer of their
 	 * deadlines. */

@@ -105,6 +105,7 @@ void srv_session_free(srv_session *s)
 	srv_ckpt_snap_free(s->out_ckpt);
 	free(s->name);
 	free(s->dir);
+	free(s->tri);
 	free(s);
 }
 
@@ -221,6 +222,10 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	s->params = *p;
 	s->vertices = c->mesh.vertex_count;
 	s->triangles = c->mesh.triangle_count;
+	s->tri = malloc((size_t)c->mesh.triangle_count * 3 * sizeof *s->tri + 1);
+	if (s->tri == NULL)
+		goto nomem;
+	memcpy(s->tri, c->mesh.triangles, (size_t)c->mesh.triangle_count * 3 * sizeof *s->tri);
 	s->state = PROTO_STATE_IDLE;
 	if (c->name != NULL && (s->name = strdup(c->name)) == NULL) {
 		free(stitches);
@@ -591,6 +596,10 @@ drape_err srv_op_frames_get(srv_server *srv, srv_session *s, const proto_request
 	r->session = s->id;
 	r->frames_done = s->frames_done;
 	r->count = 0;
+	if (g->mesh) {
+		r->triangles = s->tri;
+		r->triangle_count = s->triangles;
+	}
 	if (g->first == 0)
 		return drape_error_setf(err, DRAPE_EINVAL, "frames.get: first: frame indices start at 1");
 	if (g->first > s->frames_done)

@@ -32,6 +32,9 @@ typedef struct srv_session {
 	drape_sim_params params;
 	drape_sim_topology topology;
 	uint32_t vertices, triangles, colliders;
+	/* The creation mesh's triangles (triangles * 3, caller's order), for
+	 * frames.get with "mesh" (the browser view draws the cloth with them). */
+	uint32_t *tri;
 	size_t memory; /* estimate, bytes */
 
 	proto_state state;

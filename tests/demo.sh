@@ -13,6 +13,8 @@
 #    the same scene with the solver in process (drape run --local, frames
 #    discarded), so the server's overhead shows.
 #
+# Each scene ends with a contact sheet of 8 of its frames (drape preview
+# --sheet), out/demo/NAME/sheet.png, and the paths are listed at the end.
 # Each scene's summary gives its material, the maximum edge strain over the
 # run and the maximum and 99th percentile of the last frame (the cloth as it
 # ends up), and the intersecting triangle pairs of the last frame.
@@ -61,7 +63,13 @@ run_scene() {
 	"$B/drape" check "$log/last.json" --json >"$log/check.json" || true
 	pairs=$(sed -E 's/.*"intersecting_pairs":([0-9]+).*/\1/' "$log/check.json")
 	printf '  last frame        %s intersecting triangle pairs\n' "$pairs"
+	# A contact sheet of the frames just written, so the demo ends with
+	# something to look at.
+	"$B/drape" preview "$scene" --frames-dir "$out" --sheet 8 --out "$out/sheet.png" --quiet
+	printf '  contact sheet     %s\n' "$out/sheet.png"
+	sheets="$sheets $out/sheet.png"
 }
+sheets=""
 
 run_scene examples/garment.json out/demo/garment
 run_scene examples/walk.json out/demo/walk
@@ -70,3 +78,5 @@ run_scene examples/flag.json out/demo/flag
 "$B/drape" run examples/flag.json --local --json >"$log/local.json"
 printf '  in process        %.2f s wall, %.2f ms per frame (drape run --local, same scene)\n' \
 	"$(field wall_ms "$log/local.json" | awk '{print $1 / 1000}')" "$(field ms_per_frame "$log/local.json")"
+echo "demo: contact sheets:"
+for s in $sheets; do echo "  $s"; done

@@ -183,6 +183,7 @@ void cli_pool_remember(const char *pool, const char *box, drape_session s);
 /* The URL of the box holding session id: the server, or for a pool the box
  * cli_pool_find_session names (in buf); NULL (and why on stderr) if none. */
 const char *cli_session_url(const cli_opts *o, uint32_t id, char *buf, size_t size);
+int cli_cmd_preview(int argc, char **argv); /* preview.c */
 
 /* Usage text of a command (NULL = the overview) to stdout or stderr. */
 void cli_usage(const char *cmd, bool to_stderr);

@@ -26,6 +26,7 @@ static const char overview[] =
 	"  loadtest            many concurrent clients run sessions: throughput, latency, errors\n"
 	"  submit SCENE...     a Slurm job array of resumable batch runs (scenes x wedges)\n"
 	"  farm status DIR     the state and frames of the tasks drape submit put in DIR\n"
+	"  preview SCENE.json  a PNG of the cloth at a frame, or a contact sheet of frames\n"
 	"\n"
 	"common options:\n"
 	"  --server URL        control URL of draped (ipc://PATH, tcp://HOST:PORT);\n"
@@ -240,6 +241,28 @@ static const struct {
 	 "Exit 0 when every task wrote all its frames, 75 while some are queued or\n"
 	 "running, 1 when one left the queue without them.\n",
 	 cli_cmd_farm},
+	{"preview",
+	 "usage: drape preview SCENE.json [--frames-dir DIR] [--frame N | --sheet N] [--out FILE.png]\n"
+	 "                     [--size WxH] [--camera az,el[,dist] | auto] [--json]\n"
+	 "       drape preview --session ID --scene SCENE.json [--server URL] [--owner-token HEX] ...\n"
+	 "\n"
+	 "Draws the cloth (front and back in two colours) and its colliders at a frame into\n"
+	 "a PNG, shaded, on the CPU. The frames come from DIR/frame_NNNN.obj as `drape run\n"
+	 "--out DIR` wrote them (--frames-dir), from a session of a running draped\n"
+	 "(--session; needs its owner token and the scene, for the triangles), or else from\n"
+	 "the solver run in this process. Frame 0 is the scene's own pose.\n"
+	 "\n"
+	 "  --frame N       the frame to draw (default: the last one)\n"
+	 "  --sheet N       a contact sheet of N frames (2..64) spread evenly from the first\n"
+	 "                  (0, or the first file in DIR) to the last, each labelled with its\n"
+	 "                  number, all seen from one camera\n"
+	 "  --out FILE      the PNG (default preview.png, or sheet.png for --sheet)\n"
+	 "  --size WxH      image size, or each tile's for --sheet (default 640x480; 320x240)\n"
+	 "  --camera A,E,D  azimuth and elevation in degrees (azimuth about +Y from +Z towards\n"
+	 "                  +X) and distance in metres from the centre of the cloth's bounds;\n"
+	 "                  without D, or with auto (35,20), the cloth fills the frame\n"
+	 "  --json          {\"out\":..,\"frames\":[..],\"render_ms\":..} on stdout\n",
+	 cli_cmd_preview},
 };
 
 void cli_usage(const char *cmd, bool to_stderr)

@@ -524,6 +524,7 @@ static int name_matches(const char *name, const char *list)
 }
 
 #include "tests/bench/bench_material.inc"
+#include "tests/bench/bench_render.inc"
 
 int main(void)
 {
@@ -583,6 +584,8 @@ int main(void)
 		run_scene(&scenes[i], &res[i]);
 		print_row(&scenes[i], &res[i]);
 	}
+	if (!only || name_matches("preview render", only))
+		bench_render();
 
 	printf("\n");
 	if (res[R_100].ok && res[R_100_PLAIN].ok && res[R_100_1].ok)

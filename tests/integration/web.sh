@@ -1,0 +1,157 @@
+#!/bin/sh
+# The browser view (draped --http) in a real headless Chromium:
+# tests/integration/web.sh BUILD_DIR. Starts draped with an auth token and
+# --http on a free loopback port, starts the flag scene on it (long enough
+# to be running while the page watches), and runs web_page.cjs (playwright-
+# core from BUILD/www-npm driving Debian's chromium): no token shows
+# nothing, a wrong token is refused, another session's owner token shows
+# none of the session, the right tokens show live frames with the counter
+# advancing. Screenshots stay in BUILD/test-artefacts/web/. Also checks
+# that draped refuses --http without an auth token or off loopback.
+# Ends with "N passed, M failed".
+set -u
+B=${1:-build}
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+DRAPE=${DRAPE:-$TOP/$B/drape}
+DRAPED=${DRAPED:-$TOP/$B/draped}
+OUT=$TOP/$B/test-artefacts/web
+T=$(mktemp -d /tmp/drape-web-XXXXXX)
+export XDG_CACHE_HOME="$T/cache" TMPDIR="$T/tmp"
+mkdir -p "$TMPDIR" "$OUT"
+dpid=""
+rpid=""
+cleanup() {
+	[ -n "$rpid" ] && kill -INT "$rpid" 2>/dev/null
+	[ -n "$dpid" ] && kill -TERM "$dpid" 2>/dev/null
+	[ -n "$dpid" ] && wait "$dpid" 2>/dev/null
+	[ -n "$rpid" ] && wait "$rpid" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+pass=0
+fail=0
+ok() { echo "PASS $1"; pass=$((pass + 1)); }
+ko() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+
+# --http is refused without an auth token and off loopback, naming the option.
+for args in "--http tcp://127.0.0.1:1" "--http tcp://192.0.2.1:80 --auth-token-file /dev/null" \
+	"--http http://127.0.0.1:80 --auth-token-file /dev/null"; do
+	# shellcheck disable=SC2086
+	err=$("$DRAPED" --listen "ipc://$T/x" --state-dir "$T/x-state" $args 2>&1)
+	rc=$?
+	if [ $rc -eq 64 ] && echo "$err" | grep -q -- "--http"; then
+		ok "draped refuses $args"
+	else
+		ko "draped refuses $args" "exit $rc: $err"
+	fi
+done
+
+if ! command -v node >/dev/null 2>&1 || [ ! -d "$TOP/$B/www-npm/node_modules/playwright-core" ]; then
+	ko "browser test" "node or playwright-core missing (make builds $B/www-npm)"
+	echo "$pass passed, $fail failed"
+	exit 1
+fi
+if [ ! -x /usr/lib/chromium/chromium ] && ! command -v chromium >/dev/null 2>&1; then
+	ko "browser test" "chromium is not installed (deploy/deps.sh)"
+	echo "$pass passed, $fail failed"
+	exit 1
+fi
+
+# A free loopback port: ask the kernel for one.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+printf 'web-test-token-%s\n' "$$" >"$T/token"
+chmod 600 "$T/token"
+"$DRAPED" --listen "ipc://$T/ctl" --http "tcp://127.0.0.1:$port" --auth-token-file "$T/token" \
+	--state-dir "$T/state" >"$T/draped.log" 2>&1 &
+dpid=$!
+i=0
+until python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' \
+	"http://127.0.0.1:$port/" 2>/dev/null; do
+	i=$((i + 1))
+	if [ $i -gt 600 ] || ! kill -0 "$dpid" 2>/dev/null; then
+		ko "draped --http starts" "$(cat "$T/draped.log")"
+		echo "$pass passed, $fail failed"
+		exit 1
+	fi
+	sleep 0.1
+done
+ok "draped --http serves the page"
+
+DRAPE_TOKEN=$(head -n 1 "$T/token") "$DRAPE" run "$TOP/examples/flag.json" --server "ipc://$T/ctl" \
+	--frames 100000 --quiet >/dev/null 2>"$T/run.err" &
+rpid=$!
+i=0
+until grep -q 'owner token' "$T/run.err" 2>/dev/null; do
+	i=$((i + 1))
+	if [ $i -gt 600 ] || ! kill -0 "$rpid" 2>/dev/null; then
+		ko "flag session starts" "$(cat "$T/run.err")"
+		echo "$pass passed, $fail failed"
+		exit 1
+	fi
+	sleep 0.1
+done
+session=$(sed -n 's/.*session \([0-9]*\) on .*/\1/p' "$T/run.err")
+owner=$(sed -n 's/.*owner token \([0-9a-f]*\).*/\1/p' "$T/run.err")
+
+# The JSON API: 401 without the token; with it, the box and the session with
+# a per-frame history whose frames are consecutive and whose strain is a
+# finite number, growing while the run goes on (polled, generous deadline).
+api() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import json, sys, time, urllib.request, urllib.error
+url, token, session = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def get(path, tok):
+    req = urllib.request.Request(url + path)
+    if tok is not None:
+        req.add_header('Authorization', 'Bearer ' + tok)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+fails = []
+for path in ('api/box', 'api/sessions'):
+    for tok in (None, token + 'x'):
+        code, body = get(path, tok)
+        if code != 401 or 'sessions' in body:
+            fails.append('%s with token %r: %s %s' % (path, tok, code, body))
+deadline = time.time() + 120
+while True:
+    code, box = get('api/box', token)
+    code2, lst = get('api/sessions', token)
+    ss = [x for x in lst.get('sessions', []) if x['id'] == session] if code2 == 200 else []
+    h = ss[0]['history'] if ss else None
+    if code == 200 and box.get('sessions', 0) >= 1 and box.get('running', 0) >= 1 and h and len(h['frame']) >= 3:
+        break
+    if time.time() > deadline:
+        fails.append('no session %d with 3 frames of history: %s %s' % (session, box, lst))
+        break
+    time.sleep(0.2)
+if h:
+    f = h['frame']
+    if any(b != a + 1 for a, b in zip(f, f[1:])):
+        fails.append('history frames not consecutive: %s' % f[:20])
+    if not all(isinstance(v, (int, float)) and 0 <= v < 10 for v in h['max_strain']):
+        fails.append('max_strain not finite numbers: %s' % h['max_strain'][:10])
+    if ss[0]['state'] != 'running' or 'owner_client' not in ss[0]:
+        fails.append('session fields: %s' % {k: v for k, v in ss[0].items() if k != 'history'})
+print('\n'.join(fails) if fails else 'ok')
+PY
+}
+res=$(api "http://127.0.0.1:$port/" "$(head -n 1 "$T/token")" "$session")
+if [ "$res" = "ok" ]; then
+	ok "JSON API: 401 without the token; box and per-frame session history with it"
+else
+	ko "JSON API" "$res"
+fi
+
+WEB_URL="http://127.0.0.1:$port/" WEB_TOKEN=$(head -n 1 "$T/token") WEB_OWNER=$owner \
+	WEB_SESSION=$session WEB_OUT=$OUT NODE_PATH="$TOP/$B/www-npm/node_modules" \
+	node "$TOP/tests/integration/web_page.cjs" >"$T/page.out" 2>&1
+cat "$T/page.out" | grep -v 'passed, .* failed$'
+p=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$T/page.out" | tail -n 1)
+f=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$T/page.out" | tail -n 1)
+pass=$((pass + ${p:-0}))
+fail=$((fail + ${f:-1}))
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,158 @@
+// The browser view in a real headless Chromium (Debian's), driven by
+// playwright-core: run by tests/integration/web.sh, which starts draped with
+// --http and a flag run, and passes
+//   WEB_URL      http://127.0.0.1:PORT/
+//   WEB_TOKEN    the server auth token
+//   WEB_OWNER    the owner token of session WEB_SESSION (running)
+//   WEB_OUT      folder for the screenshots
+// Prints PASS/FAIL lines, the frame latency, and "N passed, M failed".
+'use strict';
+const { chromium } = require('playwright-core');
+const fs = require('fs');
+const path = require('path');
+
+const url = process.env.WEB_URL;
+const token = process.env.WEB_TOKEN;
+const owner = process.env.WEB_OWNER;
+const session = Number(process.env.WEB_SESSION);
+const out = process.env.WEB_OUT;
+let passed = 0;
+let failed = 0;
+
+function check(name, ok, detail) {
+  if (ok) {
+    console.log('PASS ' + name);
+    passed++;
+  } else {
+    console.log('FAIL ' + name + (detail ? ': ' + detail : ''));
+    failed++;
+  }
+}
+
+// Polls fn in the page until it returns true (generous deadline: the
+// machine may be loaded); returns whether it did.
+async function until(page, fn, arg, ms = 60000) {
+  try {
+    await page.waitForFunction(fn, arg, { timeout: ms, polling: 100 });
+    return true;
+  } catch (e) {
+    return false;
+  }
+}
+
+// Pixels of the 3D view in the cloth's colours (terracotta front, sand
+// back, as lit), counted from the WebGL canvas itself.
+function clothPixels(page) {
+  return page.evaluate(() => {
+    const gl = document.querySelector('#viewport canvas');
+    if (!gl || document.getElementById('main').hidden) return 0;
+    const c = document.createElement('canvas');
+    c.width = gl.width;
+    c.height = gl.height;
+    const g = c.getContext('2d');
+    g.drawImage(gl, 0, 0);
+    const d = g.getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      const r = d[i], gr = d[i + 1], b = d[i + 2];
+      if (r > 60 && r > b * 1.4 && r >= gr) n++;
+    }
+    return n;
+  });
+}
+
+async function login(page, auth, own) {
+  await page.goto(url);
+  await page.fill('#token', auth);
+  await page.fill('#owner', own);
+  await page.click('#login-btn');
+}
+
+async function shot(page, name) {
+  const file = path.join(out, name + '.png');
+  await page.screenshot({ path: file });
+  console.log('  screenshot ' + file);
+}
+
+(async () => {
+  const exe = fs.existsSync('/usr/lib/chromium/chromium') ? '/usr/lib/chromium/chromium' : '/usr/bin/chromium';
+  const browser = await chromium.launch({
+    executablePath: exe,
+    headless: true,
+    args: ['--no-sandbox', '--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--ignore-gpu-blocklist'],
+  });
+  const page = await browser.newPage({ viewport: { width: 1100, height: 700 } });
+  page.on('pageerror', (e) => console.log('  page error: ' + e.message));
+
+  // 1. No token: nothing asked for, nothing shown.
+  await login(page, '', '');
+  await until(page, () => document.getElementById('status').textContent.includes('token'), null, 20000);
+  const none = await page.evaluate(() => ({
+    hidden: document.getElementById('main').hidden,
+    rows: document.querySelectorAll('#sessions tbody tr').length,
+    shown: window.drapeView.shown,
+  }));
+  check('without a token nothing is shown', none.hidden && none.rows === 0 && none.shown === 0 &&
+    (await clothPixels(page)) === 0, JSON.stringify(none));
+  await shot(page, 'web-no-token');
+
+  // 2. A wrong server token: refused, nothing shown.
+  await login(page, token + 'x', owner);
+  const refused = await until(page, () => document.getElementById('status').textContent.startsWith('refused'));
+  const wrong = await page.evaluate(() => ({
+    hidden: document.getElementById('main').hidden,
+    rows: document.querySelectorAll('#sessions tbody tr').length,
+    status: document.getElementById('status').textContent,
+  }));
+  check('a wrong server token is refused and shows nothing', refused && wrong.hidden && wrong.rows === 0,
+    JSON.stringify(wrong));
+
+  // 3. The server token but another session's owner token: the session is
+  //    listed (ids and states are public to token holders, PROTOCOL.md
+  //    section 9), but none of its frames or mesh reach the page.
+  const other = 'ab'.repeat(16);
+  await login(page, token, other);
+  const listed = await until(page, (id) => !!document.querySelector('#sessions tbody tr[data-id="' + id + '"]'), session);
+  check('the session is listed with the server token', listed);
+  await page.click('#sessions tbody tr[data-id="' + session + '"]');
+  const eperm = await until(page, () => window.drapeView.error === 'EPERM');
+  const foreign = await page.evaluate(() => ({
+    frames: window.drapeView.frames.size, received: window.drapeView.received, shown: window.drapeView.shown,
+    msg: document.getElementById('session-msg').textContent,
+  }));
+  const foreignPixels = await clothPixels(page);
+  check('a token that may not read the session shows none of it',
+    eperm && foreign.frames === 0 && foreign.received === 0 && foreign.shown === 0 && foreignPixels === 0,
+    JSON.stringify(foreign) + ' cloth pixels ' + foreignPixels);
+  await shot(page, 'web-other-owner');
+
+  // 4. Both tokens: live frames, drawn; the counter advances.
+  await login(page, token, owner);
+  await until(page, (id) => !!document.querySelector('#sessions tbody tr[data-id="' + id + '"]'), session);
+  await page.click('#sessions tbody tr[data-id="' + session + '"]');
+  const first = await until(page, () => window.drapeView.shown > 0, null, 120000);
+  const f1 = await page.evaluate(() => window.drapeView.shown);
+  const t1 = await page.textContent('#frame');
+  const advanced = first && await until(page, (f) => window.drapeView.shown > f, f1, 120000);
+  const f2 = await page.evaluate(() => window.drapeView.shown);
+  const t2 = await page.textContent('#frame');
+  check('the frame counter advances with live frames', advanced && t1 !== t2, `${t1} -> ${t2} (${f1} -> ${f2})`);
+  // A few more frames for the latency figures.
+  await until(page, (f) => window.drapeView.shown > f + 3, f2, 60000);
+  const pixels = await clothPixels(page);
+  check('cloth-coloured pixels are drawn', pixels > 1000, pixels + ' pixels');
+  await shot(page, 'web-live');
+  const lat = await page.evaluate(() => window.drapeView.latencies.slice());
+  lat.sort((a, b) => a - b);
+  if (lat.length) {
+    console.log(`  frame reply received -> drawn: median ${lat[lat.length >> 1].toFixed(1)} ms, ` +
+      `max ${lat[lat.length - 1].toFixed(1)} ms over ${lat.length} frames`);
+  }
+  await browser.close();
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+})().catch((e) => {
+  console.log('FAIL browser test: ' + e.message);
+  console.log(`${passed} passed, ${failed + 1} failed`);
+  process.exit(1);
+});
