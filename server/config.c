@@ -614,7 +614,9 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
 					       "--http %s: needs --auth-token-file (any web page the user "
 					       "opens can reach a loopback WebSocket; the token keeps "
-					       "it out)",
+					       "it out). With --users-file the browser view is not "
+					       "available yet: its JSON API would show every user's "
+					       "sessions",
 					       c->http);
 	}
 	/* nng's PUB socket cannot check who subscribes, and a subscriber to

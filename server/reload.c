@@ -18,6 +18,7 @@
 #include "server/notify.h"
 #include "server/server.h"
 #include "server/tls.h"
+#include "server/users.h"
 
 static bool srv_str_differs(const char *a, const char *b)
 {
@@ -70,6 +71,45 @@ static unsigned srv_reload_auth_commit(srv_server *srv, srv_config *next)
 }
 
 static void srv_reload_auth_discard(srv_server *srv, srv_config *next)
+{
+	(void)srv;
+	(void)next;
+}
+
+/* ---- users ----------------------------------------------------------------- */
+
+/* srv_config_finish has loaded and checked the users file into next->users
+ * (a new table; a bad line fails the whole reload there). Sessions keep
+ * their owner's name, not a pointer, and the request's user is looked up
+ * afresh for every request, so the swap is safe between two requests. */
+static bool srv_reload_users_prepare(srv_server *srv, srv_config *next, char *msg, size_t msg_len)
+{
+	(void)msg;
+	(void)msg_len;
+	if ((srv->cfg->users_file == NULL) != (next->users_file == NULL)) {
+		snprintf(msg, msg_len, "--users-file cannot be %s by a reload: restart draped",
+			 next->users_file == NULL ? "removed" : "added");
+		return false;
+	}
+	return true;
+}
+
+static unsigned srv_reload_users_commit(srv_server *srv, srv_config *next)
+{
+	srv_config *cur = srv->cfg;
+	if (next->users == NULL)
+		return 0;
+	struct srv_users *old = cur->users;
+	cur->users = next->users;
+	next->users = old; /* freed with next */
+	char *t = cur->users_file;
+	cur->users_file = next->users_file;
+	next->users_file = t;
+	srv_info("reload: users: %zu users from %s", cur->users->count, cur->users_file);
+	return 1;
+}
+
+static void srv_reload_users_discard(srv_server *srv, srv_config *next)
 {
 	(void)srv;
 	(void)next;
@@ -295,6 +335,7 @@ static void srv_reload_log_discard(srv_server *srv, srv_config *next)
 /* Every part a reload replaces, in the order they commit. */
 static const srv_reload_part srv_reload_parts[] = {
 	{ "auth", srv_reload_auth_prepare, srv_reload_auth_commit, srv_reload_auth_discard },
+	{ "users", srv_reload_users_prepare, srv_reload_users_commit, srv_reload_users_discard },
 	{ "tls", srv_reload_tls_prepare, srv_reload_tls_commit, srv_reload_tls_discard },
 	{ "limits", srv_reload_limits_prepare, srv_reload_limits_commit, srv_reload_limits_discard },
 	{ "logging", srv_reload_log_prepare, srv_reload_log_commit, srv_reload_log_discard },
