@@ -256,7 +256,7 @@ static int receive(drape_client *c, drape_session s, sink *k, pid_t embed_pid, b
 			last = cli_now_ms();
 			continue;
 		}
-		if (rc == DRAPE_ECLOSED)
+		if (rc == DRAPE_EDONE)
 			return 0;
 		if (rc == DRAPE_ECANCELED) {
 			if (k->progress)

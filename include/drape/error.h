@@ -38,7 +38,8 @@ extern "C" {
 	X(EPARSE, -19, "cannot parse input file")                            \
 	X(ESDF, -20, "signed distance field error")                          \
 	X(EBUSY, -21, "busy")                                                \
-	X(EINTERNAL, -22, "internal error")
+	X(EINTERNAL, -22, "internal error")                                  \
+	X(EDONE, -23, "run finished")
 
 typedef enum drape_err {
 #define DRAPE_ERR_ENUM_(name, value, text) DRAPE_##name = value,
