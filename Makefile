@@ -181,6 +181,12 @@ $(BUILD)/itests/%: $(BUILD)/obj/tests/integration/%.o $(call obj,$(ITEST_C)) $(L
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(call obj,$(ITEST_C)) $(ALL_LIBS)
 
+# The program a DCC plugin is: public headers and libdrape.so, nothing else
+# (tests/integration/libdrape.sh checks what it needs at run time).
+$(BUILD)/itests/test_libdrape: $(BUILD)/obj/tests/integration/test_libdrape.o $(LIBDRAPE_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBDRAPE_SO) -Wl,-rpath,'$$ORIGIN/..'
+
 $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS)
