@@ -149,6 +149,17 @@ static void test_version_and_layout_through_the_so(void)
 	CHECK(drape_abi_struct_size("drape_client_opts") == sizeof(drape_client_opts));
 	CHECK(drape_abi_struct_size("no_such_struct") == 0);
 	CHECK(strcmp(drape_strerror(DRAPE_EDONE), "run finished") == 0);
+	/* No client, no path: refused by name, nothing written. */
+	drape_session s = {.id = 4242};
+	drape_error e;
+	CHECK(drape_scene_load(NULL, "x.json", NULL, &s, NULL, &e) == DRAPE_EINVAL);
+	CHECKF(strstr(e.message, "client") != NULL, "%s", e.message);
+	drape_client *c;
+	CHECK_OK(drape_connect(url, NULL, &c, &e));
+	drape_err rc = drape_scene_load(c, NULL, NULL, &s, NULL, &e);
+	drape_close(c);
+	CHECK(rc == DRAPE_EINVAL && strstr(e.message, "path") != NULL);
+	CHECK(s.id == 4242);
 }
 
 static void test_scene_load_runs_three_frames_then_edone(void)
