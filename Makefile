@@ -46,6 +46,9 @@ CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE -DDRAPE_SIMD_$(SIMD)=1
 # its scalar reference compute the same bits in every build (gcc's ISO mode
 # already defaults to it; clang's does not).
 CFLAGS   += -std=c17 $(OPT) -g $(WARN) $(ARCHFLAGS) -ffp-contract=off -fPIC -pthread -MMD -MP
+# Hidden unless a public header (include/drape/*.h) declares it: what
+# libdrape.so exports is its API and nothing else (client/libdrape.map).
+CFLAGS   += -fvisibility=hidden
 CXXFLAGS += -std=c++17 $(OPT) -g -Wall -Wextra $(ARCHFLAGS) -fPIC -pthread -MMD -MP
 LDFLAGS  += -pthread
 ifdef SANITIZE
@@ -84,6 +87,9 @@ SRV_O    := $(call obj,$(SRV_C))
 CLIENT_O := $(call obj,$(CLIENT_C))
 CLI_O    := $(call obj,$(CLI_C))
 ERROR_O  := $(call obj,server/sim/error.c)
+# The solver's pure-C input definitions (parameter defaults and checks,
+# material presets, the error table): all of the solver a client carries.
+SIMDEFS_O := $(call obj,server/sim/params.c server/sim/material.c server/sim/error.c)
 
 LIBSIM   := $(BUILD)/libdrape_sim.a
 LIBSRV   := $(BUILD)/libdrape_srv.a
@@ -128,15 +134,22 @@ $(LIBSRV): $(SRV_O) $(ERROR_O)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(SRV_O)
 
-# libdrape carries the codec and the error table so a client links one library.
-$(LIBDRAPE): $(CLIENT_O) $(PROTO_O) $(ERROR_O)
+# libdrape carries the codec, the error table and the solver's definitions
+# (parameter defaults, presets) so a client links one library.
+$(LIBDRAPE): $(CLIENT_O) $(PROTO_O) $(SIMDEFS_O)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-# The shared library also carries the solver: the scene loader fills solver
-# parameters with their defaults, and a plugin may want to solve in process.
-$(LIBDRAPE_SO): $(CLIENT_O) $(PROTO_O) $(SIM_O)
-	$(CC) -shared -Wl,-soname,libdrape.so.1 -Wl,--no-undefined $(LDFLAGS) -o $@ $^ $(NET_LIBS) $(JSON_LIBS) $(VDB_LIBS) $(SYS_LIBS)
+# The shared library is what DCC plugins load next to their own OpenVDB and
+# TBB: nng, msgpack-c and cJSON only, never the solver (ARCHITECTURE.md),
+# exporting drape_* only. The SONAME's number changes when the ABI breaks;
+# $(BUILD)/libdrape.so.1 lets programs linked against it run from the build.
+LIBDRAPE_SONAME := libdrape.so.1
+LIBDRAPE_MAP := client/libdrape.map
+$(LIBDRAPE_SO): $(CLIENT_O) $(PROTO_O) $(SIMDEFS_O) $(LIBDRAPE_MAP)
+	$(CC) -shared -Wl,-soname,$(LIBDRAPE_SONAME) -Wl,--version-script=$(LIBDRAPE_MAP) -Wl,--no-undefined \
+		-Wl,--as-needed $(LDFLAGS) -o $@ $(CLIENT_O) $(PROTO_O) $(SIMDEFS_O) $(NET_LIBS) $(JSON_LIBS) $(SYS_LIBS)
+	ln -sf libdrape.so $(BUILD)/$(LIBDRAPE_SONAME)
 
 $(DRAPED): $(BUILD)/obj/server/main.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS)
@@ -169,6 +182,12 @@ $(BUILD)/bench: $(call obj,$(BENCH_C)) $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 $(BUILD)/itests/%: $(BUILD)/obj/tests/integration/%.o $(call obj,$(ITEST_C)) $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(call obj,$(ITEST_C)) $(ALL_LIBS)
+
+# The program a DCC plugin is: public headers and libdrape.so, nothing else
+# (tests/integration/libdrape.sh checks what it needs at run time).
+$(BUILD)/itests/test_libdrape: $(BUILD)/obj/tests/integration/test_libdrape.o $(LIBDRAPE_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBDRAPE_SO) -Wl,-rpath,'$$ORIGIN/..'
 
 $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	@mkdir -p $(dir $@)
@@ -236,9 +255,6 @@ $(BUILD)/www/%: server/www/src/%
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/drape
 	install -m 755 $(DRAPED) $(DRAPE) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(LIBDRAPE) $(LIBSIM) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(LIBDRAPE_SO) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 include/drape/*.h $(DESTDIR)$(PREFIX)/include/drape/
 	install -d $(DESTDIR)$(PREFIX)/share/drape/www
 	install -m 644 $(WWW_OUT) $(DESTDIR)$(PREFIX)/share/drape/www/
 
@@ -263,6 +279,43 @@ uninstall-service:
 	rm -f $(DESTDIR)$(SYSTEMD_UNIT_DIR)/draped.service $(DESTDIR)$(SYSCONFDIR)/drape/draped.json.example \
 		$(DESTDIR)$(MANDIR)/man1/drape.1 $(DESTDIR)$(MANDIR)/man8/draped.8
 	-rmdir $(DESTDIR)$(SYSCONFDIR)/drape 2>/dev/null
+
+# libdrape for programs and plugins built against it (install-lib): the
+# shared library as libdrape.so.1 with its libdrape.so development link, the
+# static libraries, the public headers and drape.pc for pkg-config.
+# uninstall-lib removes exactly those; uninstall-bin the two programs.
+# ldconfig runs only for a real install (no DESTDIR), as root.
+install: install-lib
+uninstall: uninstall-lib uninstall-bin
+.PHONY: install-lib uninstall-lib uninstall-bin uninstall
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+LIB_HEADERS := $(sort $(wildcard include/drape/*.h))
+DRAPE_VERSION = $(shell sed -n 's/^\#define DRAPE_VERSION_[A-Z]* \([0-9][0-9]*\)$$/\1/p' include/drape/drape.h | paste -sd.)
+
+install-lib: $(LIBDRAPE_SO) $(LIBDRAPE) $(LIBSIM) client/drape.pc.in
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/drape
+	install -m 755 $(LIBDRAPE_SO) $(DESTDIR)$(LIBDIR)/$(LIBDRAPE_SONAME)
+	ln -sf $(LIBDRAPE_SONAME) $(DESTDIR)$(LIBDIR)/libdrape.so
+	install -m 644 $(LIBDRAPE) $(LIBSIM) $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(LIB_HEADERS) $(DESTDIR)$(INCLUDEDIR)/drape/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(DRAPE_VERSION)|' client/drape.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/drape.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/drape.pc
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+uninstall-lib:
+	rm -f $(DESTDIR)$(LIBDIR)/$(LIBDRAPE_SONAME) $(DESTDIR)$(LIBDIR)/libdrape.so
+	rm -f $(DESTDIR)$(LIBDIR)/$(notdir $(LIBDRAPE)) $(DESTDIR)$(LIBDIR)/$(notdir $(LIBSIM))
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/drape/,$(notdir $(LIB_HEADERS)))
+	rm -f $(DESTDIR)$(LIBDIR)/pkgconfig/drape.pc
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/drape 2>/dev/null
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+uninstall-bin:
+	rm -f $(DESTDIR)$(PREFIX)/bin/$(notdir $(DRAPED)) $(DESTDIR)$(PREFIX)/bin/$(notdir $(DRAPE))
+	rm -rf $(DESTDIR)$(PREFIX)/share/drape/www
+	-rmdir $(DESTDIR)$(PREFIX)/share/drape 2>/dev/null
 
 clean:
 	rm -rf build out

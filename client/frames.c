@@ -328,7 +328,7 @@ static drape_err end_code(uint32_t id, const drape_status *st, drape_error *err)
 					st->has_error ? st->error.message : "no reason given");
 	}
 	default:
-		return drape_error_setf(err, DRAPE_ECLOSED, "session %u: run finished at frame %u",
+		return drape_error_setf(err, DRAPE_EDONE, "session %u: run finished at frame %u",
 					(unsigned)id, (unsigned)st->frames_done);
 	}
 }

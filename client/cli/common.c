@@ -232,6 +232,7 @@ int cli_exit_code(drape_err code)
 {
 	switch (code) {
 	case DRAPE_OK:
+	case DRAPE_EDONE: /* the end of a run is its success */
 		return CLI_OK;
 	case DRAPE_EUNAVAILABLE:
 	case DRAPE_ETIMEDOUT:

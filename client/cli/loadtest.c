@@ -269,7 +269,7 @@ static void lt_one_session(lt_worker *w, drape_client *c, const lt_grid *g)
 			drape_frame f;
 			t = cli_now_ms();
 			rc = drape_next_frame(c, s, &f, LT_FRAME_WAIT_MS, &err);
-			if (rc == DRAPE_ECLOSED)
+			if (rc == DRAPE_EDONE)
 				break;
 			if (rc != DRAPE_OK) {
 				lt_error(w, "next frame", rc, &err);

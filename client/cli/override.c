@@ -99,7 +99,7 @@ drape_err cli_scene_load_set(const char *path, const char *const *sets, int nset
 			     drape_error *err)
 {
 	if (nsets == 0)
-		return drape_scene_load(path, NULL, out, err);
+		return drape_scene_read(path, NULL, out, err);
 	size_t len = 0;
 	char *text = read_all(path, &len);
 	if (text == NULL)
@@ -110,7 +110,7 @@ drape_err cli_scene_load_set(const char *path, const char *const *sets, int nset
 	if (!cJSON_IsObject(root)) {
 		cJSON_Delete(root);
 		/* The loader says where the JSON is broken. */
-		return drape_scene_load(path, NULL, out, err);
+		return drape_scene_read(path, NULL, out, err);
 	}
 	drape_err rc = DRAPE_OK;
 	for (int i = 0; i < nsets && rc == DRAPE_OK; i++)
@@ -126,7 +126,7 @@ drape_err cli_scene_load_set(const char *path, const char *const *sets, int nset
 	char *slash = strrchr(dir, '/');
 	if (slash != NULL)
 		*(slash == dir ? slash + 1 : slash) = '\0';
-	rc = drape_scene_load_string(json, strlen(json), slash != NULL ? dir : NULL, path, NULL, out, err);
+	rc = drape_scene_read_string(json, strlen(json), slash != NULL ? dir : NULL, path, NULL, out, err);
 	cJSON_free(json);
 	return rc;
 }

@@ -661,7 +661,7 @@ int cli_cmd_preview(int argc, char **argv)
 	cli_signals_install();
 	drape_scene sc;
 	drape_error err;
-	drape_err rc = drape_scene_load(scene_path, NULL, &sc, &err);
+	drape_err rc = drape_scene_read(scene_path, NULL, &sc, &err);
 	if (rc != DRAPE_OK) {
 		fprintf(stderr, "drape preview: %s\n", err.message);
 		return rc == DRAPE_EIO ? CLI_NOINPUT : CLI_DATAERR;

@@ -48,8 +48,27 @@
 extern "C" {
 #endif
 
+/* Everything declared here is libdrape's API; the library is built with
+ * -fvisibility=hidden, so only these declarations are exported. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+/* Version of libdrape these headers describe. A binding that loads the
+ * library at run time compares drape_version() (below) with what it was
+ * written for: the major number changes when a struct or a function changes
+ * incompatibly, the minor when something is added. */
+#define DRAPE_VERSION_MAJOR 0
+#define DRAPE_VERSION_MINOR 2
+#define DRAPE_VERSION_PATCH 0
+#define DRAPE_VERSION_STR_(x) #x
+#define DRAPE_VERSION_STR(x) DRAPE_VERSION_STR_(x)
+#define DRAPE_VERSION_STRING                                                         \
+	DRAPE_VERSION_STR(DRAPE_VERSION_MAJOR)                                       \
+	"." DRAPE_VERSION_STR(DRAPE_VERSION_MINOR) "." DRAPE_VERSION_STR(DRAPE_VERSION_PATCH)
+
 /* Version of libdrape, for logs and the hello request's client name. */
-#define DRAPE_CLIENT_VERSION "0.1.0"
+#define DRAPE_CLIENT_VERSION DRAPE_VERSION_STRING
 
 /* Default control URL of draped. */
 #define DRAPE_DEFAULT_URL "tcp://127.0.0.1:7450"
@@ -67,6 +86,25 @@ extern "C" {
 
 typedef struct drape_client drape_client;
 
+/* ---- Version and layout --------------------------------------------------- */
+
+/*
+ * The version of the library actually loaded, "MAJOR.MINOR.PATCH" (static
+ * text; the headers' DRAPE_VERSION_STRING is what a program was compiled
+ * against). Thread-safe.
+ */
+const char *drape_version(void);
+
+/*
+ * sizeof of the public struct whose C name is `name` ("drape_client_opts",
+ * "drape_status", ... every struct with a body in the public headers) as the
+ * library was compiled, or 0 for a name it does not know (and for NULL). A
+ * binding that declares the structs itself (ctypes, cffi's ABI mode)
+ * compares each with its own size before its first call, so a layout that
+ * drifted fails loudly instead of corrupting memory. Thread-safe.
+ */
+size_t drape_abi_struct_size(const char *name);
+
 /* ---- Connecting ----------------------------------------------------------- */
 
 typedef struct drape_client_opts {
@@ -82,7 +120,7 @@ typedef struct drape_client_opts {
 	 * request; NULL when the server needs none. Copied by drape_connect. */
 	const char *auth_token;
 	/* Free text identifying the program in the server's logs; NULL gives
-	 * "libdrape 0.1.0". Copied by drape_connect. */
+	 * "libdrape " DRAPE_VERSION_STRING. Copied by drape_connect. */
 	const char *client_name;
 	/* Largest reply or stream message accepted, bytes; default 256 MiB. */
 	uint64_t max_message;
@@ -498,7 +536,8 @@ drape_err drape_frames_seek(drape_client *c, drape_session s, uint32_t next, dra
  *
  * On success the caller owns *out (drape_frame_free). When every solved
  * frame has been returned and no run is in progress it returns:
- *   DRAPE_ECLOSED   the run finished (state done, or idle: nothing to run);
+ *   DRAPE_EDONE     the run finished (state done, or idle: nothing to run;
+ *                   libdrape before 0.2 returned DRAPE_ECLOSED here);
  *   DRAPE_ECANCELED the run was cancelled;
  *   another code    the run failed: the server's code, and err's message
  *                   names the frame and the server's reason.
@@ -520,13 +559,17 @@ drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, i
  * until the run ends, fn returns non-zero, or a call fails. The frame passed
  * to fn belongs to the library and is valid only during the call (copy what
  * you keep). timeout_ms bounds the wait for each frame. Returns what ended
- * the loop: the end code of drape_next_frame (DRAPE_ECLOSED for a finished
+ * the loop: the end code of drape_next_frame (DRAPE_EDONE for a finished
  * run), DRAPE_OK if fn stopped it, or the failure. fn is called on the
  * calling thread and must not use the same client.
  */
 typedef int (*drape_frame_fn)(const drape_frame *frame, void *user);
 drape_err drape_frames_each(drape_client *c, drape_session s, drape_frame_fn fn, void *user,
 			    int32_t timeout_ms, drape_error *err);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

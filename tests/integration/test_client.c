@@ -301,7 +301,7 @@ static void frames_match_sheet(const char *url, bool use_stream, uint32_t nx, ui
 	free(ref);
 	scene_free(&sc);
 	CHECKF(ok == n, "%u of %u frames matched", ok, n);
-	CHECKF(end == DRAPE_ECLOSED, "after the last frame: %s (%s)", drape_err_name(end), e.message);
+	CHECKF(end == DRAPE_EDONE, "after the last frame: %s (%s)", drape_err_name(end), e.message);
 }
 
 static void frames_match(const char *url, bool use_stream)
@@ -688,7 +688,7 @@ static void test_reconnect_after_frame_5(void)
 	free(ref);
 	scene_free(&sc);
 	CHECKF(rest == n - 5, "second client matched %u of %u", rest, n - 5);
-	CHECKF(end == DRAPE_ECLOSED, "end code %s", drape_err_name(end));
+	CHECKF(end == DRAPE_EDONE, "end code %s", drape_err_name(end));
 	CHECK(del == DRAPE_OK);
 }
 
@@ -746,7 +746,7 @@ static void test_late_slow_reader(void)
 	free(ref);
 	scene_free(&sc);
 	CHECKF(ok == n, "%u of %u frames in order", ok, n);
-	CHECK(end == DRAPE_ECLOSED);
+	CHECK(end == DRAPE_EDONE);
 }
 
 /* Another client without the owner token (or with a wrong one) is refused
@@ -951,7 +951,7 @@ static void test_colliders_and_pins(void)
 	free(ref);
 	scene_free(&sc);
 	CHECKF(ok == n, "%u of %u frames matched", ok, n);
-	CHECK(end == DRAPE_ECLOSED);
+	CHECK(end == DRAPE_EDONE);
 	CHECKF(bad == DRAPE_ERANGE || bad == DRAPE_ENOTFOUND || bad == DRAPE_EINVAL, "remove 5: %s",
 	       drape_err_name(bad));
 	CHECKF(rm == DRAPE_OK && st_rc == DRAPE_OK && st.colliders == 0, "remove: %s, %u left",
@@ -1113,7 +1113,7 @@ static void test_cancel_during_output(void)
 	CHECK(seen + more <= nref);
 	CHECK_OK(drape_session_run(c, s, more, NULL, NULL));
 	CHECK(receive_and_compare(c, s, &sc, ref, seen + 1, seen + more) == more);
-	CHECK(drape_next_frame(c, s, &f, 10000, NULL) == DRAPE_ECLOSED);
+	CHECK(drape_next_frame(c, s, &f, 10000, NULL) == DRAPE_EDONE);
 	CHECK_OK(drape_session_status(c, s, &st, NULL));
 	CHECK(st.state == DRAPE_STATE_DONE && st.frames_done == seen + more);
 	drape_session_delete(c, s, NULL);
