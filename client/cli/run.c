@@ -48,6 +48,7 @@ typedef struct sink {
 	float *prev;        /* GEO: the latest frame before start, for the first frame's velocity */
 	uint32_t prev_index;
 	uint32_t last_expected; /* index of the run's last frame; 0 = unknown */
+	double write_ms;    /* time spent writing frames to --out */
 } sink;
 
 static void sink_init(sink *k, const cli_opts *o, const drape_obj_mesh *mesh, uint32_t total)
@@ -164,10 +165,12 @@ static int sink_frame(sink *k, uint32_t index, const float *positions, uint32_t 
 	}
 	if (k->o->out_dir != NULL) {
 		int x;
+		double w0 = cli_now_ms();
 		if (k->cache == NULL && (x = sink_open_cache(k, index, vertex_count)) != 0)
 			return x;
 		drape_error err;
 		drape_err rc = drape_cache_write_frame(k->cache, index, positions, &err);
+		k->write_ms += cli_now_ms() - w0;
 		if (rc != DRAPE_OK) {
 			if (k->progress)
 				fputc('\n', stderr);
@@ -216,10 +219,11 @@ static void sink_summary(const sink *k, uint32_t session, double total_ms, const
 		printf("{\"summary\":{\"session\":%u,\"mode\":\"%s\",\"frames\":%u,\"last_frame\":%u,"
 		       "\"vertices\":%u,\"triangles\":%u,\"wall_ms\":%.1f,\"frames_ms\":%.1f,"
 		       "\"ms_per_frame\":%.3f,\"sim_ms_per_frame\":%.3f,\"max_strain\":%.6g,"
-		       "\"last_max_strain\":%.6g,\"last_p99_strain\":%.6g}}\n",
+		       "\"last_max_strain\":%.6g,\"last_p99_strain\":%.6g,\"write_ms_per_frame\":%.3f}}\n",
 		       (unsigned)session, how, (unsigned)k->written, (unsigned)k->last_index,
 		       (unsigned)k->vertex_count, (unsigned)k->triangle_count, total_ms, loop, per, sim,
-		       (double)k->max_strain, (double)last_max, (double)last_p99);
+		       (double)k->max_strain, (double)last_max, (double)last_p99,
+		       k->written ? k->write_ms / k->written : 0.0);
 		fflush(stdout);
 	} else if (!k->o->quiet) {
 		char last[96] = "";
