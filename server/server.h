@@ -171,6 +171,9 @@ drape_err srv_op_status(srv_server *srv, srv_session *s, proto_reply *rep, drape
 drape_err srv_op_list(srv_server *srv, bool all, proto_reply *rep, proto_session_info **scratch, drape_error *err);
 /* Bytes of retained frames s holds in its frames.bin. */
 uint64_t srv_session_disk_bytes(const srv_session *s);
+/* session.topology (topology.c): the session's mesh as created. The reply
+ * points into s, which outlives the encode. */
+drape_err srv_op_topology(srv_server *srv, srv_session *s, proto_reply *rep, drape_error *err);
 drape_err srv_op_delete(srv_server *srv, srv_session *s, proto_reply *rep, drape_error *err);
 drape_err srv_op_frames_get(srv_server *srv, srv_session *s, const proto_request *req, proto_reply *rep,
 			    proto_frame **frames_out, float **buf_out, drape_error *err);

@@ -106,6 +106,9 @@ void srv_session_free(srv_session *s)
 	free(s->name);
 	free(s->dir);
 	free(s->tri);
+	free(s->in_positions);
+	free(s->in_triangles);
+	free(s->in_uvs);
 	free(s);
 }
 
@@ -126,8 +129,10 @@ size_t srv_session_estimate(uint32_t vertices, uint32_t triangles, uint64_t fram
 	 * records (about 48 bytes each with bending and shear); per triangle
 	 * its indices and wind/collision scratch (about 48 bytes). The frame
 	 * ring adds 12 bytes per vertex per frame kept in memory, and the
-	 * solve and the output stage one frame buffer each. */
-	return (size_t)vertices * (64u + 3u * 48u + 24u) + (size_t)triangles * 48u +
+	 * solve and the output stage one frame buffer each. The mesh as
+	 * created is kept for session.topology: 20 bytes per vertex
+	 * (positions and uvs) and 12 per triangle. */
+	return (size_t)vertices * (64u + 3u * 48u + 24u + 20u) + (size_t)triangles * (48u + 12u) +
 	       (size_t)vertices * 12u * (size_t)(frames_in_memory + 2);
 }
 
@@ -222,15 +227,27 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	s->params = *p;
 	s->vertices = c->mesh.vertex_count;
 	s->triangles = c->mesh.triangle_count;
+	/* The frames.get mesh reply (web view) reads tri; a client that did
+	 * not create the session (attach, export) asks for its mesh with
+	 * session.topology, which reads in_*: the solver renumbers vertices,
+	 * so the caller's arrays are kept as they came. */
 	s->tri = malloc((size_t)c->mesh.triangle_count * 3 * sizeof *s->tri + 1);
-	if (s->tri == NULL)
-		goto nomem;
-	memcpy(s->tri, c->mesh.triangles, (size_t)c->mesh.triangle_count * 3 * sizeof *s->tri);
-	s->state = PROTO_STATE_IDLE;
-	if (c->name != NULL && (s->name = strdup(c->name)) == NULL) {
+	s->in_positions = malloc((size_t)s->vertices * 12u);
+	s->in_triangles = malloc((size_t)s->triangles * 12u);
+	if (c->uvs != NULL)
+		s->in_uvs = malloc((size_t)s->vertices * 8u);
+	if (s->tri == NULL || s->in_positions == NULL || s->in_triangles == NULL ||
+	    (c->uvs != NULL && s->in_uvs == NULL) ||
+	    (c->name != NULL && (s->name = strdup(c->name)) == NULL)) {
 		free(stitches);
 		goto nomem;
 	}
+	memcpy(s->tri, c->mesh.triangles, (size_t)c->mesh.triangle_count * 3 * sizeof *s->tri);
+	memcpy(s->in_positions, c->mesh.positions, (size_t)s->vertices * 12u);
+	memcpy(s->in_triangles, c->mesh.triangles, (size_t)s->triangles * 12u);
+	if (c->uvs != NULL)
+		memcpy(s->in_uvs, c->uvs, (size_t)s->vertices * 8u);
+	s->state = PROTO_STATE_IDLE;
 	drape_err rc = drape_sim_create(&desc, &s->sim, err);
 	free(stitches);
 	if (rc != DRAPE_OK) {

@@ -60,6 +60,8 @@ typedef struct cli_opts {
 	bool server_from_env;    /* server came from $DRAPE_SERVER, not --server */
 	const char *sets[16];    /* --set KEY=VALUE (run): scene keys overridden, in order */
 	int nsets;
+	const char *format;      /* --format obj|pc2|mdd|geo (run, attach, export); NULL = obj */
+	bool rm;                 /* --rm (run --server): delete the session once its frames are written */
 } cli_opts;
 
 /* Set by the SIGINT/SIGTERM handler; long loops poll it. */
@@ -184,6 +186,7 @@ void cli_pool_remember(const char *pool, const char *box, drape_session s);
  * cli_pool_find_session names (in buf); NULL (and why on stderr) if none. */
 const char *cli_session_url(const cli_opts *o, uint32_t id, char *buf, size_t size);
 int cli_cmd_preview(int argc, char **argv); /* preview.c */
+int cli_cmd_export(int argc, char **argv);
 
 /* Usage text of a command (NULL = the overview) to stdout or stderr. */
 void cli_usage(const char *cmd, bool to_stderr);
