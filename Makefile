@@ -217,6 +217,22 @@ install: all
 	install -m 755 $(LIBDRAPE_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/drape/*.h $(DESTDIR)$(PREFIX)/include/drape/
 
+# The drape Python package (client/python/drape, pure Python over
+# libdrape.so) into the system Python's path, where Debian's python3 and
+# Blender both find it; `make install` does it too.
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+# Debian's python3 searches PREFIX/lib/python3.N/dist-packages for both
+# /usr/local and /usr.
+PYTHON_SITE ?= $(PREFIX)/lib/python$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages
+.PHONY: install-python uninstall-python
+install: install-python
+install-python:
+	install -d $(DESTDIR)$(PYTHON_SITE)/drape
+	install -m 644 client/python/drape/*.py $(DESTDIR)$(PYTHON_SITE)/drape/
+uninstall: uninstall-python
+uninstall-python:
+	rm -rf $(DESTDIR)$(PYTHON_SITE)/drape
+
 clean:
 	rm -rf build out
 

@@ -10,6 +10,8 @@ set -eu
 
 PACKAGES="build-essential pkg-config libuv1-dev libnng-dev nng-utils libmsgpack-dev \
 libopenvdb-dev libtbb-dev libcjson-dev clang libclang-rt-14-dev openssl"
+PACKAGES="$PACKAGES python3 python3-numpy python3-pytest"  # the drape Python package and its tests
+PACKAGES="$PACKAGES blender"  # the Blender add-on's test (blender -b)
 
 missing() {
 	for p in $PACKAGES; do

@@ -1,0 +1,216 @@
+"""The drape Python package against a real draped (see conftest.py)."""
+
+import ctypes
+import os
+import re
+import time
+
+import numpy as np
+import pytest
+
+import drape
+from drape import _lib
+from conftest import DEADLINE_S, TOP, Daemon, grid
+
+# No air, no damping: the sheet is a free body under gravity alone.
+FREE = {"gravity": (0, -9.81, 0), "damping": 1.0, "drag": 0.0, "lift": 0.0, "air_density": 0.0,
+        "fps": 24.0, "substeps": 4, "iterations": 10}
+
+
+def test_version_is_the_headers():
+    h = open(os.path.join(TOP, "include", "drape", "drape.h")).read()
+    parts = [re.search(r"#define DRAPE_VERSION_%s (\d+)" % k, h).group(1) for k in ("MAJOR", "MINOR", "PATCH")]
+    assert drape.version() == ".".join(parts)
+
+
+def test_every_struct_matches_the_library():
+    lib = drape._LIB
+    for cls in _lib.STRUCTS:
+        assert lib.drape_abi_struct_size(cls.__name__.encode()) == ctypes.sizeof(cls), cls.__name__
+
+
+def test_abi_mismatch_is_refused_by_name():
+    class drape_status(ctypes.Structure):  # one field short of the real one
+        _fields_ = [("state", ctypes.c_int)]
+
+    class drape_no_such_struct(ctypes.Structure):
+        _fields_ = [("x", ctypes.c_int)]
+
+    with pytest.raises(drape.AbiMismatch) as e:
+        _lib.check_abi(drape._LIB, [_lib.drape_session, drape_status, drape_no_such_struct])
+    msg = e.value.message
+    assert "drape_status: package 4 bytes, library %d bytes" % ctypes.sizeof(_lib.drape_status) in msg
+    assert "drape_no_such_struct: package 4 bytes, library does not know it" in msg
+    assert "drape_session" not in msg.split(":", 1)[1].replace("drape_session_", "")
+    assert isinstance(e.value, ImportError)
+
+
+def test_free_fall_matches_symplectic_euler(client):
+    pos, tri = grid(5, 5, y=2.0)
+    s = client.create(pos, tri, params=FREE)
+    assert s.create_info["vertices"] == 25
+    frames = 10
+    assert s.run(frames) == frames
+    got = list(s.frames(timeout=DEADLINE_S))
+    assert [f.index for f in got] == list(range(1, frames + 1))
+    # After n substeps of dt the method's velocity is n g dt and the drop
+    # g dt^2 n (n + 1) / 2 (semi-implicit Euler; the continuous g t^2 / 2
+    # differs by g dt^2 n / 2, 2.5 % at frame 10, far above the tolerance).
+    dt = 1.0 / (24 * 4)
+    for f in got:
+        assert f.positions.dtype == np.float32 and f.positions.shape == (25, 3)
+        n = f.index * 4
+        drop = 9.81 * dt * dt * n * (n + 1) / 2
+        np.testing.assert_allclose(f.positions[:, 1], 2.0 - drop, rtol=0, atol=2e-5 * (1 + drop))
+        np.testing.assert_array_equal(f.positions[:, [0, 2]], pos[:, [0, 2]])
+    st = s.status()
+    assert st.state == "done" and st.frames_done == frames and st.vertices == 25
+    s.delete()
+    with pytest.raises(drape.NotFound):
+        s.status()
+
+
+def test_pins_hold_exactly_and_the_rest_falls(client):
+    pos, tri = grid(6, 6, y=1.0)
+    pins = [0, 5]
+    s = client.create(pos, tri, pins=pins, params={"fps": 24.0})
+    s.run(5)
+    last = None
+    for f in s.frames(timeout=DEADLINE_S):
+        np.testing.assert_array_equal(f.positions[pins], pos[pins])
+        last = f
+    assert last.index == 5
+    assert last.positions[35, 1] < 1.0 - 0.01
+    s.delete()
+
+
+def test_sheet_rests_on_a_sphere_without_entering_it(client):
+    pos, tri = grid(21, 21, size=1.2, y=0.8)
+    r = 0.4
+    s = client.create(pos, tri, params={"fps": 24.0, "thickness": 0.005},
+                      colliders=[drape.sphere((0, 0, 0), r, friction=0.8)])
+    s.run(36)
+    frames = list(s.frames(timeout=DEADLINE_S))
+    assert len(frames) == 36
+    for f in frames:
+        d = np.linalg.norm(f.positions, axis=1)
+        # The collider keeps the cloth outside radius + thickness; one
+        # substep's penetration is allowed for, no more.
+        assert d.min() > r - 0.01, (f.index, d.min())
+    centre = frames[-1].positions[220]
+    assert r <= centre[1] <= r + 0.03, centre
+    s.delete()
+
+
+def test_cancel_ends_an_endless_run(client):
+    pos, tri = grid(8, 8)
+    s = client.create(pos, tri, pins=[0])
+    assert s.run(0) == 0
+    first = s.next_frame(timeout=DEADLINE_S)
+    assert first.index == 1
+    assert s.cancel() in ("canceled", "running")
+    end = time.monotonic() + DEADLINE_S
+    with pytest.raises(drape.Canceled) as e:
+        while time.monotonic() < end:
+            s.next_frame(timeout=DEADLINE_S)
+    assert e.value.name == "ECANCELED" and e.value.code < 0
+    assert s.status().state == "canceled"
+    s.delete()
+
+
+def test_timeout_on_a_session_that_is_not_running_yet(client):
+    pos, tri = grid(3, 3)
+    s = client.create(pos, tri)
+    # Idle with nothing solved: the end of a (non-)run, not a wait.
+    assert s.next_frame(timeout=0.1) is None
+    s.delete()
+
+
+def test_bad_input_names_the_field_and_changes_nothing(client):
+    pos, tri = grid(3, 3)
+    bad = tri.copy()
+    bad[2, 1] = 9
+    with pytest.raises(drape.InvalidArgument) as e:
+        client.create(pos, bad)
+    assert e.value.name in ("EINVAL", "ERANGE") and "triangles[2][1]" in e.value.message
+    with pytest.raises(drape.InvalidArgument) as e:
+        client.create(pos, tri, params={"strech": 1.0})
+    assert "params.strech: unknown parameter" in e.value.message
+    with pytest.raises(drape.InvalidArgument) as e:
+        client.create(pos[:, :2], tri)
+    assert "positions: expected an (N, 3) array" in e.value.message
+    with pytest.raises(drape.InvalidArgument) as e:
+        client.create(pos, tri, pins=[-1])
+    assert "pins: negative index -1" in e.value.message
+    with pytest.raises(drape.InvalidArgument) as e:
+        client.create(pos, tri, params={"substeps": 1000})
+    assert "substeps" in e.value.message
+    with pytest.raises(drape.InvalidArgument) as e:
+        client.create(pos, tri, colliders=[drape.sphere((0, 0, 0), -1.0)])
+    assert e.value.message.startswith("colliders[0]: ") and "radius" in e.value.message
+    with pytest.raises(drape.InvalidArgument) as e:
+        drape.sphere((0, 0), 1.0)
+    assert "sphere.center" in e.value.message
+    # The session of the refused collider was deleted again: the client
+    # still works and the server holds no session of ours.
+    s = client.create(pos, tri)
+    assert s.status().state == "idle"
+    s.delete()
+
+
+def test_material_preset_sets_xpbd(client):
+    names = drape.material_presets()
+    assert "cotton" in names and "denim" in names
+    pos, tri = grid(4, 4)
+    s = client.create(pos, tri, pins=[0, 3], params={"material": "denim"})
+    s.run(2)
+    assert [f.index for f in s.frames(timeout=DEADLINE_S)] == [1, 2]
+    s.delete()
+    with pytest.raises(drape.InvalidArgument) as e:
+        client.create(pos, tri, params={"material": "chainmail"})
+    assert "params.material" in e.value.message and "denim" in e.value.message
+
+
+def test_unreachable_server_is_unavailable(tmp_path):
+    with pytest.raises(drape.Unavailable) as e:
+        drape.connect("ipc://" + str(tmp_path / "nobody.sock"), timeout=5)
+    assert e.value.name == "EUNAVAILABLE" and e.value.code == -14
+    assert isinstance(e.value, ConnectionError)
+
+
+def test_auth_token_from_a_file(tmp_path):
+    tok = tmp_path / "token"
+    tok.write_text("s3cret-token-for-the-test\n")
+    d = Daemon("--auth-token-file", str(tok))
+    try:
+        pos, tri = grid(3, 3)
+        with drape.connect(d.url, timeout=30) as c:
+            assert c.server_info()["auth_required"] is True
+            with pytest.raises(drape.PermissionDenied):
+                c.create(pos, tri)
+        with drape.connect(d.url, token="wrong", timeout=30) as c:
+            with pytest.raises(drape.PermissionDenied):
+                c.create(pos, tri)
+        with drape.connect(d.url, token_file=str(tok), timeout=30) as c:
+            s = c.create(pos, tri)
+            s.run(1)
+            assert [f.index for f in s.frames(timeout=DEADLINE_S)] == [1]
+        with pytest.raises(drape.InvalidArgument) as e:
+            drape.connect(d.url, token_file=str(tmp_path / "missing"))
+        assert "token_file: cannot read" in e.value.message
+    finally:
+        d.stop()
+
+
+def test_reattach_with_id_and_token(client, daemon):
+    pos, tri = grid(4, 4)
+    s = client.create(pos, tri, pins=[0])
+    s.run(3)
+    with drape.connect(daemon.url, timeout=30) as other:
+        again = other.session(s.id, s.token)
+        assert [f.index for f in again.frames(timeout=DEADLINE_S)] == [1, 2, 3]
+        with pytest.raises(drape.PermissionDenied):
+            other.session(s.id, "1" * 32).run(1)
+        with pytest.raises(drape.InvalidArgument):
+            other.session(s.id, "xyz")
+    s.delete()
