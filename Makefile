@@ -46,6 +46,9 @@ CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE -DDRAPE_SIMD_$(SIMD)=1
 # its scalar reference compute the same bits in every build (gcc's ISO mode
 # already defaults to it; clang's does not).
 CFLAGS   += -std=c17 $(OPT) -g $(WARN) $(ARCHFLAGS) -ffp-contract=off -fPIC -pthread -MMD -MP
+# Hidden unless a public header (include/drape/*.h) declares it: what
+# libdrape.so exports is its API and nothing else (client/libdrape.map).
+CFLAGS   += -fvisibility=hidden
 CXXFLAGS += -std=c++17 $(OPT) -g -Wall -Wextra $(ARCHFLAGS) -fPIC -pthread -MMD -MP
 LDFLAGS  += -pthread
 ifdef SANITIZE
@@ -82,6 +85,9 @@ SRV_O    := $(call obj,$(SRV_C))
 CLIENT_O := $(call obj,$(CLIENT_C))
 CLI_O    := $(call obj,$(CLI_C))
 ERROR_O  := $(call obj,server/sim/error.c)
+# The solver's pure-C input definitions (parameter defaults and checks,
+# material presets, the error table): all of the solver a client carries.
+SIMDEFS_O := $(call obj,server/sim/params.c server/sim/material.c server/sim/error.c)
 
 LIBSIM   := $(BUILD)/libdrape_sim.a
 LIBSRV   := $(BUILD)/libdrape_srv.a
@@ -126,15 +132,22 @@ $(LIBSRV): $(SRV_O) $(ERROR_O)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(SRV_O)
 
-# libdrape carries the codec and the error table so a client links one library.
-$(LIBDRAPE): $(CLIENT_O) $(PROTO_O) $(ERROR_O)
+# libdrape carries the codec, the error table and the solver's definitions
+# (parameter defaults, presets) so a client links one library.
+$(LIBDRAPE): $(CLIENT_O) $(PROTO_O) $(SIMDEFS_O)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-# The shared library also carries the solver: the scene loader fills solver
-# parameters with their defaults, and a plugin may want to solve in process.
-$(LIBDRAPE_SO): $(CLIENT_O) $(PROTO_O) $(SIM_O)
-	$(CC) -shared -Wl,-soname,libdrape.so.1 -Wl,--no-undefined $(LDFLAGS) -o $@ $^ $(NET_LIBS) $(JSON_LIBS) $(VDB_LIBS) $(SYS_LIBS)
+# The shared library is what DCC plugins load next to their own OpenVDB and
+# TBB: nng, msgpack-c and cJSON only, never the solver (ARCHITECTURE.md),
+# exporting drape_* only. The SONAME's number changes when the ABI breaks;
+# $(BUILD)/libdrape.so.1 lets programs linked against it run from the build.
+LIBDRAPE_SONAME := libdrape.so.1
+LIBDRAPE_MAP := client/libdrape.map
+$(LIBDRAPE_SO): $(CLIENT_O) $(PROTO_O) $(SIMDEFS_O) $(LIBDRAPE_MAP)
+	$(CC) -shared -Wl,-soname,$(LIBDRAPE_SONAME) -Wl,--version-script=$(LIBDRAPE_MAP) -Wl,--no-undefined \
+		-Wl,--as-needed $(LDFLAGS) -o $@ $(CLIENT_O) $(PROTO_O) $(SIMDEFS_O) $(NET_LIBS) $(JSON_LIBS) $(SYS_LIBS)
+	ln -sf libdrape.so $(BUILD)/$(LIBDRAPE_SONAME)
 
 $(DRAPED): $(BUILD)/obj/server/main.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS)

@@ -48,6 +48,12 @@
 extern "C" {
 #endif
 
+/* Everything declared here is libdrape's API; the library is built with
+ * -fvisibility=hidden, so only these declarations are exported. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 /* Version of libdrape these headers describe. A binding that loads the
  * library at run time compares drape_version() (below) with what it was
  * written for: the major number changes when a struct or a function changes
@@ -512,6 +518,10 @@ drape_err drape_next_frame(drape_client *c, drape_session s, drape_frame *out, i
 typedef int (*drape_frame_fn)(const drape_frame *frame, void *user);
 drape_err drape_frames_each(drape_client *c, drape_session s, drape_frame_fn fn, void *user,
 			    int32_t timeout_ms, drape_error *err);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

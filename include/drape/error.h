@@ -15,6 +15,12 @@
 extern "C" {
 #endif
 
+/* Everything declared here is libdrape's API; the library is built with
+ * -fvisibility=hidden, so only these declarations are exported. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define DRAPE_ERRNO_MAP(X)                                                   \
 	X(OK, 0, "success")                                                  \
 	X(EINVAL, -1, "invalid argument")                                    \
@@ -81,6 +87,10 @@ drape_err drape_error_setf(drape_error *err, drape_err code, const char *fmt, ..
 
 /* Clears *err (if not NULL) to DRAPE_OK with an empty message. */
 void drape_error_clear(drape_error *err);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,12 @@
 extern "C" {
 #endif
 
+/* Everything declared here is libdrape's API; the library is built with
+ * -fvisibility=hidden, so only these declarations are exported. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 typedef struct drape_sim drape_sim;
 typedef struct drape_pool drape_pool;
 typedef struct drape_sdf drape_sdf;
@@ -399,6 +405,10 @@ drape_err drape_preflight(const float *positions, uint32_t vertex_count, const u
 
 /* The solver's build: "scalar", "sse2" or "avx2", for logs and hello. */
 const char *drape_sim_build(void);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -86,16 +86,6 @@ struct sim_collider {
 	collider_xform x0, x1; /* at the start and end of the current substep */
 };
 
-void drape_collider_desc_default(drape_collider_desc *d)
-{
-	memset(d, 0, sizeof *d);
-	d->normal[1] = 1.0f;
-	d->friction = 0.3f;
-	d->static_friction = 0.5f;
-	d->restitution = 0.0f;
-	d->thickness = 0.0f;
-}
-
 /* ---- Transforms ---------------------------------------------------------- */
 
 static sim_v3 xf_apply(const collider_xform *x, sim_v3 v)

@@ -70,44 +70,6 @@
 #define SIM_XPBD_SHEAR_C 1.754
 #define SIM_XPBD_BEND_C 1.0
 
-/* Upper bounds of the material fields: far beyond any fabric (woven
- * cotton is about 1e4 N/m and 1e-5 N m), low enough that no product with
- * dt^2 overflows a float. */
-#define SIM_XPBD_MAX_K 1e9f
-#define SIM_XPBD_MAX_BEND 10.0f
-#define SIM_XPBD_MAX_DAMPING 1000.0f
-
-static drape_err check_k(const char *name, float v, float hi, const char *unit, drape_error *err)
-{
-	if (!(v >= 0.0f && v <= hi))
-		return drape_error_setf(err, DRAPE_EINVAL, "params.%s: %g %s is outside [0, %g]", name,
-					(double)v, unit, (double)hi);
-	return DRAPE_OK;
-}
-
-drape_err sim_xpbd_validate(const drape_sim_params *p, drape_error *err)
-{
-	drape_err rc;
-	if (p->model != DRAPE_MODEL_PBD && p->model != DRAPE_MODEL_XPBD)
-		return drape_error_setf(err, DRAPE_EINVAL,
-					"params.model: %d is not %d (pbd) or %d (xpbd)", (int)p->model,
-					DRAPE_MODEL_PBD, DRAPE_MODEL_XPBD);
-	if ((rc = check_k("stretch_k", p->stretch_k, SIM_XPBD_MAX_K, "N/m", err)) ||
-	    (rc = check_k("stretch_k_weft", p->stretch_k_weft, SIM_XPBD_MAX_K, "N/m", err)) ||
-	    (rc = check_k("shear_k", p->shear_k, SIM_XPBD_MAX_K, "N/m", err)) ||
-	    (rc = check_k("bend_k", p->bend_k, SIM_XPBD_MAX_BEND, "N*m", err)) ||
-	    (rc = check_k("compress_k", p->compress_k, SIM_XPBD_MAX_K, "N/m", err)) ||
-	    (rc = check_k("damping_rate", p->damping_rate, SIM_XPBD_MAX_DAMPING, "1/s", err)))
-		return rc;
-	/* A membrane with no stretch stiffness is no cloth: every edge would
-	 * be free, and the weft, shear and bending alone cannot hold it. */
-	if (p->model == DRAPE_MODEL_XPBD && !(p->stretch_k > 0.0f))
-		return drape_error_setf(err, DRAPE_EINVAL,
-					"params.stretch_k: %g N/m must be > 0 with model xpbd",
-					(double)p->stretch_k);
-	return DRAPE_OK;
-}
-
 static float tri_area(sim_v3 a, sim_v3 b, sim_v3 c)
 {
 	return 0.5f * v3_len(v3_cross(v3_sub(b, a), v3_sub(c, a)));
