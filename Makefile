@@ -246,6 +246,14 @@ uninstall: uninstall-python
 uninstall-python:
 	rm -rf $(DESTDIR)$(PYTHON_SITE)/drape
 
+# The Blender add-on as the zip Blender's Preferences > Add-ons > Install
+# takes (client/blender/drape_cloth; tests/blender installs it from here).
+BLENDER_ADDON := $(BUILD)/drape_cloth.zip
+all: $(BLENDER_ADDON)
+$(BLENDER_ADDON): $(sort $(wildcard client/blender/drape_cloth/*.py))
+	@mkdir -p $(dir $@)
+	rm -f $@ && cd client/blender && $(PYTHON) -m zipfile -c $(abspath $@) drape_cloth
+
 clean:
 	rm -rf build out
 

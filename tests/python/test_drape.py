@@ -127,6 +127,7 @@ def test_timeout_on_a_session_that_is_not_running_yet(client):
 
 
 def test_bad_input_names_the_field_and_changes_nothing(client):
+    before = {e.id for e in client.sessions()}
     pos, tri = grid(3, 3)
     bad = tri.copy()
     bad[2, 1] = 9
@@ -153,8 +154,10 @@ def test_bad_input_names_the_field_and_changes_nothing(client):
     assert "sphere.center" in e.value.message
     # The session of the refused collider was deleted again: the client
     # still works and the server holds no session of ours.
-    s = client.create(pos, tri)
+    assert {e.id for e in client.sessions()} == before
+    s = client.create(pos, tri, name="survivor")
     assert s.status().state == "idle"
+    assert [(e.name, e.state, e.vertices) for e in client.sessions() if e.id not in before] == [("survivor", "idle", 9)]
     s.delete()
 
 

@@ -19,7 +19,7 @@ import ctypes
 import os
 
 from . import _lib, _params
-from ._client import Client, Frame, Session, Stats, Status
+from ._client import Client, Frame, Session, SessionEntry, Stats, Status
 from ._colliders import Collider, box, capsule, mesh, plane, sphere
 from ._errors import (AbiMismatch, Canceled, Closed, Error, InvalidArgument, LimitExceeded,
                       NotFound, PermissionDenied, ProtocolError, Timeout, Unavailable)

@@ -83,6 +83,26 @@ class Status:
         return "drape.Status(state=%r, frames_done=%d)" % (self.state, self.frames_done)
 
 
+class SessionEntry:
+    """One line of Client.sessions(): .id, .name, .state, .frames_done, .vertices."""
+
+    def __init__(self, lib, e):
+        self.id = e.id
+        self.name = e.name.decode(errors="replace")
+        self.state = lib.drape_state_name(e.state).decode()
+        self.frames_done = e.frames_done
+        self.vertices = e.vertices
+
+    def __repr__(self):
+        return "drape.SessionEntry(id=%d, name=%r, state=%r)" % (self.id, self.name, self.state)
+
+
+_libc = ctypes.CDLL(None)
+_libc_free = _libc.free
+_libc_free.argtypes = [ctypes.c_void_p]
+_libc_free.restype = None
+
+
 class Session:
     """A session on the server: .id, .token (hex owner token) and the client
     it talks through. Create with Client.create or reattach with
@@ -243,6 +263,20 @@ class Client:
         return {"version": s.version, "server": s.server.decode(errors="replace"),
                 "auth_required": bool(s.auth_required),
                 "limits": {n: getattr(s.limits, n) for n, _ in _lib.drape_server_limits._fields_}}
+
+    def sessions(self):
+        """The server's sessions: a list of SessionEntry (id, name, state,
+        frames_done, vertices)."""
+        lib = self._lib
+        arr = ctypes.POINTER(_lib.drape_session_entry)()
+        n = ctypes.c_uint32()
+        _call(lib, lib.drape_session_list, self._ptr(), ctypes.byref(arr), ctypes.byref(n))
+        try:
+            return [SessionEntry(lib, arr[i]) for i in range(n.value)]
+        finally:
+            if arr:
+                # The library allocated the array with malloc: free() it.
+                _libc_free(ctypes.cast(arr, ctypes.c_void_p))
 
     def ping(self):
         _call(self._lib, self._lib.drape_ping, self._ptr())

@@ -164,6 +164,16 @@ class drape_status(ctypes.Structure):
     ]
 
 
+class drape_session_entry(ctypes.Structure):
+    _fields_ = [
+        ("id", ctypes.c_uint32),
+        ("name", ctypes.c_char * (DRAPE_NAME_MAX + 1)),
+        ("state", ctypes.c_int),
+        ("frames_done", ctypes.c_uint32),
+        ("vertices", ctypes.c_uint32),
+    ]
+
+
 class drape_frame(ctypes.Structure):
     _fields_ = [
         ("index", ctypes.c_uint32),
@@ -211,7 +221,7 @@ class drape_collider_desc(ctypes.Structure):
 STRUCTS = (
     drape_error, drape_sim_params, drape_client_opts, drape_server_limits, drape_server_info,
     drape_session, drape_session_desc, drape_sim_topology, drape_create_info, drape_run_info,
-    drape_sim_stats, drape_status, drape_frame, drape_keyframe, drape_collider_desc,
+    drape_sim_stats, drape_status, drape_session_entry, drape_frame, drape_keyframe, drape_collider_desc,
 )
 
 _E = ctypes.c_int  # drape_err
@@ -239,6 +249,8 @@ _PROTOTYPES = {
     "drape_session_update": (_E, [_P, drape_session, ctypes.POINTER(drape_sim_params), _ERR]),
     "drape_session_delete": (_E, [_P, drape_session, _ERR]),
     "drape_session_status": (_E, [_P, drape_session, ctypes.POINTER(drape_status), _ERR]),
+    "drape_session_list": (_E, [_P, ctypes.POINTER(ctypes.POINTER(drape_session_entry)),
+                                ctypes.POINTER(ctypes.c_uint32), _ERR]),
     "drape_state_name": (ctypes.c_char_p, [ctypes.c_int]),
     "drape_token_format": (None, [ctypes.c_uint8 * DRAPE_TOKEN_SIZE, ctypes.c_char * 33]),
     "drape_token_parse": (_E, [ctypes.c_char_p, ctypes.c_uint8 * DRAPE_TOKEN_SIZE]),
