@@ -181,6 +181,12 @@ $(BUILD)/itests/%: $(BUILD)/obj/tests/integration/%.o $(call obj,$(ITEST_C)) $(L
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(call obj,$(ITEST_C)) $(ALL_LIBS)
 
+# The program a DCC plugin is: public headers and libdrape.so, nothing else
+# (tests/integration/libdrape.sh checks what it needs at run time).
+$(BUILD)/itests/test_libdrape: $(BUILD)/obj/tests/integration/test_libdrape.o $(LIBDRAPE_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBDRAPE_SO) -Wl,-rpath,'$$ORIGIN/..'
+
 $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS)
@@ -226,9 +232,41 @@ $(BUILD)/fuzz_replay_daemon: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_daem
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/drape
 	install -m 755 $(DRAPED) $(DRAPE) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(LIBDRAPE) $(LIBSIM) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(LIBDRAPE_SO) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 include/drape/*.h $(DESTDIR)$(PREFIX)/include/drape/
+
+# libdrape for programs and plugins built against it (install-lib): the
+# shared library as libdrape.so.1 with its libdrape.so development link, the
+# static libraries, the public headers and drape.pc for pkg-config.
+# uninstall-lib removes exactly those; uninstall-bin the two programs.
+# ldconfig runs only for a real install (no DESTDIR), as root.
+install: install-lib
+uninstall: uninstall-lib uninstall-bin
+.PHONY: install-lib uninstall-lib uninstall-bin uninstall
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+LIB_HEADERS := $(sort $(wildcard include/drape/*.h))
+DRAPE_VERSION = $(shell sed -n 's/^\#define DRAPE_VERSION_[A-Z]* \([0-9][0-9]*\)$$/\1/p' include/drape/drape.h | paste -sd.)
+
+install-lib: $(LIBDRAPE_SO) $(LIBDRAPE) $(LIBSIM) client/drape.pc.in
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/drape
+	install -m 755 $(LIBDRAPE_SO) $(DESTDIR)$(LIBDIR)/$(LIBDRAPE_SONAME)
+	ln -sf $(LIBDRAPE_SONAME) $(DESTDIR)$(LIBDIR)/libdrape.so
+	install -m 644 $(LIBDRAPE) $(LIBSIM) $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(LIB_HEADERS) $(DESTDIR)$(INCLUDEDIR)/drape/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(DRAPE_VERSION)|' client/drape.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/drape.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/drape.pc
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+uninstall-lib:
+	rm -f $(DESTDIR)$(LIBDIR)/$(LIBDRAPE_SONAME) $(DESTDIR)$(LIBDIR)/libdrape.so
+	rm -f $(DESTDIR)$(LIBDIR)/$(notdir $(LIBDRAPE)) $(DESTDIR)$(LIBDIR)/$(notdir $(LIBSIM))
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/drape/,$(notdir $(LIB_HEADERS)))
+	rm -f $(DESTDIR)$(LIBDIR)/pkgconfig/drape.pc
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/drape 2>/dev/null
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+uninstall-bin:
+	rm -f $(DESTDIR)$(PREFIX)/bin/$(notdir $(DRAPED)) $(DESTDIR)$(PREFIX)/bin/$(notdir $(DRAPE))
 
 # The drape Python package (client/python/drape, pure Python over
 # libdrape.so) into the system Python's path, where Debian's python3 and

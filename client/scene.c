@@ -1327,7 +1327,7 @@ static void scn_line_col(const char *json, size_t off, unsigned *line, unsigned 
 	}
 }
 
-drape_err drape_scene_load_string(const char *json, size_t len, const char *base_dir, const char *name,
+drape_err drape_scene_read_string(const char *json, size_t len, const char *base_dir, const char *name,
 				  const drape_obj_limits *limits, drape_scene *out, drape_error *err)
 {
 	scn c;
@@ -1387,7 +1387,7 @@ drape_err drape_scene_load_string(const char *json, size_t len, const char *base
 	return DRAPE_OK;
 }
 
-drape_err drape_scene_load(const char *path, const drape_obj_limits *limits, drape_scene *out, drape_error *err)
+drape_err drape_scene_read(const char *path, const drape_obj_limits *limits, drape_scene *out, drape_error *err)
 {
 	if (path == NULL || out == NULL)
 		return drape_error_setf(err, DRAPE_EINVAL, "scene: no path or no output given");
@@ -1443,7 +1443,7 @@ drape_err drape_scene_load(const char *path, const drape_obj_limits *limits, dra
 		free(buf);
 		return drape_error_setf(err, DRAPE_ENOMEM, "%s: out of memory", path);
 	}
-	drape_err e = drape_scene_load_string(buf, got, dir, path, limits, out, err);
+	drape_err e = drape_scene_read_string(buf, got, dir, path, limits, out, err);
 	free(dir);
 	free(buf);
 	return e;

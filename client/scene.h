@@ -24,7 +24,9 @@
 
 #include "client/obj.h"
 #include "client/pointcache.h"
+#include "drape/drape.h"
 #include "drape/error.h"
+#include "drape/scene.h"
 #include "drape/sim.h"
 
 /* Default of "frames" when the scene does not give it. */
@@ -90,30 +92,44 @@ typedef struct drape_scene {
 } drape_scene;
 
 /*
- * Loads a scene file. Relative mesh paths are resolved against the folder of
- * `path`. `limits` (NULL = defaults) bounds every mesh and the grid. On
- * success *out (provided by the caller; old content ignored) owns everything
- * and is freed with drape_scene_free. On failure *out is untouched, nothing
+ * Reads a scene file (drape_scene_load in drape/scene.h reads with it).
+ * Relative mesh paths are resolved against the folder of `path`. `limits`
+ * (NULL = defaults) bounds every mesh and the grid. On success *out
+ * (provided by the caller; old content ignored) owns everything and is
+ * freed with drape_scene_free. On failure *out is untouched, nothing
  * is leaked and err names the file and the JSON path at fault. Safe to call
  * from several threads at once, with one caveat from cJSON 1.7: its parser
  * records the last syntax error in a global, which concurrent parses
  * overwrite (harmless here: the loader never reads it, but ThreadSanitizer
  * reports it).
  */
-drape_err drape_scene_load(const char *path, const drape_obj_limits *limits, drape_scene *out,
+drape_err drape_scene_read(const char *path, const drape_obj_limits *limits, drape_scene *out,
 			   drape_error *err);
 
 /*
  * Loads a scene from `len` bytes of JSON text. Relative mesh paths are
  * resolved against `base_dir` (NULL = the current directory). `name` is used
  * in messages in place of a file name (NULL gives "scene"). Ownership as for
- * drape_scene_load.
+ * drape_scene_read.
  */
-drape_err drape_scene_load_string(const char *json, size_t len, const char *base_dir, const char *name,
+drape_err drape_scene_read_string(const char *json, size_t len, const char *base_dir, const char *name,
 				  const drape_obj_limits *limits, drape_scene *out, drape_error *err);
 
 /* Frees everything *s owns and zeroes it; NULL and a zeroed struct are fine. */
 void drape_scene_free(drape_scene *s);
+
+/*
+ * Builds a scene that was read as a new session on c (what drape_scene_load
+ * does after reading; the CLI calls it directly as it keeps the scene's
+ * mesh for the files it writes): session.create with the cloth, pins and
+ * parameters, name (NULL = none), then every collider and the pins that
+ * follow one. On success *out is the handle and *info (may be NULL) as
+ * drape_scene_load fills it. On failure the session, if it was created, is
+ * deleted again, and err's message names the request ("session.create: ",
+ * "colliders[2]: ", "pins.attach (collider 0): ") and the server's reason.
+ */
+drape_err drape_scene_submit(drape_client *c, const drape_scene *sc, const char *name, drape_session *out,
+			     drape_scene_info *info, drape_error *err);
 
 /*
  * Fills *mesh with a flat sheet of nx * ny vertices spanning size_u x size_v

@@ -3,6 +3,7 @@
  * libdrape at run time checks before its first call (include/drape/drape.h).
  */
 #include "drape/drape.h"
+#include "drape/scene.h"
 
 #include <string.h>
 
@@ -34,7 +35,8 @@ const char *drape_version(void)
 	X(drape_status)                                                                      \
 	X(drape_session_entry)                                                               \
 	X(drape_server_stats)                                                                \
-	X(drape_frame)
+	X(drape_frame)                                                                       \
+	X(drape_scene_info)
 
 size_t drape_abi_struct_size(const char *name)
 {

@@ -300,7 +300,7 @@ int cli_cmd_check(int argc, char **argv)
 	}
 	drape_scene sc;
 	drape_error err;
-	drape_err rc = drape_scene_load(o.args[0], NULL, &sc, &err);
+	drape_err rc = drape_scene_read(o.args[0], NULL, &sc, &err);
 	if (rc != DRAPE_OK) {
 		fprintf(stderr, "drape: %s\n", err.message);
 		return rc == DRAPE_ENOMEM ? CLI_SOFTWARE : CLI_DATAERR;

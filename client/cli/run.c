@@ -219,7 +219,7 @@ static int load_scene(const char *path, drape_scene *scene)
 		return CLI_NOINPUT;
 	}
 	drape_error err;
-	drape_err rc = drape_scene_load(path, NULL, scene, &err);
+	drape_err rc = drape_scene_read(path, NULL, scene, &err);
 	if (rc != DRAPE_OK) {
 		fprintf(stderr, "drape: %s\n", err.message[0] ? err.message : drape_strerror(rc));
 		if (rc == DRAPE_ENOMEM)
@@ -296,43 +296,6 @@ static int receive(drape_client *c, drape_session s, sink *k, pid_t embed_pid, b
 			fputc('\n', stderr);
 		return cli_fail("receiving frames", rc, &err);
 	}
-}
-
-/* Adds the scene's colliders and attaches its pins. Returns 0 or an exit code. */
-static int add_colliders(drape_client *c, drape_session s, const drape_scene *sc)
-{
-	drape_error err;
-	for (uint32_t i = 0; i < sc->collider_count; i++) {
-		uint32_t index;
-		drape_err rc = drape_collider_add(c, s, &sc->colliders[i], &index, &err);
-		if (rc != DRAPE_OK) {
-			char what[64];
-			snprintf(what, sizeof what, "colliders[%u]", (unsigned)i);
-			return cli_fail(what, rc, &err);
-		}
-	}
-	if (sc->pin_count == 0 || sc->pin_attach == NULL)
-		return 0;
-	uint32_t *v = malloc(sc->pin_count * sizeof *v);
-	if (v == NULL) {
-		fprintf(stderr, "drape: out of memory\n");
-		return CLI_SOFTWARE;
-	}
-	int x = 0;
-	/* One pins.attach per collider, with every pin that follows it. */
-	for (uint32_t ci = 0; ci < sc->collider_count && x == 0; ci++) {
-		uint32_t n = 0;
-		for (uint32_t i = 0; i < sc->pin_count; i++)
-			if (sc->pin_attach[i] == (int32_t)ci)
-				v[n++] = sc->pins[i];
-		if (n == 0)
-			continue;
-		drape_err rc = drape_pins_attach(c, s, v, n, ci, &err);
-		if (rc != DRAPE_OK)
-			x = cli_fail("pins.attach", rc, &err);
-	}
-	free(v);
-	return x;
 }
 
 static const char *base_name(const char *path)
@@ -488,24 +451,13 @@ int cli_cmd_run(int argc, char **argv)
 		goto out;
 	}
 
-	drape_session_desc d;
-	drape_session_desc_default(&d);
-	d.positions = sc.cloth.positions;
-	d.vertex_count = sc.cloth.vertex_count;
-	d.triangles = sc.cloth.triangles;
-	d.triangle_count = sc.cloth.triangle_count;
-	d.pins = sc.pins;
-	d.pin_count = sc.pin_count;
-	d.uvs = sc.cloth.uvs;
-	d.params = sc.params;
-	char name[DRAPE_NAME_MAX + 1];
-	snprintf(name, sizeof name, "%s", base_name(o.args[0]));
-	d.name = name;
+	/* The session with its colliders and pins, as drape_scene_load builds
+	 * it (the scene is kept: its mesh goes into the files written). */
 	drape_session s;
-	drape_create_info info;
-	rc = drape_session_create(c, &d, &s, &info, &err);
+	drape_scene_info info;
+	rc = drape_scene_submit(c, &sc, base_name(o.args[0]), &s, &info, &err);
 	if (rc != DRAPE_OK) {
-		x = cli_fail("session.create", rc, &err);
+		x = cli_fail("scene", rc, &err);
 		goto out;
 	}
 	char hex[DRAPE_TOKEN_HEX_SIZE];
@@ -520,8 +472,6 @@ int cli_cmd_run(int argc, char **argv)
 	if (info.intersections > 0)
 		fprintf(stderr, "drape: warning: the cloth starts with %llu intersecting triangle pairs\n",
 			(unsigned long long)info.intersections);
-	if ((x = add_colliders(c, s, &sc)) != 0)
-		goto out;
 	rc = drape_session_run(c, s, frames, NULL, &err);
 	if (rc != DRAPE_OK) {
 		x = cli_fail("session.run", rc, &err);

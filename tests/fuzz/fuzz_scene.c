@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	drape_scene s;
 	drape_error err;
-	if (drape_scene_load_string((const char *)data, size, base_dir(), "fuzz.json", &lim, &s, &err) != DRAPE_OK) {
+	if (drape_scene_read_string((const char *)data, size, base_dir(), "fuzz.json", &lim, &s, &err) != DRAPE_OK) {
 		if (err.message[0] == '\0')
 			fail("refused without a message", NULL);
 		return 0;

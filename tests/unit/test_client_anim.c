@@ -420,7 +420,7 @@ static void test_scene_walk(void)
 {
 	drape_scene sc;
 	drape_error err;
-	drape_err rc = drape_scene_load("examples/walk.json", NULL, &sc, &err);
+	drape_err rc = drape_scene_read("examples/walk.json", NULL, &sc, &err);
 	CHECKF(rc == DRAPE_OK, "%s", err.message);
 	const drape_collider_desc *d = &sc.colliders[0];
 	int ok = sc.collider_count == 1 && d->shape == DRAPE_SHAPE_MESH && d->frame_count == 96 &&
@@ -472,7 +472,7 @@ static void remove_anim_files(const char *dir)
 
 static drape_err load_text(const char *dir, const char *json, drape_scene *sc, drape_error *err)
 {
-	return drape_scene_load_string(json, strlen(json), dir, "s.json", NULL, sc, err);
+	return drape_scene_read_string(json, strlen(json), dir, "s.json", NULL, sc, err);
 }
 
 /* Scale and translate move every pose as they move the mesh; start_frame

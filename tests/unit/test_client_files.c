@@ -518,14 +518,14 @@ static void test_obj_shared_meshes(void)
 
 static drape_err load_str(const char *json, drape_scene *s, drape_error *err)
 {
-	return drape_scene_load_string(json, strlen(json), DATA "scenes", "s.json", NULL, s, err);
+	return drape_scene_read_string(json, strlen(json), DATA "scenes", "s.json", NULL, s, err);
 }
 
 static void test_scene_issue_example(void)
 {
 	drape_scene s;
 	drape_error err;
-	drape_err rc = drape_scene_load(DATA "scenes/issue3.json", NULL, &s, &err);
+	drape_err rc = drape_scene_read(DATA "scenes/issue3.json", NULL, &s, &err);
 	CHECKF(rc == DRAPE_OK, "%s", err.message);
 	drape_sim_params d;
 	drape_sim_params_default(&d);
@@ -651,7 +651,7 @@ static void test_scene_grid(void)
 
 	/* Through a scene: the example flag. */
 	drape_scene s;
-	drape_err rc = drape_scene_load("examples/flag.json", NULL, &s, &err);
+	drape_err rc = drape_scene_read("examples/flag.json", NULL, &s, &err);
 	CHECKF(rc == DRAPE_OK, "%s", err.message);
 	ok = s.cloth.vertex_count == 64 * 64 && s.cloth.triangle_count == 2 * 63 * 63 && s.pin_count == 64 &&
 	     s.frames == 120 && s.params.fps == 24.0f && s.cloth_path == NULL;
@@ -804,14 +804,14 @@ static void test_scene_errors(void)
 	CHECKF(strncmp(err.message, "s.json: fsp: unknown key", 24) == 0, "%s", err.message);
 	CHECK(load_str("{\"colliders\": [{\"cube\": {}}], \"cloth\": {}}", &s, &err) == DRAPE_EINVAL);
 	CHECKF(strncmp(err.message, "s.json: colliders[0].cube: unknown key", 38) == 0, "%s", err.message);
-	CHECK(drape_scene_load(DATA "scenes/nope.json", NULL, &s, &err) == DRAPE_ENOTFOUND);
+	CHECK(drape_scene_read(DATA "scenes/nope.json", NULL, &s, &err) == DRAPE_ENOTFOUND);
 }
 
 static void test_scene_colliders(void)
 {
 	drape_scene s;
 	drape_error err;
-	drape_err rc = drape_scene_load(DATA "scenes/colliders.json", NULL, &s, &err);
+	drape_err rc = drape_scene_read(DATA "scenes/colliders.json", NULL, &s, &err);
 	CHECKF(rc == DRAPE_OK, "%s", err.message);
 	int params = s.params.fps == 30.0f && s.frames == 10 && s.params.substeps == 8 && s.params.iterations == 20 &&
 		     s.params.damping == 0.98f && s.params.wind[2] == 1.5f && s.params.drag == 0.8f &&
@@ -877,7 +877,7 @@ static void test_scene_examples(void)
 	for (size_t i = 0; i < CHECK_COUNT(files); i++) {
 		drape_scene s;
 		drape_error err;
-		drape_err rc = drape_scene_load(files[i], NULL, &s, &err);
+		drape_err rc = drape_scene_read(files[i], NULL, &s, &err);
 		CHECKF(rc == DRAPE_OK, "%s", err.message);
 		drape_scene_free(&s);
 	}
@@ -938,7 +938,7 @@ static void test_robust_mutations(void)
 			}
 		} else {
 			drape_scene s;
-			if (drape_scene_load_string(buf, len, DATA "scenes", "f.json", &lim, &s, &err) == DRAPE_OK) {
+			if (drape_scene_read_string(buf, len, DATA "scenes", "f.json", &lim, &s, &err) == DRAPE_OK) {
 				for (uint32_t k = 0; k < s.pin_count; k++)
 					CHECK(s.pins[k] < s.cloth.vertex_count);
 				drape_scene_free(&s);

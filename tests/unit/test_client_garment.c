@@ -57,7 +57,7 @@ static void test_garment_drape(void)
 	drape_scene sc;
 	drape_error err;
 	drape_error_clear(&err);
-	CHECKF(drape_scene_load(path, NULL, &sc, &err) == DRAPE_OK, "%s", err.message);
+	CHECKF(drape_scene_read(path, NULL, &sc, &err) == DRAPE_OK, "%s", err.message);
 	const drape_collider_desc *body = NULL;
 	const drape_obj_mesh *body_mesh = NULL;
 	for (uint32_t i = 0; i < sc.collider_count; i++)

@@ -16,7 +16,7 @@
 static drape_err load(const char *json, drape_scene *s, drape_error *err)
 {
 	memset(s, 0, sizeof *s);
-	return drape_scene_load_string(json, strlen(json), NULL, "t.json", NULL, s, err);
+	return drape_scene_read_string(json, strlen(json), NULL, "t.json", NULL, s, err);
 }
 
 static void test_preset_by_name(void)
@@ -157,7 +157,7 @@ static void test_errors_name_the_key(void)
 		drape_scene s;
 		drape_error err;
 		memset(&s, 0x5a, sizeof s);
-		drape_err rc = drape_scene_load_string(cases[i].json, strlen(cases[i].json), NULL, "t.json", NULL,
+		drape_err rc = drape_scene_read_string(cases[i].json, strlen(cases[i].json), NULL, "t.json", NULL,
 						       &s, &err);
 		char want[400];
 		snprintf(want, sizeof want, "t.json: %s", cases[i].message);
@@ -184,7 +184,7 @@ static void test_examples_use_presets(void)
 		drape_scene s;
 		drape_error err;
 		memset(&s, 0, sizeof s);
-		CHECKF(drape_scene_load(files[i], NULL, &s, &err) == DRAPE_OK, "%s", err.message);
+		CHECKF(drape_scene_read(files[i], NULL, &s, &err) == DRAPE_OK, "%s", err.message);
 		CHECKF(s.params.model == DRAPE_MODEL_XPBD && s.material != NULL, "%s: model %d", files[i],
 		       (int)s.params.model);
 		CHECKF(s.cloth.uvs != NULL, "%s: no UVs", files[i]);
