@@ -217,3 +217,39 @@ def test_reattach_with_id_and_token(client, daemon):
         with pytest.raises(drape.InvalidArgument):
             other.session(s.id, "xyz")
     s.delete()
+
+
+def test_load_scene_runs_like_drape_run(client, daemon, tmp_path):
+    import subprocess
+    from conftest import DRAPE
+    scene = os.path.join(TOP, "tests", "data", "scenes", "grid_flat.json")
+    s = drape.load_scene(scene, client, name="from-python")
+    info = s.scene
+    assert info["vertex_count"] == 21 * 11 and info["frames"] == 24 and info["collider_count"] == 1
+    assert info["pin_count"] == 4 and info["start_frame"] == 1 and info["fps"] == 24.0
+    assert s.status().name == "from-python"
+    s.run(info["frames"])
+    got = [f.positions for f in s.frames(timeout=DEADLINE_S)]
+    assert len(got) == 24
+    s.delete()
+    out = tmp_path / "run"
+    r = subprocess.run([DRAPE, "run", scene, "--server", daemon.url, "--out", str(out), "--quiet"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    for k in (1, 12, 24):
+        with open(out / ("frame_%04d.obj" % k)) as f:
+            ref = np.array([[np.float32(float(x)) for x in line.split()[1:4]] for line in f if line.startswith("v ")])
+        np.testing.assert_array_equal(got[k - 1], ref)
+
+
+def test_load_scene_refuses_a_bad_scene_and_leaves_nothing(client, tmp_path):
+    before = {e.id for e in client.sessions()}
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"cloth": {"mesh": {"grid": {"size": [1, 1], "resolution": [3, 3]}}, "strech": 1}}')
+    with pytest.raises(drape.Error) as e:
+        client.load_scene(str(bad))
+    assert "bad.json" in e.value.message and "strech" in e.value.message
+    with pytest.raises(drape.Error) as e:
+        client.load_scene(str(tmp_path / "missing.json"))
+    assert "missing.json" in e.value.message
+    assert {e.id for e in client.sessions()} == before

@@ -50,6 +50,13 @@ def material_presets():
     return _params.preset_names(_LIB)
 
 
+def load_scene(path, client, name=None):
+    """Builds the scene file at `path` as a new session on `client` (the
+    scene loader creates the session on a server, so it needs a connection):
+    the same as client.load_scene(path, name)."""
+    return client.load_scene(path, name)
+
+
 def _read_token(path):
     try:
         with open(os.path.expanduser(path), "rb") as f:

@@ -8,6 +8,7 @@ thread that started it.
 """
 
 import ctypes
+import os
 
 import numpy as np
 
@@ -112,6 +113,7 @@ class Session:
         self._client = client
         self._h = handle
         self.create_info = info
+        self.scene = None
 
     @property
     def id(self):
@@ -329,6 +331,21 @@ class Client:
                     s.delete()
                 finally:
                     raise_for(lib, rc, err)
+        return s
+
+    def load_scene(self, path, name=None):
+        """Builds a scene file (client/SCENE.md) as a new session, as `drape
+        run` does before it runs: cloth, pins, parameters and colliders. The
+        Session's .scene holds what was built (frames, start_frame, fps,
+        vertex_count, ...); run it with session.run(session.scene["frames"]).
+        A scene that does not load leaves nothing on the server."""
+        lib = self._lib
+        h = _lib.drape_session()
+        info = _lib.drape_scene_info()
+        _call(lib, lib.drape_scene_load, self._ptr(), os.fsencode(os.fspath(path)),
+              None if name is None else str(name).encode(), ctypes.byref(h), ctypes.byref(info))
+        s = Session(self, h)
+        s.scene = {n: getattr(info, n) for n, _ in _lib.drape_scene_info._fields_}
         return s
 
     def session(self, id, token=None):

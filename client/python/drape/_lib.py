@@ -174,6 +174,19 @@ class drape_session_entry(ctypes.Structure):
     ]
 
 
+class drape_scene_info(ctypes.Structure):
+    _fields_ = [
+        ("vertex_count", ctypes.c_uint32),
+        ("triangle_count", ctypes.c_uint32),
+        ("frames", ctypes.c_uint32),
+        ("start_frame", ctypes.c_uint32),
+        ("collider_count", ctypes.c_uint32),
+        ("pin_count", ctypes.c_uint32),
+        ("fps", ctypes.c_float),
+        ("intersections", ctypes.c_uint64),
+    ]
+
+
 class drape_frame(ctypes.Structure):
     _fields_ = [
         ("index", ctypes.c_uint32),
@@ -222,6 +235,7 @@ STRUCTS = (
     drape_error, drape_sim_params, drape_client_opts, drape_server_limits, drape_server_info,
     drape_session, drape_session_desc, drape_sim_topology, drape_create_info, drape_run_info,
     drape_sim_stats, drape_status, drape_session_entry, drape_frame, drape_keyframe, drape_collider_desc,
+    drape_scene_info,
 )
 
 _E = ctypes.c_int  # drape_err
@@ -251,6 +265,8 @@ _PROTOTYPES = {
     "drape_session_status": (_E, [_P, drape_session, ctypes.POINTER(drape_status), _ERR]),
     "drape_session_list": (_E, [_P, ctypes.POINTER(ctypes.POINTER(drape_session_entry)),
                                 ctypes.POINTER(ctypes.c_uint32), _ERR]),
+    "drape_scene_load": (_E, [_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(drape_session),
+                              ctypes.POINTER(drape_scene_info), _ERR]),
     "drape_state_name": (ctypes.c_char_p, [ctypes.c_int]),
     "drape_token_format": (None, [ctypes.c_uint8 * DRAPE_TOKEN_SIZE, ctypes.c_char * 33]),
     "drape_token_parse": (_E, [ctypes.c_char_p, ctypes.c_uint8 * DRAPE_TOKEN_SIZE]),
