@@ -243,6 +243,64 @@ try:
             assert np.array_equal(ref, got), "frame %d differs by up to %g m" % (k, diff)
 
     @case
+    def moving_sphere_becomes_a_deforming_collider_equal_to_drape_run():
+        from drape_cloth import gather
+        import json
+        import struct
+        plane, sphere = state["plane"], state["sphere"]
+        sphere.location = (0, 0, -0.6)
+        sphere.keyframe_insert("location", frame=1)
+        sphere.location = (0, 0, -0.25)
+        sphere.keyframe_insert("location", frame=1 + FRAMES)
+        cols = gather.colliders(bpy.context, plane, 1, FRAMES)
+        assert [c[0] for c in cols] == ["Ball"]
+        poses = cols[0][3]
+        assert poses is not None and poses.shape == (FRAMES + 1, len(sphere.data.vertices), 3)
+        # Pose k is the ball at scene frame 1 + k, in drape's axes, as
+        # Blender's own matrix places it.
+        for k in (0, 7, FRAMES):
+            bpy.context.scene.frame_set(1 + k)
+            world = np.array([(sphere.matrix_world @ v.co)[:] for v in sphere.data.vertices], dtype=np.float32)
+            np.testing.assert_allclose(poses[k], to_drape(world), rtol=0, atol=1e-6)
+        with bpy.context.temp_override(object=plane, active_object=plane):
+            assert bpy.ops.drape.bake() == {"FINISHED"}
+        played = [evaluated(plane, 1 + k) for k in range(FRAMES + 1)]
+        for k, p in enumerate(played):
+            centre = np.array([0, 0, -0.6 + 0.35 * k / FRAMES], dtype=np.float32)
+            assert np.linalg.norm(p - centre, axis=1).min() > RADIUS - 0.02, k
+        # The same poses as a PC2 animation (sample j at sim frame j) in a
+        # scene for drape run.
+        d = os.path.join(tmp, "anim")
+        os.makedirs(d)
+        me = plane.data
+        me.calc_loop_triangles()
+        write_obj(os.path.join(d, "cloth.obj"), to_drape(state["rest"]), [t.vertices[:] for t in me.loop_triangles])
+        sm = sphere.data
+        sm.calc_loop_triangles()
+        write_obj(os.path.join(d, "ball.obj"), poses[0], [t.vertices[:] for t in sm.loop_triangles])
+        with open(os.path.join(d, "ball.pc2"), "wb") as f:
+            f.write(b"POINTCACHE2\0" + struct.pack("<iiffi", 1, poses.shape[1], 0.0, 1.0, poses.shape[0]))
+            f.write(np.ascontiguousarray(poses, dtype="<f4").tobytes())
+        scene = {"fps": 24, "substeps": 4, "iterations": 10, "frames": FRAMES,
+                 "cloth": {"mesh": "cloth.obj", "thickness": 0.005, "pins": {"indices": state["pins"]}},
+                 "colliders": [{"mesh": "ball.obj", "animation": "ball.pc2"}]}
+        with open(os.path.join(d, "scene.json"), "w") as f:
+            json.dump(scene, f)
+        out = os.path.join(tmp, "anim-run")
+        r = subprocess.run([DRAPE, "run", os.path.join(d, "scene.json"), "--server", URL, "--out", out, "--quiet"],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        for k in range(1, FRAMES + 1):
+            ref = read_obj(os.path.join(out, "frame_%04d.obj" % k))
+            got = to_drape(played[k])
+            assert np.array_equal(ref, got), "frame %d differs by up to %g m" % (k, np.abs(ref - got).max())
+
+    @case
+    def panel_presets_are_the_library_presets():
+        from drape_cloth import props
+        assert set(props.PRESETS) <= set(drape.material_presets()), drape.material_presets()
+
+    @case
     def cancel_stops_the_job_without_a_cache():
         from drape_cloth import bake, gather
         plane = state["plane"]
