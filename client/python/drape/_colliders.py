@@ -72,10 +72,12 @@ def capsule(a, b, radius, **kw):
                     **_response(kw))
 
 
-def mesh(vertices, triangles, frames=None, frame_start=1.0, **kw):
-    """A triangle mesh collider. frames: (F, N, 3) poses, pose i at sim frame
-    frame_start + i, for a deforming body; keyframes=[(frame, (tx, ty, tz),
-    (rx, ry, rz) degrees), ...] for a rigid motion."""
+def mesh(vertices, triangles, frames=None, frame_start=0.0, **kw):
+    """A triangle mesh collider. frames: (F, N, 3) poses of a deforming
+    body, pose i at sim frame frame_start + i (sim frame 0 is the cloth's
+    input state, k the state after k frames; default: pose 0 with the input
+    state); keyframes=[(frame, (tx, ty, tz), (rx, ry, rz) degrees), ...] for
+    a rigid motion."""
     v = np.ascontiguousarray(vertices, dtype=np.float32)
     if v.ndim != 2 or v.shape[1] != 3 or v.shape[0] == 0:
         raise _bad("mesh.vertices", "expected an (N, 3) array, got shape %s" % (v.shape,))
