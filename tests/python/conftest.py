@@ -31,9 +31,10 @@ DEADLINE_S = 60.0
 class Daemon:
     """A draped started in a temporary folder; .url is its control URL."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, url=None, client_args=None):
         self.dir = tempfile.mkdtemp(prefix="drape-py-")
-        self.url = "ipc://" + os.path.join(self.dir, "draped.sock")
+        self.url = url or "ipc://" + os.path.join(self.dir, "draped.sock")
+        self.client_args = client_args or {}
         self.log = open(os.path.join(self.dir, "draped.log"), "wb")
         self.proc = subprocess.Popen([DRAPED, "--listen", self.url, "--state-dir", os.path.join(self.dir, "state"),
                                       "--threads", "2", "--pool-threads", "1"] + list(args),
@@ -47,7 +48,7 @@ class Daemon:
                 raise RuntimeError("draped exited with %d; log in %s" % (self.proc.returncode, self.log.name))
             # hello needs no token, so connecting tells that it listens.
             try:
-                drape.connect(self.url, timeout=5).close()
+                drape.connect(self.url, timeout=5, **self.client_args).close()
                 return
             except drape.Unavailable:
                 if time.monotonic() > end:

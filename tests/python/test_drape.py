@@ -300,3 +300,50 @@ def test_keyframed_and_deforming_colliders_equal_the_scene_loaders(client, tmp_p
     # And the colliders did something: without them the sheet falls freely.
     free = _run_all(client.create(pos, tri, pins=[0, 11], params={"fps": 24.0}), 6)
     assert np.abs(free[-1] - got[-1]).max() > 1e-3
+
+
+def _free_port():
+    import socket
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+def _openssl(*args):
+    import subprocess
+    subprocess.run(["openssl"] + list(args), check=True, capture_output=True)
+
+
+def test_tls_server_and_client_certificates(tmp_path):
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"]
+    t = str(tmp_path)
+    _openssl("req", "-x509", *ec, "-keyout", t + "/server.key", "-out", t + "/server.crt", "-subj", "/CN=localhost",
+             "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1")
+    _openssl("req", "-x509", *ec, "-keyout", t + "/other.key", "-out", t + "/other.crt", "-subj", "/CN=localhost")
+    _openssl("req", "-x509", *ec, "-keyout", t + "/ca.key", "-out", t + "/ca.crt", "-subj", "/CN=drape-test-ca",
+             "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+    _openssl("req", "-new", *ec, "-keyout", t + "/client.key", "-out", t + "/client.csr", "-subj", "/CN=artist")
+    _openssl("x509", "-req", "-in", t + "/client.csr", "-CA", t + "/ca.crt", "-CAkey", t + "/ca.key",
+             "-CAcreateserial", "-days", "2", "-out", t + "/client.crt")
+    good = {"tls_ca": t + "/server.crt", "tls_server_name": "localhost",
+            "tls_cert": t + "/client.crt", "tls_key": t + "/client.key"}
+    url = "tls+tcp://127.0.0.1:%d" % _free_port()
+    d = Daemon("--tls-cert", t + "/server.crt", "--tls-key", t + "/server.key", "--tls-ca", t + "/ca.crt",
+               url=url, client_args=good)
+    try:
+        pos, tri = grid(3, 3)
+        with drape.connect(url, timeout=30, **good) as c:
+            s = c.create(pos, tri)
+            s.run(1)
+            assert [f.index for f in s.frames(timeout=DEADLINE_S)] == [1]
+            s.delete()
+        # A server certificate the given CA did not sign, and a missing
+        # client certificate, are both refused at connect.
+        with pytest.raises(drape.Error) as e:
+            drape.connect(url, timeout=10, **dict(good, tls_ca=t + "/other.crt")).close()
+        assert e.value.name == "EUNAVAILABLE" and "TLS handshake failed" in e.value.message
+        with pytest.raises(drape.Error) as e:
+            drape.connect(url, timeout=10, tls_ca=t + "/server.crt", tls_server_name="localhost").close()
+        assert e.value.name == "EUNAVAILABLE" and "client certificate" in e.value.message
+    finally:
+        d.stop()
