@@ -178,7 +178,11 @@ class DRAPE_OT_bake(bpy.types.Operator):
     def _finish(self, context, job):
         _JOBS.pop(job.obj_name, None)
         obj = bpy.data.objects.get(job.obj_name)
-        if job.state == "done" and obj is not None:
+        if job.state == "done" and obj is None:
+            self.report({"WARNING"}, "drape: %s was removed during its bake; the cache is in %s"
+                        % (job.obj_name, job.path))
+            return {"CANCELLED"}
+        if job.state == "done":
             apply_cache(obj, job.path, obj.drape_cloth.start_frame)
             self.report({"INFO"}, "drape: baked %d frames of %s in %.1f s" % (job.frames, job.obj_name, job.seconds))
             return {"FINISHED"}
@@ -220,6 +224,7 @@ class DRAPE_OT_bake(bpy.types.Operator):
         job = self._job
         if event.type == "ESC" and event.value == "PRESS":
             job.cancel()
+            return {"RUNNING_MODAL"}
         if event.type != "TIMER":
             return {"PASS_THROUGH"}
         wm = context.window_manager
