@@ -242,51 +242,29 @@ try:
             diff = np.abs(ref - got).max()
             assert np.array_equal(ref, got), "frame %d differs by up to %g m" % (k, diff)
 
-    @case
-    def moving_sphere_becomes_a_deforming_collider_equal_to_drape_run():
-        from drape_cloth import gather
+    def bake_and_compare(tag, colliders_json, files):
+        """Bakes the plane, then runs drape run on the same cloth with the
+        given colliders (files: name -> bytes written beside the scene) and
+        compares every played frame with drape run's, bit for bit."""
         import json
-        import struct
-        plane, sphere = state["plane"], state["sphere"]
-        sphere.location = (0, 0, -0.6)
-        sphere.keyframe_insert("location", frame=1)
-        sphere.location = (0, 0, -0.25)
-        sphere.keyframe_insert("location", frame=1 + FRAMES)
-        cols = gather.colliders(bpy.context, plane, 1, FRAMES)
-        assert [c[0] for c in cols] == ["Ball"]
-        poses = cols[0][3]
-        assert poses is not None and poses.shape == (FRAMES + 1, len(sphere.data.vertices), 3)
-        # Pose k is the ball at scene frame 1 + k, in drape's axes, as
-        # Blender's own matrix places it.
-        for k in (0, 7, FRAMES):
-            bpy.context.scene.frame_set(1 + k)
-            world = np.array([(sphere.matrix_world @ v.co)[:] for v in sphere.data.vertices], dtype=np.float32)
-            np.testing.assert_allclose(poses[k], to_drape(world), rtol=0, atol=1e-6)
+        plane = state["plane"]
         with bpy.context.temp_override(object=plane, active_object=plane):
             assert bpy.ops.drape.bake() == {"FINISHED"}
         played = [evaluated(plane, 1 + k) for k in range(FRAMES + 1)]
-        for k, p in enumerate(played):
-            centre = np.array([0, 0, -0.6 + 0.35 * k / FRAMES], dtype=np.float32)
-            assert np.linalg.norm(p - centre, axis=1).min() > RADIUS - 0.02, k
-        # The same poses as a PC2 animation (sample j at sim frame j) in a
-        # scene for drape run.
-        d = os.path.join(tmp, "anim")
+        d = os.path.join(tmp, tag)
         os.makedirs(d)
         me = plane.data
         me.calc_loop_triangles()
         write_obj(os.path.join(d, "cloth.obj"), to_drape(state["rest"]), [t.vertices[:] for t in me.loop_triangles])
-        sm = sphere.data
-        sm.calc_loop_triangles()
-        write_obj(os.path.join(d, "ball.obj"), poses[0], [t.vertices[:] for t in sm.loop_triangles])
-        with open(os.path.join(d, "ball.pc2"), "wb") as f:
-            f.write(b"POINTCACHE2\0" + struct.pack("<iiffi", 1, poses.shape[1], 0.0, 1.0, poses.shape[0]))
-            f.write(np.ascontiguousarray(poses, dtype="<f4").tobytes())
+        for name, data in files.items():
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
         scene = {"fps": 24, "substeps": 4, "iterations": 10, "frames": FRAMES,
                  "cloth": {"mesh": "cloth.obj", "thickness": 0.005, "pins": {"indices": state["pins"]}},
-                 "colliders": [{"mesh": "ball.obj", "animation": "ball.pc2"}]}
+                 "colliders": colliders_json}
         with open(os.path.join(d, "scene.json"), "w") as f:
             json.dump(scene, f)
-        out = os.path.join(tmp, "anim-run")
+        out = os.path.join(d, "run")
         r = subprocess.run([DRAPE, "run", os.path.join(d, "scene.json"), "--server", URL, "--out", out, "--quiet"],
                            capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stderr
@@ -294,6 +272,111 @@ try:
             ref = read_obj(os.path.join(out, "frame_%04d.obj" % k))
             got = to_drape(played[k])
             assert np.array_equal(ref, got), "frame %d differs by up to %g m" % (k, np.abs(ref - got).max())
+        return played
+
+    def obj_bytes(v, t):
+        path = os.path.join(tmp, "obj.tmp")
+        write_obj(path, v, t)
+        with open(path, "rb") as f:
+            return f.read()
+
+    @case
+    def moving_sphere_becomes_a_rigid_collider_equal_to_drape_run():
+        from drape_cloth import gather
+        plane, sphere = state["plane"], state["sphere"]
+        sphere.location = (0, 0, -0.6)
+        sphere.keyframe_insert("location", frame=1)
+        sphere.location = (0.1, 0, -0.25)
+        sphere.keyframe_insert("location", frame=1 + FRAMES)
+        cols = gather.colliders(bpy.context, plane, 1, FRAMES)
+        assert [(c[0], c[3][0]) for c in cols] == [("Ball", "rigid")], [(c[0], c[3][0]) for c in cols]
+        # One key per frame: the ball's location at scene frame 1 + k in
+        # drape's axes, no rotation; the mesh is the ball's own.
+        keys = []
+        for k in range(FRAMES + 1):
+            bpy.context.scene.frame_set(1 + k)
+            x, y, z = (float(np.float32(c)) for c in sphere.matrix_world.translation)
+            keys.append({"frame": k, "translate": [x, z, -y], "rotate": [0, 0, 0]})
+        got = [{"frame": f, "translate": list(t), "rotate": list(r)} for f, t, r in cols[0][3][1]]
+        assert got == keys, (got[:2], keys[:2])
+        sm = sphere.data
+        sm.calc_loop_triangles()
+        played = bake_and_compare("rigid", [{"mesh": "ball.obj", "keyframes": keys}],
+                                  {"ball.obj": obj_bytes(to_drape(verts(sm)), [t.vertices[:] for t in sm.loop_triangles])})
+        for k, p in enumerate(played):
+            centre = np.array([0.1 * k / FRAMES, 0, -0.6 + 0.35 * k / FRAMES], dtype=np.float32)
+            assert np.linalg.norm(p - centre, axis=1).min() > RADIUS - 0.02, k
+        sphere.animation_data_clear()
+        sphere.location = (0, 0, 0)
+
+    @case
+    def turning_scaled_ball_keys_reproduce_blenders_matrix():
+        # drape moves a rigid collider by world = T + Rz Ry Rx local
+        # (server/sim/collider.c); the keys the add-on derives must put every
+        # vertex where Blender's own object matrix does.
+        from drape_cloth import gather
+        plane, sphere = state["plane"], state["sphere"]
+        sphere.scale = (1.0, 1.5, 0.8)
+        sphere.rotation_euler = (0.3, -0.9, 2.0)
+        sphere.location = (0.2, -0.1, -0.7)
+        sphere.keyframe_insert("rotation_euler", frame=1)
+        sphere.keyframe_insert("location", frame=1)
+        sphere.rotation_euler = (2.5, 0.4, -3.0)
+        sphere.location = (0.0, 0.1, -0.5)
+        sphere.keyframe_insert("rotation_euler", frame=1 + FRAMES)
+        sphere.keyframe_insert("location", frame=1 + FRAMES)
+        try:
+            cols = gather.colliders(bpy.context, plane, 1, FRAMES)
+            name, v, t, (kind, keys) = cols[0]
+            assert kind == "rigid" and len(keys) == FRAMES + 1
+            for k in range(FRAMES + 1):
+                frame, tr, rot = keys[k]
+                assert frame == k
+                ax, ay, az = np.radians(rot)
+                rx = np.array([[1, 0, 0], [0, np.cos(ax), -np.sin(ax)], [0, np.sin(ax), np.cos(ax)]])
+                ry = np.array([[np.cos(ay), 0, np.sin(ay)], [0, 1, 0], [-np.sin(ay), 0, np.cos(ay)]])
+                rz = np.array([[np.cos(az), -np.sin(az), 0], [np.sin(az), np.cos(az), 0], [0, 0, 1]])
+                pred = v.astype(np.float64) @ (rz @ ry @ rx).T + np.array(tr)
+                bpy.context.scene.frame_set(1 + k)
+                world = np.array([(sphere.matrix_world @ p.co)[:] for p in sphere.data.vertices])
+                np.testing.assert_allclose(pred, to_drape(world), rtol=0, atol=2e-5, err_msg="frame %d" % k)
+        finally:
+            sphere.animation_data_clear()
+            sphere.scale = (1, 1, 1)
+            sphere.rotation_euler = (0, 0, 0)
+            sphere.location = (0, 0, 0)
+
+    @case
+    def swelling_sphere_becomes_a_deforming_collider_equal_to_drape_run():
+        from drape_cloth import gather
+        import struct
+        plane, sphere = state["plane"], state["sphere"]
+        sphere.shape_key_add(name="Basis")
+        swell = sphere.shape_key_add(name="swell")
+        for p in swell.data:
+            p.co = p.co * 1.25
+        swell.value = 0.0
+        swell.keyframe_insert("value", frame=1)
+        swell.value = 1.0
+        swell.keyframe_insert("value", frame=1 + FRAMES)
+        cols = gather.colliders(bpy.context, plane, 1, FRAMES)
+        assert [(c[0], c[3][0]) for c in cols] == [("Ball", "deforming")]
+        poses = cols[0][3][1]
+        assert poses.shape == (FRAMES + 1, len(sphere.data.vertices), 3)
+        # Pose k is the evaluated ball at scene frame 1 + k in drape's axes.
+        for k in (0, 7, FRAMES):
+            np.testing.assert_array_equal(poses[k], to_drape(evaluated(sphere, 1 + k)))
+        assert np.abs(np.linalg.norm(poses[FRAMES], axis=1) - 1.25 * RADIUS).max() < 1e-5
+        sm = sphere.data
+        sm.calc_loop_triangles()
+        pc2 = (b"POINTCACHE2\0" + struct.pack("<iiffi", 1, poses.shape[1], 0.0, 1.0, poses.shape[0])
+               + np.ascontiguousarray(poses, dtype="<f4").tobytes())
+        played = bake_and_compare("deforming", [{"mesh": "ball.obj", "animation": "ball.pc2"}],
+                                  {"ball.obj": obj_bytes(poses[0], [t.vertices[:] for t in sm.loop_triangles]),
+                                   "ball.pc2": pc2})
+        for k, p in enumerate(played):
+            r = RADIUS * (1 + 0.25 * k / FRAMES)
+            assert np.linalg.norm(p, axis=1).min() > r - 0.02, k
 
     @case
     def panel_presets_are_the_library_presets():

@@ -62,8 +62,11 @@ class BakeJob(threading.Thread):
         try:
             with drape.connect(**self.connect_args) as c:
                 cols = []
-                for cname, v, t, poses in self.colliders:
-                    cols.append(drape.mesh(v, t, frames=poses, frame_start=0.0))
+                for cname, v, t, (kind, motion) in self.colliders:
+                    if kind == "rigid":
+                        cols.append(drape.mesh(v, t, keyframes=motion))
+                    else:
+                        cols.append(drape.mesh(v, t, frames=motion, frame_start=0.0))
                 s = c.create(self.positions, self.triangles, pins=self.pins, params=self.params,
                              colliders=cols, name="blender:" + self.obj_name)
                 try:

@@ -78,18 +78,55 @@ def collision_objects(scene, cloth_obj):
     return out
 
 
+# The axis change as a matrix: drape = C @ blender.
+_C = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+
+
+def _rigid_keys(mats):
+    """Keyframes [(k, translate, rotate degrees)] in drape's frame for
+    object matrices (4x4, one per frame) that differ only by a rotation and
+    a translation, with the (constant) scale per local axis; None when the
+    matrices shear or change scale. drape applies world = T + Rz Ry Rx local
+    (server/sim/collider.c); in drape's axes R = C R_blender C^T, T = C t."""
+    m3 = np.array([m[:3, :3] for m in mats])
+    scale = np.linalg.norm(m3, axis=1)  # column norms: the scale per local axis
+    if not np.allclose(scale, scale[0], rtol=1e-6, atol=0):
+        return None
+    rots = m3 / scale[0]
+    for r in rots:
+        if not np.allclose(r.T @ r, np.eye(3), atol=1e-5) or np.linalg.det(r) < 0:
+            return None
+    rd = np.einsum("ij,fjk,lk->fil", _C, rots, _C)
+    x = np.unwrap(np.arctan2(rd[:, 2, 1], rd[:, 2, 2]))
+    y = np.arcsin(np.clip(-rd[:, 2, 0], -1.0, 1.0))
+    z = np.unwrap(np.arctan2(rd[:, 1, 0], rd[:, 0, 0]))
+    t = np.array([_C @ m[:3, 3] for m in mats])
+    keys = []
+    for k in range(len(mats)):
+        keys.append((float(k), tuple(float(v) for v in t[k]),
+                     # + 0.0 turns asin's -0.0 into 0.0, the angle a
+                     # scene file would give.
+                     (float(np.degrees(x[k])) + 0.0, float(np.degrees(y[k])) + 0.0,
+                      float(np.degrees(z[k])) + 0.0)))
+    return keys, scale[0]
+
+
 def colliders(context, cloth_obj, start, frames):
-    """[(name, vertices, triangles, poses or None)] in drape's frame: each
-    collision object's evaluated mesh in world space at every frame from
-    start to start + frames. One that never moves is static (poses None);
-    one that moves or deforms gets its pose per frame (pose i at sim frame
-    i, the state after i steps, which plays at scene frame start + i)."""
+    """[(name, vertices, triangles, motion)] in drape's frame: each
+    collision object's evaluated mesh at every frame from start to start +
+    frames (sim frame k, the state after k steps, plays at scene frame
+    start + k). motion is ("static", None) for one that never moves (its
+    world-space mesh); ("rigid", keys) for one whose mesh stays the same in
+    its own space while its object matrix moves it (the mesh in its own
+    space, scaled, and one keyframe per frame: its field is built once);
+    ("deforming", poses) for any other, its world-space pose per frame."""
     objs = collision_objects(context.scene, cloth_obj)
     if not objs:
         return []
     scene = context.scene
     keep_frame = scene.frame_current, scene.frame_subframe
-    samples = {o.name: [] for o in objs}
+    local = {o.name: [] for o in objs}
+    mats = {o.name: [] for o in objs}
     topo = {}
     try:
         for f in range(start, start + frames + 1):
@@ -106,15 +143,28 @@ def colliders(context, cloth_obj, start, frames):
                     if len(tri) == 0:
                         raise GatherError("collider %s has no faces" % o.name)
                     topo[o.name] = tri
-                elif len(co) != len(samples[o.name][0]) or not np.array_equal(tri, topo[o.name]):
+                elif len(co) != len(local[o.name][0]) or not np.array_equal(tri, topo[o.name]):
                     raise GatherError("collider %s changes its topology during the bake (frame %d); "
                                       "drape's deforming colliders keep one mesh" % (o.name, f))
-                samples[o.name].append(to_drape(_apply(np.array(ev.matrix_world, dtype=np.float64), co)))
+                local[o.name].append(co)
+                mats[o.name].append(np.array(ev.matrix_world, dtype=np.float64))
     finally:
         scene.frame_set(keep_frame[0], subframe=keep_frame[1])
     out = []
     for o in objs:
-        poses = samples[o.name]
-        moving = any(not np.array_equal(p, poses[0]) for p in poses[1:])
-        out.append((o.name, poses[0], topo[o.name], np.stack(poses) if moving else None))
+        cos, ms = local[o.name], mats[o.name]
+        same_mesh = all(np.array_equal(c, cos[0]) for c in cos[1:])
+        same_matrix = all(np.array_equal(m, ms[0]) for m in ms[1:])
+        world0 = to_drape(_apply(None if np.array_equal(ms[0], np.eye(4)) else ms[0], cos[0]))
+        if same_mesh and same_matrix:
+            out.append((o.name, world0, topo[o.name], ("static", None)))
+            continue
+        rigid = _rigid_keys(ms) if same_mesh else None
+        if rigid is not None:
+            keys, scale = rigid
+            verts = to_drape((cos[0].astype(np.float64) * scale).astype(np.float32))
+            out.append((o.name, verts, topo[o.name], ("rigid", keys)))
+            continue
+        poses = np.stack([to_drape(_apply(m, c)) for m, c in zip(ms, cos)])
+        out.append((o.name, world0, topo[o.name], ("deforming", poses)))
     return out
