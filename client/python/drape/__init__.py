@@ -97,7 +97,7 @@ def connect(url=None, token=None, token_file=None, tls_ca=None, tls_cert=None, t
     opts.tls_ca_file = s(tls_ca)
     opts.tls_cert_file = s(tls_cert)
     opts.tls_key_file = s(tls_key)
-    opts.tls_server_name = s(tls_server_name)
+    opts.tls_server_name = None if tls_server_name is None else str(tls_server_name).encode()
     if timeout is not None:
         if not timeout > 0:
             raise InvalidArgument(-1, "EINVAL", "timeout: expected seconds > 0, got %r" % (timeout,))
