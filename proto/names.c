@@ -27,6 +27,7 @@ static const char *const op_names[PROTO_OP_COUNT_] = {
 	[PROTO_OP_PINS_ATTACH] = "pins.attach",
 	[PROTO_OP_PREFLIGHT] = "preflight",
 	[PROTO_OP_COLLIDER_FRAMES] = "collider.frames",
+	[PROTO_OP_SESSION_TOPOLOGY] = "session.topology",
 };
 
 static const char *const state_names[PROTO_STATE_COUNT_] = {
@@ -69,6 +70,7 @@ bool proto_op_needs_session(proto_op op)
 	case PROTO_OP_COLLIDER_REMOVE:
 	case PROTO_OP_PINS_ATTACH:
 	case PROTO_OP_COLLIDER_FRAMES:
+	case PROTO_OP_SESSION_TOPOLOGY:
 		return true;
 	default:
 		return false;

@@ -118,6 +118,7 @@ typedef enum proto_op {
 	PROTO_OP_PINS_ATTACH,        /* "pins.attach" */
 	PROTO_OP_PREFLIGHT,          /* "preflight" */
 	PROTO_OP_COLLIDER_FRAMES,    /* "collider.frames" */
+	PROTO_OP_SESSION_TOPOLOGY,   /* "session.topology" */
 	PROTO_OP_COUNT_
 } proto_op;
 
@@ -541,6 +542,20 @@ typedef struct proto_status_rep {
 	drape_error storage_error; /* is not made good yet: which and why */
 } proto_status_rep;
 
+/* session.topology: the mesh a session was created with, so a client that
+ * did not create it (drape attach, drape export) can write whole files.
+ * Decoded: vertex_count >= 1 positions (finite), triangle_count >= 1
+ * triangles with every index < vertex_count, uvs NULL or vertex_count
+ * finite pairs, fps finite and > 0. */
+typedef struct proto_topology_rep {
+	uint32_t vertex_count;
+	const float *positions;    /* vertex_count * 3: the input pose (frame 0) */
+	uint32_t triangle_count;
+	const uint32_t *triangles; /* triangle_count * 3 */
+	const float *uvs;          /* vertex_count * 2, or NULL when the session has none */
+	float fps;                 /* the session's frames per second */
+} proto_topology_rep;
+
 typedef struct proto_session_info {
 	uint32_t id;
 	const char *name; /* NULL if none */
@@ -617,6 +632,7 @@ typedef struct proto_reply {
 		proto_collider_add_rep collider_add;
 		proto_preflight_rep preflight;
 		proto_collider_frames_rep collider_frames;
+		proto_topology_rep topology;
 	} u;
 	proto_mem *mem;
 } proto_reply;

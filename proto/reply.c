@@ -290,6 +290,34 @@ static drape_err decode_preflight(proto_wire_dec *d, const msgpack_object *m, pr
 	return DRAPE_OK;
 }
 
+static drape_err decode_topology(proto_wire_dec *d, const msgpack_object *m, proto_topology_rep *t)
+{
+	const msgpack_object *v;
+	drape_err rc = proto_wire_need(d, m, "positions", "positions", &v);
+	if (rc == DRAPE_OK)
+		rc = proto_wire_bin_f32(d, v, "positions", 3, UINT32_MAX, &t->positions, &t->vertex_count);
+	if (rc == DRAPE_OK && t->vertex_count == 0)
+		rc = proto_wire_fail(d, DRAPE_EINVAL, "positions", "empty; a session has at least one vertex");
+	if (rc == DRAPE_OK)
+		rc = proto_wire_need(d, m, "triangles", "triangles", &v);
+	if (rc == DRAPE_OK)
+		rc = proto_wire_bin_u32(d, v, "triangles", 3, t->vertex_count, "vertex count", &t->triangles,
+					&t->triangle_count);
+	if (rc == DRAPE_OK && t->triangle_count == 0)
+		rc = proto_wire_fail(d, DRAPE_EINVAL, "triangles", "empty; a session has at least one triangle");
+	t->uvs = NULL;
+	if (rc == DRAPE_OK && (v = proto_wire_get(m, "uvs")) != NULL) {
+		uint32_t n;
+		rc = proto_wire_bin_f32(d, v, "uvs", 2, t->vertex_count, &t->uvs, &n);
+	}
+	bool has_fps = false;
+	if (rc == DRAPE_OK)
+		rc = proto_wire_field_f32(d, m, "fps", true, &t->fps, &has_fps);
+	if (rc == DRAPE_OK && !(t->fps > 0.0f))
+		rc = proto_wire_fail(d, DRAPE_EINVAL, "fps", "%g, must be > 0", (double)t->fps);
+	return rc;
+}
+
 static drape_err decode_body(proto_wire_dec *d, const msgpack_object *m, proto_reply *r)
 {
 	switch (r->op) {
@@ -317,6 +345,8 @@ static drape_err decode_body(proto_wire_dec *d, const msgpack_object *m, proto_r
 	}
 	case PROTO_OP_SESSION_STATUS:
 		return decode_status(d, m, &r->u.status);
+	case PROTO_OP_SESSION_TOPOLOGY:
+		return decode_topology(d, m, &r->u.topology);
 	case PROTO_OP_SESSION_LIST:
 		return decode_list(d, m, &r->u.list);
 	case PROTO_OP_FRAMES_GET:
@@ -567,6 +597,20 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_reply *r)
 	case PROTO_OP_COLLIDER_FRAMES:
 		encode_u32_field(e, n, "frames", r->u.collider_frames.frame_count);
 		break;
+	case PROTO_OP_SESSION_TOPOLOGY: {
+		const proto_topology_rep *t = &r->u.topology;
+		proto_wire_kv(e, n, "positions");
+		proto_wire_pack_bin_f32(e, "positions", t->positions, 3u * (uint64_t)t->vertex_count);
+		proto_wire_kv(e, n, "triangles");
+		proto_wire_pack_bin_u32(e, "triangles", t->triangles, 3u * (uint64_t)t->triangle_count);
+		if (t->uvs != NULL) {
+			proto_wire_kv(e, n, "uvs");
+			proto_wire_pack_bin_f32(e, "uvs", t->uvs, 2u * (uint64_t)t->vertex_count);
+		}
+		proto_wire_kv(e, n, "fps");
+		proto_wire_pack_f32(e, t->fps);
+		break;
+	}
 	case PROTO_OP_PREFLIGHT: {
 		const proto_preflight_rep *p = &r->u.preflight;
 		if (p->pair_count > PROTO_MAX_PREFLIGHT_PAIRS ||

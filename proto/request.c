@@ -385,6 +385,7 @@ static drape_err decode_body(proto_wire_dec *d, const msgpack_object *m, proto_r
 	case PROTO_OP_SESSION_DELETE:
 	case PROTO_OP_SESSION_RESUME:
 	case PROTO_OP_SERVER_STATS:
+	case PROTO_OP_SESSION_TOPOLOGY:
 		return DRAPE_OK;
 	default:
 		return proto_wire_fail(d, DRAPE_EINTERNAL, "op", "no decoder for op %d", (int)r->op);

@@ -272,6 +272,9 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 	case PROTO_OP_SESSION_STATUS:
 		rc = srv_op_status(srv, s, &rep, &err);
 		break;
+	case PROTO_OP_SESSION_TOPOLOGY:
+		rc = srv_op_topology(srv, s, &rep, &err);
+		break;
 	case PROTO_OP_SESSION_LIST:
 		rc = srv_op_list(srv, &rep, &list, &err);
 		break;

@@ -152,6 +152,9 @@ drape_err srv_create_finish(srv_server *srv, srv_session *s, const void *raw, si
 drape_err srv_op_update(srv_server *srv, srv_session *s, const proto_request *req, proto_reply *rep,
 			drape_error *err);
 drape_err srv_op_status(srv_server *srv, srv_session *s, proto_reply *rep, drape_error *err);
+/* session.topology (topology.c): the session's mesh as created. The reply
+ * points into s, which outlives the encode. */
+drape_err srv_op_topology(srv_server *srv, srv_session *s, proto_reply *rep, drape_error *err);
 drape_err srv_op_list(srv_server *srv, proto_reply *rep, proto_session_info **scratch, drape_error *err);
 drape_err srv_op_delete(srv_server *srv, srv_session *s, proto_reply *rep, drape_error *err);
 drape_err srv_op_frames_get(srv_server *srv, srv_session *s, const proto_request *req, proto_reply *rep,

@@ -89,6 +89,9 @@ void srv_session_free(srv_session *s)
 	srv_ckpt_snap_free(s->out_ckpt);
 	free(s->name);
 	free(s->dir);
+	free(s->in_positions);
+	free(s->in_triangles);
+	free(s->in_uvs);
 	free(s);
 }
 
@@ -109,8 +112,10 @@ size_t srv_session_estimate(uint32_t vertices, uint32_t triangles, uint64_t fram
 	 * records (about 48 bytes each with bending and shear); per triangle
 	 * its indices and wind/collision scratch (about 48 bytes). The frame
 	 * ring adds 12 bytes per vertex per frame kept in memory, and the
-	 * solve and the output stage one frame buffer each. */
-	return (size_t)vertices * (64u + 3u * 48u + 24u) + (size_t)triangles * 48u +
+	 * solve and the output stage one frame buffer each. The mesh as
+	 * created is kept for session.topology: 20 bytes per vertex
+	 * (positions and uvs) and 12 per triangle. */
+	return (size_t)vertices * (64u + 3u * 48u + 24u + 20u) + (size_t)triangles * (48u + 12u) +
 	       (size_t)vertices * 12u * (size_t)(frames_in_memory + 2);
 }
 
@@ -185,6 +190,20 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	s->state = PROTO_STATE_IDLE;
 	if (c->name != NULL && (s->name = strdup(c->name)) == NULL)
 		goto nomem;
+	/* A client that did not create the session (attach, export) asks
+	 * for its mesh with session.topology; the solver renumbers vertices,
+	 * so the caller's arrays are kept as they came. */
+	s->in_positions = malloc((size_t)s->vertices * 12u);
+	s->in_triangles = malloc((size_t)s->triangles * 12u);
+	if (s->in_positions == NULL || s->in_triangles == NULL)
+		goto nomem;
+	memcpy(s->in_positions, c->mesh.positions, (size_t)s->vertices * 12u);
+	memcpy(s->in_triangles, c->mesh.triangles, (size_t)s->triangles * 12u);
+	if (c->uvs != NULL) {
+		if ((s->in_uvs = malloc((size_t)s->vertices * 8u)) == NULL)
+			goto nomem;
+		memcpy(s->in_uvs, c->uvs, (size_t)s->vertices * 8u);
+	}
 	drape_err rc = drape_sim_create(&desc, &s->sim, err);
 	if (rc != DRAPE_OK) {
 		srv_session_free(s);

@@ -59,6 +59,11 @@ typedef struct srv_session {
 	struct srv_collider_info *cinfo;
 	uint32_t cinfo_count, cinfo_cap;
 	uint64_t intersections; /* preflight count of the input mesh */
+	/* The mesh as created, for session.topology (topology.c): the input
+	 * pose, the triangles, and the uvs (NULL when it came without). */
+	float *in_positions;
+	uint32_t *in_triangles;
+	float *in_uvs;
 	bool deleted;          /* deleted while busy; freed when the frame lands */
 	bool end_pending;      /* canceled while busy: the end message goes out
 				* once the frame or job in flight lands */

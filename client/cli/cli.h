@@ -54,6 +54,8 @@ typedef struct cli_opts {
 	const char *tls_cert;    /* --tls-cert F: client certificate ($DRAPE_TLS_CERT) */
 	const char *tls_key;     /* --tls-key F: its private key ($DRAPE_TLS_KEY) */
 	const char *tls_server_name; /* --tls-server-name NAME: name the server's certificate carries */
+	const char *format;      /* --format obj|pc2|mdd|geo (run, attach, export); NULL = obj */
+	bool rm;                 /* --rm (run --server): delete the session once its frames are written */
 } cli_opts;
 
 /* Set by the SIGINT/SIGTERM handler; long loops poll it. */
@@ -119,6 +121,7 @@ int cli_cmd_delete(int argc, char **argv);
 int cli_cmd_check(int argc, char **argv);
 int cli_cmd_resume(int argc, char **argv);
 int cli_cmd_loadtest(int argc, char **argv);
+int cli_cmd_export(int argc, char **argv);
 
 /* Usage text of a command (NULL = the overview) to stdout or stderr. */
 void cli_usage(const char *cmd, bool to_stderr);

@@ -4,6 +4,8 @@
  */
 #include "client/cli/cli.h"
 
+#include "drape/cache.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -103,7 +105,7 @@ bool cli_parse(int argc, char **argv, int first, const char *const *allowed, int
 			return false;
 		}
 		bool flag = strcmp(name, "--json") == 0 || strcmp(name, "--local") == 0 ||
-			    strcmp(name, "--quiet") == 0;
+			    strcmp(name, "--quiet") == 0 || strcmp(name, "--rm") == 0;
 		if (flag) {
 			if (eq != NULL) {
 				fprintf(stderr, "drape %s: %s takes no value\n", cmd, name);
@@ -144,6 +146,16 @@ bool cli_parse(int argc, char **argv, int first, const char *const *allowed, int
 				return false;
 			}
 			o->owner_token = val;
+		} else if (strcmp(name, "--rm") == 0) {
+			o->rm = true;
+		} else if (strcmp(name, "--format") == 0) {
+			drape_cache_format f;
+			drape_error ferr;
+			if (drape_cache_format_parse(val, &f, &ferr) != DRAPE_OK) {
+				fprintf(stderr, "drape %s: --%s\n", cmd, ferr.message);
+				return false;
+			}
+			o->format = val;
 		} else if (strcmp(name, "--scene") == 0) {
 			o->scene = val;
 		} else if (strcmp(name, "--material") == 0) {

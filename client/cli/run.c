@@ -17,6 +17,8 @@
 
 #include "client/obj.h"
 #include "client/scene.h"
+#include "drape/cache.h"
+#include "drape/topology.h"
 
 /* ---- The frame sink ----------------------------------------------------------- */
 
@@ -35,7 +37,18 @@ typedef struct sink {
 	float max_strain;   /* over every frame received (the solver's per-frame maximum) */
 	const float *rest;  /* the scene's rest positions, for the last frame's strain; NULL = none */
 	float *last;        /* a copy of the latest frame's positions (when rest is set) */
+	bool rest_is_input; /* rest is the pose the run started from (frame 0), as in run */
 	bool progress;
+	/* --format: the cache writer, opened at the first frame written (the
+	 * PC2 start frame is that frame's index). */
+	drape_cache_format format;
+	drape_cache_writer *cache;
+	const char *obj_source; /* the cloth's OBJ file, whose faces and UVs the OBJ frames keep */
+	float fps;
+	float *prev;        /* GEO: the latest frame before start, for the first frame's velocity */
+	uint32_t prev_index;
+	uint32_t last_expected; /* index of the run's last frame; 0 = unknown */
+	double write_ms;    /* time spent writing frames to --out */
 } sink;
 
 static void sink_init(sink *k, const cli_opts *o, const drape_obj_mesh *mesh, uint32_t total)
@@ -54,6 +67,62 @@ static void sink_init(sink *k, const cli_opts *o, const drape_obj_mesh *mesh, ui
 	k->total = total;
 	k->progress = !o->quiet && isatty(STDERR_FILENO);
 	k->start_ms = cli_now_ms();
+	k->format = DRAPE_CACHE_OBJ;
+	if (o->format != NULL)
+		drape_cache_format_parse(o->format, &k->format, NULL); /* checked by cli_parse */
+	k->fps = 24.0f;
+}
+
+/* What the cache writer takes from the scene a run was started from. */
+static void sink_scene(sink *k, const drape_scene *sc, uint32_t last)
+{
+	k->fps = sc->params.fps;
+	k->obj_source = sc->cloth_path;
+	k->rest_is_input = true;
+	k->last_expected = last;
+}
+
+/* Opens the cache writer for a first frame `index`; returns 0 or an exit code. */
+static int sink_open_cache(sink *k, uint32_t index, uint32_t vertex_count)
+{
+	drape_cache_desc d;
+	drape_cache_desc_default(&d);
+	d.format = k->format;
+	d.dir = k->o->out_dir;
+	d.vertex_count = vertex_count;
+	d.triangles = k->triangles;
+	d.triangle_count = k->triangles ? k->triangle_count : 0;
+	d.obj_source = k->triangles ? k->obj_source : NULL;
+	d.fps = k->fps;
+	/* MDD writes its frame count first: the frames still to come. */
+	d.frame_count = k->last_expected >= index ? k->last_expected - index + 1 : 0;
+	if (index == 1 && k->rest != NULL && k->rest_is_input)
+		d.previous = k->rest;
+	else if (k->prev != NULL && k->prev_index + 1 == index)
+		d.previous = k->prev;
+	drape_error err;
+	drape_err rc = drape_cache_open(&d, &k->cache, &err);
+	if (rc != DRAPE_OK) {
+		fprintf(stderr, "drape: --format %s: %s\n", drape_cache_format_name(k->format), err.message);
+		return rc == DRAPE_ENOMEM ? CLI_SOFTWARE : rc == DRAPE_EIO ? CLI_IOERR : CLI_USAGE;
+	}
+	return 0;
+}
+
+/* Finishes the cache files; returns 0 or an exit code. */
+static int sink_finish(sink *k)
+{
+	if (k->cache == NULL)
+		return 0;
+	drape_error err;
+	drape_err rc = drape_cache_close(k->cache, &err);
+	k->cache = NULL;
+	if (rc != DRAPE_OK) {
+		fprintf(stderr, "drape: finishing the %s cache: %s\n", drape_cache_format_name(k->format),
+			err.message);
+		return CLI_IOERR;
+	}
+	return 0;
 }
 
 static void sink_progress(const sink *k)
@@ -84,18 +153,29 @@ static int sink_frame(sink *k, uint32_t index, const float *positions, uint32_t 
 	}
 	if (index < k->start) {
 		k->skipped++;
+		if (k->format == DRAPE_CACHE_GEO && k->o->out_dir != NULL) {
+			if (k->prev == NULL)
+				k->prev = malloc((size_t)vertex_count * 3 * sizeof *k->prev);
+			if (k->prev != NULL) {
+				memcpy(k->prev, positions, (size_t)vertex_count * 3 * sizeof *k->prev);
+				k->prev_index = index;
+			}
+		}
 		return 0;
 	}
 	if (k->o->out_dir != NULL) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/frame_%04u.obj", k->o->out_dir, (unsigned)index);
+		int x;
+		double w0 = cli_now_ms();
+		if (k->cache == NULL && (x = sink_open_cache(k, index, vertex_count)) != 0)
+			return x;
 		drape_error err;
-		drape_err rc = drape_obj_write_file(path, positions, vertex_count, k->triangles,
-						    k->triangles ? k->triangle_count : 0, &err);
+		drape_err rc = drape_cache_write_frame(k->cache, index, positions, &err);
+		k->write_ms += cli_now_ms() - w0;
 		if (rc != DRAPE_OK) {
 			if (k->progress)
 				fputc('\n', stderr);
-			fprintf(stderr, "drape: cannot write %s: %s\n", path, err.message);
+			fprintf(stderr, "drape: cannot write frame %u to %s: %s\n", (unsigned)index, k->o->out_dir,
+				err.message);
 			return rc == DRAPE_ENONFINITE || rc == DRAPE_ERANGE ? CLI_DATAERR : CLI_IOERR;
 		}
 	}
@@ -139,10 +219,11 @@ static void sink_summary(const sink *k, uint32_t session, double total_ms, const
 		printf("{\"summary\":{\"session\":%u,\"mode\":\"%s\",\"frames\":%u,\"last_frame\":%u,"
 		       "\"vertices\":%u,\"triangles\":%u,\"wall_ms\":%.1f,\"frames_ms\":%.1f,"
 		       "\"ms_per_frame\":%.3f,\"sim_ms_per_frame\":%.3f,\"max_strain\":%.6g,"
-		       "\"last_max_strain\":%.6g,\"last_p99_strain\":%.6g}}\n",
+		       "\"last_max_strain\":%.6g,\"last_p99_strain\":%.6g,\"write_ms_per_frame\":%.3f}}\n",
 		       (unsigned)session, how, (unsigned)k->written, (unsigned)k->last_index,
 		       (unsigned)k->vertex_count, (unsigned)k->triangle_count, total_ms, loop, per, sim,
-		       (double)k->max_strain, (double)last_max, (double)last_p99);
+		       (double)k->max_strain, (double)last_max, (double)last_p99,
+		       k->written ? k->write_ms / k->written : 0.0);
 		fflush(stdout);
 	} else if (!k->o->quiet) {
 		char last[96] = "";
@@ -160,6 +241,11 @@ static void sink_summary(const sink *k, uint32_t session, double total_ms, const
 
 static void sink_free(sink *k)
 {
+	if (k->cache != NULL)
+		drape_cache_close(k->cache, NULL);
+	k->cache = NULL;
+	free(k->prev);
+	k->prev = NULL;
 	free(k->last);
 	k->last = NULL;
 	k->rest = NULL;
@@ -198,11 +284,14 @@ fail:
  * name sink_frame writes), or last + 1 when every one is there. Frame files
  * are written whole (temporary file, rename), so one that exists is
  * complete. */
-static uint32_t first_missing_frame(const char *dir, uint32_t last)
+static uint32_t first_missing_frame(const char *dir, uint32_t last, const char *format)
 {
 	char path[4096];
+	/* PC2 and MDD are one file for the run: it is written again whole. */
+	if (format != NULL && strcmp(format, "obj") != 0 && strcmp(format, "geo") != 0)
+		return 1;
 	for (uint32_t i = 1; i <= last; i++) {
-		snprintf(path, sizeof path, "%s/frame_%04u.obj", dir, (unsigned)i);
+		snprintf(path, sizeof path, "%s/frame_%04u.%s", dir, (unsigned)i, format ? format : "obj");
 		struct stat sb;
 		if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
 			return i;
@@ -363,6 +452,7 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 	sink k;
 	sink_init(&k, o, &sc->cloth, frames - start + 1);
 	k.start = start;
+	sink_scene(&k, sc, frames);
 	for (uint32_t f = 1; f <= frames && x == 0; f++) {
 		if (cli_interrupted) {
 			x = CLI_INTERRUPTED;
@@ -378,6 +468,8 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 		x = sink_frame(&k, st.frame, pos, sc->cloth.vertex_count, &st);
 	}
 	if (x == 0)
+		x = sink_finish(&k);
+	if (x == 0)
 		sink_summary(&k, 0, cli_now_ms() - t0, "in process");
 	sink_free(&k);
 	free(pos);
@@ -389,7 +481,7 @@ int cli_cmd_run(int argc, char **argv)
 {
 	static const char *const allowed[] = {"--server", "--out",   "--frames",   "--json",
 					      "--token-file", "--local", "--quiet", "--timeout",
-					      "--material", NULL};
+					      "--material", "--format", "--rm", NULL};
 	cli_opts o;
 	if (!cli_parse(argc, argv, 2, allowed, 1, "run", &o))
 		return CLI_USAGE;
@@ -469,6 +561,18 @@ int cli_cmd_run(int argc, char **argv)
 		fprintf(stderr, "drape: session %u on %s, owner token %s\n", (unsigned)s.id, url, hex);
 		cli_token_save(url, s);
 	}
+	/* The first JSON line names the session, so a plugin can attach,
+	 * export or cancel it. */
+	if (o.json) {
+		printf("{\"session\":%u,\"owner_token\":\"%s\",\"server\":", (unsigned)s.id, hex);
+		if (o.server != NULL)
+			cli_json_str(stdout, url);
+		else
+			fputs("null", stdout);
+		printf(",\"vertices\":%u,\"triangles\":%u,\"frames\":%u}\n", (unsigned)sc.cloth.vertex_count,
+		       (unsigned)sc.cloth.triangle_count, (unsigned)frames);
+		fflush(stdout);
+	}
 	if (info.intersections > 0)
 		fprintf(stderr, "drape: warning: the cloth starts with %llu intersecting triangle pairs\n",
 			(unsigned long long)info.intersections);
@@ -480,6 +584,7 @@ int cli_cmd_run(int argc, char **argv)
 	sink k;
 	sink_init(&k, &o, &sc.cloth, frames - sc.start_frame + 1);
 	k.start = sc.start_frame;
+	sink_scene(&k, &sc, frames);
 	x = receive(c, s, &k, emb.pid, false);
 	if (x == CLI_INTERRUPTED) {
 		fprintf(stderr, "\ndrape: interrupted; canceling session %u\n", (unsigned)s.id);
@@ -488,8 +593,20 @@ int cli_cmd_run(int argc, char **argv)
 		if (k.written + k.skipped != frames)
 			fprintf(stderr, "drape: warning: received %u of %u frames\n",
 				(unsigned)(k.written + k.skipped), (unsigned)frames);
-		sink_summary(&k, s.id, cli_now_ms() - t0,
-			     o.server ? "server" : "embedded server");
+		x = sink_finish(&k);
+		if (x == 0)
+			sink_summary(&k, s.id, cli_now_ms() - t0,
+				     o.server ? "server" : "embedded server");
+		/* --rm: the frames are written, so the session has served its
+		 * purpose; deleting it frees the server at once instead of at
+		 * the idle timeout. */
+		if (x == 0 && o.rm && o.server != NULL) {
+			rc = drape_session_delete(c, s, &err);
+			if (rc != DRAPE_OK)
+				x = cli_fail("session.delete (--rm)", rc, &err);
+			else
+				cli_token_remove(url, s.id);
+		}
 	}
 	sink_free(&k);
 out:
@@ -499,28 +616,77 @@ out:
 	return x;
 }
 
-int cli_cmd_attach(int argc, char **argv)
+/*
+ * The mesh behind a session's frames for attach and export: the --scene's
+ * cloth when given (its OBJ's faces and UVs go into OBJ frames), else the
+ * session's own, fetched with session.topology. Returns 0 or an exit code;
+ * *mesh points into *sc or *topo.
+ */
+static int frames_mesh(drape_client *c, drape_session s, const char *cmd, const char *scene_path,
+		       const drape_scene *sc, drape_topology *topo, drape_obj_mesh *view,
+		       const drape_obj_mesh **mesh, float *fps, bool *have_topo)
+{
+	*have_topo = false;
+	if (scene_path != NULL) {
+		*mesh = &sc->cloth;
+		*fps = sc->params.fps;
+		return 0;
+	}
+	drape_error err;
+	drape_err rc = drape_session_topology(c, s, topo, &err);
+	if (rc == DRAPE_EPROTO && strstr(err.message, "session.topology") != NULL) {
+		/* A daemon from before session.topology: vertices only. */
+		fprintf(stderr, "drape %s: note: this server does not send the session's triangles; "
+				"without --scene the files hold vertices only\n", cmd);
+		*mesh = NULL;
+		*fps = 24.0f;
+		return 0;
+	}
+	if (rc != DRAPE_OK)
+		return cli_fail("session.topology", rc, &err);
+	memset(view, 0, sizeof *view);
+	view->positions = topo->positions;
+	view->vertex_count = topo->vertex_count;
+	view->triangles = topo->triangles;
+	view->triangle_count = topo->triangle_count;
+	view->uvs = topo->uvs;
+	*mesh = view;
+	*fps = topo->fps;
+	*have_topo = true;
+	return 0;
+}
+
+/* attach (follow a session to the end of its run) and export (write the
+ * frames of a finished session): the same reception, different rules. */
+static int attach_or_export(int argc, char **argv, bool export)
 {
 	static const char *const allowed[] = {"--server", "--out",   "--json",    "--token-file",
 					      "--from",   "--quiet", "--timeout", "--scene",
-					      "--owner-token", NULL};
+					      "--owner-token", "--format", NULL};
+	const char *cmd = export ? "export" : "attach";
 	cli_opts o;
-	if (!cli_parse(argc, argv, 2, allowed, 1, "attach", &o))
+	if (!cli_parse(argc, argv, 2, allowed, 1, cmd, &o))
 		return CLI_USAGE;
 	if (o.help) {
-		cli_usage("attach", false);
+		cli_usage(cmd, false);
 		return CLI_OK;
 	}
 	const char *scene_path = o.scene;
 	uint32_t id;
 	if (o.nargs != 1 || !cli_parse_id(o.args[0], &id)) {
-		fprintf(stderr, "drape attach: expected a session ID\n");
-		cli_usage("attach", true);
+		fprintf(stderr, "drape %s: expected a session ID\n", cmd);
+		cli_usage(cmd, true);
+		return CLI_USAGE;
+	}
+	if (export && o.out_dir == NULL) {
+		fprintf(stderr, "drape export: --out DIR is required (where the frames go)\n");
 		return CLI_USAGE;
 	}
 	const double t0 = cli_now_ms();
 	drape_scene sc;
 	memset(&sc, 0, sizeof sc);
+	drape_topology topo;
+	memset(&topo, 0, sizeof topo);
 	int x;
 	if (scene_path != NULL && (x = load_scene(scene_path, &sc)) != 0)
 		return x;
@@ -538,9 +704,9 @@ int cli_cmd_attach(int argc, char **argv)
 	drape_error err;
 	if (!have_token) {
 		fprintf(stderr,
-			"drape attach: no owner token for session %u on %s: pass --owner-token HEX "
+			"drape %s: no owner token for session %u on %s: pass --owner-token HEX "
 			"(drape run prints it and saves it under ~/.cache/drape/tokens)\n",
-			(unsigned)id, url);
+			cmd, (unsigned)id, url);
 		x = CLI_NOPERM;
 		goto out;
 	}
@@ -556,36 +722,75 @@ int cli_cmd_attach(int argc, char **argv)
 		goto out;
 	}
 	if (scene_path != NULL && sc.cloth.vertex_count != st.vertices) {
-		fprintf(stderr, "drape attach: --scene %s has %u vertices, session %u has %u\n",
+		fprintf(stderr, "drape %s: --scene %s has %u vertices, session %u has %u\n", cmd,
 			scene_path, (unsigned)sc.cloth.vertex_count, (unsigned)id, (unsigned)st.vertices);
 		x = CLI_DATAERR;
 		goto out;
 	}
-	if (scene_path == NULL && o.out_dir != NULL)
-		fprintf(stderr, "drape attach: note: without --scene the OBJ files hold vertices only "
-				"(the protocol does not return the session's triangles)\n");
-	if (o.from > 0 && (rc = drape_frames_seek(c, s, o.from, &err)) != DRAPE_OK) {
+	if (export && (st.state == DRAPE_STATE_RUNNING || st.state == DRAPE_STATE_QUEUED)) {
+		fprintf(stderr, "drape export: session %u is %s (frame %u of %u); export writes a finished "
+				"run: wait for it, or follow it with drape attach %u\n",
+			(unsigned)id, drape_state_name(st.state), (unsigned)st.frames_done,
+			(unsigned)st.frames_target, (unsigned)id);
+		x = CLI_TEMPFAIL;
+		goto out;
+	}
+	if (export && st.frames_done == 0) {
+		fprintf(stderr, "drape export: session %u has no solved frame to write\n", (unsigned)id);
+		x = CLI_DATAERR;
+		goto out;
+	}
+	drape_obj_mesh view;
+	const drape_obj_mesh *mesh = NULL;
+	float fps = 24.0f;
+	bool have_topo = false;
+	if ((x = frames_mesh(c, s, cmd, scene_path, &sc, &topo, &view, &mesh, &fps, &have_topo)) != 0)
+		goto out;
+	/* Export writes what is retained: from --from, else from the oldest
+	 * frame the session still holds. */
+	uint32_t from = o.from;
+	if (export && from == 0 && st.frames_first > 1)
+		from = st.frames_first;
+	if (from > 0 && (rc = drape_frames_seek(c, s, from, &err)) != DRAPE_OK) {
 		x = cli_fail("seek", rc, &err);
 		goto out;
 	}
+	uint32_t last = export || st.frames_target == 0 ? st.frames_done : st.frames_target;
 	sink k;
-	sink_init(&k, &o, scene_path ? &sc.cloth : NULL, st.frames_target ? st.frames_target : st.frames_done);
+	sink_init(&k, &o, mesh, last);
 	k.vertex_count = st.vertices;
+	k.fps = fps;
+	k.obj_source = scene_path != NULL ? sc.cloth_path : NULL;
+	k.rest_is_input = mesh != NULL;
+	k.last_expected = last;
 	x = receive(c, s, &k, -1, true);
 	if (x == 0)
-		sink_summary(&k, id, cli_now_ms() - t0, "attached");
+		x = sink_finish(&k);
+	if (x == 0)
+		sink_summary(&k, id, cli_now_ms() - t0, export ? "exported" : "attached");
 	sink_free(&k);
 out:
 	drape_close(c);
+	drape_topology_free(&topo);
 	drape_scene_free(&sc);
 	return x;
+}
+
+int cli_cmd_attach(int argc, char **argv)
+{
+	return attach_or_export(argc, argv, false);
+}
+
+int cli_cmd_export(int argc, char **argv)
+{
+	return attach_or_export(argc, argv, true);
 }
 
 int cli_cmd_resume(int argc, char **argv)
 {
 	static const char *const allowed[] = {"--server", "--out",   "--json",        "--token-file",
 					      "--from",   "--quiet", "--timeout",     "--scene",
-					      "--owner-token", NULL};
+					      "--owner-token", "--format", NULL};
 	cli_opts o;
 	if (!cli_parse(argc, argv, 2, allowed, 1, "resume", &o))
 		return CLI_USAGE;
@@ -600,6 +805,8 @@ int cli_cmd_resume(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	const double t0 = cli_now_ms();
+	drape_topology topo;
+	memset(&topo, 0, sizeof topo);
 	drape_scene sc;
 	memset(&sc, 0, sizeof sc);
 	int x;
@@ -658,7 +865,7 @@ int cli_cmd_resume(int argc, char **argv)
 	if (o.from > 0)
 		next = o.from;
 	else if (o.out_dir != NULL)
-		next = first_missing_frame(o.out_dir, info.frames_done);
+		next = first_missing_frame(o.out_dir, info.frames_done, o.format);
 	if (next <= info.frames_done && !o.quiet)
 		fprintf(stderr, "drape: %s lacks frames solved before the interruption; fetching from frame %u\n",
 			o.out_dir != NULL && o.from == 0 ? o.out_dir : "--from", (unsigned)next);
@@ -666,25 +873,32 @@ int cli_cmd_resume(int argc, char **argv)
 		x = cli_fail("seek", rc, &err);
 		goto out;
 	}
-	if (o.scene == NULL && o.out_dir != NULL)
-		fprintf(stderr, "drape resume: note: without --scene the OBJ files hold vertices only "
-				"(the protocol does not return the session's triangles)\n");
+	drape_obj_mesh view;
+	const drape_obj_mesh *mesh = NULL;
+	float fps = 24.0f;
+	bool have_topo = false;
+	if ((x = frames_mesh(c, s, "resume", o.scene, &sc, &topo, &view, &mesh, &fps, &have_topo)) != 0)
+		goto out;
 	sink k;
-	sink_init(&k, &o, o.scene ? &sc.cloth : NULL,
-		  info.frames_target >= next ? info.frames_target - next + 1 : 0);
+	sink_init(&k, &o, mesh, info.frames_target >= next ? info.frames_target - next + 1 : 0);
 	k.vertex_count = st.vertices;
+	k.fps = fps;
+	k.obj_source = o.scene != NULL ? sc.cloth_path : NULL;
+	k.rest_is_input = mesh != NULL;
+	k.last_expected = info.frames_target;
 	x = receive(c, s, &k, -1, false);
 	if (x == CLI_INTERRUPTED) {
 		/* Unlike `run`, the session was not started by this command's
 		 * creation: leave it running, as attach would. */
 		fprintf(stderr, "\ndrape: interrupted; session %u keeps running (drape cancel %u)\n",
 			(unsigned)id, (unsigned)id);
-	} else if (x == 0) {
+	} else if (x == 0 && (x = sink_finish(&k)) == 0) {
 		sink_summary(&k, id, cli_now_ms() - t0, "resumed");
 	}
 	sink_free(&k);
 out:
 	drape_close(c);
+	drape_topology_free(&topo);
 	drape_scene_free(&sc);
 	return x;
 }

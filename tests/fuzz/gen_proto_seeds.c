@@ -333,6 +333,14 @@ static void replies(void)
 			r.u.preflight.pairs = pairs;
 			r.u.preflight.pair_count = 2;
 			break;
+		case PROTO_OP_SESSION_TOPOLOGY:
+			r.u.topology.vertex_count = 9;
+			r.u.topology.positions = g_pos;
+			r.u.topology.triangle_count = 8;
+			r.u.topology.triangles = g_tri;
+			r.u.topology.uvs = g_pos; /* 18 finite floats: one pair per vertex */
+			r.u.topology.fps = 24.0f;
+			break;
 		default:
 			break;
 		}

@@ -128,9 +128,11 @@ if no_orphans; then pass embedded_server_stopped; else fail embedded_server_stop
 
 if expect embedded_json 0 "$DRAPE" run "$T/small.json" --json --frames 4; then
 	lines=$(grep -c '^{"frame":[0-9]*,"sim_ms":[0-9.]*,"max_strain":' "$T/out")
-	first=$(head -n 1 "$T/out" | sed -E 's/^\{"frame":([0-9]+).*/\1/')
+	# The first line names the session (issue 18), then one line per frame.
+	first=$(grep '^{"frame"' "$T/out" | head -n 1 | sed -E 's/^\{"frame":([0-9]+).*/\1/')
+	session=$(head -n 1 "$T/out" | grep -c '^{"session":[0-9]*,"owner_token":"[0-9a-f]\{32\}"')
 	summary=$(grep -c '^{"summary":{.*"frames":4' "$T/out")
-	if [ "$lines" -eq 4 ] && [ "$first" = 1 ] && [ "$summary" -eq 1 ]; then
+	if [ "$lines" -eq 4 ] && [ "$first" = 1 ] && [ "$session" -eq 1 ] && [ "$summary" -eq 1 ]; then
 		pass json_prints_one_line_per_frame
 	else
 		fail json_prints_one_line_per_frame "$lines frame lines, first $first, $summary summaries: $(head -c 300 "$T/out")"
