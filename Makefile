@@ -317,6 +317,30 @@ uninstall-bin:
 	rm -rf $(DESTDIR)$(PREFIX)/share/drape/www
 	-rmdir $(DESTDIR)$(PREFIX)/share/drape 2>/dev/null
 
+# The drape Python package (client/python/drape, pure Python over
+# libdrape.so) into the system Python's path, where Debian's python3 and
+# Blender both find it; `make install` does it too.
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+# Debian's python3 searches PREFIX/lib/python3.N/dist-packages for both
+# /usr/local and /usr.
+PYTHON_SITE ?= $(PREFIX)/lib/python$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages
+.PHONY: install-python uninstall-python
+install: install-python
+install-python:
+	install -d $(DESTDIR)$(PYTHON_SITE)/drape
+	install -m 644 client/python/drape/*.py $(DESTDIR)$(PYTHON_SITE)/drape/
+uninstall: uninstall-python
+uninstall-python:
+	rm -rf $(DESTDIR)$(PYTHON_SITE)/drape
+
+# The Blender add-on as the zip Blender's Preferences > Add-ons > Install
+# takes (client/blender/drape_cloth; tests/blender installs it from here).
+BLENDER_ADDON := $(BUILD)/drape_cloth.zip
+all: $(BLENDER_ADDON)
+$(BLENDER_ADDON): $(sort $(wildcard client/blender/drape_cloth/*.py))
+	@mkdir -p $(dir $@)
+	rm -f $@ && cd client/blender && $(PYTHON) -m zipfile -c $(abspath $@) drape_cloth
+
 clean:
 	rm -rf build out
 

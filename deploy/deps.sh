@@ -19,6 +19,8 @@ PACKAGES="$PACKAGES munge"
 PACKAGES="$PACKAGES libpng-dev"
 PACKAGES="$PACKAGES nodejs chromium"
 command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
+PACKAGES="$PACKAGES python3 python3-numpy python3-pytest"  # the drape Python package and its tests
+PACKAGES="$PACKAGES blender"  # the Blender add-on's test (blender -b)
 
 missing() {
 	for p in $PACKAGES; do

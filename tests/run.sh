@@ -56,6 +56,10 @@ if [ "$ONLY" != unit ]; then
 	for t in tests/integration/*.sh; do
 		[ -f "$t" ] && run "integration $(basename "$t")" sh "$t" "$B"
 	done
+	# The Python package's pytest suite, one count per test case.
+	run "python package (pytest)" sh tests/python/run.sh "$B"
+	# The Blender add-on in Debian's Blender, headless, one count per case.
+	run "blender add-on" sh tests/blender/run.sh "$B"
 	# Fuzz corpora (tests/fuzz/<target>/, crash reproducers included) go
 	# through each target in-process; a crash prints the file's name.
 	for t in proto obj scene daemon pc2; do
