@@ -105,6 +105,23 @@ void srv_metrics_publish(const srv_metrics_gauges *g, uint64_t now_ms)
 	atomic_store(&srv_tick_ms_, now_ms);
 }
 
+void srv_metrics_count_user(srv_metrics_gauges *g, const char *name)
+{
+	if (name == NULL || name[0] == '\0')
+		return;
+	for (size_t i = 0; i < g->user_count; i++)
+		if (strcmp(g->users[i].name, name) == 0) {
+			g->users[i].sessions++;
+			return;
+		}
+	if (g->user_count == SRV_METRICS_MAX_USERS) {
+		g->users_other++;
+		return;
+	}
+	snprintf(g->users[g->user_count].name, sizeof g->users[0].name, "%s", name);
+	g->users[g->user_count++].sessions = 1;
+}
+
 int srv_metrics_health_status(uint64_t last_tick_ms, uint64_t now_ms, uint64_t bound_ms)
 {
 	if (last_tick_ms == 0)
@@ -212,6 +229,16 @@ bool srv_metrics_render(char **out, size_t *len)
 	for (int s = 0; s < PROTO_STATE_COUNT_; s++)
 		srv_text_add(&t, "drape_sessions{state=\"%s\"} %llu\n", proto_state_name((proto_state)s),
 			     (unsigned long long)g.sessions[s]);
+	/* User names are letters, digits, '.', '_' and '-' (users file), so
+	 * they need no escaping in a label. */
+	srv_head(&t, "drape_user_sessions", "gauge",
+		 "Sessions per owner user (draped --users-file); \"(other)\" past 256 users.");
+	for (size_t i = 0; i < g.user_count; i++)
+		srv_text_add(&t, "drape_user_sessions{user=\"%s\"} %llu\n", g.users[i].name,
+			     (unsigned long long)g.users[i].sessions);
+	if (g.users_other > 0)
+		srv_text_add(&t, "drape_user_sessions{user=\"(other)\"} %llu\n",
+			     (unsigned long long)g.users_other);
 	srv_head(&t, "drape_queue_length", "gauge", "Runnable sessions waiting for a solver worker.");
 	srv_text_add(&t, "drape_queue_length %llu\n", (unsigned long long)g.queue_length);
 	srv_head(&t, "drape_queue_oldest_wait_seconds", "gauge",

@@ -48,6 +48,8 @@ typedef enum srv_hist {
 } srv_hist;
 
 /* What the loop publishes at each cron tick. */
+#define SRV_METRICS_MAX_USERS 256
+
 typedef struct srv_metrics_gauges {
 	uint64_t sessions[PROTO_STATE_COUNT_];
 	uint64_t queue_length;
@@ -58,7 +60,19 @@ typedef struct srv_metrics_gauges {
 	uint64_t connections;
 	uint64_t waiters;           /* frames.get requests held for their frame */
 	double uptime_s;
+	/* Sessions per owner user (draped --users-file; the sessions of a
+	 * box without users have no owner and are not counted here). Users
+	 * past SRV_METRICS_MAX_USERS are summed in users_other. */
+	struct {
+		char name[33];
+		uint64_t sessions;
+	} users[SRV_METRICS_MAX_USERS];
+	size_t user_count;
+	uint64_t users_other;
 } srv_metrics_gauges;
+
+/* Adds one session of user `name` to g's per-user counts (loop). */
+void srv_metrics_count_user(srv_metrics_gauges *g, const char *name);
 
 /* Any thread. */
 void srv_metrics_add(srv_counter c, uint64_t n);

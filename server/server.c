@@ -51,6 +51,7 @@ static void srv_publish_gauges(srv_server *srv)
 			continue;
 		if ((unsigned)s->state < PROTO_STATE_COUNT_)
 			g.sessions[s->state]++;
+		srv_metrics_count_user(&g, s->owner);
 		g.memory_estimate += s->memory + srv_frames_memory(&s->frames);
 	}
 	for (const srv_session *q = srv->runq_head; q != NULL; q = q->qnext) {

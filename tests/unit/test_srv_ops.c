@@ -108,6 +108,10 @@ static void test_gauges_published_by_the_loop(void)
 	g.sessions[PROTO_STATE_QUEUED] = 2;
 	g.queue_length = 2;
 	g.memory_estimate = 123456789;
+	srv_metrics_count_user(&g, "ana");
+	srv_metrics_count_user(&g, "bob");
+	srv_metrics_count_user(&g, "ana");
+	srv_metrics_count_user(&g, ""); /* no owner: not counted */
 	srv_metrics_publish(&g, srv_metrics_now_ms());
 	char *text = NULL;
 	size_t len = 0;
@@ -116,6 +120,22 @@ static void test_gauges_published_by_the_loop(void)
 	CHECK_NEAR(sample(text, "drape_sessions{state=\"queued\"}"), 2, 0);
 	CHECK_NEAR(sample(text, "drape_queue_length"), 2, 0);
 	CHECK_NEAR(sample(text, "drape_memory_estimate_bytes"), 123456789, 0);
+	CHECK_NEAR(sample(text, "drape_user_sessions{user=\"ana\"}"), 2, 0);
+	CHECK_NEAR(sample(text, "drape_user_sessions{user=\"bob\"}"), 1, 0);
+	CHECK(strstr(text, "(other)") == NULL || strstr(text, "drape_user_sessions{user=\"(other)\"}") == NULL);
+	free(text);
+
+	/* Past 256 users the rest are summed in one label. */
+	memset(&g, 0, sizeof g);
+	for (int i = 0; i < SRV_METRICS_MAX_USERS + 3; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "u%d", i);
+		srv_metrics_count_user(&g, name);
+	}
+	srv_metrics_publish(&g, srv_metrics_now_ms());
+	CHECK(srv_metrics_render(&text, &len));
+	CHECK_NEAR(sample(text, "drape_user_sessions{user=\"(other)\"}"), 3, 0);
+	CHECK_NEAR(sample(text, "drape_user_sessions{user=\"u0\"}"), 1, 0);
 	free(text);
 }
 
