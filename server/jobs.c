@@ -118,6 +118,7 @@ static void srv_job_done(uv_work_t *w, int status)
 			job->session->pipe = job->key.pipe;
 			memcpy(job->session->owner, job->owner, sizeof job->owner);
 			memcpy(job->session->host, job->host, sizeof job->host);
+			srv_session_who(job->session);
 			job->rc = srv_create_finish(srv, job->session, job->raw, job->raw_len, &job->rep, &job->err);
 		}
 	} else if (job->req.op != PROTO_OP_PREFLIGHT) {

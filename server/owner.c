@@ -85,5 +85,6 @@ bool srv_owner_load(const char *dir, srv_session *s)
 	else
 		memcpy(s->host, host, strlen(host) + 1);
 	s->created_unix = created;
+	srv_session_who(s);
 	return true;
 }

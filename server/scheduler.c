@@ -144,7 +144,7 @@ void srv_sched_publish_end(srv_server *srv, srv_session *s)
 static void srv_finish_run(srv_server *srv, srv_session *s, proto_state state, const char *how)
 {
 	s->state = state;
-	srv_info("session %u %s at frame %u", (unsigned)s->id, how, (unsigned)srv_sched_solved(s));
+	srv_info("session %u %s at frame %u%s", (unsigned)s->id, how, (unsigned)srv_sched_solved(s), s->who);
 	if (s->busy || s->writing) {
 		s->end_pending = true;
 		return;
@@ -307,7 +307,8 @@ static void srv_fail_run(srv_server *srv, srv_session *s)
 	s->stats = s->work_stats;
 	srv_ckpt_snap_free(s->work_ckpt);
 	s->work_ckpt = NULL;
-	srv_warn("session %u failed at frame %u: %s", (unsigned)s->id, (unsigned)s->error_frame, s->error.message);
+	srv_warn("session %u failed at frame %u%s: %s", (unsigned)s->id, (unsigned)s->error_frame, s->who,
+		 s->error.message);
 	srv_finish_run(srv, s, PROTO_STATE_FAILED, "failed");
 }
 
@@ -549,10 +550,11 @@ static drape_err srv_start_run(srv_server *srv, srv_session *s, uint32_t target,
 	rep->u.run.frames_target = target;
 	rep->u.run.queue_position = srv_sched_position(srv, s);
 	if (target != 0)
-		srv_info("session %u runs from frame %u to %u", (unsigned)s->id, (unsigned)s->frames_done,
-			 (unsigned)target);
+		srv_info("session %u runs from frame %u to %u%s", (unsigned)s->id, (unsigned)s->frames_done,
+			 (unsigned)target, s->who);
 	else
-		srv_info("session %u runs from frame %u until cancelled", (unsigned)s->id, (unsigned)s->frames_done);
+		srv_info("session %u runs from frame %u until cancelled%s", (unsigned)s->id,
+			 (unsigned)s->frames_done, s->who);
 	return DRAPE_OK;
 }
 

@@ -112,6 +112,15 @@ void srv_session_free(srv_session *s)
 	free(s);
 }
 
+void srv_session_who(srv_session *s)
+{
+	if (s->owner[0] == '\0' && s->host[0] == '\0')
+		s->who[0] = '\0';
+	else
+		snprintf(s->who, sizeof s->who, ", user %s, from %s", s->owner[0] ? s->owner : "-",
+			 s->host[0] ? s->host : "-");
+}
+
 bool srv_session_token_ok(const srv_session *s, const uint8_t token[PROTO_TOKEN_SIZE])
 {
 	/* Constant time: the time taken must not tell an attacker how many
@@ -587,7 +596,7 @@ void srv_session_destroy(srv_server *srv, srv_session *s, const char *why)
 			srv_sched_publish_end(srv, s);
 	}
 	srv_ckpt_remove_session(srv, s);
-	srv_info("session %u deleted (%s)", (unsigned)s->id, why);
+	srv_info("session %u deleted (%s)%s", (unsigned)s->id, why, s->who);
 	if (in_flight) {
 		/* A worker still holds the sim or the frame being written;
 		 * scheduler.c frees the session when they have landed (a frame

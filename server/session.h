@@ -100,6 +100,10 @@ typedef struct srv_session {
 	 * seconds); kept in sessions/<id>/owner (owner.h). */
 	char owner[33];
 	char host[64];
+	/* ", user NAME, from HOST" (or "" without --users-file and host), the
+	 * tail of the session's log lines, so an administrator can grep them
+	 * by user or peer (srv_session_who). */
+	char who[112];
 	uint64_t created_unix;
 	bool interrupted;      /* reloaded from a run the daemon's stop cut short (resume.h) */
 
@@ -164,6 +168,9 @@ srv_session *srv_session_build(struct srv_server *srv, uint32_t id, const proto_
 void srv_session_free(srv_session *s);
 
 /* Constant-time comparison of a request's token with the session's. */
+/* Refreshes s->who from owner and host (after they are set or loaded). */
+void srv_session_who(srv_session *s);
+
 bool srv_session_token_ok(const srv_session *s, const uint8_t token[PROTO_TOKEN_SIZE]);
 
 /*

@@ -405,6 +405,47 @@ static void test_bad_users_file_refused(void)
 	free(txt);
 }
 
+/* The session's lines in the log name its user and peer: its creation,
+ * its run, the run's end and its deletion (grep them by user). */
+static void test_session_log_lines_name_the_user(void)
+{
+	char log[300];
+	snprintf(log, sizeof log, "%s/draped.log", dm.dir);
+	drape_client *c = connect_as(tok_ana);
+	CHECK(c != NULL);
+	if (c == NULL)
+		return;
+	drape_session s;
+	drape_error e;
+	CHECK_OK(sheet_create(c, &s, &e));
+	CHECK(run_to(c, s, 2));
+	CHECK_OK(drape_session_delete(c, s, &e));
+	drape_close(c);
+	char want[4][160];
+	snprintf(want[0], sizeof want[0], "session %u created: ", (unsigned)s.id);
+	snprintf(want[1], sizeof want[1], "session %u runs from frame 0 to 2, user ana, from ", (unsigned)s.id);
+	snprintf(want[2], sizeof want[2], "session %u done at frame 2, user ana, from ", (unsigned)s.id);
+	snprintf(want[3], sizeof want[3], "session %u deleted (", (unsigned)s.id);
+	const double until = itest_now_ms() + 20000;
+	int found = 0;
+	while (itest_now_ms() < until) {
+		char *txt = slurp(log);
+		found = 0;
+		for (int i = 0; i < 4 && txt != NULL; i++) {
+			const char *at = strstr(txt, want[i]);
+			const char *eol = at ? strchr(at, '\n') : NULL;
+			/* Each of those lines carries ", user ana, from " before its end. */
+			const char *u = at ? strstr(at, ", user ana, from ") : NULL;
+			found += at != NULL && u != NULL && (eol == NULL || u < eol);
+		}
+		free(txt);
+		if (found == 4)
+			break;
+		itest_sleep_ms(50);
+	}
+	CHECKF(found == 4, "%d of 4 session lines name user ana", found);
+}
+
 /* 1 when the user of token_path is let in (a listing answers), 0 when
  * refused with EPERM, -1 otherwise. */
 static int let_in(const char *token_path)
@@ -501,6 +542,7 @@ int main(int argc, char **argv)
 		CHECK_TEST(test_vertex_and_disk_limits),
 		CHECK_TEST(test_bad_users_file_refused),
 		CHECK_TEST(test_users_file_reloads_on_sighup),
+		CHECK_TEST(test_session_log_lines_name_the_user),
 	};
 	draped_path = getenv("DRAPED");
 	const char *dp = getenv("DRAPE");
