@@ -119,6 +119,10 @@ typedef struct sim_xpbd {
 	double dt;
 	uint32_t steps;
 	uint32_t iterations;
+	/* The long-range attachments with their slack (tether.c): the seed's
+	 * records, rest times 1 + tether_slack; NULL without pins. */
+	sim_dist *lra;
+	double tether_slack;
 } sim_xpbd;
 
 struct drape_sim {
@@ -288,6 +292,9 @@ void sim_lra_project_all(sim_vec4 *restrict p, const sim_dist *c, uint32_t count
  * SIM_CREATE_REFERENCE); the scalar loop gives the same bits.
  */
 void sim_strain_limit_solve(const drape_sim *sim);
+/* The pass's smax: 1 + SIM_STRAIN_LIMIT for PBD, 1 + the tethers' slack
+ * (tether.c) for the physical material. */
+float sim_strain_limit_bound(const drape_sim *sim);
 void sim_strain_limit_project_all(sim_vec4 *restrict p, const sim_dist *c,
 				  const sim_colouring *col, float smax);
 
@@ -356,6 +363,15 @@ void sim_xpbd_schedule(const drape_sim *sim, uint32_t *steps, uint32_t *iteratio
 void sim_xpbd_reset(const drape_sim *sim);
 /* Bytes held by the XPBD arrays. */
 size_t sim_xpbd_bytes(const drape_sim *sim);
+
+/* ---- tether.c: long-range attachments of the physical material ------------ */
+
+/* The tethers' allowed strain: SIM_TETHER_SAFETY times the static strain
+ * bound M g / (k_min n_pins h) of the cloth hanging from its pins, at
+ * least 1 %. */
+double sim_tether_slack(const drape_sim *sim);
+/* Fills xpbd.lra from sim->lra for the current params and masses. */
+drape_err sim_tether_derive(drape_sim *sim, drape_error *err);
 /* Checks the material fields of params (the XPBD ones always, so a bad
  * value is caught before a switch of model); names the field at fault. */
 drape_err sim_xpbd_validate(const drape_sim_params *p, drape_error *err);

@@ -70,7 +70,7 @@ static void sweep_tile(const sweep_job *J, uint32_t t)
 	if (J->kinds & SIM_SWEEP_LIMIT)
 		for (uint32_t r = st->first[t]; r < st->first[t + 1]; r++)
 			sim_strain_limit_range(p, sim->stretch + st->run[r], st->run[r + 1] - st->run[r],
-					       1.0f + SIM_STRAIN_LIMIT, scalar || st->serial[r]);
+					       sim_strain_limit_bound(sim), scalar || st->serial[r]);
 }
 
 static void sweep_tiles(void *ctx, uint32_t begin, uint32_t end)
