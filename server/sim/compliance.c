@@ -241,6 +241,7 @@ void sim_xpbd_free(sim_xpbd *X)
 	free(X->bend_kt);
 	free(X->bend_lambda);
 	free(X->lra);
+	free(X->chain);
 	memset(X, 0, sizeof *X);
 }
 
@@ -250,7 +251,8 @@ size_t sim_xpbd_bytes(const drape_sim *sim)
 	size_t per_other = 1 + (sim->xpbd.stretch_kt ? 2 : 0);
 	return sizeof(float) * (per_stretch * sim->stretch_count +
 				per_other * ((size_t)sim->shear_count + sim->bend_count) + sim->bend_count) +
-	       (sim->xpbd.lra ? sim->lra_count * sizeof(sim_dist) : 0);
+	       (sim->xpbd.lra ? sim->lra_count * sizeof(sim_dist) : 0) +
+	       (size_t)sim->xpbd.chain_count * sizeof(sim_dist);
 }
 
 /*

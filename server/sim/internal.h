@@ -123,6 +123,10 @@ typedef struct sim_xpbd {
 	 * records, rest times 1 + tether_slack; NULL without pins. */
 	sim_dist *lra;
 	double tether_slack;
+	/* The chain bounds (tether.c): vertex, ancestor 2^j edges up its
+	 * shortest path to a pin, geodesic distance; coarse levels first. */
+	sim_dist *chain;
+	uint32_t chain_count;
 } sim_xpbd;
 
 struct drape_sim {
@@ -372,6 +376,10 @@ size_t sim_xpbd_bytes(const drape_sim *sim);
 double sim_tether_slack(const drape_sim *sim);
 /* Fills xpbd.lra from sim->lra for the current params and masses. */
 drape_err sim_tether_derive(drape_sim *sim, drape_error *err);
+/* Builds xpbd.chain from the tethers (after sim_lra_build, at create). */
+drape_err sim_tether_build(drape_sim *sim, drape_error *err);
+/* Projects the chain bounds at 1 + the tethers' slack, serially. */
+void sim_tether_chain_solve(const drape_sim *sim);
 /* Checks the material fields of params (the XPBD ones always, so a bad
  * value is caught before a switch of model); names the field at fault. */
 drape_err sim_xpbd_validate(const drape_sim_params *p, drape_error *err);
