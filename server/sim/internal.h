@@ -371,8 +371,8 @@ size_t sim_xpbd_bytes(const drape_sim *sim);
 /* ---- tether.c: long-range attachments of the physical material ------------ */
 
 /* The tethers' allowed strain: SIM_TETHER_SAFETY times the static strain
- * bound M g / (k_min n_pins h) of the cloth hanging from its pins, at
- * least 1 %. */
+ * bound (M g + wind) / (k_min n_pins h) of the cloth hanging from its
+ * pins, at least 1 %. */
 double sim_tether_slack(const drape_sim *sim);
 /* Fills xpbd.lra from sim->lra for the current params and masses. */
 drape_err sim_tether_derive(drape_sim *sim, drape_error *err);

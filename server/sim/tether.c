@@ -27,7 +27,9 @@
  * swinging state of the material and act only on
  * the unconverged excess, where a vertex hangs farther from its pin than
  * the fabric can stretch. M is the free vertices' mass, so masses the
- * caller gives (a weight hung on a strip) count.
+ * caller gives (a weight hung on a strip) count; the wind's largest
+ * pressure on the whole cloth is added to the weight (params.wind; a wind
+ * changed by set_params re-derives the slack).
  *
  * The same bound limits each stretch edge (the strain-limit pass of
  * strainlimit.c at 1 + slack): no edge of the hanging cloth carries more
@@ -89,9 +91,18 @@ double sim_tether_slack(const drape_sim *sim)
 			(double)P->gravity[2] * P->gravity[2]);
 	double ku = P->stretch_k, kv = P->stretch_k_weft > 0.0f ? P->stretch_k_weft : P->stretch_k;
 	double kmin = fmin(ku, kv), width = (double)pins * h;
+	/* The wind's pressure on the whole cloth, drag and lift at most
+	 * 1/2 rho_air |v|^2 (c_d + c_l) per area (wind.c), carried by the
+	 * pins like the weight. */
+	double area = 0.0;
+	for (uint32_t t = 0; t < sim->ntri; t++)
+		area += (double)sim->tri_rest_area[t];
+	double v2 = (double)P->wind[0] * P->wind[0] + (double)P->wind[1] * P->wind[1] +
+		    (double)P->wind[2] * P->wind[2];
+	double load = mass * g + 0.5 * (double)P->air_density * v2 * ((double)P->drag + P->lift) * area;
 	double s = SIM_TETHER_MIN_SLACK;
 	if (width > 0.0 && kmin > 0.0)
-		s = fmax(s, SIM_TETHER_SAFETY * mass * g / (kmin * width));
+		s = fmax(s, SIM_TETHER_SAFETY * load / (kmin * width));
 	return s;
 }
 
