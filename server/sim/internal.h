@@ -374,9 +374,10 @@ size_t sim_xpbd_bytes(const drape_sim *sim);
  * bound (M g + wind) / (k_min n_pins h) of the cloth hanging from its
  * pins, at least 1 %. */
 double sim_tether_slack(const drape_sim *sim);
-/* Fills xpbd.lra from sim->lra for the current params and masses. */
+/* Fills xpbd.lra from sim->lra for the current params and masses, and
+ * on its first call builds xpbd.chain (sim_tether_build). */
 drape_err sim_tether_derive(drape_sim *sim, drape_error *err);
-/* Builds xpbd.chain from the tethers (after sim_lra_build, at create). */
+/* Builds xpbd.chain from the tethers (after sim_lra_build). */
 drape_err sim_tether_build(drape_sim *sim, drape_error *err);
 /* Projects the chain bounds at 1 + the tethers' slack, serially. */
 void sim_tether_chain_solve(const drape_sim *sim);

@@ -392,8 +392,6 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 		sim->p[i] = sim->x[i];
 	}
 	rc = sim_lra_build(sim, err);
-	if (rc == DRAPE_OK)
-		rc = sim_tether_build(sim, err);
 	if (rc != DRAPE_OK) {
 		drape_sim_destroy(sim);
 		return rc;

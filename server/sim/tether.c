@@ -116,6 +116,13 @@ drape_err sim_tether_derive(drape_sim *sim, drape_error *err)
 		if (X->lra == NULL)
 			return drape_error_setf(err, DRAPE_ENOMEM, "long-range attachments: out of memory");
 	}
+	/* The chains, once, when the model first becomes XPBD (at create
+	 * or set_params, never inside a step): a PBD sim has none. */
+	if (X->chain == NULL) {
+		drape_err rc = sim_tether_build(sim, err);
+		if (rc != DRAPE_OK)
+			return rc;
+	}
 	X->tether_slack = sim_tether_slack(sim);
 	const double f = 1.0 + X->tether_slack;
 	for (uint32_t i = 0; i < sim->lra_count; i++) {
