@@ -68,7 +68,9 @@ typedef struct drape_sim_params {
 	/* Long-range attachments (Kim et al. 2012) and, with them when
 	 * stretch is 1, a strain limit that keeps every edge within 1 % of its
 	 * rest length at the end of each iteration: -1 on whenever there are
-	 * pins (default), 0 off, 1 on. */
+	 * pins (default), 0 off, 1 on. With model XPBD the tethers, their
+	 * chain bounds and the strain limit allow the material's slack (README,
+	 * "Pinned cloth") instead of 0 and 1 %. */
 	int32_t long_range;
 	/* Self-collision (0 off, 1 on; default off), its thickness in metres
 	 * (0 = use `thickness`) and the friction between cloth layers [0, 1]. */

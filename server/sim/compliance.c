@@ -202,6 +202,8 @@ void sim_xpbd_free(sim_xpbd *X)
 	free(X->shear_lambda);
 	free(X->bend_kt);
 	free(X->bend_lambda);
+	free(X->lra);
+	free(X->chain);
 	memset(X, 0, sizeof *X);
 }
 
@@ -210,7 +212,9 @@ size_t sim_xpbd_bytes(const drape_sim *sim)
 	size_t per_stretch = 2 + (sim->xpbd.stretch_kt ? 3 : 0);
 	size_t per_other = 1 + (sim->xpbd.stretch_kt ? 2 : 0);
 	return sizeof(float) * (per_stretch * sim->stretch_count +
-				per_other * ((size_t)sim->shear_count + sim->bend_count) + sim->bend_count);
+				per_other * ((size_t)sim->shear_count + sim->bend_count) + sim->bend_count) +
+	       (sim->xpbd.lra ? sim->lra_count * sizeof(sim_dist) : 0) +
+	       (size_t)sim->xpbd.chain_count * sizeof(sim_dist);
 }
 
 /*
@@ -293,7 +297,7 @@ drape_err sim_xpbd_derive(drape_sim *sim, drape_error *err)
 		X->shear_kt[i] = (float)((double)X->shear_geo[i] * P->shear_k * dt2);
 	for (uint32_t i = 0; i < nb; i++)
 		X->bend_kt[i] = (float)((double)X->bend_geo[i] * P->bend_k * dt2);
-	return DRAPE_OK;
+	return sim_tether_derive(sim, err);
 }
 
 void sim_xpbd_reset(const drape_sim *sim)

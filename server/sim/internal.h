@@ -119,6 +119,14 @@ typedef struct sim_xpbd {
 	double dt;
 	uint32_t steps;
 	uint32_t iterations;
+	/* The long-range attachments with their slack (tether.c): the seed's
+	 * records, rest times 1 + tether_slack; NULL without pins. */
+	sim_dist *lra;
+	double tether_slack;
+	/* The chain bounds (tether.c): vertex, ancestor 2^j edges up its
+	 * shortest path to a pin, geodesic distance; coarse levels first. */
+	sim_dist *chain;
+	uint32_t chain_count;
 } sim_xpbd;
 
 /* A stitch (stitch.c): vertex a tied to (1 - t) b0 + t b1, which started
@@ -300,6 +308,9 @@ void sim_lra_project_all(sim_vec4 *restrict p, const sim_dist *c, uint32_t count
  * SIM_CREATE_REFERENCE); the scalar loop gives the same bits.
  */
 void sim_strain_limit_solve(const drape_sim *sim);
+/* The pass's smax: 1 + SIM_STRAIN_LIMIT for PBD, 1 + the tethers' slack
+ * (tether.c) for the physical material. */
+float sim_strain_limit_bound(const drape_sim *sim);
 void sim_strain_limit_project_all(sim_vec4 *restrict p, const sim_dist *c,
 				  const sim_colouring *col, float smax);
 
@@ -380,6 +391,20 @@ void sim_stitch_project(drape_sim *sim, float dt, float time);
 size_t sim_stitch_bytes(const drape_sim *sim);
 /* Bytes held by the XPBD arrays. */
 size_t sim_xpbd_bytes(const drape_sim *sim);
+
+/* ---- tether.c: long-range attachments of the physical material ------------ */
+
+/* The tethers' allowed strain: SIM_TETHER_SAFETY times the static strain
+ * bound (M g + wind) / (k_min n_pins h) of the cloth hanging from its
+ * pins, at least 1 %. */
+double sim_tether_slack(const drape_sim *sim);
+/* Fills xpbd.lra from sim->lra for the current params and masses, and
+ * on its first call builds xpbd.chain (sim_tether_build). */
+drape_err sim_tether_derive(drape_sim *sim, drape_error *err);
+/* Builds xpbd.chain from the tethers (after sim_lra_build). */
+drape_err sim_tether_build(drape_sim *sim, drape_error *err);
+/* Projects the chain bounds at 1 + the tethers' slack, serially. */
+void sim_tether_chain_solve(const drape_sim *sim);
 /* Checks the material fields of params (the XPBD ones always, so a bad
  * value is caught before a switch of model); names the field at fault. */
 drape_err sim_xpbd_validate(const drape_sim_params *p, drape_error *err);

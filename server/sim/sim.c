@@ -576,14 +576,15 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 	const int32_t iterations = xpbd ? (int32_t)sim->xpbd.iterations : P->iterations;
 	const float dt = (float)(1.0 / ((double)P->fps * (double)substeps));
 	/* long_range -1 means on whenever there are pins; lra_count is 0
-	 * without pins. The tethers hold every vertex within its rest
-	 * distance of the pins, which would forbid the elastic stretch of a
-	 * physical material: under XPBD only long_range 1 asks for them. */
-	const int lra = (xpbd ? P->long_range == 1 : P->long_range != 0) && sim->lra_count > 0;
+	 * without pins. Under XPBD the tethers carry the slack of tether.c,
+	 * beyond any strain the material reaches, so they leave its elastic
+	 * stretch alone. */
+	const int lra = P->long_range != 0 && sim->lra_count > 0;
 	/* The 1 % strain limit comes with the tethers, for cloth asked to be
 	 * inextensible: a stretch stiffness below 1 asks for cloth that
-	 * stretches, which the limit would overrule. */
-	const int limit = lra && !xpbd && P->stretch >= 1.0f;
+	 * stretches, which the limit would overrule. The physical material's
+	 * limit is its tethers' slack (tether.c). */
+	const int limit = lra && (xpbd || P->stretch >= 1.0f);
 	/* A kind with stiffness 0 would only add zero corrections, so its
 	 * sweep is skipped. */
 	const int has_bend = xpbd ? P->bend_k > 0.0f : sim->k_bend > 0.0f;

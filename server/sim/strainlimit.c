@@ -117,9 +117,16 @@ void sim_strain_limit_range(sim_vec4 *restrict p, const sim_dist *c, uint32_t co
 	limit_block(&job, 0, count);
 }
 
+float sim_strain_limit_bound(const drape_sim *sim)
+{
+	if (sim->params.model == DRAPE_MODEL_XPBD)
+		return (float)(1.0 + sim->xpbd.tether_slack);
+	return 1.0f + SIM_STRAIN_LIMIT;
+}
+
 void sim_strain_limit_solve(const drape_sim *sim)
 {
-	const float smax = 1.0f + SIM_STRAIN_LIMIT;
+	const float smax = sim_strain_limit_bound(sim);
 	const sim_colouring *col = &sim->stretch_col;
 	if (sim->flags & SIM_CREATE_REFERENCE) {
 		sim_strain_limit_project_all(sim->p, sim->stretch, col, smax);

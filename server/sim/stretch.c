@@ -190,10 +190,12 @@ static void lra_block(void *ctx, uint32_t begin, uint32_t end)
 
 void sim_lra_solve(const drape_sim *sim)
 {
+	/* The physical material's tethers carry its slack (tether.c). */
+	const sim_dist *c = sim->params.model == DRAPE_MODEL_XPBD && sim->xpbd.lra ? sim->xpbd.lra : sim->lra;
 	if (sim->flags & SIM_CREATE_REFERENCE) {
-		sim_lra_project_all(sim->p, sim->lra, sim->lra_count);
+		sim_lra_project_all(sim->p, c, sim->lra_count);
 		return;
 	}
-	lra_job job = {sim->p, sim->lra};
+	lra_job job = {sim->p, c};
 	sim_pool_for(sim->pool, sim->lra_count, sim_pool_block(sim->pool, sim->lra_count), lra_block, &job);
 }

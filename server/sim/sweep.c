@@ -70,7 +70,7 @@ static void sweep_tile(const sweep_job *J, uint32_t t)
 	if (J->kinds & SIM_SWEEP_LIMIT)
 		for (uint32_t r = st->first[t]; r < st->first[t + 1]; r++)
 			sim_strain_limit_range(p, sim->stretch + st->run[r], st->run[r + 1] - st->run[r],
-					       1.0f + SIM_STRAIN_LIMIT, scalar || st->serial[r]);
+					       sim_strain_limit_bound(sim), scalar || st->serial[r]);
 }
 
 static void sweep_tiles(void *ctx, uint32_t begin, uint32_t end)
@@ -115,9 +115,17 @@ void sim_sweep(const drape_sim *sim, unsigned kinds)
 	 * boundary edges too, so they come after the whole constraint pass:
 	 * the tethers in one pass over the mesh (each reads a pin that may lie
 	 * in another tile), then the strain limit, tiles then boundary. */
-	if (kinds & SIM_SWEEP_LRA)
+	const int xpbd = sim->params.model == DRAPE_MODEL_XPBD;
+	if ((kinds & SIM_SWEEP_LRA) && !xpbd)
 		sim_lra_solve(sim);
+	/* The physical material's bounds (tether.c): the chains coarse to
+	 * fine, the edges, and last the tethers, whose pins do not move, so
+	 * the bound on the distance to the pins holds exactly after it. */
+	if (xpbd && (kinds & SIM_SWEEP_LRA) && (kinds & SIM_SWEEP_LIMIT))
+		sim_tether_chain_solve(sim);
 	tiles_pass(sim, kinds & SIM_SWEEP_LIMIT);
 	if (kinds & SIM_SWEEP_LIMIT)
 		sim_strain_limit_solve(sim);
+	if ((kinds & SIM_SWEEP_LRA) && xpbd)
+		sim_lra_solve(sim);
 }
