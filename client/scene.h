@@ -76,10 +76,14 @@ typedef struct drape_scene {
 	const char *material;
 
 	/* Pinned vertices, sorted ascending without duplicates; pin_attach[i] is
-	 * the collider index pins[i] follows, or DRAPE_SCENE_NO_ATTACH. */
+	 * the collider index pins[i] follows, or DRAPE_SCENE_NO_ATTACH (always
+	 * for a soft pin). */
 	uint32_t *pins;
 	int32_t *pin_attach;
 	uint32_t pin_count;
+	/* Each pin's stiffness in N/m ("stiffness" of its pins entry; 0 a
+	 * hard pin), pin_count floats; NULL when every pin is hard. */
+	float *pin_stiffness;
 
 	/* Colliders in file order, ready for drape_sim_add_collider: mesh
 	 * colliders point at collider_meshes[i] (positions after their own scale

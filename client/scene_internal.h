@@ -34,6 +34,7 @@ typedef struct scn {
 	drape_scene s;             /* what is being built; freed on failure */
 	drape_keyframe **keys;     /* per collider, owned until moved into s */
 	int32_t *pin_mark;         /* per cloth vertex: -2 free, else attach */
+	float *pin_k;              /* per cloth vertex: its pin's stiffness, N/m (0 hard) */
 } scn;
 
 drape_err scn_fail(scn *c, drape_err code, const char *fmt, ...)

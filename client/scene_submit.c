@@ -56,6 +56,7 @@ drape_err drape_scene_submit(drape_client *c, const drape_scene *sc, const char 
 	d.triangles = sc->cloth.triangles;
 	d.triangle_count = sc->cloth.triangle_count;
 	d.pins = sc->pins;
+	d.pin_stiffness = sc->pin_stiffness;
 	d.pin_count = sc->pin_count;
 	d.uvs = sc->cloth.uvs;
 	d.rest_positions = sc->rest_positions;

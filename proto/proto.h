@@ -319,6 +319,10 @@ typedef struct proto_create_req {
 	const float *inv_mass; /* optional, vertex_count finite floats >= 0; NULL if absent */
 	const uint32_t *pins;  /* optional, pin_count indices < vertex_count; NULL if absent */
 	uint32_t pin_count;
+	/* optional "pin_stiffness": pin_count finite floats >= 0 (N/m), each
+	 * pin's stiffness, 0 a hard pin (drape_sim_desc.pin_stiffness); only
+	 * with "pins"; NULL if absent */
+	const float *pin_stiffness;
 	/* optional "uvs": vertex_count * 2 finite floats, each vertex's (u, v)
 	 * texture coordinate, the warp and weft of an anisotropic material
 	 * (drape_sim_desc.uvs); NULL if absent */

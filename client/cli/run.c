@@ -452,6 +452,7 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 	d.triangles = sc->cloth.triangles;
 	d.triangle_count = sc->cloth.triangle_count;
 	d.pins = sc->pins;
+	d.pin_stiffness = sc->pin_stiffness;
 	d.pin_count = sc->pin_count;
 	d.uvs = sc->cloth.uvs;
 	d.rest_positions = sc->rest_positions;

@@ -298,6 +298,9 @@ typedef struct drape_session_desc {
 	uint32_t stitch_count;
 	float stitch_k;
 	float sew_speed;
+	/* optional, pin_count floats >= 0: each pin's stiffness in N/m, 0 a
+	 * hard pin (drape_sim_desc.pin_stiffness); NULL = all hard */
+	const float *pin_stiffness;
 } drape_session_desc;
 
 /* Zeroes *d, marks every parameter unset (drape_params_unset) and sets

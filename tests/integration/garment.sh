@@ -9,7 +9,10 @@
 # run sews it shut in process and through a draped, the two bit for bit
 # equal, including after the daemon restarts from its checkpoint. A rest
 # mesh of another topology, and a stitch to a vertex that does not exist,
-# are refused naming the key.
+# are refused naming the key. A triangle hanging on three soft pins of
+# stiffness k sags m g / k (Hooke), the same bit for bit through draped; a
+# negative stiffness, or a soft pin that also follows a collider, is
+# refused naming the key.
 set -u
 B=${1:-build}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -71,6 +74,53 @@ EOF2
 sed "s|\"seams\"|\"rest_mesh\": \"$T/pattern.obj\", \"seams\"|" "$T/scene.json" >"$T/rest.json"
 sed "s|\"seams\": {\"distance\": 0.045}|\"stitches\": [[0, 200]]|" "$T/scene.json" >"$T/badstitch.json"
 sed "s|\"seams\"|\"rest_mesh\": \"$T/other.obj\", \"seams\"|" "$T/scene.json" >"$T/badrest.json"
+
+# A right triangle of legs 1 m (area 0.5 m^2) at y = 1, density 0.3 kg/m^2:
+# each vertex carries 0.05 kg; on soft pins of 2 N/m it settles
+# 0.05 * 9.81 / 2 = 0.24525 m lower (damping 5/s: settled by frame 96).
+printf 'v 0 1 0\nv 1 1 0\nv 0 1 1\nf 1 2 3\n' >"$T/tri.obj"
+cat >"$T/soft.json" <<EOF2
+{
+  "fps": 24, "frames": 96,
+  "cloth": {"mesh": "$T/tri.obj", "material": {"preset": "cotton", "density": 0.3, "damping": 5},
+            "pins": {"indices": [0, 1, 2], "stiffness": 2}}
+}
+EOF2
+sed 's|"stiffness": 2|"stiffness": -2|' "$T/soft.json" >"$T/badsoft.json"
+sed 's|"stiffness": 2|"stiffness": 2, "attach": 0|; s|"cloth"|"colliders": [{"plane": {"point": [0, -5, 0], "normal": [0, 1, 0]}}], "cloth"|' \
+	"$T/soft.json" >"$T/softattach.json"
+# sag DIR: how far each of the triangle's vertices fell, the largest and
+# smallest ("min max").
+sag() { awk '/^v /{ d = 1 - $3; if (n == 0 || d > hi) hi = d; if (n == 0 || d < lo) lo = d; n++ }
+	END { printf "%.6f %.6f\n", lo, hi }' "$1/frame_0096.obj"; }
+if "$DRAPE" check "$T/soft.json" >"$T/soft.out" 2>&1 && grep -q '^soft pins: *3 ' "$T/soft.out" &&
+	grep -q '^pinned vertices: *0$' "$T/soft.out" &&
+	"$DRAPE" run "$T/soft.json" --local --out "$T/softl" --quiet 2>"$T/softl.err"; then
+	s=$(sag "$T/softl")
+	if awk -v s="$s" 'BEGIN { split(s, a, " "); w = 0.05 * 9.81 / 2
+		exit !(a[1] > 0.97 * w && a[2] < 1.03 * w) }'; then
+		pass soft_pin_sags_m_g_over_k
+	else
+		fail soft_pin_sags_m_g_over_k "sag $s m, m g / k 0.24525 m"
+	fi
+	echo "  triangle on soft pins of 2 N/m sags (min max) $s m; m g / k = 0.24525 m"
+else
+	fail soft_pin_sags_m_g_over_k "$(cat "$T/soft.out" "$T/softl.err" | tail -n 5)"
+fi
+"$DRAPE" check "$T/badsoft.json" >"$T/bsp.out" 2>&1
+rc=$?
+if [ $rc -eq 65 ] && grep -q 'cloth.pins.stiffness: ' "$T/bsp.out"; then
+	pass negative_pin_stiffness_refused_naming_it
+else
+	fail negative_pin_stiffness_refused_naming_it "exit $rc: $(cat "$T/bsp.out")"
+fi
+"$DRAPE" check "$T/softattach.json" >"$T/spa.out" 2>&1
+rc=$?
+if [ $rc -eq 65 ] && grep -q 'cloth.pins.stiffness: a soft pin cannot follow a collider' "$T/spa.out"; then
+	pass soft_pin_with_attach_refused
+else
+	fail soft_pin_with_attach_refused "exit $rc: $(cat "$T/spa.out")"
+fi
 
 if "$DRAPE" check "$T/scene.json" >"$T/check.out" 2>"$T/check.err" &&
 	grep -q '^seams: *2 seam sides joined between 2 panels: 0 welds, 29 vertices stitched to edges' \
@@ -158,6 +208,12 @@ if "$DRAPE" run "$T/scene.json" --server "$URL" --out "$T/server" --quiet 2>"$T/
 	pass server_bit_identical_to_local
 else
 	fail server_bit_identical_to_local "$(tail -c 300 "$T/server.err")"
+fi
+if "$DRAPE" run "$T/soft.json" --server "$URL" --out "$T/softs" --quiet 2>"$T/softs.err" &&
+	cmp -s "$T/softl/frame_0096.obj" "$T/softs/frame_0096.obj"; then
+	pass soft_pins_through_the_server_bit_identical
+else
+	fail soft_pins_through_the_server_bit_identical "$(tail -c 300 "$T/softs.err")"
 fi
 
 "$DRAPE" check "$T/badstitch.json" >"$T/bs.out" 2>&1

@@ -150,6 +150,8 @@ static void test_request_roundtrip_create(void)
 	r.u.create.uvs = uvs;
 	r.u.create.pins = pins;
 	r.u.create.pin_count = 2;
+	float pin_k[2] = { 0.0f, 42.5f };
+	r.u.create.pin_stiffness = pin_k;
 	float rest[27];
 	for (int i = 0; i < 27; i++)
 		rest[i] = sheet_pos[i] * 1.25f;
@@ -171,6 +173,8 @@ static void test_request_roundtrip_create(void)
 	CHECK(memcmp(c->mesh.triangles, sheet_tri, sizeof sheet_tri) == 0);
 	CHECK(c->inv_mass != NULL && memcmp(c->inv_mass, inv_mass, sizeof inv_mass) == 0);
 	CHECK(c->pin_count == 2 && c->pins[0] == 0 && c->pins[1] == 2);
+	CHECK(c->pin_stiffness != NULL && c->pin_stiffness[0] == 0.0f &&
+	      c->pin_stiffness[1] == 42.5f);
 	CHECK(c->uvs != NULL && c->uvs != uvs && memcmp(c->uvs, uvs, sizeof uvs) == 0);
 	CHECK(c->params.mask == PROTO_PARAMS_ALL);
 	CHECK(params_equal(&c->params.values, &r.u.create.params.values));
@@ -188,6 +192,7 @@ static void test_request_roundtrip_create(void)
 	r.u.create.uvs = NULL;
 	r.u.create.pins = NULL;
 	r.u.create.pin_count = 0;
+	r.u.create.pin_stiffness = NULL;
 	r.u.create.params.mask = 0;
 	r.u.create.name = NULL;
 	r.u.create.rest_positions = NULL;
@@ -197,7 +202,7 @@ static void test_request_roundtrip_create(void)
 	CHECK(d.u.create.rest_positions == NULL && d.u.create.stitch_count == 0 &&
 	      d.u.create.stitch_v == NULL && !d.u.create.has_stitch_k && !d.u.create.has_sew_speed);
 	CHECK(d.u.create.inv_mass == NULL && d.u.create.pins == NULL && d.u.create.pin_count == 0);
-	CHECK(d.u.create.uvs == NULL);
+	CHECK(d.u.create.uvs == NULL && d.u.create.pin_stiffness == NULL);
 	CHECK(d.u.create.params.mask == 0 && d.u.create.name == NULL);
 	proto_request_free(&d);
 }
