@@ -804,7 +804,7 @@ static drape_err scn_cloth(scn *c, const cJSON *cl)
 					   "shear",     "bend",      "thickness", "density",
 					   "pins",      "material",  "model",     "stitches",
 					   "seams",     "rest_mesh", "stitch_stiffness", "sew_speed",
-					   NULL};
+					   "mass_scale", NULL};
 	drape_err e;
 	if ((e = scn_want_object(c, cl)) || (e = scn_keys(c, cl, keys)))
 		return e;
@@ -876,7 +876,9 @@ static drape_err scn_cloth(scn *c, const cJSON *cl)
 			return e;
 		scn_pop(c, old);
 	}
-	return scn_garment(c, cl, scale, translate);
+	if ((e = scn_garment(c, cl, scale, translate)) != DRAPE_OK)
+		return e;
+	return scn_props(c, cl);
 }
 
 /* ---- Colliders -------------------------------------------------------------------------- */
@@ -1273,6 +1275,7 @@ void drape_scene_free(drape_scene *s)
 	free(s->pins);
 	free(s->pin_attach);
 	free(s->pin_stiffness);
+	free(s->mass_scale);
 	for (uint32_t i = 0; i < s->collider_count; i++) {
 		if (s->collider_meshes)
 			drape_obj_free(&s->collider_meshes[i]);

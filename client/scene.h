@@ -105,9 +105,21 @@ typedef struct drape_scene {
 	uint32_t explicit_stitches;
 	float stitch_k, sew_speed;
 	float *rest_positions;
+	/* "mass_scale" (client/scene_props.c): per cloth vertex, the factor on
+	 * its areal-density mass (1 outside the groups named); NULL without. */
+	float *mass_scale;
 	int has_seams;
 	drape_seams_report seams;
 } drape_scene;
+
+/*
+ * The per-vertex inverse masses to create the session with: NULL (*out)
+ * when the scene scales no mass (the solver then takes them from the
+ * density), else cloth.vertex_count floats from params.density, the rest
+ * shape's triangle areas (the solver's rule) and mass_scale, which the
+ * caller frees.
+ */
+drape_err drape_scene_inv_mass(const drape_scene *sc, float **out, drape_error *err);
 
 /*
  * Reads a scene file (drape_scene_load in drape/scene.h reads with it).

@@ -493,7 +493,12 @@ int cli_cmd_check(int argc, char **argv)
 	d.params = sc.params;
 	drape_sim *sim;
 	int x = CLI_OK;
-	rc = drape_sim_create(&d, &sim, &err);
+	float *inv_mass = NULL;
+	rc = drape_scene_inv_mass(&sc, &inv_mass, &err);
+	d.inv_mass = inv_mass;
+	if (rc == DRAPE_OK)
+		rc = drape_sim_create(&d, &sim, &err);
+	free(inv_mass);
 	if (rc != DRAPE_OK) {
 		x = cli_fail("cloth", rc, &err);
 		drape_scene_free(&sc);
