@@ -414,6 +414,13 @@ void sim_softpin_free(drape_sim *sim);
 void sim_softpin_reset(drape_sim *sim);
 void sim_softpin_project(drape_sim *sim, float dt);
 size_t sim_softpin_bytes(const drape_sim *sim);
+
+/* Rest scale (restscale.c): validate checks desc.rest_scale; apply scales
+ * the stretch and shear rest lengths (after sim_xpbd_build, before the
+ * tethers); `caller` maps an internal vertex to the caller's. */
+drape_err sim_rest_scale_validate(const drape_sim_desc *d, drape_error *err);
+void sim_rest_scale_apply(drape_sim *sim, const float *scale,
+			  uint32_t (*caller)(const drape_sim *, uint32_t));
 /* Bytes held by the XPBD arrays. */
 size_t sim_xpbd_bytes(const drape_sim *sim);
 

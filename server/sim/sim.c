@@ -134,6 +134,8 @@ static drape_err validate_desc(const drape_sim_desc *d, drape_error *err)
 						"rest_positions[%u][%d]: %g is not finite", i, j,
 						(double)d->rest_positions[3 * (size_t)i + j]);
 	rc = sim_stitch_validate(d, err);
+	if (rc == DRAPE_OK)
+		rc = sim_rest_scale_validate(d, err);
 	return rc != DRAPE_OK ? rc : sim_softpin_validate(d, err);
 }
 
@@ -318,6 +320,8 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 	rc = sim_topology_build(sim, err);
 	if (rc == DRAPE_OK)
 		rc = sim_xpbd_build(sim, desc->uvs, err);
+	if (rc == DRAPE_OK)
+		sim_rest_scale_apply(sim, desc->rest_scale, caller_of);
 	if (rc != DRAPE_OK) {
 		drape_sim_destroy(sim);
 		return rc;
