@@ -94,7 +94,7 @@ drape_err scn_keys(scn *c, const cJSON *obj, const char *const *keys)
 			continue;
 		}
 		if (found < 0) {
-			char list[160];
+			char list[256];
 			size_t n = 0;
 			list[0] = '\0';
 			for (int i = 0; keys[i] != NULL && n + 1 < sizeof list; i++) {
@@ -804,7 +804,7 @@ static drape_err scn_cloth(scn *c, const cJSON *cl)
 					   "shear",     "bend",      "thickness", "density",
 					   "pins",      "material",  "model",     "stitches",
 					   "seams",     "rest_mesh", "stitch_stiffness", "sew_speed",
-					   "mass_scale", NULL};
+					   "mass_scale", "rest_scale", NULL};
 	drape_err e;
 	if ((e = scn_want_object(c, cl)) || (e = scn_keys(c, cl, keys)))
 		return e;
@@ -1276,6 +1276,7 @@ void drape_scene_free(drape_scene *s)
 	free(s->pin_attach);
 	free(s->pin_stiffness);
 	free(s->mass_scale);
+	free(s->rest_scale);
 	for (uint32_t i = 0; i < s->collider_count; i++) {
 		if (s->collider_meshes)
 			drape_obj_free(&s->collider_meshes[i]);

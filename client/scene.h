@@ -108,6 +108,9 @@ typedef struct drape_scene {
 	/* "mass_scale" (client/scene_props.c): per cloth vertex, the factor on
 	 * its areal-density mass (1 outside the groups named); NULL without. */
 	float *mass_scale;
+	/* "rest_scale": per cloth vertex, its rest scale (drape_sim_desc.
+	 * rest_scale; 1 outside the groups named); NULL without. */
+	float *rest_scale;
 	int has_seams;
 	drape_seams_report seams;
 } drape_scene;

@@ -87,7 +87,8 @@ static inline const cJSON *scn_get(const cJSON *obj, const char *key)
  * "stitch_stiffness", "sew_speed"), read after its mesh is loaded and
  * transformed (scene_garment.c). */
 drape_err scn_garment(scn *c, const cJSON *cl, const float scale[3], const float translate[3]);
-/* The cloth's per-group properties (scene_props.c): "mass_scale". */
+/* The cloth's per-group properties (scene_props.c): "mass_scale",
+ * "rest_scale". */
 drape_err scn_props(scn *c, const cJSON *cl);
 
 #endif

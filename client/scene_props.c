@@ -1,7 +1,9 @@
 /*
  * Properties of the cloth per OBJ group in a scene (client/SCENE.md,
  * "Garments"): "mass_scale" multiplies the areal-density mass of a group's
- * vertices (a heavy hem, a light yoke). The scene keeps the per-vertex
+ * vertices (a heavy hem, a light yoke), "rest_scale" the rest lengths of
+ * their edges (a shrunk cuff, a loose sleeve: drape_sim_desc.rest_scale,
+ * sent as it is). The scene keeps the per-vertex
  * factors; drape_scene_inv_mass turns them into the inverse masses the
  * session is created with, from the density the scene resolves to when it
  * is submitted (so `drape run --material` is honoured).
@@ -58,6 +60,7 @@ static drape_err scn_group_factors(scn *c, const cJSON *v, double hi, float **ou
 drape_err scn_props(scn *c, const cJSON *cl)
 {
 	SCN_FIELD(c, cl, "mass_scale", scn_group_factors(c, v_, 1e6, &c->s.mass_scale));
+	SCN_FIELD(c, cl, "rest_scale", scn_group_factors(c, v_, 100.0, &c->s.rest_scale));
 	return DRAPE_OK;
 }
 

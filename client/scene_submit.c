@@ -60,6 +60,7 @@ drape_err drape_scene_submit(drape_client *c, const drape_scene *sc, const char 
 	d.pin_count = sc->pin_count;
 	d.uvs = sc->cloth.uvs;
 	d.rest_positions = sc->rest_positions;
+	d.rest_scale = sc->rest_scale;
 	d.stitches = sc->stitches;
 	d.stitch_count = sc->stitch_count;
 	d.stitch_k = sc->stitch_k;

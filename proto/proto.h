@@ -330,6 +330,9 @@ typedef struct proto_create_req {
 	/* optional "rest_positions": vertex_count * 3 finite floats, the rest
 	 * shape (drape_sim_desc.rest_positions); NULL if absent */
 	const float *rest_positions;
+	/* optional "rest_scale": vertex_count finite floats > 0, each vertex's
+	 * rest scale (drape_sim_desc.rest_scale); NULL if absent */
+	const float *rest_scale;
 	/* optional "stitch_v" (stitch_count * 3 vertex indices a, b0, b1) and
 	 * "stitch_t" (stitch_count floats): drape_sim_desc.stitches; both or
 	 * neither. "stitch_k" (N/m, >= 0) and "sew_speed" (m/s, >= 0) are

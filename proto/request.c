@@ -189,6 +189,22 @@ static drape_err decode_create(proto_wire_dec *d, const msgpack_object *m, proto
 		if (rc != DRAPE_OK)
 			return rc;
 	}
+	v = proto_wire_get(m, "rest_scale");
+	if (v != NULL) {
+		uint32_t n = 0;
+		rc = proto_wire_bin_f32(d, v, "rest_scale", 1, c->mesh.vertex_count, &c->rest_scale,
+					&n);
+		if (rc != DRAPE_OK)
+			return rc;
+		for (uint32_t i = 0; i < n; i++) {
+			if (!(c->rest_scale[i] > 0.0f)) {
+				char sub[48];
+				snprintf(sub, sizeof sub, "rest_scale[%u]", (unsigned)i);
+				return proto_wire_fail(d, DRAPE_EINVAL, sub, "%g is not > 0",
+						       (double)c->rest_scale[i]);
+			}
+		}
+	}
 	const msgpack_object *sv = proto_wire_get(m, "stitch_v"), *st = proto_wire_get(m, "stitch_t");
 	if ((sv == NULL) != (st == NULL))
 		return proto_wire_fail(d, DRAPE_EINVAL, sv == NULL ? "stitch_v" : "stitch_t",
@@ -609,6 +625,10 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 			proto_wire_kv(e, n, "rest_positions");
 			proto_wire_pack_bin_f32(e, "rest_positions", c->rest_positions,
 						(uint64_t)c->mesh.vertex_count * 3u);
+		}
+		if (c->rest_scale != NULL) {
+			proto_wire_kv(e, n, "rest_scale");
+			proto_wire_pack_bin_f32(e, "rest_scale", c->rest_scale, c->mesh.vertex_count);
 		}
 		if (c->stitch_count > 0) {
 			proto_wire_kv(e, n, "stitch_v");

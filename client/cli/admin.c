@@ -486,6 +486,7 @@ int cli_cmd_check(int argc, char **argv)
 	d.pin_count = sc.pin_count;
 	d.uvs = sc.cloth.uvs;
 	d.rest_positions = sc.rest_positions;
+	d.rest_scale = sc.rest_scale;
 	d.stitches = sc.stitches;
 	d.stitch_count = sc.stitch_count;
 	d.stitch_k = sc.stitch_k;

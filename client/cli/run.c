@@ -456,6 +456,7 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 	d.pin_count = sc->pin_count;
 	d.uvs = sc->cloth.uvs;
 	d.rest_positions = sc->rest_positions;
+	d.rest_scale = sc->rest_scale;
 	d.stitches = sc->stitches;
 	d.stitch_count = sc->stitch_count;
 	d.stitch_k = sc->stitch_k;

@@ -12,7 +12,9 @@
 # are refused naming the key. A triangle hanging on three soft pins of
 # stiffness k sags m g / k (Hooke), the same bit for bit through draped; a
 # negative stiffness, or a soft pin that also follows a collider, is
-# refused naming the key.
+# refused naming the key. rest_scale 0.8 on the lower panel's OBJ group
+# makes it hang as the 20 % shorter pattern does, the same through draped;
+# an unknown group is named.
 set -u
 B=${1:-build}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -64,6 +66,8 @@ panel() {
 # the lower panel cut 20 % shorter (0.12 m), as a shrunk hem would be.
 { panel 12 6 1.0 0.0 1; panel 17 6 0.85 0.0 73 0.12; } >"$T/pattern.obj"
 { panel 12 6 1.0 0.0 1; } >"$T/other.obj"
+# The panels again as OBJ groups "upper" and "lower", for per-group keys.
+{ echo "g upper"; panel 12 6 1.0 0.0 1; echo "g lower"; panel 17 6 0.85 -0.04 73; } >"$T/gpanels.obj"
 cat >"$T/scene.json" <<EOF2
 {
   "fps": 24, "frames": 24,
@@ -74,6 +78,8 @@ EOF2
 sed "s|\"seams\"|\"rest_mesh\": \"$T/pattern.obj\", \"seams\"|" "$T/scene.json" >"$T/rest.json"
 sed "s|\"seams\": {\"distance\": 0.045}|\"stitches\": [[0, 200]]|" "$T/scene.json" >"$T/badstitch.json"
 sed "s|\"seams\"|\"rest_mesh\": \"$T/other.obj\", \"seams\"|" "$T/scene.json" >"$T/badrest.json"
+sed "s|panels.obj\"|gpanels.obj\", \"rest_scale\": {\"lower\": 0.8}|" "$T/scene.json" >"$T/rscale.json"
+sed "s|\"lower\": 0.8|\"cuff\": 0.8|" "$T/rscale.json" >"$T/badrscale.json"
 
 # A right triangle of legs 1 m (area 0.5 m^2) at y = 1, density 0.3 kg/m^2:
 # each vertex carries 0.05 kg; on soft pins of 2 N/m it settles
@@ -190,6 +196,30 @@ else
 	fail rest_mesh_gives_the_pattern_lengths "gap $g, lower panel $h m (pattern 0.12; without rest_mesh $h0); $(tail -c 300 "$T/rest.err")"
 fi
 echo "  lower panel hangs $h m with the 0.12 m pattern as its rest shape, $h0 m without"
+# rest_scale 0.8 on the lower panel's group: the same 0.12 m as the
+# pattern above, without a second mesh.
+"$DRAPE" run "$T/rscale.json" --local --out "$T/rs" --quiet 2>"$T/rs.err"
+g=$(gap "$T/rs")
+# Scaled, the lower panel is narrower too while its top is sewn to the
+# full width: its sides slant and it may ripple, so measure the length
+# along its centre column (vertices 81, 98, ... 166: top middle to bottom
+# middle).
+h=$(awk '/^v /{ n++; x[n] = $2; y[n] = $3; z[n] = $4 }
+	END { l = 0; for (k = 81; k < 166; k += 17) l += sqrt((x[k+17]-x[k])^2 + (y[k+17]-y[k])^2 + (z[k+17]-z[k])^2)
+		printf "%.6f\n", l }' "$T/rs/frame_0024.obj")
+if small "$g" && awk -v h="$h" 'BEGIN { exit !(h > 0.12 && h < 0.1236) }'; then
+	pass rest_scale_shrinks_the_group
+else
+	fail rest_scale_shrinks_the_group "gap $g, lower panel $h m (0.15 x 0.8 = 0.12); $(tail -c 300 "$T/rs.err")"
+fi
+echo "  lower panel centre column $h m long with rest_scale 0.8 (0.15 m x 0.8 = 0.12 m)"
+"$DRAPE" check "$T/badrscale.json" >"$T/brs.out" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -q "cloth.rest_scale.cuff: no group 'cuff' in the cloth mesh (groups: upper, lower)" "$T/brs.out"; then
+	pass rest_scale_unknown_group_named
+else
+	fail rest_scale_unknown_group_named "exit $rc: $(cat "$T/brs.out")"
+fi
 
 "$DRAPED" --listen "$URL" --state-dir "$T/state" --threads 1 >"$T/draped.log" 2>&1 &
 daemon_pid=$!
@@ -214,6 +244,12 @@ if "$DRAPE" run "$T/soft.json" --server "$URL" --out "$T/softs" --quiet 2>"$T/so
 	pass soft_pins_through_the_server_bit_identical
 else
 	fail soft_pins_through_the_server_bit_identical "$(tail -c 300 "$T/softs.err")"
+fi
+if "$DRAPE" run "$T/rscale.json" --server "$URL" --out "$T/rss" --quiet 2>"$T/rss.err" &&
+	cmp -s "$T/rs/frame_0024.obj" "$T/rss/frame_0024.obj"; then
+	pass rest_scale_through_the_server_bit_identical
+else
+	fail rest_scale_through_the_server_bit_identical "$(tail -c 300 "$T/rss.err")"
 fi
 
 "$DRAPE" check "$T/badstitch.json" >"$T/bs.out" 2>&1

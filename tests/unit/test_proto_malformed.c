@@ -455,6 +455,19 @@ static void test_decode_bad_bulk(void)
 	tb_bin(&t, "pin_stiffness", pk, sizeof pk);
 	EXPECT_ERR(&t, DRAPE_ENONFINITE, "pin_stiffness[0]");
 
+	/* rest_scale: one vertex short, a zero scale named with its vertex */
+	float rs[9] = { 1, 1, 1, 1, 1, 1, 1, 0, 1 };
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "rest_scale", rs, sizeof rs - 4);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "rest_scale");
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "rest_scale", rs, sizeof rs);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "rest_scale[7]");
+
 	/* stitches: one array without the other, a vertex out of range, a
 	 * t count that does not match, a non-finite t; a rest shape one
 	 * vertex short */

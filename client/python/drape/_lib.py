@@ -112,6 +112,7 @@ class drape_session_desc(ctypes.Structure):
         ("stitch_k", ctypes.c_float),
         ("sew_speed", ctypes.c_float),
         ("pin_stiffness", ctypes.c_void_p),
+        ("rest_scale", ctypes.c_void_p),
     ]
 
 
