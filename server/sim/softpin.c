@@ -29,23 +29,29 @@ drape_err sim_softpin_validate(const drape_sim_desc *d, drape_error *err)
 {
 	if (d->pin_stiffness == NULL)
 		return DRAPE_OK;
-	for (uint32_t i = 0; i < d->pin_count; i++) {
+	/* The pin that last named each vertex, + 1 (0: none so far), to
+	 * refuse a soft pin on a vertex pinned twice in linear time. */
+	uint32_t *seen = calloc((size_t)d->vertex_count + 1, sizeof *seen);
+	if (seen == NULL)
+		return drape_error_setf(err, DRAPE_ENOMEM, "pin_stiffness: out of memory");
+	drape_err rc = DRAPE_OK;
+	for (uint32_t i = 0; i < d->pin_count && rc == DRAPE_OK; i++) {
 		float k = d->pin_stiffness[i];
+		uint32_t v = d->pins[i];
 		if (!(k >= 0.0f) || !isfinite(k))
-			return drape_error_setf(err, DRAPE_EINVAL,
-						"pin_stiffness[%u]: %g must be finite and >= 0 "
-						"(N/m; 0 is a hard pin)",
-						i, (double)k);
-		if (k > 0.0f)
-			for (uint32_t j = 0; j < i; j++)
-				if (d->pins[j] == d->pins[i])
-					return drape_error_setf(
-						err, DRAPE_EINVAL,
-						"pin_stiffness[%u]: vertex %u is pinned twice "
-						"(pins[%u])",
-						i, d->pins[i], j);
+			rc = drape_error_setf(err, DRAPE_EINVAL,
+					      "pin_stiffness[%u]: %g must be finite and >= 0 "
+					      "(N/m; 0 is a hard pin)",
+					      i, (double)k);
+		else if (seen[v] != 0 && (k > 0.0f || d->pin_stiffness[seen[v] - 1] > 0.0f))
+			rc = drape_error_setf(err, DRAPE_EINVAL,
+					      "pin_stiffness[%u]: vertex %u is pinned twice (pins[%u]), "
+					      "once soft",
+					      i, v, seen[v] - 1);
+		seen[v] = i + 1;
 	}
-	return DRAPE_OK;
+	free(seen);
+	return rc;
 }
 
 int sim_softpin_is_soft(const drape_sim_desc *d, uint32_t i)
