@@ -798,8 +798,10 @@ drape_err drape_session_create(drape_client *c, const drape_session_desc *d, dra
 	cr->uvs = d->uvs;
 	cr->pins = d->pin_count > 0 ? d->pins : NULL;
 	cr->pin_count = d->pin_count;
+	cr->pin_stiffness = d->pin_count > 0 ? d->pin_stiffness : NULL;
 	cr->name = d->name;
 	cr->rest_positions = d->rest_positions;
+	cr->rest_scale = d->rest_scale;
 	/* Stitches travel as two flat arrays (PROTOCOL.md, session.create). */
 	uint32_t *stitch_v = NULL;
 	float *stitch_t = NULL;

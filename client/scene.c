@@ -94,7 +94,7 @@ drape_err scn_keys(scn *c, const cJSON *obj, const char *const *keys)
 			continue;
 		}
 		if (found < 0) {
-			char list[160];
+			char list[256];
 			size_t n = 0;
 			list[0] = '\0';
 			for (int i = 0; keys[i] != NULL && n + 1 < sizeof list; i++) {
@@ -535,17 +535,22 @@ static drape_err scn_grid(scn *c, const cJSON *g)
 
 /* ---- Pins --------------------------------------------------------------------------- */
 
-static drape_err scn_pin(scn *c, uint32_t v, int32_t attach)
+static drape_err scn_pin(scn *c, uint32_t v, int32_t attach, float k)
 {
 	if (c->pin_mark[v] != -2 && c->pin_mark[v] != attach)
 		return scn_fail(c, DRAPE_EINVAL, "vertex %u is already pinned with a different attach", v);
+	if (c->pin_mark[v] != -2 && c->pin_k[v] != k)
+		return scn_fail(c, DRAPE_EINVAL,
+				"vertex %u is already pinned with a different stiffness (%g, not %g N/m)",
+				v, (double)c->pin_k[v], (double)k);
 	c->pin_mark[v] = attach;
+	c->pin_k[v] = k;
 	return DRAPE_OK;
 }
 
 static drape_err scn_pin_entry(scn *c, const cJSON *p)
 {
-	static const char *const keys[] = {"indices", "box", "group", "attach", NULL};
+	static const char *const keys[] = {"indices", "box", "group", "attach", "stiffness", NULL};
 	drape_err e;
 	if ((e = scn_want_object(c, p)) || (e = scn_keys(c, p, keys)))
 		return e;
@@ -564,6 +569,15 @@ static drape_err scn_pin_entry(scn *c, const cJSON *p)
 		attach = (int32_t)a;
 		scn_pop(c, old);
 	}
+	/* "stiffness": a soft pin pulling towards its start with k N/m
+	 * (0, the default, holds it); it cannot also follow a collider. */
+	float stiff = 0.0f;
+	SCN_FIELD(c, p, "stiffness", scn_float_in(c, v_, 0.0, 1e12, 0, &stiff));
+	if (stiff > 0.0f && at != NULL) {
+		scn_push_key(c, "stiffness");
+		return scn_fail(c, DRAPE_EINVAL,
+				"a soft pin cannot follow a collider (\"attach\"): give one or the other");
+	}
 	const drape_obj_mesh *m = &c->s.cloth;
 	if (idx != NULL) {
 		size_t old = scn_push_key(c, "indices");
@@ -578,7 +592,7 @@ static drape_err scn_pin_entry(scn *c, const cJSON *p)
 			if (!(it->valuedouble < (double)m->vertex_count))
 				return scn_fail(c, DRAPE_ERANGE, "%.0f is out of range (mesh has %u vertices)",
 						it->valuedouble, m->vertex_count);
-			if ((e = scn_pin(c, (uint32_t)it->valuedouble, attach)) != DRAPE_OK)
+			if ((e = scn_pin(c, (uint32_t)it->valuedouble, attach, stiff)) != DRAPE_OK)
 				return e;
 			scn_pop(c, o2);
 		}
@@ -602,7 +616,7 @@ static drape_err scn_pin_entry(scn *c, const cJSON *p)
 			const float *q = m->positions + (size_t)v * 3;
 			if (q[0] >= lo[0] && q[0] <= hi[0] && q[1] >= lo[1] && q[1] <= hi[1] && q[2] >= lo[2] &&
 			    q[2] <= hi[2]) {
-				if ((e = scn_pin(c, v, attach)) != DRAPE_OK)
+				if ((e = scn_pin(c, v, attach, stiff)) != DRAPE_OK)
 					return e;
 				hits++;
 			}
@@ -630,7 +644,7 @@ static drape_err scn_pin_entry(scn *c, const cJSON *p)
 					grp->valuestring, m->group_count ? "groups: " : "it has no groups", list);
 		}
 		for (uint32_t i = 0; i < g->count; i++)
-			if ((e = scn_pin(c, g->vertices[i], attach)) != DRAPE_OK)
+			if ((e = scn_pin(c, g->vertices[i], attach, stiff)) != DRAPE_OK)
 				return e;
 		scn_pop(c, old);
 	}
@@ -642,7 +656,8 @@ static drape_err scn_pins(scn *c, const cJSON *p)
 	uint32_t nv = c->s.cloth.vertex_count;
 	drape_err e;
 	c->pin_mark = malloc((size_t)nv * sizeof *c->pin_mark);
-	if (c->pin_mark == NULL)
+	c->pin_k = calloc((size_t)nv, sizeof *c->pin_k);
+	if (c->pin_mark == NULL || c->pin_k == NULL)
 		return scn_fail(c, DRAPE_ENOMEM, "out of memory");
 	for (uint32_t v = 0; v < nv; v++)
 		c->pin_mark[v] = -2;
@@ -660,19 +675,26 @@ static drape_err scn_pins(scn *c, const cJSON *p)
 	} else {
 		return scn_fail(c, DRAPE_EINVAL, "must be an object or an array of objects, not %s", scn_type_name(p));
 	}
-	uint32_t n = 0;
-	for (uint32_t v = 0; v < nv; v++)
+	uint32_t n = 0, soft = 0;
+	for (uint32_t v = 0; v < nv; v++) {
 		n += c->pin_mark[v] != -2;
+		soft += c->pin_mark[v] != -2 && c->pin_k[v] > 0.0f;
+	}
 	if (n > 0) {
 		c->s.pins = malloc((size_t)n * sizeof *c->s.pins);
 		c->s.pin_attach = malloc((size_t)n * sizeof *c->s.pin_attach);
-		if (c->s.pins == NULL || c->s.pin_attach == NULL)
+		if (soft > 0)
+			c->s.pin_stiffness = malloc((size_t)n * sizeof *c->s.pin_stiffness);
+		if (c->s.pins == NULL || c->s.pin_attach == NULL ||
+		    (soft > 0 && c->s.pin_stiffness == NULL))
 			return scn_fail(c, DRAPE_ENOMEM, "out of memory");
 		n = 0;
 		for (uint32_t v = 0; v < nv; v++) {
 			if (c->pin_mark[v] != -2) {
 				c->s.pins[n] = v;
 				c->s.pin_attach[n] = c->pin_mark[v];
+				if (c->s.pin_stiffness != NULL)
+					c->s.pin_stiffness[n] = c->pin_k[v];
 				n++;
 			}
 		}
@@ -782,7 +804,7 @@ static drape_err scn_cloth(scn *c, const cJSON *cl)
 					   "shear",     "bend",      "thickness", "density",
 					   "pins",      "material",  "model",     "stitches",
 					   "seams",     "rest_mesh", "stitch_stiffness", "sew_speed",
-					   NULL};
+					   "mass_scale", "rest_scale", NULL};
 	drape_err e;
 	if ((e = scn_want_object(c, cl)) || (e = scn_keys(c, cl, keys)))
 		return e;
@@ -854,7 +876,9 @@ static drape_err scn_cloth(scn *c, const cJSON *cl)
 			return e;
 		scn_pop(c, old);
 	}
-	return scn_garment(c, cl, scale, translate);
+	if ((e = scn_garment(c, cl, scale, translate)) != DRAPE_OK)
+		return e;
+	return scn_props(c, cl);
 }
 
 /* ---- Colliders -------------------------------------------------------------------------- */
@@ -1250,6 +1274,9 @@ void drape_scene_free(drape_scene *s)
 	free(s->cloth_path);
 	free(s->pins);
 	free(s->pin_attach);
+	free(s->pin_stiffness);
+	free(s->mass_scale);
+	free(s->rest_scale);
 	for (uint32_t i = 0; i < s->collider_count; i++) {
 		if (s->collider_meshes)
 			drape_obj_free(&s->collider_meshes[i]);
@@ -1327,6 +1354,7 @@ drape_err drape_scene_read_string(const char *json, size_t len, const char *base
 	drape_err e = scn_root(&c, root);
 	cJSON_Delete(root);
 	free(c.pin_mark);
+	free(c.pin_k);
 	if (c.keys != NULL) {
 		/* Keyframe arrays not yet attached to a desc are freed here; attached
 		 * ones are freed with the scene. */

@@ -76,10 +76,14 @@ typedef struct drape_scene {
 	const char *material;
 
 	/* Pinned vertices, sorted ascending without duplicates; pin_attach[i] is
-	 * the collider index pins[i] follows, or DRAPE_SCENE_NO_ATTACH. */
+	 * the collider index pins[i] follows, or DRAPE_SCENE_NO_ATTACH (always
+	 * for a soft pin). */
 	uint32_t *pins;
 	int32_t *pin_attach;
 	uint32_t pin_count;
+	/* Each pin's stiffness in N/m ("stiffness" of its pins entry; 0 a
+	 * hard pin), pin_count floats; NULL when every pin is hard. */
+	float *pin_stiffness;
 
 	/* Colliders in file order, ready for drape_sim_add_collider: mesh
 	 * colliders point at collider_meshes[i] (positions after their own scale
@@ -101,9 +105,24 @@ typedef struct drape_scene {
 	uint32_t explicit_stitches;
 	float stitch_k, sew_speed;
 	float *rest_positions;
+	/* "mass_scale" (client/scene_props.c): per cloth vertex, the factor on
+	 * its areal-density mass (1 outside the groups named); NULL without. */
+	float *mass_scale;
+	/* "rest_scale": per cloth vertex, its rest scale (drape_sim_desc.
+	 * rest_scale; 1 outside the groups named); NULL without. */
+	float *rest_scale;
 	int has_seams;
 	drape_seams_report seams;
 } drape_scene;
+
+/*
+ * The per-vertex inverse masses to create the session with: NULL (*out)
+ * when the scene scales no mass (the solver then takes them from the
+ * density), else cloth.vertex_count floats from params.density, the rest
+ * shape's triangle areas (the solver's rule) and mass_scale, which the
+ * caller frees.
+ */
+drape_err drape_scene_inv_mass(const drape_scene *sc, float **out, drape_error *err);
 
 /*
  * Reads a scene file (drape_scene_load in drape/scene.h reads with it).

@@ -34,6 +34,7 @@ typedef struct scn {
 	drape_scene s;             /* what is being built; freed on failure */
 	drape_keyframe **keys;     /* per collider, owned until moved into s */
 	int32_t *pin_mark;         /* per cloth vertex: -2 free, else attach */
+	float *pin_k;              /* per cloth vertex: its pin's stiffness, N/m (0 hard) */
 } scn;
 
 drape_err scn_fail(scn *c, drape_err code, const char *fmt, ...)
@@ -86,5 +87,8 @@ static inline const cJSON *scn_get(const cJSON *obj, const char *key)
  * "stitch_stiffness", "sew_speed"), read after its mesh is loaded and
  * transformed (scene_garment.c). */
 drape_err scn_garment(scn *c, const cJSON *cl, const float scale[3], const float translate[3]);
+/* The cloth's per-group properties (scene_props.c): "mass_scale",
+ * "rest_scale". */
+drape_err scn_props(scn *c, const cJSON *cl);
 
 #endif

@@ -56,14 +56,22 @@ drape_err drape_scene_submit(drape_client *c, const drape_scene *sc, const char 
 	d.triangles = sc->cloth.triangles;
 	d.triangle_count = sc->cloth.triangle_count;
 	d.pins = sc->pins;
+	d.pin_stiffness = sc->pin_stiffness;
 	d.pin_count = sc->pin_count;
 	d.uvs = sc->cloth.uvs;
 	d.rest_positions = sc->rest_positions;
+	d.rest_scale = sc->rest_scale;
 	d.stitches = sc->stitches;
 	d.stitch_count = sc->stitch_count;
 	d.stitch_k = sc->stitch_k;
 	d.sew_speed = sc->sew_speed;
 	d.params = sc->params;
+	/* A scene that scales masses per group sends them ("mass_scale"). */
+	float *inv_mass = NULL;
+	drape_err mrc = drape_scene_inv_mass(sc, &inv_mass, err);
+	if (mrc != DRAPE_OK)
+		return mrc;
+	d.inv_mass = inv_mass;
 	char nm[DRAPE_NAME_MAX + 1];
 	if (name != NULL) {
 		snprintf(nm, sizeof nm, "%s", name);
@@ -73,6 +81,7 @@ drape_err drape_scene_submit(drape_client *c, const drape_scene *sc, const char 
 	drape_create_info ci;
 	drape_error e;
 	drape_err rc = drape_session_create(c, &d, &s, &ci, &e);
+	free(inv_mass);
 	if (rc != DRAPE_OK)
 		return drape_error_setf(err, rc, "session.create: %s", e.message);
 	for (uint32_t i = 0; i < sc->collider_count && rc == DRAPE_OK; i++) {

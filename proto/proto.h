@@ -319,6 +319,10 @@ typedef struct proto_create_req {
 	const float *inv_mass; /* optional, vertex_count finite floats >= 0; NULL if absent */
 	const uint32_t *pins;  /* optional, pin_count indices < vertex_count; NULL if absent */
 	uint32_t pin_count;
+	/* optional "pin_stiffness": pin_count finite floats >= 0 (N/m), each
+	 * pin's stiffness, 0 a hard pin (drape_sim_desc.pin_stiffness); only
+	 * with "pins"; NULL if absent */
+	const float *pin_stiffness;
 	/* optional "uvs": vertex_count * 2 finite floats, each vertex's (u, v)
 	 * texture coordinate, the warp and weft of an anisotropic material
 	 * (drape_sim_desc.uvs); NULL if absent */
@@ -326,6 +330,9 @@ typedef struct proto_create_req {
 	/* optional "rest_positions": vertex_count * 3 finite floats, the rest
 	 * shape (drape_sim_desc.rest_positions); NULL if absent */
 	const float *rest_positions;
+	/* optional "rest_scale": vertex_count finite floats > 0, each vertex's
+	 * rest scale (drape_sim_desc.rest_scale); NULL if absent */
+	const float *rest_scale;
 	/* optional "stitch_v" (stitch_count * 3 vertex indices a, b0, b1) and
 	 * "stitch_t" (stitch_count floats): drape_sim_desc.stitches; both or
 	 * neither. "stitch_k" (N/m, >= 0) and "sew_speed" (m/s, >= 0) are

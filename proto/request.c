@@ -154,6 +154,26 @@ static drape_err decode_create(proto_wire_dec *d, const msgpack_object *m, proto
 		if (rc != DRAPE_OK)
 			return rc;
 	}
+	v = proto_wire_get(m, "pin_stiffness");
+	if (v != NULL) {
+		uint32_t n = 0;
+		if (c->pin_count == 0)
+			return proto_wire_fail(d, DRAPE_EINVAL, "pin_stiffness",
+					       "given without pins");
+		rc = proto_wire_bin_f32(d, v, "pin_stiffness", 1, c->pin_count, &c->pin_stiffness,
+					&n);
+		if (rc != DRAPE_OK)
+			return rc;
+		for (uint32_t i = 0; i < c->pin_count; i++) {
+			if (c->pin_stiffness[i] < 0.0f) {
+				char sub[48];
+				snprintf(sub, sizeof sub, "pin_stiffness[%u]", (unsigned)i);
+				return proto_wire_fail(d, DRAPE_EINVAL, sub,
+						       "%g is negative (N/m; 0 is a hard pin)",
+						       (double)c->pin_stiffness[i]);
+			}
+		}
+	}
 	v = proto_wire_get(m, "uvs");
 	if (v != NULL) {
 		uint32_t n = 0;
@@ -168,6 +188,22 @@ static drape_err decode_create(proto_wire_dec *d, const msgpack_object *m, proto
 					&c->rest_positions, &n);
 		if (rc != DRAPE_OK)
 			return rc;
+	}
+	v = proto_wire_get(m, "rest_scale");
+	if (v != NULL) {
+		uint32_t n = 0;
+		rc = proto_wire_bin_f32(d, v, "rest_scale", 1, c->mesh.vertex_count, &c->rest_scale,
+					&n);
+		if (rc != DRAPE_OK)
+			return rc;
+		for (uint32_t i = 0; i < n; i++) {
+			if (!(c->rest_scale[i] > 0.0f)) {
+				char sub[48];
+				snprintf(sub, sizeof sub, "rest_scale[%u]", (unsigned)i);
+				return proto_wire_fail(d, DRAPE_EINVAL, sub, "%g is not > 0",
+						       (double)c->rest_scale[i]);
+			}
+		}
 	}
 	const msgpack_object *sv = proto_wire_get(m, "stitch_v"), *st = proto_wire_get(m, "stitch_t");
 	if ((sv == NULL) != (st == NULL))
@@ -577,6 +613,10 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 			proto_wire_kv(e, n, "pins");
 			proto_wire_pack_bin_u32(e, "pins", c->pins, c->pin_count);
 		}
+		if (c->pin_stiffness != NULL && c->pin_count > 0) {
+			proto_wire_kv(e, n, "pin_stiffness");
+			proto_wire_pack_bin_f32(e, "pin_stiffness", c->pin_stiffness, c->pin_count);
+		}
 		if (c->uvs != NULL) {
 			proto_wire_kv(e, n, "uvs");
 			proto_wire_pack_bin_f32(e, "uvs", c->uvs, (uint64_t)c->mesh.vertex_count * 2u);
@@ -585,6 +625,10 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 			proto_wire_kv(e, n, "rest_positions");
 			proto_wire_pack_bin_f32(e, "rest_positions", c->rest_positions,
 						(uint64_t)c->mesh.vertex_count * 3u);
+		}
+		if (c->rest_scale != NULL) {
+			proto_wire_kv(e, n, "rest_scale");
+			proto_wire_pack_bin_f32(e, "rest_scale", c->rest_scale, c->mesh.vertex_count);
 		}
 		if (c->stitch_count > 0) {
 			proto_wire_kv(e, n, "stitch_v");

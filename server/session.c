@@ -193,7 +193,9 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	desc.uvs = c->uvs;
 	desc.pins = c->pins;
 	desc.pin_count = c->pin_count;
+	desc.pin_stiffness = c->pin_stiffness;
 	desc.rest_positions = c->rest_positions;
+	desc.rest_scale = c->rest_scale;
 	if (c->has_stitch_k)
 		desc.stitch_k = c->stitch_k;
 	if (c->has_sew_speed)

@@ -482,9 +482,11 @@ int cli_cmd_check(int argc, char **argv)
 	d.triangles = sc.cloth.triangles;
 	d.triangle_count = sc.cloth.triangle_count;
 	d.pins = sc.pins;
+	d.pin_stiffness = sc.pin_stiffness;
 	d.pin_count = sc.pin_count;
 	d.uvs = sc.cloth.uvs;
 	d.rest_positions = sc.rest_positions;
+	d.rest_scale = sc.rest_scale;
 	d.stitches = sc.stitches;
 	d.stitch_count = sc.stitch_count;
 	d.stitch_k = sc.stitch_k;
@@ -492,7 +494,12 @@ int cli_cmd_check(int argc, char **argv)
 	d.params = sc.params;
 	drape_sim *sim;
 	int x = CLI_OK;
-	rc = drape_sim_create(&d, &sim, &err);
+	float *inv_mass = NULL;
+	rc = drape_scene_inv_mass(&sc, &inv_mass, &err);
+	d.inv_mass = inv_mass;
+	if (rc == DRAPE_OK)
+		rc = drape_sim_create(&d, &sim, &err);
+	free(inv_mass);
 	if (rc != DRAPE_OK) {
 		x = cli_fail("cloth", rc, &err);
 		drape_scene_free(&sc);
@@ -571,6 +578,12 @@ int cli_cmd_check(int argc, char **argv)
 		printf("zero-area triangles:   %u\n", t.zero_area_triangles);
 		printf("unreferenced vertices: %u\n", t.unreferenced_vertices);
 		printf("pinned vertices:       %u\n", t.pinned_vertices);
+		if (sc.pin_stiffness != NULL) {
+			uint32_t soft = 0;
+			for (uint32_t i = 0; i < sc.pin_count; i++)
+				soft += sc.pin_stiffness[i] > 0.0f;
+			printf("soft pins:             %u (pulled to their start, not held)\n", soft);
+		}
 		printf("colliders:             %u\n", (unsigned)sc.collider_count);
 		print_material_text(&sc);
 		print_garment(&sc, along_seams, 0);

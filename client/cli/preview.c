@@ -349,6 +349,7 @@ static int frames_from_solver(const drape_scene *sc, const uint32_t *which, uint
 	d.triangles = sc->cloth.triangles;
 	d.triangle_count = sc->cloth.triangle_count;
 	d.pins = sc->pins;
+	d.pin_stiffness = sc->pin_stiffness;
 	d.pin_count = sc->pin_count;
 	d.uvs = sc->cloth.uvs;
 	d.params = sc->params;

@@ -452,9 +452,11 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 	d.triangles = sc->cloth.triangles;
 	d.triangle_count = sc->cloth.triangle_count;
 	d.pins = sc->pins;
+	d.pin_stiffness = sc->pin_stiffness;
 	d.pin_count = sc->pin_count;
 	d.uvs = sc->cloth.uvs;
 	d.rest_positions = sc->rest_positions;
+	d.rest_scale = sc->rest_scale;
 	d.stitches = sc->stitches;
 	d.stitch_count = sc->stitch_count;
 	d.stitch_k = sc->stitch_k;
@@ -462,9 +464,15 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 	d.params = sc->params;
 	drape_sim *sim;
 	drape_error err;
+	float *inv_mass = NULL;
+	drape_err rc = drape_scene_inv_mass(sc, &inv_mass, &err);
+	if (rc != DRAPE_OK)
+		return cli_fail("cloth.mass_scale", rc, &err);
+	d.inv_mass = inv_mass;
 	/* No worker pool: draped steps each session on one worker thread, so
 	 * the comparison with the server measures the server, not threading. */
-	drape_err rc = drape_sim_create(&d, &sim, &err);
+	rc = drape_sim_create(&d, &sim, &err);
+	free(inv_mass);
 	if (rc != DRAPE_OK)
 		return cli_fail("creating the solver", rc, &err);
 	int x = 0;

@@ -171,6 +171,19 @@ typedef struct drape_sim_desc {
 	 * the gap (sewing panels placed around a body); 0 closes it at once,
 	 * as far as the stiffness allows. Default 0.5. */
 	float sew_speed;
+	/* Optional per-pin stiffness in N/m, pin_count floats (>= 0): a pin
+	 * with stiffness k > 0 is soft, pulling its vertex towards its start
+	 * position (XPBD compliance 1/k; a hanging mass m settles m g / k
+	 * below it) instead of holding it; 0, or NULL for all, is a hard pin.
+	 * A soft-pinned vertex keeps its mass and cannot be attached to a
+	 * collider (drape_sim_attach_pins). */
+	const float *pin_stiffness;
+	/* Optional per-vertex rest scale, vertex_count floats > 0: an edge's
+	 * rest length (stretch, shear, and so the tethers and the strain
+	 * limit) is multiplied by the mean of its two vertices' scales (0.8
+	 * shrinks a cuff by 20 %); bending rest angles, areas and masses are
+	 * unchanged. NULL: 1 everywhere. */
+	const float *rest_scale;
 	/* Optional worker pool; NULL steps on the calling thread only.
 	 * drape_sim_set_pool changes it later. */
 	drape_pool *pool;

@@ -136,6 +136,14 @@ typedef struct sim_stitch {
 	float t, d0, lambda;
 } sim_stitch;
 
+/* A soft pin (softpin.c): vertex v pulled towards the fixed point q with
+ * stiffness k (N/m); lambda is its XPBD multiplier over the substep. */
+typedef struct sim_softpin {
+	uint32_t v;
+	sim_v3 q;
+	float k, lambda;
+} sim_softpin;
+
 struct drape_sim {
 	drape_sim_params params;
 	uint32_t n;     /* vertices */
@@ -235,6 +243,10 @@ struct drape_sim {
 	sim_stitch *stitch;
 	uint32_t stitch_count;
 	float stitch_k, sew_speed;
+
+	/* Soft pins (softpin.c), in internal vertex numbers. */
+	sim_softpin *softpin;
+	uint32_t softpin_count;
 };
 
 /* ---- sim.c ---------------------------------------------------------------- */
@@ -389,6 +401,26 @@ void sim_stitch_free(drape_sim *sim);
 void sim_stitch_reset(drape_sim *sim);
 void sim_stitch_project(drape_sim *sim, float dt, float time);
 size_t sim_stitch_bytes(const drape_sim *sim);
+
+/* Soft pins (softpin.c). validate checks desc.pin_stiffness; is_soft says
+ * whether desc's pin i is soft (its vertex keeps its mass); build takes
+ * the targets from sim->x (the start shape); project runs once per
+ * iteration. */
+drape_err sim_softpin_validate(const drape_sim_desc *d, drape_error *err);
+int sim_softpin_is_soft(const drape_sim_desc *d, uint32_t i);
+drape_err sim_softpin_build(drape_sim *sim, const drape_sim_desc *d,
+			    uint32_t (*internal)(const drape_sim *, uint32_t), drape_error *err);
+void sim_softpin_free(drape_sim *sim);
+void sim_softpin_reset(drape_sim *sim);
+void sim_softpin_project(drape_sim *sim, float dt);
+size_t sim_softpin_bytes(const drape_sim *sim);
+
+/* Rest scale (restscale.c): validate checks desc.rest_scale; apply scales
+ * the stretch and shear rest lengths (after sim_xpbd_build, before the
+ * tethers); `caller` maps an internal vertex to the caller's. */
+drape_err sim_rest_scale_validate(const drape_sim_desc *d, drape_error *err);
+void sim_rest_scale_apply(drape_sim *sim, const float *scale,
+			  uint32_t (*caller)(const drape_sim *, uint32_t));
 /* Bytes held by the XPBD arrays. */
 size_t sim_xpbd_bytes(const drape_sim *sim);
 

@@ -133,7 +133,10 @@ static drape_err validate_desc(const drape_sim_desc *d, drape_error *err)
 						err, DRAPE_ENONFINITE,
 						"rest_positions[%u][%d]: %g is not finite", i, j,
 						(double)d->rest_positions[3 * (size_t)i + j]);
-	return sim_stitch_validate(d, err);
+	rc = sim_stitch_validate(d, err);
+	if (rc == DRAPE_OK)
+		rc = sim_rest_scale_validate(d, err);
+	return rc != DRAPE_OK ? rc : sim_softpin_validate(d, err);
 }
 
 void drape_sim_destroy(drape_sim *sim)
@@ -150,6 +153,7 @@ void drape_sim_destroy(drape_sim *sim)
 	free(sim->tris);
 	free(sim->tri_rest_area);
 	sim_stitch_free(sim);
+	sim_softpin_free(sim);
 	free(sim->wind_chunk);
 	free(sim->wind_col.start);
 	free(sim->stretch);
@@ -316,6 +320,8 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 	rc = sim_topology_build(sim, err);
 	if (rc == DRAPE_OK)
 		rc = sim_xpbd_build(sim, desc->uvs, err);
+	if (rc == DRAPE_OK)
+		sim_rest_scale_apply(sim, desc->rest_scale, caller_of);
 	if (rc != DRAPE_OK) {
 		drape_sim_destroy(sim);
 		return rc;
@@ -326,7 +332,8 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 	else
 		area_masses(sim);
 	for (uint32_t i = 0; i < desc->pin_count; i++)
-		sim->x[internal_of(sim, desc->pins[i])].w = 0.0f;
+		if (!sim_softpin_is_soft(desc, i))
+			sim->x[internal_of(sim, desc->pins[i])].w = 0.0f;
 	for (uint32_t i = 0; i < n; i++) {
 		sim->topo.pinned_vertices += sim->x[i].w == 0.0f;
 		sim->p[i] = sim->x[i];
@@ -357,7 +364,8 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 			sim->p[i] = sim->x[i];
 		}
 	if ((rc = sim_stitch_build(sim, desc, internal_of, err)) != DRAPE_OK ||
-	    (rc = join_stitches(sim, err)) != DRAPE_OK) {
+	    (rc = join_stitches(sim, err)) != DRAPE_OK ||
+	    (rc = sim_softpin_build(sim, desc, internal_of, err)) != DRAPE_OK) {
 		drape_sim_destroy(sim);
 		return rc;
 	}
@@ -608,6 +616,7 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 		if (xpbd)
 			sim_xpbd_reset(sim);
 		sim_stitch_reset(sim);
+		sim_softpin_reset(sim);
 		const float t_end = (float)(((double)sim->frame + (double)(s + 1) / substeps) /
 					    (double)P->fps);
 		if (sim->colliders.count > 0) {
@@ -639,6 +648,8 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			sim_sweep(sim, kinds);
 			if (sim->stitch_count > 0)
 				sim_stitch_project(sim, dt, t_end);
+			if (sim->softpin_count > 0)
+				sim_softpin_project(sim, dt);
 			/* Self-collision before obstacles: the obstacles are the
 			 * strictest constraint, so no self push is left to shove a
 			 * bottom layer into the ground. */
@@ -818,6 +829,7 @@ size_t sim_memory_bytes(const drape_sim *sim)
 	b += (size_t)sim->attach_count * sizeof(sim_attach);
 	b += sim_xpbd_bytes(sim);
 	b += sim_stitch_bytes(sim);
+	b += sim_softpin_bytes(sim);
 	return b;
 }
 

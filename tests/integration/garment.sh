@@ -9,7 +9,12 @@
 # run sews it shut in process and through a draped, the two bit for bit
 # equal, including after the daemon restarts from its checkpoint. A rest
 # mesh of another topology, and a stitch to a vertex that does not exist,
-# are refused naming the key.
+# are refused naming the key. A triangle hanging on three soft pins of
+# stiffness k sags m g / k (Hooke), the same bit for bit through draped; a
+# negative stiffness, or a soft pin that also follows a collider, is
+# refused naming the key. rest_scale 0.8 on the lower panel's OBJ group
+# makes it hang as the 20 % shorter pattern does, the same through draped;
+# an unknown group is named.
 set -u
 B=${1:-build}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -61,6 +66,8 @@ panel() {
 # the lower panel cut 20 % shorter (0.12 m), as a shrunk hem would be.
 { panel 12 6 1.0 0.0 1; panel 17 6 0.85 0.0 73 0.12; } >"$T/pattern.obj"
 { panel 12 6 1.0 0.0 1; } >"$T/other.obj"
+# The panels again as OBJ groups "upper" and "lower", for per-group keys.
+{ echo "g upper"; panel 12 6 1.0 0.0 1; echo "g lower"; panel 17 6 0.85 -0.04 73; } >"$T/gpanels.obj"
 cat >"$T/scene.json" <<EOF2
 {
   "fps": 24, "frames": 24,
@@ -71,6 +78,55 @@ EOF2
 sed "s|\"seams\"|\"rest_mesh\": \"$T/pattern.obj\", \"seams\"|" "$T/scene.json" >"$T/rest.json"
 sed "s|\"seams\": {\"distance\": 0.045}|\"stitches\": [[0, 200]]|" "$T/scene.json" >"$T/badstitch.json"
 sed "s|\"seams\"|\"rest_mesh\": \"$T/other.obj\", \"seams\"|" "$T/scene.json" >"$T/badrest.json"
+sed "s|panels.obj\"|gpanels.obj\", \"rest_scale\": {\"lower\": 0.8}|" "$T/scene.json" >"$T/rscale.json"
+sed "s|\"lower\": 0.8|\"cuff\": 0.8|" "$T/rscale.json" >"$T/badrscale.json"
+
+# A right triangle of legs 1 m (area 0.5 m^2) at y = 1, density 0.3 kg/m^2:
+# each vertex carries 0.05 kg; on soft pins of 2 N/m it settles
+# 0.05 * 9.81 / 2 = 0.24525 m lower (damping 5/s: settled by frame 96).
+printf 'v 0 1 0\nv 1 1 0\nv 0 1 1\nf 1 2 3\n' >"$T/tri.obj"
+cat >"$T/soft.json" <<EOF2
+{
+  "fps": 24, "frames": 96,
+  "cloth": {"mesh": "$T/tri.obj", "material": {"preset": "cotton", "density": 0.3, "damping": 5},
+            "pins": {"indices": [0, 1, 2], "stiffness": 2}}
+}
+EOF2
+sed 's|"stiffness": 2|"stiffness": -2|' "$T/soft.json" >"$T/badsoft.json"
+sed 's|"stiffness": 2|"stiffness": 2, "attach": 0|; s|"cloth"|"colliders": [{"plane": {"point": [0, -5, 0], "normal": [0, 1, 0]}}], "cloth"|' \
+	"$T/soft.json" >"$T/softattach.json"
+# sag DIR: how far each of the triangle's vertices fell, the largest and
+# smallest ("min max").
+sag() { awk '/^v /{ d = 1 - $3; if (n == 0 || d > hi) hi = d; if (n == 0 || d < lo) lo = d; n++ }
+	END { printf "%.6f %.6f\n", lo, hi }' "$1/frame_0096.obj"; }
+if "$DRAPE" check "$T/soft.json" >"$T/soft.out" 2>&1 && grep -q '^soft pins: *3 ' "$T/soft.out" &&
+	grep -q '^pinned vertices: *0$' "$T/soft.out" &&
+	"$DRAPE" run "$T/soft.json" --local --out "$T/softl" --quiet 2>"$T/softl.err"; then
+	s=$(sag "$T/softl")
+	if awk -v s="$s" 'BEGIN { split(s, a, " "); w = 0.05 * 9.81 / 2
+		exit !(a[1] > 0.97 * w && a[2] < 1.03 * w) }'; then
+		pass soft_pin_sags_m_g_over_k
+	else
+		fail soft_pin_sags_m_g_over_k "sag $s m, m g / k 0.24525 m"
+	fi
+	echo "  triangle on soft pins of 2 N/m sags (min max) $s m; m g / k = 0.24525 m"
+else
+	fail soft_pin_sags_m_g_over_k "$(cat "$T/soft.out" "$T/softl.err" | tail -n 5)"
+fi
+"$DRAPE" check "$T/badsoft.json" >"$T/bsp.out" 2>&1
+rc=$?
+if [ $rc -eq 65 ] && grep -q 'cloth.pins.stiffness: ' "$T/bsp.out"; then
+	pass negative_pin_stiffness_refused_naming_it
+else
+	fail negative_pin_stiffness_refused_naming_it "exit $rc: $(cat "$T/bsp.out")"
+fi
+"$DRAPE" check "$T/softattach.json" >"$T/spa.out" 2>&1
+rc=$?
+if [ $rc -eq 65 ] && grep -q 'cloth.pins.stiffness: a soft pin cannot follow a collider' "$T/spa.out"; then
+	pass soft_pin_with_attach_refused
+else
+	fail soft_pin_with_attach_refused "exit $rc: $(cat "$T/spa.out")"
+fi
 
 if "$DRAPE" check "$T/scene.json" >"$T/check.out" 2>"$T/check.err" &&
 	grep -q '^seams: *2 seam sides joined between 2 panels: 0 welds, 29 vertices stitched to edges' \
@@ -140,6 +196,30 @@ else
 	fail rest_mesh_gives_the_pattern_lengths "gap $g, lower panel $h m (pattern 0.12; without rest_mesh $h0); $(tail -c 300 "$T/rest.err")"
 fi
 echo "  lower panel hangs $h m with the 0.12 m pattern as its rest shape, $h0 m without"
+# rest_scale 0.8 on the lower panel's group: the same 0.12 m as the
+# pattern above, without a second mesh.
+"$DRAPE" run "$T/rscale.json" --local --out "$T/rs" --quiet 2>"$T/rs.err"
+g=$(gap "$T/rs")
+# Scaled, the lower panel is narrower too while its top is sewn to the
+# full width: its sides slant and it may ripple, so measure the length
+# along its centre column (vertices 81, 98, ... 166: top middle to bottom
+# middle).
+h=$(awk '/^v /{ n++; x[n] = $2; y[n] = $3; z[n] = $4 }
+	END { l = 0; for (k = 81; k < 166; k += 17) l += sqrt((x[k+17]-x[k])^2 + (y[k+17]-y[k])^2 + (z[k+17]-z[k])^2)
+		printf "%.6f\n", l }' "$T/rs/frame_0024.obj")
+if small "$g" && awk -v h="$h" 'BEGIN { exit !(h > 0.12 && h < 0.1236) }'; then
+	pass rest_scale_shrinks_the_group
+else
+	fail rest_scale_shrinks_the_group "gap $g, lower panel $h m (0.15 x 0.8 = 0.12); $(tail -c 300 "$T/rs.err")"
+fi
+echo "  lower panel centre column $h m long with rest_scale 0.8 (0.15 m x 0.8 = 0.12 m)"
+"$DRAPE" check "$T/badrscale.json" >"$T/brs.out" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -q "cloth.rest_scale.cuff: no group 'cuff' in the cloth mesh (groups: upper, lower)" "$T/brs.out"; then
+	pass rest_scale_unknown_group_named
+else
+	fail rest_scale_unknown_group_named "exit $rc: $(cat "$T/brs.out")"
+fi
 
 "$DRAPED" --listen "$URL" --state-dir "$T/state" --threads 1 >"$T/draped.log" 2>&1 &
 daemon_pid=$!
@@ -158,6 +238,18 @@ if "$DRAPE" run "$T/scene.json" --server "$URL" --out "$T/server" --quiet 2>"$T/
 	pass server_bit_identical_to_local
 else
 	fail server_bit_identical_to_local "$(tail -c 300 "$T/server.err")"
+fi
+if "$DRAPE" run "$T/soft.json" --server "$URL" --out "$T/softs" --quiet 2>"$T/softs.err" &&
+	cmp -s "$T/softl/frame_0096.obj" "$T/softs/frame_0096.obj"; then
+	pass soft_pins_through_the_server_bit_identical
+else
+	fail soft_pins_through_the_server_bit_identical "$(tail -c 300 "$T/softs.err")"
+fi
+if "$DRAPE" run "$T/rscale.json" --server "$URL" --out "$T/rss" --quiet 2>"$T/rss.err" &&
+	cmp -s "$T/rs/frame_0024.obj" "$T/rss/frame_0024.obj"; then
+	pass rest_scale_through_the_server_bit_identical
+else
+	fail rest_scale_through_the_server_bit_identical "$(tail -c 300 "$T/rss.err")"
 fi
 
 "$DRAPE" check "$T/badstitch.json" >"$T/bs.out" 2>&1

@@ -684,7 +684,7 @@ static void test_scene_errors(void)
 	static const scene_bad cases[] = {
 		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"strech\": 1}}", DRAPE_EINVAL,
 		 "s.json: cloth.strech: unknown key (expected one of: mesh, scale, translate, stretch, shear, bend, "
-		 "thickness, density, pins, material, model, stitches, seams, rest_mesh, stitch_stiffness, sew_speed)"},
+		 "thickness, density, pins, material, model, stitches, seams, rest_mesh, stitch_stiffness, sew_speed, mass_scale, rest_scale)"},
 		{"{\"fsp\": 24, \"cloth\": {}}", DRAPE_EINVAL, NULL},
 		{"{\"fps\": \"24\", \"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}", DRAPE_EINVAL,
 		 "s.json: fps: must be a number, not a string"},

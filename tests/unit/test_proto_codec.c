@@ -150,10 +150,14 @@ static void test_request_roundtrip_create(void)
 	r.u.create.uvs = uvs;
 	r.u.create.pins = pins;
 	r.u.create.pin_count = 2;
+	float pin_k[2] = { 0.0f, 42.5f };
+	r.u.create.pin_stiffness = pin_k;
 	float rest[27];
 	for (int i = 0; i < 27; i++)
 		rest[i] = sheet_pos[i] * 1.25f;
 	r.u.create.rest_positions = rest;
+	float rscale[9] = { 1, 1, 1, 0.8f, 0.8f, 0.8f, 1.1f, 1.1f, 1.1f };
+	r.u.create.rest_scale = rscale;
 	uint32_t stitch_v[6] = { 0, 4, 4, 8, 6, 7 };
 	float stitch_t[2] = { 0.0f, 0.375f };
 	r.u.create.stitch_v = stitch_v;
@@ -171,11 +175,14 @@ static void test_request_roundtrip_create(void)
 	CHECK(memcmp(c->mesh.triangles, sheet_tri, sizeof sheet_tri) == 0);
 	CHECK(c->inv_mass != NULL && memcmp(c->inv_mass, inv_mass, sizeof inv_mass) == 0);
 	CHECK(c->pin_count == 2 && c->pins[0] == 0 && c->pins[1] == 2);
+	CHECK(c->pin_stiffness != NULL && c->pin_stiffness[0] == 0.0f &&
+	      c->pin_stiffness[1] == 42.5f);
 	CHECK(c->uvs != NULL && c->uvs != uvs && memcmp(c->uvs, uvs, sizeof uvs) == 0);
 	CHECK(c->params.mask == PROTO_PARAMS_ALL);
 	CHECK(params_equal(&c->params.values, &r.u.create.params.values));
 	CHECK(c->name != NULL && strcmp(c->name, "shirt-take-3") == 0);
 	CHECK(c->rest_positions != NULL && memcmp(c->rest_positions, rest, sizeof rest) == 0);
+	CHECK(c->rest_scale != NULL && memcmp(c->rest_scale, rscale, sizeof rscale) == 0);
 	CHECK(c->stitch_count == 2 && memcmp(c->stitch_v, stitch_v, sizeof stitch_v) == 0 &&
 	      memcmp(c->stitch_t, stitch_t, sizeof stitch_t) == 0);
 	CHECK(c->has_stitch_k && c->stitch_k == 150.0f && c->has_sew_speed && c->sew_speed == 0.25f);
@@ -188,16 +195,19 @@ static void test_request_roundtrip_create(void)
 	r.u.create.uvs = NULL;
 	r.u.create.pins = NULL;
 	r.u.create.pin_count = 0;
+	r.u.create.pin_stiffness = NULL;
 	r.u.create.params.mask = 0;
 	r.u.create.name = NULL;
 	r.u.create.rest_positions = NULL;
+	r.u.create.rest_scale = NULL;
 	r.u.create.stitch_count = 0;
 	r.u.create.has_stitch_k = r.u.create.has_sew_speed = false;
 	CHECK_OK(request_roundtrip(&r, &d, &err));
 	CHECK(d.u.create.rest_positions == NULL && d.u.create.stitch_count == 0 &&
 	      d.u.create.stitch_v == NULL && !d.u.create.has_stitch_k && !d.u.create.has_sew_speed);
 	CHECK(d.u.create.inv_mass == NULL && d.u.create.pins == NULL && d.u.create.pin_count == 0);
-	CHECK(d.u.create.uvs == NULL);
+	CHECK(d.u.create.uvs == NULL && d.u.create.pin_stiffness == NULL &&
+	      d.u.create.rest_scale == NULL);
 	CHECK(d.u.create.params.mask == 0 && d.u.create.name == NULL);
 	proto_request_free(&d);
 }

@@ -425,6 +425,49 @@ static void test_decode_bad_bulk(void)
 	tb_bin(&t, "uvs", uv, sizeof uv);
 	EXPECT_ERR(&t, DRAPE_ENONFINITE, "uvs[6][1]");
 
+	/* pin_stiffness: without pins, a count other than the pins', a
+	 * negative stiffness and a non-finite one, each named */
+	uint32_t pv[2] = { 0, 2 };
+	float pk[2] = { 50.0f, 0.0f };
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "pin_stiffness", pk, sizeof pk);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "pin_stiffness");
+	tb_request(&t, 7, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "pins", pv, sizeof pv);
+	tb_bin(&t, "pin_stiffness", pk, 4);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "pin_stiffness");
+	pk[1] = -3.0f;
+	tb_request(&t, 7, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "pins", pv, sizeof pv);
+	tb_bin(&t, "pin_stiffness", pk, sizeof pk);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "pin_stiffness[1]");
+	pk[0] = INFINITY;
+	tb_request(&t, 7, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "pins", pv, sizeof pv);
+	tb_bin(&t, "pin_stiffness", pk, sizeof pk);
+	EXPECT_ERR(&t, DRAPE_ENONFINITE, "pin_stiffness[0]");
+
+	/* rest_scale: one vertex short, a zero scale named with its vertex */
+	float rs[9] = { 1, 1, 1, 1, 1, 1, 1, 0, 1 };
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "rest_scale", rs, sizeof rs - 4);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "rest_scale");
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "rest_scale", rs, sizeof rs);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "rest_scale[7]");
+
 	/* stitches: one array without the other, a vertex out of range, a
 	 * t count that does not match, a non-finite t; a rest shape one
 	 * vertex short */

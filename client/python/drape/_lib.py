@@ -111,6 +111,8 @@ class drape_session_desc(ctypes.Structure):
         ("stitch_count", ctypes.c_uint32),
         ("stitch_k", ctypes.c_float),
         ("sew_speed", ctypes.c_float),
+        ("pin_stiffness", ctypes.c_void_p),
+        ("rest_scale", ctypes.c_void_p),
     ]
 
 

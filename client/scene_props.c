@@ -1,0 +1,115 @@
+/*
+ * Properties of the cloth per OBJ group in a scene (client/SCENE.md,
+ * "Garments"): "mass_scale" multiplies the areal-density mass of a group's
+ * vertices (a heavy hem, a light yoke), "rest_scale" the rest lengths of
+ * their edges (a shrunk cuff, a loose sleeve: drape_sim_desc.rest_scale,
+ * sent as it is). The scene keeps the per-vertex
+ * factors; drape_scene_inv_mass turns them into the inverse masses the
+ * session is created with, from the density the scene resolves to when it
+ * is submitted (so `drape run --material` is honoured).
+ */
+#include "client/scene_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An object of group name -> number > 0 into a per-vertex factor array
+ * (vertex_count floats, 1 where no group names the vertex; a vertex in
+ * several of the groups takes the one listed last). */
+static drape_err scn_group_factors(scn *c, const cJSON *v, double hi, float **out)
+{
+	const drape_obj_mesh *m = &c->s.cloth;
+	drape_err e;
+	if ((e = scn_want_object(c, v)) != DRAPE_OK)
+		return e;
+	float *f = malloc((size_t)m->vertex_count * sizeof *f + 1);
+	if (f == NULL)
+		return scn_fail(c, DRAPE_ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < m->vertex_count; i++)
+		f[i] = 1.0f;
+	*out = f;
+	for (const cJSON *it = v->child; it != NULL; it = it->next) {
+		size_t old = scn_push_key(c, it->string);
+		const drape_obj_group *g = drape_obj_find_group(m, it->string);
+		if (g == NULL) {
+			char list[120];
+			size_t n = 0;
+			list[0] = '\0';
+			for (uint32_t i = 0; i < m->group_count && n + 1 < sizeof list; i++) {
+				int w = snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "",
+						 m->groups[i].name);
+				if (w < 0)
+					break;
+				n += (size_t)w;
+			}
+			return scn_fail(c, DRAPE_ENOTFOUND, "no group '%.40s' in the cloth mesh (%s%s)",
+					it->string, m->group_count ? "groups: " : "it has no groups", list);
+		}
+		float s = 1.0f;
+		if ((e = scn_float_in(c, it, 0.0, hi, 1, &s)) != DRAPE_OK)
+			return e;
+		for (uint32_t i = 0; i < g->count; i++)
+			f[g->vertices[i]] = s;
+		scn_pop(c, old);
+	}
+	return DRAPE_OK;
+}
+
+drape_err scn_props(scn *c, const cJSON *cl)
+{
+	SCN_FIELD(c, cl, "mass_scale", scn_group_factors(c, v_, 1e6, &c->s.mass_scale));
+	SCN_FIELD(c, cl, "rest_scale", scn_group_factors(c, v_, 100.0, &c->s.rest_scale));
+	return DRAPE_OK;
+}
+
+drape_err drape_scene_inv_mass(const drape_scene *sc, float **out, drape_error *err)
+{
+	*out = NULL;
+	if (sc->mass_scale == NULL)
+		return DRAPE_OK;
+	const drape_obj_mesh *m = &sc->cloth;
+	const float *x = sc->rest_positions != NULL ? sc->rest_positions : m->positions;
+	double *mass = calloc((size_t)m->vertex_count + 1, sizeof *mass);
+	float *w = malloc(((size_t)m->vertex_count + 1) * sizeof *w);
+	if (mass == NULL || w == NULL) {
+		free(mass);
+		free(w);
+		return drape_error_setf(err, DRAPE_ENOMEM, "mass_scale: out of memory for %u vertices",
+					m->vertex_count);
+	}
+	/* The solver's own rule (sim.c, area_masses): a third of each
+	 * triangle's rest area times the density per corner; a vertex in no
+	 * triangle with area gets the mean. */
+	for (uint32_t t = 0; t < m->triangle_count; t++) {
+		const uint32_t *tri = &m->triangles[3 * (size_t)t];
+		const float *a = &x[3 * (size_t)tri[0]], *b = &x[3 * (size_t)tri[1]],
+			    *q = &x[3 * (size_t)tri[2]];
+		double u[3], v[3];
+		for (int k = 0; k < 3; k++) {
+			u[k] = (double)b[k] - a[k];
+			v[k] = (double)q[k] - a[k];
+		}
+		double cx = u[1] * v[2] - u[2] * v[1], cy = u[2] * v[0] - u[0] * v[2],
+		       cz = u[0] * v[1] - u[1] * v[0];
+		double third = (double)sc->params.density * 0.5 * sqrt(cx * cx + cy * cy + cz * cz) / 3.0;
+		for (int k = 0; k < 3; k++)
+			mass[tri[k]] += third;
+	}
+	double total = 0.0;
+	uint32_t with = 0;
+	for (uint32_t i = 0; i < m->vertex_count; i++)
+		if (mass[i] > 0.0) {
+			total += mass[i];
+			with++;
+		}
+	double fallback = with ? total / with : (double)sc->params.density * 1e-4;
+	for (uint32_t i = 0; i < m->vertex_count; i++) {
+		double mi = (mass[i] > 0.0 ? mass[i] : fallback) * sc->mass_scale[i];
+		w[i] = (float)(1.0 / mi);
+	}
+	free(mass);
+	*out = w;
+	return DRAPE_OK;
+}
