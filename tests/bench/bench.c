@@ -525,6 +525,7 @@ static int name_matches(const char *name, const char *list)
 
 #include "tests/bench/bench_material.inc"
 #include "tests/bench/bench_render.inc"
+#include "tests/bench/bench_fielddisk.inc"
 
 int main(void)
 {
@@ -586,6 +587,8 @@ int main(void)
 	}
 	if (!only || name_matches("preview render", only))
 		bench_render();
+	if (!only || name_matches("body field", only))
+		bench_fielddisk();
 
 	printf("\n");
 	if (res[R_100].ok && res[R_100_PLAIN].ok && res[R_100_1].ok)
