@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server/fieldcache.h"
+#include "server/fielddisk.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -154,8 +155,21 @@ drape_err srv_collider_apply(const srv_config *cfg, srv_session *s, const proto_
 		if (d.shape == DRAPE_SHAPE_MESH && d.frame_count == 0) {
 			srv_field_key key = srv_field_key_of(s->sim, &d);
 			field = srv_fieldcache_get(key);
+			double load_ms = 0;
 			if (field != NULL) {
 				srv_debug("session %u: collider field from the cache", (unsigned)s->id);
+			} else if ((field = srv_fielddisk_load(key, &load_ms)) != NULL) {
+				drape_sdf_info info;
+				drape_sdf_get_info(field, &info);
+				char name[40];
+				srv_fielddisk_name(key, name);
+				srv_info("session %u: loaded a collider field of %llu voxels (%.3f m) from disk "
+					 "(fields/%s) in %.0f ms",
+					 (unsigned)s->id, (unsigned long long)info.voxels, (double)info.voxel_size,
+					 name, load_ms);
+				drape_sdf *loaded = field;
+				field = srv_fieldcache_put(key, loaded);
+				drape_sdf_release(loaded);
 			} else {
 				drape_sdf *built = NULL;
 				rc = drape_sim_build_collider_sdf(s->sim, &d, &built, err);
@@ -166,6 +180,7 @@ drape_err srv_collider_apply(const srv_config *cfg, srv_session *s, const proto_
 				srv_info("session %u: built a collider field of %llu voxels (%.3f m) in %.0f ms",
 					 (unsigned)s->id, (unsigned long long)info.voxels,
 					 (double)info.voxel_size, info.build_ms);
+				srv_fielddisk_store(key, built);
 				field = srv_fieldcache_put(key, built);
 				drape_sdf_release(built);
 			}

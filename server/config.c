@@ -85,6 +85,9 @@ static const srv_opt srv_opts[] = {
 	  "colliders per session; 0 = no limit. Default 64" },
 	{ "max-voxels", SRV_OPT_U64, OFF(max_voxels), 0, 0, "N",
 	  "voxels per mesh collider field. Default 64000000" },
+	{ "max-field-disk", SRV_OPT_U64, OFF(max_field_disk), 0, 0, "BYTES",
+	  "bytes of mesh collider fields kept in STATE/fields/ for reuse after a restart, least "
+	  "recently used removed first; 0 = none kept. Default 2147483648" },
 	{ "max-anim-frames", SRV_OPT_U64, OFF(max_anim_frames), 0, UINT32_MAX, "N",
 	  "animation frames per deforming collider (collider.add plus collider.frames); "
 	  "0 = no limit of ours. Default 100000" },
@@ -189,6 +192,7 @@ void srv_config_default(srv_config *c)
 	c->max_triangles = 8000000;
 	c->max_colliders = 64;
 	c->max_voxels = 64000000;
+	c->max_field_disk = 2ull << 30;
 	/* The solver's own caps (sim.h); an operator may set lower ones. */
 	c->max_anim_frames = DRAPE_MAX_COLLIDER_FRAMES;
 	c->max_anim_bytes = DRAPE_MAX_COLLIDER_FRAME_BYTES;

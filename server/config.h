@@ -33,6 +33,7 @@ typedef struct srv_config {
 	uint64_t max_triangles;
 	uint64_t max_colliders;
 	uint64_t max_voxels;
+	uint64_t max_field_disk;    /* bytes of STATE/fields/ (mesh fields kept on disk); 0 = none */
 	uint64_t max_anim_frames;   /* animation frames per deforming collider; 0 = the solver's cap */
 	uint64_t max_anim_bytes;    /* their bytes (frames * vertices * 12); 0 = the solver's cap */
 	uint64_t max_sessions;

@@ -205,6 +205,7 @@ static const struct {
 	{ "ipc_mode", offsetof(srv_config, ipc_mode), 1 },
 	{ "max_message", offsetof(srv_config, max_message), 0 },
 	{ "max_voxels", offsetof(srv_config, max_voxels), 0 },
+	{ "max_field_disk", offsetof(srv_config, max_field_disk), 0 },
 	{ "max_anim_frames", offsetof(srv_config, max_anim_frames), 0 },
 	{ "max_anim_bytes", offsetof(srv_config, max_anim_bytes), 0 },
 	{ "max_frames_retained", offsetof(srv_config, max_frames_retained), 0 },

@@ -16,6 +16,7 @@
 #include "server/budget.h"
 #include "server/checkpoint.h"
 #include "server/fieldcache.h"
+#include "server/fielddisk.h"
 #include "server/control.h"
 #include "server/log.h"
 #include "server/resume.h"
@@ -260,6 +261,7 @@ int srv_server_init(srv_server *s, srv_config *cfg)
 	/* The field cache is part of the memory budget, so it gets a share
 	 * of it rather than a fixed gigabyte (budget.h). */
 	srv_fieldcache_set_budget(srv_budget_fieldcache_bytes(cfg));
+	srv_fielddisk_configure(cfg->state_dir, cfg->max_field_disk);
 	if (cfg->max_memory != 0 && cfg->max_connections != 0 &&
 	    cfg->max_connections * cfg->max_message > cfg->max_memory)
 		srv_warn("max_connections x max_message = %llu bytes is more than max_memory = %llu: "

@@ -62,6 +62,7 @@ typedef struct cli_opts {
 	int nsets;
 	const char *format;      /* --format obj|pc2|mdd|geo (run, attach, export); NULL = obj */
 	bool rm;                 /* --rm (run --server): delete the session once its frames are written */
+	uint32_t threads;        /* --threads N (run, embedded or --local): solver threads; 0 = cores */
 } cli_opts;
 
 /* Set by the SIGINT/SIGTERM handler; long loops poll it. */

@@ -205,6 +205,15 @@ bool cli_parse(int argc, char **argv, int first, const char *const *allowed, int
 				return false;
 			}
 			o->max_pairs = u;
+		} else if (strcmp(name, "--threads") == 0) {
+			/* 256 is drape_pool_create's limit, and the daemon's
+			 * --pool-threads limit. */
+			if (!parse_u32(val, 256, &u) || u == 0) {
+				fprintf(stderr, "drape %s: --threads: expected 1..256, got \"%s\"\n", cmd,
+					val);
+				return false;
+			}
+			o->threads = u;
 		} else if (strcmp(name, "--timeout") == 0) {
 			if (!parse_u32(val, 3600000, &u) || u == 0) {
 				fprintf(stderr, "drape %s: --timeout: expected milliseconds >= 1, got \"%s\"\n",

@@ -147,7 +147,16 @@ int cli_embed_start(cli_embed *e, const cli_opts *o)
 		}
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
-		execl(draped, draped, "--listen", e->url, "--state-dir", state, (char *)NULL);
+		if (o->threads != 0) {
+			/* One session: N threads split each frame (the pool),
+			 * and at most N frames solve at once. */
+			char n[16];
+			snprintf(n, sizeof n, "%u", (unsigned)o->threads);
+			execl(draped, draped, "--listen", e->url, "--state-dir", state, "--threads", n,
+			      "--pool-threads", n, (char *)NULL);
+		} else {
+			execl(draped, draped, "--listen", e->url, "--state-dir", state, (char *)NULL);
+		}
 		fprintf(stderr, "exec %s: %s\n", draped, strerror(errno));
 		_exit(127);
 	}

@@ -75,7 +75,8 @@ static const struct {
 } commands[] = {
 	{"run",
 	 "usage: drape run SCENE.json [--server URL] [--out DIR] [--frames N] [--json]\n"
-	 "                 [--material NAME] [--token-file F] [--local] [--quiet] [--timeout MS]\n"
+	 "                 [--material NAME] [--token-file F] [--local] [--threads N] [--quiet]\n"
+	 "                 [--timeout MS]\n"
 	 "                 [--state-dir DIR] [--set KEY=VALUE]...\n"
 	 "                 [--format obj|pc2|mdd|geo] [--rm]\n"
 	 "\n"
@@ -100,7 +101,9 @@ static const struct {
 	 "                  private draped runs on an ipc socket in a temporary folder and\n"
 	 "                  is stopped at the end ($DRAPED, or draped next to drape).\n"
 	 "  --local         no server at all: the solver runs in this process (to measure\n"
-	 "                  the server's overhead, or to work without draped)\n"
+	 "                  the server's overhead, or to work without draped)\n"	 "  --threads N     solver threads of the embedded server or of --local (default:\n"
+	 "                  one per core); frames are bit-identical whatever N. Not with\n"
+	 "                  --server (a running draped has its own --threads/--pool-threads)\n"
 	 "  --quiet         no progress bar (shown on stderr when it is a terminal) or summary\n"
 	 "  --state-dir DIR a resumable batch run: the embedded server checkpoints into\n"
 	 "                  DIR/daemon, frames go to DIR/frames (or --out); run again with\n"

@@ -469,12 +469,25 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 	if (rc != DRAPE_OK)
 		return cli_fail("cloth.mass_scale", rc, &err);
 	d.inv_mass = inv_mass;
-	/* No worker pool: draped steps each session on one worker thread, so
-	 * the comparison with the server measures the server, not threading. */
+	/* The same threads as the embedded server by default (one per core,
+	 * as draped's --pool-threads): a lone session there also splits each
+	 * frame over the pool. The pool changes the time, never the result. */
+	drape_pool *pool = NULL;
+	rc = drape_pool_create(o->threads, &pool, &err);
+	if (rc != DRAPE_OK) {
+		free(inv_mass);
+		return cli_fail("creating the solver's threads", rc, &err);
+	}
+	d.pool = pool;
+	if (!o->quiet && !o->json)
+		fprintf(stderr, "drape: solving in this process on %u thread%s\n",
+			(unsigned)drape_pool_threads(pool), drape_pool_threads(pool) == 1 ? "" : "s");
 	rc = drape_sim_create(&d, &sim, &err);
 	free(inv_mass);
-	if (rc != DRAPE_OK)
+	if (rc != DRAPE_OK) {
+		drape_pool_destroy(pool);
 		return cli_fail("creating the solver", rc, &err);
+	}
 	int x = 0;
 	for (uint32_t i = 0; i < sc->collider_count && x == 0; i++) {
 		rc = drape_sim_add_collider(sim, &sc->colliders[i], NULL, &err);
@@ -520,6 +533,7 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 	sink_free(&k);
 	free(pos);
 	drape_sim_destroy(sim);
+	drape_pool_destroy(pool);
 	return x;
 }
 
@@ -607,7 +621,8 @@ int cli_cmd_run(int argc, char **argv)
 {
 	static const char *const allowed[] = {"--server", "--out",   "--frames",   "--json",
 					      "--token-file", "--local", "--quiet", "--timeout",
-					      "--material", "--state-dir", "--set", "--format", "--rm", NULL};
+					      "--material", "--state-dir", "--set", "--format", "--rm",
+					      "--threads", NULL};
 	cli_opts o;
 	if (!cli_parse(argc, argv, 2, allowed, 1, "run", &o))
 		return CLI_USAGE;
@@ -622,6 +637,15 @@ int cli_cmd_run(int argc, char **argv)
 	}
 	if (o.local && o.server && !o.server_from_env) {
 		fprintf(stderr, "drape run: --local and --server exclude each other\n");
+		return CLI_USAGE;
+	}
+	/* A running draped was started with its own --threads and
+	 * --pool-threads, shared by every session on it; a client cannot
+	 * change them, so saying it can would be a lie. */
+	if (o.threads != 0 && o.server != NULL) {
+		fprintf(stderr, "drape run: --threads applies to the embedded server and --local; the "
+				"server %s uses its own (draped --threads/--pool-threads)%s\n",
+			o.server, o.server_from_env ? " (from $DRAPE_SERVER)" : "");
 		return CLI_USAGE;
 	}
 	if (o.local && o.state_dir) {

@@ -431,6 +431,24 @@ void drape_sdf_get_info(const drape_sdf *sdf, drape_sdf_info *info);
  * zero gradient when outside the mesh (free space). Thread-safe.
  */
 void drape_sdf_sample(const drape_sdf *sdf, const float *points, uint32_t n, float *dist, float *grad);
+/*
+ * A field as bytes, for a caller that keeps fields between runs (draped's
+ * disk cache of STATE/fields/). The solver does no file I/O: the caller
+ * writes and reads the bytes. The format is a small header (magic, version,
+ * the info above, the payload's length and 64-bit checksum) followed by the
+ * grid in OpenVDB's own stream format, lossless: a field read back samples
+ * bit-identically to the one written. Meant for the machine that wrote it
+ * (native byte order). On success *data is malloc'd and owned by the caller
+ * (free it); on failure *data and *size are untouched.
+ */
+drape_err drape_sdf_serialize(const drape_sdf *sdf, void **data, size_t *size, drape_error *err);
+/*
+ * Rebuilds a field from drape_sdf_serialize's bytes. Bytes that are not such a
+ * field (another magic or version, truncated, corrupt payload, or a grid that
+ * does not match its header) give DRAPE_ESDF with a message saying which, and
+ * leave *out untouched. On success the caller owns one reference to *out.
+ */
+drape_err drape_sdf_deserialize(const void *data, size_t size, drape_sdf **out, drape_error *err);
 
 /* ---- Preflight: intersecting triangle pairs -------------------------------- */
 

@@ -30,6 +30,7 @@
  * bounding-box cap below already counts.
  */
 #include <openvdb/openvdb.h>
+#include <openvdb/io/Stream.h>
 #include <openvdb/tools/MeshToVolume.h>
 
 #include <algorithm>
@@ -37,10 +38,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <mutex>
 #include <new>
+#include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -414,5 +419,180 @@ extern "C" void drape_sdf_sample(const drape_sdf *sdf, const float *points, uint
 			grad[i * 3 + 1] = g[1];
 			grad[i * 3 + 2] = g[2];
 		}
+	}
+}
+
+/*
+ * Serialised fields. The header is written field by field (no struct
+ * padding): magic "DRAPESDF", u32 version, f32 voxel_size, f32 band, u64
+ * voxels, f32 bbox_min[3], f32 bbox_max[3], f64 build_ms, u64 payload bytes,
+ * u64 FNV-1a of the payload; then the payload, one FloatGrid in OpenVDB's
+ * stream format. The checksum catches a truncated or damaged file before
+ * OpenVDB parses it; the grid is then checked against the header.
+ */
+namespace {
+
+constexpr char kSdfMagic[8] = {'D', 'R', 'A', 'P', 'E', 'S', 'D', 'F'};
+constexpr uint32_t kSdfVersion = 1;
+constexpr size_t kSdfHeader = 8 + 4 + 4 + 4 + 8 + 12 + 12 + 8 + 8 + 8;
+
+uint64_t fnv1a64(const unsigned char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+template <typename T> void put(std::string &s, const T &v)
+{
+	s.append(reinterpret_cast<const char *>(&v), sizeof v);
+}
+
+template <typename T> T get(const unsigned char *&p)
+{
+	T v;
+	std::memcpy(&v, p, sizeof v);
+	p += sizeof v;
+	return v;
+}
+
+drape_err serialize(const drape_sdf *sdf, void **data, size_t *size, drape_error *err)
+{
+	vdb_init();
+	/* A shallow copy (the tree is shared, read only) whose metadata the
+	 * writer may touch without racing the threads sampling the field. */
+	openvdb::GridBase::Ptr copy = sdf->grid->copyGrid();
+	openvdb::GridCPtrVec grids;
+	grids.push_back(copy);
+	std::ostringstream os(std::ios_base::out | std::ios_base::binary);
+	openvdb::io::Stream stream(os);
+	stream.setGridStatsMetadataEnabled(false);
+	stream.write(grids);
+	if (!os)
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: writing the grid to memory failed");
+	const std::string payload = os.str();
+	const drape_sdf_info &in = sdf->info;
+	std::string h;
+	h.append(kSdfMagic, sizeof kSdfMagic);
+	put(h, kSdfVersion);
+	put(h, in.voxel_size);
+	put(h, in.band);
+	put(h, in.voxels);
+	for (int k = 0; k < 3; k++)
+		put(h, in.bbox_min[k]);
+	for (int k = 0; k < 3; k++)
+		put(h, in.bbox_max[k]);
+	put(h, in.build_ms);
+	put(h, uint64_t(payload.size()));
+	put(h, fnv1a64(reinterpret_cast<const unsigned char *>(payload.data()), payload.size()));
+	if (h.size() != kSdfHeader)
+		return drape_error_setf(err, DRAPE_EINTERNAL, "sdf: header of %zu bytes, expected %zu",
+					h.size(), kSdfHeader);
+	const size_t n = h.size() + payload.size();
+	unsigned char *buf = static_cast<unsigned char *>(std::malloc(n));
+	if (buf == nullptr)
+		return drape_error_setf(err, DRAPE_ENOMEM, "sdf: out of memory serialising the field");
+	std::memcpy(buf, h.data(), h.size());
+	std::memcpy(buf + h.size(), payload.data(), payload.size());
+	*data = buf;
+	*size = n;
+	return DRAPE_OK;
+}
+
+drape_err deserialize(const void *data, size_t size, drape_sdf **out, drape_error *err)
+{
+	const unsigned char *p = static_cast<const unsigned char *>(data);
+	if (size < kSdfHeader)
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: %zu bytes, shorter than the %zu-byte header",
+					size, kSdfHeader);
+	if (std::memcmp(p, kSdfMagic, sizeof kSdfMagic) != 0)
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: not a drape field (magic)");
+	p += sizeof kSdfMagic;
+	const uint32_t version = get<uint32_t>(p);
+	if (version != kSdfVersion)
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: version %u, this build reads %u",
+					(unsigned)version, (unsigned)kSdfVersion);
+	drape_sdf_info info{};
+	info.voxel_size = get<float>(p);
+	info.band = get<float>(p);
+	info.voxels = get<uint64_t>(p);
+	for (int k = 0; k < 3; k++)
+		info.bbox_min[k] = get<float>(p);
+	for (int k = 0; k < 3; k++)
+		info.bbox_max[k] = get<float>(p);
+	info.build_ms = get<double>(p);
+	const uint64_t len = get<uint64_t>(p);
+	const uint64_t sum = get<uint64_t>(p);
+	if (len != size - kSdfHeader)
+		return drape_error_setf(err, DRAPE_ESDF,
+					"sdf: payload of %zu bytes, the header says %llu (truncated or padded)",
+					size - kSdfHeader, (unsigned long long)len);
+	if (fnv1a64(p, size_t(len)) != sum)
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: payload checksum mismatch (corrupt)");
+	if (!(info.voxel_size > 0) || !std::isfinite(info.voxel_size) || !(info.band > 0) ||
+	    !std::isfinite(info.band))
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: voxel_size %g or band %g is not positive",
+					double(info.voxel_size), double(info.band));
+	vdb_init();
+	std::istringstream is(std::string(reinterpret_cast<const char *>(p), size_t(len)),
+			      std::ios_base::in | std::ios_base::binary);
+	openvdb::io::Stream stream(is);
+	openvdb::GridPtrVecPtr grids = stream.getGrids();
+	if (!grids || grids->size() != 1)
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: the payload holds %zu grids, expected 1",
+					grids ? grids->size() : size_t(0));
+	openvdb::FloatGrid::Ptr grid = openvdb::gridPtrCast<openvdb::FloatGrid>((*grids)[0]);
+	if (!grid)
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: the payload's grid is not a float grid");
+	const openvdb::Vec3d vs = grid->voxelSize();
+	if (float(vs[0]) != info.voxel_size || vs[0] != vs[1] || vs[0] != vs[2])
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: the grid's voxel size %g is not the header's %g",
+					vs[0], double(info.voxel_size));
+	if (grid->activeVoxelCount() != info.voxels)
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: the grid has %llu active voxels, the header %llu",
+					(unsigned long long)grid->activeVoxelCount(),
+					(unsigned long long)info.voxels);
+	info.bytes = grid->memUsage();
+	drape_sdf *sdf = new drape_sdf;
+	sdf->refs.store(1, std::memory_order_relaxed);
+	sdf->grid = grid;
+	sdf->info = info;
+	*out = sdf;
+	return DRAPE_OK;
+}
+
+} // namespace
+
+extern "C" drape_err drape_sdf_serialize(const drape_sdf *sdf, void **data, size_t *size, drape_error *err)
+{
+	if (sdf == nullptr || data == nullptr || size == nullptr)
+		return drape_error_setf(err, DRAPE_EINVAL, "%s: NULL",
+					sdf == nullptr ? "sdf" : data == nullptr ? "data" : "size");
+	try {
+		return serialize(sdf, data, size, err);
+	} catch (const std::bad_alloc &) {
+		return drape_error_setf(err, DRAPE_ENOMEM, "sdf: out of memory serialising the field");
+	} catch (const std::exception &e) {
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: OpenVDB: %s", e.what());
+	} catch (...) {
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: OpenVDB threw an unknown exception");
+	}
+}
+
+extern "C" drape_err drape_sdf_deserialize(const void *data, size_t size, drape_sdf **out, drape_error *err)
+{
+	if (data == nullptr || out == nullptr)
+		return drape_error_setf(err, DRAPE_EINVAL, "%s: NULL", data == nullptr ? "data" : "out");
+	try {
+		return deserialize(data, size, out, err);
+	} catch (const std::bad_alloc &) {
+		return drape_error_setf(err, DRAPE_ENOMEM, "sdf: out of memory reading the field");
+	} catch (const std::exception &e) {
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: OpenVDB: %s", e.what());
+	} catch (...) {
+		return drape_error_setf(err, DRAPE_ESDF, "sdf: OpenVDB threw an unknown exception");
 	}
 }

@@ -25,6 +25,7 @@
 #include "server/sim/pool.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -525,6 +526,8 @@ static int name_matches(const char *name, const char *list)
 
 #include "tests/bench/bench_material.inc"
 #include "tests/bench/bench_render.inc"
+#include "tests/bench/bench_fielddisk.inc"
+#include "tests/bench/bench_sessions.inc"
 
 int main(void)
 {
@@ -586,6 +589,10 @@ int main(void)
 	}
 	if (!only || name_matches("preview render", only))
 		bench_render();
+	if (!only || name_matches("body field", only))
+		bench_fielddisk();
+	if (!only || name_matches("sessions", only))
+		bench_sessions();
 
 	printf("\n");
 	if (res[R_100].ok && res[R_100_PLAIN].ok && res[R_100_1].ok)

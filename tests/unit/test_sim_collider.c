@@ -330,6 +330,92 @@ static void test_vdb_sphere_matches_analytic(void)
 	CHECKF(ok, "%s", why);
 }
 
+/* A field written by drape_sdf_serialize and read back is the same field:
+ * every sample (distance and gradient) is bit-identical, it still agrees
+ * with the analytic sphere, and damaged bytes are refused with ESDF. */
+static void test_vdb_serialize_round_trip(void)
+{
+	mesh m = uv_sphere(0.5f, 96, 48);
+	drape_sdf *sdf = NULL, *back = NULL;
+	drape_error err;
+	CHECK_OK(drape_sdf_build(m.v, m.nv, m.t, m.nt, 0.01f, 0.05f, 0, &sdf, &err));
+	mesh_free(&m);
+	void *data = NULL;
+	size_t size = 0;
+	CHECK_OK(drape_sdf_serialize(sdf, &data, &size, &err));
+	CHECK(data != NULL && size > 64);
+	CHECK_OK(drape_sdf_deserialize(data, size, &back, &err));
+	drape_sdf_info a, b;
+	drape_sdf_get_info(sdf, &a);
+	drape_sdf_get_info(back, &b);
+	CHECK(a.voxel_size == b.voxel_size && a.band == b.band && a.voxels == b.voxels);
+	CHECK(memcmp(a.bbox_min, b.bbox_min, sizeof a.bbox_min) == 0);
+	CHECK(memcmp(a.bbox_max, b.bbox_max, sizeof a.bbox_max) == 0);
+	/* Points on a lattice through the interior, the band and free space,
+	 * offset so they fall between voxel centres. */
+	enum { N = 40 * 40 * 40 };
+	float *pts = malloc(sizeof(float) * 3 * N);
+	float *d1 = malloc(sizeof(float) * N), *d2 = malloc(sizeof(float) * N);
+	float *g1 = malloc(sizeof(float) * 3 * N), *g2 = malloc(sizeof(float) * 3 * N);
+	CHECK(pts && d1 && d2 && g1 && g2);
+	for (int i = 0; i < N; i++) {
+		pts[i * 3] = -0.7f + 1.4f * (float)(i % 40) / 39.0f + 0.00137f;
+		pts[i * 3 + 1] = -0.7f + 1.4f * (float)(i / 40 % 40) / 39.0f + 0.00291f;
+		pts[i * 3 + 2] = -0.7f + 1.4f * (float)(i / 1600) / 39.0f + 0.00053f;
+	}
+	drape_sdf_sample(sdf, pts, N, d1, g1);
+	drape_sdf_sample(back, pts, N, d2, g2);
+	CHECK(memcmp(d1, d2, sizeof(float) * N) == 0);
+	CHECK(memcmp(g1, g2, sizeof(float) * 3 * N) == 0);
+	int inside = 0;
+	for (int i = 0; i < N; i++)
+		inside += d2[i] < 0;
+	CHECKF(inside > N / 20, "%d of %d lattice points inside", inside, N);
+	char why[256];
+	int ok = sphere_field_agrees(back, 0.5f, b.band - 1.5f * b.voxel_size, b.voxel_size, 3.0f, 0, why,
+				     sizeof why);
+	CHECKF(ok, "%s", why);
+	drape_sdf_release(back);
+
+	/* Truncated anywhere, one byte flipped in the header or the payload,
+	 * or a byte too many: refused, and *out left alone. */
+	unsigned char *bytes = data;
+	const size_t cuts[] = {0, 7, 12, 40, 79, size / 2, size - 1};
+	for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+		drape_sdf *untouched = (drape_sdf *)&err;
+		CHECKF(drape_sdf_deserialize(bytes, cuts[i], &untouched, &err) == DRAPE_ESDF,
+		       "cut at %zu of %zu", cuts[i], size);
+		CHECK(untouched == (drape_sdf *)&err);
+	}
+	const size_t flips[] = {0, 9, size - 1, size / 2, size / 3};
+	for (size_t i = 0; i < sizeof flips / sizeof flips[0]; i++) {
+		bytes[flips[i]] ^= 0x40;
+		back = NULL;
+		CHECKF(drape_sdf_deserialize(bytes, size, &back, &err) == DRAPE_ESDF, "byte %zu flipped",
+		       flips[i]);
+		CHECK(back == NULL);
+		bytes[flips[i]] ^= 0x40;
+	}
+	unsigned char *longer = malloc(size + 1);
+	CHECK(longer != NULL);
+	memcpy(longer, bytes, size);
+	longer[size] = 0;
+	CHECK(drape_sdf_deserialize(longer, size + 1, &back, &err) == DRAPE_ESDF);
+	CHECK(strstr(err.message, "truncated or padded") != NULL);
+	free(longer);
+	/* The bytes are intact again: they still load. */
+	CHECK_OK(drape_sdf_deserialize(bytes, size, &back, &err));
+	drape_sdf_release(back);
+	CHECK(drape_sdf_serialize(NULL, &data, &size, &err) == DRAPE_EINVAL);
+	free(data);
+	free(pts);
+	free(d1);
+	free(d2);
+	free(g1);
+	free(g2);
+	drape_sdf_release(sdf);
+}
+
 static void test_vdb_outside_band_is_free_space(void)
 {
 	mesh m = uv_sphere(0.5f, 48, 24);
@@ -1001,6 +1087,7 @@ int main(int argc, char **argv)
 		CHECK_TEST(test_shape_box),
 		CHECK_TEST(test_shape_capsule),
 		CHECK_TEST(test_vdb_sphere_matches_analytic),
+		CHECK_TEST(test_vdb_serialize_round_trip),
 		CHECK_TEST(test_vdb_outside_band_is_free_space),
 		CHECK_TEST(test_vdb_open_mesh_keeps_inside),
 		CHECK_TEST(test_vdb_inconsistent_winding),
