@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/server.h"
 #include "server/session.h"
@@ -31,6 +32,7 @@ typedef struct webapi_hist {
 	float mean_strain[WEBAPI_HISTORY];
 	uint32_t contacts[WEBAPI_HISTORY];
 	uint32_t self_pairs[WEBAPI_HISTORY];
+	double stored_ms[WEBAPI_HISTORY]; /* wall clock (Unix ms) when the loop stored it */
 } webapi_hist;
 
 struct srv_webapi {
@@ -199,6 +201,7 @@ void srv_webapi_frame(srv_webapi *a, uint32_t session, uint32_t index, const dra
 		memmove(h->mean_strain, h->mean_strain + 1, keep * sizeof h->mean_strain[0]);
 		memmove(h->contacts, h->contacts + 1, keep * sizeof h->contacts[0]);
 		memmove(h->self_pairs, h->self_pairs + 1, keep * sizeof h->self_pairs[0]);
+		memmove(h->stored_ms, h->stored_ms + 1, keep * sizeof h->stored_ms[0]);
 		h->n = (uint32_t)keep;
 	}
 	h->frame[h->n] = index;
@@ -206,10 +209,23 @@ void srv_webapi_frame(srv_webapi *a, uint32_t session, uint32_t index, const dra
 	h->mean_strain[h->n] = st->mean_strain;
 	h->contacts[h->n] = st->contacts;
 	h->self_pairs[h->n] = st->self_pairs;
+	/* The wall clock, not a monotonic one: a page on the same machine
+	 * compares it with its own Date.now() to measure solve-to-drawn. */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	h->stored_ms[h->n] = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 	h->n++;
 }
 
 static cJSON *num_array_u32(const uint32_t *v, uint32_t n)
+{
+	cJSON *arr = cJSON_CreateArray();
+	for (uint32_t i = 0; arr != NULL && i < n; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateNumber(v[i]));
+	return arr;
+}
+
+static cJSON *num_array_f64(const double *v, uint32_t n)
 {
 	cJSON *arr = cJSON_CreateArray();
 	for (uint32_t i = 0; arr != NULL && i < n; i++)
@@ -274,11 +290,13 @@ void srv_webapi_publish(srv_webapi *a, const srv_server *srv)
 			uint32_t n = h ? h->n : 0;
 			static const uint32_t none[1] = {0};
 			static const float nonef[1] = {0};
+			static const double noned[1] = {0};
 			cJSON_AddItemToObject(hs, "frame", num_array_u32(h ? h->frame : none, n));
 			cJSON_AddItemToObject(hs, "max_strain", num_array_f32(h ? h->max_strain : nonef, n));
 			cJSON_AddItemToObject(hs, "mean_strain", num_array_f32(h ? h->mean_strain : nonef, n));
 			cJSON_AddItemToObject(hs, "contacts", num_array_u32(h ? h->contacts : none, n));
 			cJSON_AddItemToObject(hs, "self_pairs", num_array_u32(h ? h->self_pairs : none, n));
+			cJSON_AddItemToObject(hs, "stored_ms", num_array_f64(h ? h->stored_ms : noned, n));
 			cJSON_AddItemToObject(o, "history", hs);
 		}
 		cJSON_AddItemToArray(list, o);

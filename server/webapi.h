@@ -10,7 +10,11 @@
  *                       "progress", "vertices", "triangles",
  *                       "history": {"frame": [..], "max_strain": [..],
  *                       "mean_strain": [..], "contacts": [..],
- *                       "self_pairs": [..]}}]}
+ *                       "self_pairs": [..], "stored_ms": [..]}}]}
+ *
+ * stored_ms is the wall clock (Unix time in ms, fractional) when the loop
+ * stored each frame, for measuring how long a frame takes from solved to
+ * shown on the same machine.
  *
  * Both need "Authorization: Bearer TOKEN" with the daemon's auth token
  * (401 otherwise) and show what session.list and session.status show any

@@ -148,6 +148,31 @@ async function shot(page, name) {
     console.log(`  frame reply received -> drawn: median ${lat[lat.length >> 1].toFixed(1)} ms, ` +
       `max ${lat[lat.length - 1].toFixed(1)} ms over ${lat.length} frames`);
   }
+  // Solved to drawn: the daemon's wall-clock stamp of each frame stored
+  // (history.stored_ms of /api/sessions) against the page's wall clock when
+  // it first drew that frame, both on this machine's clock.
+  const drawn = await page.evaluate(() => [...window.drapeView.drawnAt.entries()]);
+  const res = await fetch(url + 'api/sessions', { headers: { Authorization: 'Bearer ' + token } });
+  const body = await res.json();
+  const me = (body.sessions || []).find((x) => x.id === session);
+  const stored = new Map();
+  if (me && me.history && me.history.stored_ms) {
+    me.history.frame.forEach((f, k) => stored.set(f, me.history.stored_ms[k]));
+  }
+  const solveToDrawn = drawn.filter(([f]) => stored.has(f)).map(([f, t]) => t - stored.get(f));
+  solveToDrawn.sort((a, b) => a - b);
+  const med = solveToDrawn.length ? solveToDrawn[solveToDrawn.length >> 1] : NaN;
+  // A frame cannot be drawn before it was solved (a few ms of slack for the
+  // browser's clock origin); a stamp that is missing or not wall-clock time
+  // would put the difference far outside a minute.
+  check('solve-to-drawn latency is measured from the daemon\'s stamps',
+    solveToDrawn.length >= 3 && solveToDrawn[0] > -20 && med < 60000,
+    `${solveToDrawn.length} frames matched, min ${solveToDrawn[0]}, median ${med}`);
+  if (solveToDrawn.length) {
+    console.log(`  frame stored by draped -> drawn in the page: median ${med.toFixed(1)} ms, ` +
+      `min ${solveToDrawn[0].toFixed(1)} ms, max ${solveToDrawn[solveToDrawn.length - 1].toFixed(1)} ms ` +
+      `over ${solveToDrawn.length} frames`);
+  }
   await browser.close();
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed ? 1 : 0);

@@ -20,6 +20,8 @@ const view = {
   shown: 0,           // frame index drawn, 0 = none
   received: 0,        // frames received
   latencies: [],      // ms from a frame's reply arriving to it being drawn
+  drawnAt: new Map(), // index -> wall clock (Unix ms) when first drawn, to
+                      // compare with the daemon's history.stored_ms
   error: '',
 };
 window.drapeView = view;
@@ -106,6 +108,7 @@ function clearView() {
   view.loggedIn = false;
   view.session = null;
   view.frames.clear();
+  view.drawnAt.clear();
   view.stats.clear();
   view.shown = 0;
   sessionInfo = new Map();
@@ -219,6 +222,7 @@ async function pick(id) {
   const gen = ++fetchGen;
   view.session = id;
   view.frames.clear();
+  view.drawnAt.clear();
   view.stats.clear();
   view.shown = 0;
   view.error = '';
@@ -264,6 +268,7 @@ async function pick(id) {
     if (gen !== fetchGen) return;
     view.error = e.code || e.message;
     view.frames.clear();
+    view.drawnAt.clear();
     if (mesh) mesh.visible = false;
     $('frame').textContent = '-';
     $('session-msg').textContent = 'session ' + id + ': ' + e.message;
@@ -370,6 +375,9 @@ function tick() {
     if (playFrame !== view.shown) showFrame(playFrame);
   }
   renderer.render(scene, camera);
+  if (view.shown && !view.drawnAt.has(view.shown)) {
+    view.drawnAt.set(view.shown, performance.timeOrigin + performance.now());
+  }
   if (pendingArrival && view.shown === playFrame) {
     view.latencies.push(performance.now() - pendingArrival);
     pendingArrival = 0;
