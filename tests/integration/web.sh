@@ -6,7 +6,11 @@
 # core from BUILD/www-npm driving Debian's chromium): no token shows
 # nothing, a wrong token is refused, another session's owner token shows
 # none of the session, the right tokens show live frames with the counter
-# advancing. Screenshots stay in BUILD/test-artefacts/web/. Also checks
+# advancing, and prints the median time from draped storing a frame
+# (/api/sessions history.stored_ms) to the page drawing it. Then a second
+# daemon with --users-file (ana, bob, an admin): each user's API and page
+# show only their sessions, the admin's both. Screenshots stay in
+# BUILD/test-artefacts/web/. Also checks
 # that draped refuses --http without an auth token or off loopback.
 # Ends with "N passed, M failed".
 set -u
@@ -174,7 +178,18 @@ port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); p
 	--state-dir "$T/state2" >"$T/draped2.log" 2>&1 &
 dpid=$!
 started=1
+i=0
+until grep -q ' ready: ' "$T/draped2.log" 2>/dev/null; do
+	i=$((i + 1))
+	if [ $i -gt 600 ] || ! kill -0 "$dpid" 2>/dev/null; then
+		ko "draped --http --users-file starts" "$(cat "$T/draped2.log")"
+		started=0
+		break
+	fi
+	sleep 0.1
+done
 for who in ana bob; do
+	[ $started -eq 1 ] || break
 	DRAPE_TOKEN=$(head -n 1 "$T/tok-$who") "$DRAPE" run "$TOP/examples/flag.json" \
 		--server "ipc://$T/ctl2" --frames 100000 --quiet >/dev/null 2>"$T/run-$who.err" &
 	eval "rpid_$who=\$!"
@@ -233,6 +248,14 @@ PY
 	else
 		ko "--users-file JSON API" "$res"
 	fi
+	WEB_URL="http://127.0.0.1:$port2/" WEB_USERS_TOKEN=$(head -n 1 "$T/tok-ana") WEB_USERS_MINE=$sa \
+		WEB_USERS_OTHER=$sb WEB_OUT=$OUT NODE_PATH="$TOP/$B/www-npm/node_modules" \
+		node "$TOP/tests/integration/web_page.cjs" >"$T/page2.out" 2>&1
+	grep -v 'passed, .* failed$' "$T/page2.out"
+	p=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$T/page2.out" | tail -n 1)
+	f=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$T/page2.out" | tail -n 1)
+	pass=$((pass + ${p:-0}))
+	fail=$((fail + ${f:-1}))
 	for who in ana bob; do
 		eval "kill -INT \$rpid_$who 2>/dev/null; wait \$rpid_$who 2>/dev/null"
 	done

@@ -74,6 +74,26 @@ async function shot(page, name) {
   console.log('  screenshot ' + file);
 }
 
+// --users-file: WEB_USERS_TOKEN is user ana's token, WEB_USERS_MINE her
+// session, WEB_USERS_OTHER bob's. Her page lists only hers and draws it by
+// her user token alone; bob's is not listed (reading it over the WebSocket
+// goes through draped's per-user checks, tested in test_users).
+async function usersMode(page) {
+  const utok = process.env.WEB_USERS_TOKEN;
+  const mine = Number(process.env.WEB_USERS_MINE);
+  const theirs = Number(process.env.WEB_USERS_OTHER);
+  await login(page, utok, '');
+  const listed = await until(page, (id) => !!document.querySelector('#sessions tbody tr[data-id="' + id + '"]'), mine);
+  const rows = await page.evaluate(() => [...document.querySelectorAll('#sessions tbody tr')].map((r) => Number(r.dataset.id)));
+  check("a user's page lists their session and none of another user's", listed && !rows.includes(theirs),
+    'rows ' + JSON.stringify(rows) + ', mine ' + mine + ', theirs ' + theirs);
+  await page.click('#sessions tbody tr[data-id="' + mine + '"]');
+  const drawn = await until(page, () => window.drapeView.shown > 0, null, 120000);
+  const pixels = await clothPixels(page);
+  check("a user's page draws their own session by the user token alone", drawn && pixels > 1000, pixels + ' pixels');
+  await shot(page, 'web-user');
+}
+
 (async () => {
   const exe = fs.existsSync('/usr/lib/chromium/chromium') ? '/usr/lib/chromium/chromium' : '/usr/bin/chromium';
   const browser = await chromium.launch({
@@ -83,6 +103,12 @@ async function shot(page, name) {
   });
   const page = await browser.newPage({ viewport: { width: 1100, height: 700 } });
   page.on('pageerror', (e) => console.log('  page error: ' + e.message));
+  if (process.env.WEB_USERS_TOKEN) {
+    await usersMode(page);
+    await browser.close();
+    console.log(`${passed} passed, ${failed} failed`);
+    process.exit(failed ? 1 : 0);
+  }
 
   // 1. No token: nothing asked for, nothing shown.
   await login(page, '', '');
