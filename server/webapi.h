@@ -19,7 +19,9 @@
  * Both need "Authorization: Bearer TOKEN" with the daemon's auth token
  * (401 otherwise) and show what session.list and session.status show any
  * token holder: ids, states, counters and per-frame statistics, never
- * positions. Snapshots are at most one cron tick (250 ms) old.
+ * positions. With --users-file TOKEN is a user's token: /api/sessions
+ * lists only that user's sessions (an admin's, every one), each with
+ * "owner", its user's name; /api/box is the whole box's counts. Snapshots are at most one cron tick (250 ms) old.
  */
 #ifndef DRAPE_SRV_WEBAPI_H
 #define DRAPE_SRV_WEBAPI_H

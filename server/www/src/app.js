@@ -205,7 +205,7 @@ async function refresh() {
     if (s.id === view.session) tr.className = 'picked';
     const progress = s.progress === null ? String(s.frames_done)
       : s.frames_done + ' (' + Math.round(100 * s.progress) + '%)';
-    for (const v of [s.id, s.name || '', s.owner_client.slice(-6), s.state, progress, s.vertices]) {
+    for (const v of [s.id, s.name || '', s.owner || s.owner_client.slice(-6), s.state, progress, s.vertices]) {
       const td = document.createElement('td');
       td.textContent = String(v);
       tr.append(td);
