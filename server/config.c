@@ -169,7 +169,8 @@ static const srv_opt srv_opts[] = {
 	{ "http", SRV_OPT_STRING, OFF(http), 0, 0, "tcp://HOST:PORT",
 	  "the browser view: a page at http://HOST:PORT/ that asks for the auth token and shows "
 	  "the box, its sessions and a live 3D view of one (frames over a WebSocket at /ws that "
-	  "speaks the control protocol). Loopback only, and needs --auth-token-file: any web "
+	  "speaks the control protocol). Loopback only, and needs --auth-token-file or "
+	  "--users-file (a user sees only their own sessions, an admin all): any web "
 	  "page the user opens can reach a loopback WebSocket. Default: none" },
 	{ "http-root", SRV_OPT_STRING, OFF(http_root), 0, 0, "DIR",
 	  "the browser view's files. Default: www beside draped, else ../share/drape/www" },
@@ -614,13 +615,13 @@ srv_config_rc srv_config_finish(srv_config *c, char *msg, size_t msg_len)
 					       "--http %s: not a loopback address; the browser view "
 					       "listens on loopback only",
 					       c->http);
-		if (c->auth_token_file == NULL)
+		/* With --users-file the JSON API authenticates the user and
+		 * lists only their sessions (webapi.c). */
+		if (c->auth_token_file == NULL && c->users_file == NULL)
 			return srv_config_fail(msg, msg_len, SRV_CONFIG_USAGE,
-					       "--http %s: needs --auth-token-file (any web page the user "
-					       "opens can reach a loopback WebSocket; the token keeps "
-					       "it out). With --users-file the browser view is not "
-					       "available yet: its JSON API would show every user's "
-					       "sessions",
+					       "--http %s: needs --auth-token-file or --users-file (any "
+					       "web page the user opens can reach a loopback WebSocket; "
+					       "the token keeps it out)",
 					       c->http);
 	}
 	/* nng's PUB socket cannot check who subscribes, and a subscriber to

@@ -210,6 +210,25 @@ void srv_users_free(srv_users *u)
 	free(u);
 }
 
+srv_users *srv_users_copy(const srv_users *u)
+{
+	if (u == NULL)
+		return NULL;
+	srv_users *c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return NULL;
+	c->items = malloc((u->count ? u->count : 1) * sizeof *c->items);
+	c->path = u->path != NULL ? strdup(u->path) : NULL;
+	if (c->items == NULL || (u->path != NULL && c->path == NULL)) {
+		srv_users_free(c);
+		return NULL;
+	}
+	if (u->count > 0)
+		memcpy(c->items, u->items, u->count * sizeof *c->items);
+	c->count = u->count;
+	return c;
+}
+
 const srv_user *srv_users_auth(const srv_users *u, const uint8_t *token, size_t token_len)
 {
 	if (u == NULL || token == NULL)

@@ -63,6 +63,10 @@ drape_err srv_users_parse(const char *text, size_t len, const char *name, srv_us
 
 void srv_users_free(srv_users *u);
 
+/* A deep copy of u (NULL for NULL or out of memory), for threads that must
+ * not read the live table a reload swaps (the browser view's JSON API). */
+srv_users *srv_users_copy(const srv_users *u);
+
 /*
  * The user whose hash token matches, or NULL. Every user's hash is computed
  * and compared in full, whatever matched before, so the time taken depends

@@ -4,8 +4,9 @@
  *
  * Threading: the HTTP handlers run on nng's threads and must not touch
  * session state, so the loop writes the JSON text at every cron tick
- * (srv_webapi_publish) and swaps it in under a mutex; a handler copies the
- * current text under the same mutex. The per-frame history is recorded by
+ * (srv_webapi_publish), with a copy of the users table (a reload swaps the
+ * live one), and swaps the snapshot in under a mutex; a handler takes a
+ * reference to the current one under the same mutex. The per-frame history is recorded by
  * the loop as each frame lands (srv_webapi_frame).
  */
 #include "server/webapi.h"
@@ -16,9 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/server.h"
 #include "server/session.h"
+#include "server/users.h"
 
 /* Frames of history kept per session (the newest). */
 #define WEBAPI_HISTORY 4096u
@@ -31,13 +34,25 @@ typedef struct webapi_hist {
 	float mean_strain[WEBAPI_HISTORY];
 	uint32_t contacts[WEBAPI_HISTORY];
 	uint32_t self_pairs[WEBAPI_HISTORY];
+	double stored_ms[WEBAPI_HISTORY]; /* wall clock (Unix ms) when the loop stored it */
 } webapi_hist;
+
+/* What the loop publishes at a tick, read-only once published; a handler
+ * holds a reference while it answers (refs under srv_webapi.mu). */
+typedef struct webapi_snap {
+	unsigned refs;
+	char *box;      /* GET /api/box */
+	size_t n;
+	char **owner;   /* per session: its owner user ("" without users) */
+	char **item;    /* per session: its JSON object */
+	srv_users *users; /* a copy of the users table (NULL without --users-file) */
+} webapi_snap;
 
 struct srv_webapi {
 	const srv_config *cfg;
+	bool users_mode; /* --users-file: the bearer token is a user token */
 	pthread_mutex_t mu;
-	char *box;      /* published JSON texts (mu) */
-	char *sessions;
+	webapi_snap *snap; /* the newest (mu) */
 	/* Loop only. */
 	webapi_hist **hist;
 	size_t hist_count, hist_cap;
@@ -64,15 +79,70 @@ static void reply(nng_aio *aio, uint16_t status, const char *body)
 	nng_aio_finish(aio, 0);
 }
 
-/* The auth token as every client sends it, here in "Authorization: Bearer
- * TOKEN"; compared in constant time by the config's check. */
-static bool authorized(const srv_webapi *a, nng_http_req *req)
+static void snap_free(webapi_snap *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		free(s->owner[i]), free(s->item[i]);
+	free(s->owner), free(s->item);
+	free(s->box);
+	srv_users_free(s->users);
+	free(s);
+}
+
+static void snap_release(srv_webapi *a, webapi_snap *s)
+{
+	pthread_mutex_lock(&a->mu);
+	const bool last = --s->refs == 0;
+	pthread_mutex_unlock(&a->mu);
+	if (last)
+		snap_free(s);
+}
+
+/* The token as every client sends it, here in "Authorization: Bearer
+ * TOKEN": the daemon's auth token (constant-time compare by the config's
+ * check), or with --users-file a user's token, checked against the
+ * snapshot's copy of the users table. *user is the user (NULL without
+ * --users-file). */
+static bool authorized(const srv_webapi *a, const webapi_snap *s, nng_http_req *req, const srv_user **user)
 {
 	const char *h = nng_http_req_get_header(req, "Authorization");
-	if (h == NULL || strncmp(h, "Bearer ", 7) != 0)
-		return srv_config_auth_ok(a->cfg, NULL, 0);
-	const char *t = h + 7;
-	return srv_config_auth_ok(a->cfg, (const uint8_t *)t, strlen(t));
+	const char *t = h != NULL && strncmp(h, "Bearer ", 7) == 0 ? h + 7 : NULL;
+	*user = NULL;
+	if (a->users_mode) {
+		if (t == NULL)
+			return false;
+		*user = srv_users_auth(s->users, (const uint8_t *)t, strlen(t));
+		return *user != NULL;
+	}
+	return t != NULL ? srv_config_auth_ok(a->cfg, (const uint8_t *)t, strlen(t))
+			 : srv_config_auth_ok(a->cfg, NULL, 0);
+}
+
+/* {"sessions":[...]} of the items owned by `owner` (every item for NULL). */
+static char *sessions_text(const webapi_snap *s, const char *owner)
+{
+	size_t len = 16;
+	for (size_t i = 0; i < s->n; i++)
+		len += strlen(s->item[i]) + 1;
+	char *out = malloc(len);
+	if (out == NULL)
+		return NULL;
+	size_t at = (size_t)snprintf(out, len, "{\"sessions\":[");
+	bool first = true;
+	for (size_t i = 0; i < s->n; i++) {
+		if (owner != NULL && strcmp(s->owner[i], owner) != 0)
+			continue;
+		if (!first)
+			out[at++] = ',';
+		first = false;
+		const size_t k = strlen(s->item[i]);
+		memcpy(out + at, s->item[i], k);
+		at += k;
+	}
+	memcpy(out + at, "]}", 3);
+	return out;
 }
 
 static void serve(nng_aio *aio, bool box)
@@ -80,21 +150,32 @@ static void serve(nng_aio *aio, bool box)
 	nng_http_req *req = nng_aio_get_input(aio, 0);
 	nng_http_handler *h = nng_aio_get_input(aio, 1);
 	srv_webapi *a = nng_http_handler_get_data(h);
-	if (!authorized(a, req)) {
+	pthread_mutex_lock(&a->mu);
+	webapi_snap *s = a->snap;
+	if (s != NULL)
+		s->refs++;
+	pthread_mutex_unlock(&a->mu);
+	if (s == NULL) {
+		reply(aio, 503, "{\"error\":{\"code\":\"EUNAVAILABLE\",\"message\":\"not published yet\"}}");
+		return;
+	}
+	const srv_user *user;
+	if (!authorized(a, s, req, &user)) {
+		snap_release(a, s);
 		reply(aio, 401, "{\"error\":{\"code\":\"EPERM\",\"message\":\"auth: missing or wrong "
 				"(send Authorization: Bearer TOKEN)\"}}");
 		return;
 	}
-	pthread_mutex_lock(&a->mu);
-	const char *text = box ? a->box : a->sessions;
-	char *copy = text != NULL ? strdup(text) : NULL;
-	pthread_mutex_unlock(&a->mu);
-	if (copy == NULL) {
-		reply(aio, 503, "{\"error\":{\"code\":\"EUNAVAILABLE\",\"message\":\"not published yet\"}}");
+	/* A user sees the sessions they own; an administrator, every one. */
+	char *text = box ? strdup(s->box)
+			 : sessions_text(s, user != NULL && user->role != SRV_ROLE_ADMIN ? user->name : NULL);
+	snap_release(a, s);
+	if (text == NULL) {
+		reply(aio, 500, "{\"error\":{\"code\":\"ENOMEM\",\"message\":\"out of memory\"}}");
 		return;
 	}
-	reply(aio, 200, copy);
-	free(copy);
+	reply(aio, 200, text);
+	free(text);
 }
 
 static void on_box(nng_aio *aio)
@@ -113,6 +194,7 @@ int srv_webapi_open(const srv_config *cfg, nng_http_server *http, srv_webapi **o
 	if (a == NULL)
 		return NNG_ENOMEM;
 	a->cfg = cfg;
+	a->users_mode = cfg->users_file != NULL;
 	pthread_mutex_init(&a->mu, NULL);
 	static const struct {
 		const char *path;
@@ -148,9 +230,11 @@ void srv_webapi_close(srv_webapi *a)
 	if (a == NULL)
 		return;
 	pthread_mutex_lock(&a->mu);
-	free(a->box), free(a->sessions);
-	a->box = a->sessions = NULL;
+	webapi_snap *s = a->snap;
+	a->snap = NULL;
 	pthread_mutex_unlock(&a->mu);
+	if (s != NULL)
+		snap_release(a, s);
 	for (size_t i = 0; i < a->hist_count; i++)
 		free(a->hist[i]);
 	free(a->hist);
@@ -199,6 +283,7 @@ void srv_webapi_frame(srv_webapi *a, uint32_t session, uint32_t index, const dra
 		memmove(h->mean_strain, h->mean_strain + 1, keep * sizeof h->mean_strain[0]);
 		memmove(h->contacts, h->contacts + 1, keep * sizeof h->contacts[0]);
 		memmove(h->self_pairs, h->self_pairs + 1, keep * sizeof h->self_pairs[0]);
+		memmove(h->stored_ms, h->stored_ms + 1, keep * sizeof h->stored_ms[0]);
 		h->n = (uint32_t)keep;
 	}
 	h->frame[h->n] = index;
@@ -206,10 +291,23 @@ void srv_webapi_frame(srv_webapi *a, uint32_t session, uint32_t index, const dra
 	h->mean_strain[h->n] = st->mean_strain;
 	h->contacts[h->n] = st->contacts;
 	h->self_pairs[h->n] = st->self_pairs;
+	/* The wall clock, not a monotonic one: a page on the same machine
+	 * compares it with its own Date.now() to measure solve-to-drawn. */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	h->stored_ms[h->n] = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 	h->n++;
 }
 
 static cJSON *num_array_u32(const uint32_t *v, uint32_t n)
+{
+	cJSON *arr = cJSON_CreateArray();
+	for (uint32_t i = 0; arr != NULL && i < n; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateNumber(v[i]));
+	return arr;
+}
+
+static cJSON *num_array_f64(const double *v, uint32_t n)
 {
 	cJSON *arr = cJSON_CreateArray();
 	for (uint32_t i = 0; arr != NULL && i < n; i++)
@@ -230,12 +328,20 @@ void srv_webapi_publish(srv_webapi *a, const srv_server *srv)
 {
 	if (a == NULL)
 		return;
+	webapi_snap *snap = calloc(1, sizeof *snap);
 	cJSON *box = cJSON_CreateObject();
-	cJSON *root = cJSON_CreateObject();
-	cJSON *list = cJSON_CreateArray();
-	if (box == NULL || root == NULL || list == NULL) {
-		cJSON_Delete(box), cJSON_Delete(root), cJSON_Delete(list);
-		return;
+	const size_t cap = srv->sessions.count ? srv->sessions.count : 1;
+	if (snap != NULL) {
+		snap->refs = 1;
+		snap->owner = calloc(cap, sizeof *snap->owner);
+		snap->item = calloc(cap, sizeof *snap->item);
+		if (srv->cfg->users != NULL)
+			snap->users = srv_users_copy(srv->cfg->users);
+	}
+	if (snap == NULL || box == NULL || snap->owner == NULL || snap->item == NULL ||
+	    (srv->cfg->users != NULL && snap->users == NULL)) {
+		snap_free(snap), cJSON_Delete(box);
+		return; /* no memory: the previous snapshot stays */
 	}
 	uint32_t running = 0, queued = 0, live = 0;
 	uint64_t memory = 0;
@@ -258,6 +364,9 @@ void srv_webapi_publish(srv_webapi *a, const srv_server *srv)
 		/* Who created it: the creating client's id (there are no user
 		 * names on this daemon; the owner token is never shown). */
 		cJSON_AddStringToObject(o, "owner_client", owner);
+		/* With --users-file: the user that owns it. */
+		if (s->owner[0] != '\0')
+			cJSON_AddStringToObject(o, "owner", s->owner);
 		cJSON_AddStringToObject(o, "state", proto_state_name(s->state));
 		cJSON_AddNumberToObject(o, "queue_position", srv_sched_position(srv, s));
 		cJSON_AddNumberToObject(o, "frames_done", s->frames_done);
@@ -274,14 +383,25 @@ void srv_webapi_publish(srv_webapi *a, const srv_server *srv)
 			uint32_t n = h ? h->n : 0;
 			static const uint32_t none[1] = {0};
 			static const float nonef[1] = {0};
+			static const double noned[1] = {0};
 			cJSON_AddItemToObject(hs, "frame", num_array_u32(h ? h->frame : none, n));
 			cJSON_AddItemToObject(hs, "max_strain", num_array_f32(h ? h->max_strain : nonef, n));
 			cJSON_AddItemToObject(hs, "mean_strain", num_array_f32(h ? h->mean_strain : nonef, n));
 			cJSON_AddItemToObject(hs, "contacts", num_array_u32(h ? h->contacts : none, n));
 			cJSON_AddItemToObject(hs, "self_pairs", num_array_u32(h ? h->self_pairs : none, n));
+			cJSON_AddItemToObject(hs, "stored_ms", num_array_f64(h ? h->stored_ms : noned, n));
 			cJSON_AddItemToObject(o, "history", hs);
 		}
-		cJSON_AddItemToArray(list, o);
+		char *text = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+		char *who = strdup(s->owner);
+		if (text == NULL || who == NULL) {
+			free(text), free(who);
+			continue;
+		}
+		snap->item[snap->n] = text;
+		snap->owner[snap->n] = who;
+		snap->n++;
 	}
 	/* Histories of sessions that are gone. */
 	for (size_t i = a->hist_count; i-- > 0;) {
@@ -293,7 +413,6 @@ void srv_webapi_publish(srv_webapi *a, const srv_server *srv)
 			a->hist[i] = a->hist[--a->hist_count];
 		}
 	}
-	cJSON_AddItemToObject(root, "sessions", list);
 	cJSON_AddStringToObject(box, "server", srv->build);
 	cJSON_AddNumberToObject(box, "protocol", PROTO_VERSION);
 	cJSON_AddNumberToObject(box, "sessions", live);
@@ -310,18 +429,16 @@ void srv_webapi_publish(srv_webapi *a, const srv_server *srv)
 			cJSON_AddItemToArray(l, cJSON_CreateNumber(load[i]));
 		cJSON_AddItemToObject(box, "load", l);
 	}
-	char *box_text = cJSON_PrintUnformatted(box);
-	char *list_text = cJSON_PrintUnformatted(root);
+	snap->box = cJSON_PrintUnformatted(box);
 	cJSON_Delete(box);
-	cJSON_Delete(root);
-	if (box_text == NULL || list_text == NULL) {
-		free(box_text), free(list_text);
+	if (snap->box == NULL) {
+		snap_free(snap);
 		return;
 	}
 	pthread_mutex_lock(&a->mu);
-	char *old_box = a->box, *old_list = a->sessions;
-	a->box = box_text;
-	a->sessions = list_text;
+	webapi_snap *old = a->snap;
+	a->snap = snap;
 	pthread_mutex_unlock(&a->mu);
-	free(old_box), free(old_list);
+	if (old != NULL)
+		snap_release(a, old);
 }

@@ -10,12 +10,18 @@
  *                       "progress", "vertices", "triangles",
  *                       "history": {"frame": [..], "max_strain": [..],
  *                       "mean_strain": [..], "contacts": [..],
- *                       "self_pairs": [..]}}]}
+ *                       "self_pairs": [..], "stored_ms": [..]}}]}
+ *
+ * stored_ms is the wall clock (Unix time in ms, fractional) when the loop
+ * stored each frame, for measuring how long a frame takes from solved to
+ * shown on the same machine.
  *
  * Both need "Authorization: Bearer TOKEN" with the daemon's auth token
  * (401 otherwise) and show what session.list and session.status show any
  * token holder: ids, states, counters and per-frame statistics, never
- * positions. Snapshots are at most one cron tick (250 ms) old.
+ * positions. With --users-file TOKEN is a user's token: /api/sessions
+ * lists only that user's sessions (an admin's, every one), each with
+ * "owner", its user's name; /api/box is the whole box's counts. Snapshots are at most one cron tick (250 ms) old.
  */
 #ifndef DRAPE_SRV_WEBAPI_H
 #define DRAPE_SRV_WEBAPI_H

@@ -6,7 +6,11 @@
 # core from BUILD/www-npm driving Debian's chromium): no token shows
 # nothing, a wrong token is refused, another session's owner token shows
 # none of the session, the right tokens show live frames with the counter
-# advancing. Screenshots stay in BUILD/test-artefacts/web/. Also checks
+# advancing, and prints the median time from draped storing a frame
+# (/api/sessions history.stored_ms) to the page drawing it. Then a second
+# daemon with --users-file (ana, bob, an admin): each user's API and page
+# show only their sessions, the admin's both. Screenshots stay in
+# BUILD/test-artefacts/web/. Also checks
 # that draped refuses --http without an auth token or off loopback.
 # Ends with "N passed, M failed".
 set -u
@@ -153,5 +157,108 @@ p=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$T/page.out" | tail 
 f=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$T/page.out" | tail -n 1)
 pass=$((pass + ${p:-0}))
 fail=$((fail + ${f:-1}))
+
+# --http with --users-file: the JSON API authenticates the bearer token as a
+# user and lists only that user's sessions; an admin sees every one.
+kill -INT "$rpid" 2>/dev/null
+wait "$rpid" 2>/dev/null
+rpid=""
+kill -TERM "$dpid" 2>/dev/null
+wait "$dpid" 2>/dev/null
+dpid=""
+: >"$T/users"
+for u in "ana user" "bob user" "boss admin"; do
+	# shellcheck disable=SC2086
+	set -- $u
+	"$DRAPE" admin hash-token "$1" "$2" --token-file "$T/tok-$1" >>"$T/users" 2>"$T/hash.err" ||
+		ko "drape admin hash-token $1" "$(cat "$T/hash.err")"
+done
+port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$DRAPED" --listen "ipc://$T/ctl2" --http "tcp://127.0.0.1:$port2" --users-file "$T/users" \
+	--state-dir "$T/state2" >"$T/draped2.log" 2>&1 &
+dpid=$!
+started=1
+i=0
+until grep -q ' ready: ' "$T/draped2.log" 2>/dev/null; do
+	i=$((i + 1))
+	if [ $i -gt 600 ] || ! kill -0 "$dpid" 2>/dev/null; then
+		ko "draped --http --users-file starts" "$(cat "$T/draped2.log")"
+		started=0
+		break
+	fi
+	sleep 0.1
+done
+for who in ana bob; do
+	[ $started -eq 1 ] || break
+	DRAPE_TOKEN=$(head -n 1 "$T/tok-$who") "$DRAPE" run "$TOP/examples/flag.json" \
+		--server "ipc://$T/ctl2" --frames 100000 --quiet >/dev/null 2>"$T/run-$who.err" &
+	eval "rpid_$who=\$!"
+	i=0
+	until grep -q 'session [0-9]* on' "$T/run-$who.err" 2>/dev/null; do
+		i=$((i + 1))
+		if [ $i -gt 600 ] || ! kill -0 "$dpid" 2>/dev/null; then
+			ko "$who's session starts under --users-file" "$(cat "$T/run-$who.err" "$T/draped2.log")"
+			started=0
+			break
+		fi
+		sleep 0.1
+	done
+done
+if [ $started -eq 1 ]; then
+	sa=$(sed -n 's/.*session \([0-9]*\) on .*/\1/p' "$T/run-ana.err")
+	sb=$(sed -n 's/.*session \([0-9]*\) on .*/\1/p' "$T/run-bob.err")
+	res=$(python3 - "http://127.0.0.1:$port2/" "$T" "$sa" "$sb" <<'PY'
+import json, sys, time, urllib.request, urllib.error
+url, d, sa, sb = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+tok = {u: open('%s/tok-%s' % (d, u)).readline().strip() for u in ('ana', 'bob', 'boss')}
+def get(path, t):
+    req = urllib.request.Request(url + path)
+    if t is not None:
+        req.add_header('Authorization', 'Bearer ' + t)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+fails = []
+want = {'ana': {sa}, 'bob': {sb}, 'boss': {sa, sb}}
+got = {}
+deadline = time.time() + 120
+for u in ('ana', 'bob', 'boss'):
+    while True:
+        code, body = get('api/sessions', tok[u])
+        got[u] = {x['id']: x.get('owner') for x in body.get('sessions', [])} if code == 200 else {}
+        if set(got[u]) >= want[u] or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    if set(got[u]) != want[u]:
+        fails.append('%s sees %s, expected %s' % (u, got[u], sorted(want[u])))
+if got.get('boss', {}).get(sa) != 'ana' or got.get('boss', {}).get(sb) != 'bob':
+    fails.append('owner names: %s' % got.get('boss'))
+for t in (None, tok['ana'] + 'x', 'web-test-token'):
+    for path in ('api/box', 'api/sessions'):
+        code, body = get(path, t)
+        if code != 401 or 'sessions' in body:
+            fails.append('%s with token %r: %s %s' % (path, t, code, body))
+print('\n'.join(fails) if fails else 'ok')
+PY
+)
+	if [ "$res" = "ok" ]; then
+		ok "--users-file JSON API: each user sees only their own sessions, the admin both, others 401"
+	else
+		ko "--users-file JSON API" "$res"
+	fi
+	WEB_URL="http://127.0.0.1:$port2/" WEB_USERS_TOKEN=$(head -n 1 "$T/tok-ana") WEB_USERS_MINE=$sa \
+		WEB_USERS_OTHER=$sb WEB_OUT=$OUT NODE_PATH="$TOP/$B/www-npm/node_modules" \
+		node "$TOP/tests/integration/web_page.cjs" >"$T/page2.out" 2>&1
+	grep -v 'passed, .* failed$' "$T/page2.out"
+	p=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$T/page2.out" | tail -n 1)
+	f=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$T/page2.out" | tail -n 1)
+	pass=$((pass + ${p:-0}))
+	fail=$((fail + ${f:-1}))
+	for who in ana bob; do
+		eval "kill -INT \$rpid_$who 2>/dev/null; wait \$rpid_$who 2>/dev/null"
+	done
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

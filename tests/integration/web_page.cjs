@@ -74,6 +74,26 @@ async function shot(page, name) {
   console.log('  screenshot ' + file);
 }
 
+// --users-file: WEB_USERS_TOKEN is user ana's token, WEB_USERS_MINE her
+// session, WEB_USERS_OTHER bob's. Her page lists only hers and draws it by
+// her user token alone; bob's is not listed (reading it over the WebSocket
+// goes through draped's per-user checks, tested in test_users).
+async function usersMode(page) {
+  const utok = process.env.WEB_USERS_TOKEN;
+  const mine = Number(process.env.WEB_USERS_MINE);
+  const theirs = Number(process.env.WEB_USERS_OTHER);
+  await login(page, utok, '');
+  const listed = await until(page, (id) => !!document.querySelector('#sessions tbody tr[data-id="' + id + '"]'), mine);
+  const rows = await page.evaluate(() => [...document.querySelectorAll('#sessions tbody tr')].map((r) => Number(r.dataset.id)));
+  check("a user's page lists their session and none of another user's", listed && !rows.includes(theirs),
+    'rows ' + JSON.stringify(rows) + ', mine ' + mine + ', theirs ' + theirs);
+  await page.click('#sessions tbody tr[data-id="' + mine + '"]');
+  const drawn = await until(page, () => window.drapeView.shown > 0, null, 120000);
+  const pixels = await clothPixels(page);
+  check("a user's page draws their own session by the user token alone", drawn && pixels > 1000, pixels + ' pixels');
+  await shot(page, 'web-user');
+}
+
 (async () => {
   const exe = fs.existsSync('/usr/lib/chromium/chromium') ? '/usr/lib/chromium/chromium' : '/usr/bin/chromium';
   const browser = await chromium.launch({
@@ -83,6 +103,12 @@ async function shot(page, name) {
   });
   const page = await browser.newPage({ viewport: { width: 1100, height: 700 } });
   page.on('pageerror', (e) => console.log('  page error: ' + e.message));
+  if (process.env.WEB_USERS_TOKEN) {
+    await usersMode(page);
+    await browser.close();
+    console.log(`${passed} passed, ${failed} failed`);
+    process.exit(failed ? 1 : 0);
+  }
 
   // 1. No token: nothing asked for, nothing shown.
   await login(page, '', '');
@@ -147,6 +173,31 @@ async function shot(page, name) {
   if (lat.length) {
     console.log(`  frame reply received -> drawn: median ${lat[lat.length >> 1].toFixed(1)} ms, ` +
       `max ${lat[lat.length - 1].toFixed(1)} ms over ${lat.length} frames`);
+  }
+  // Solved to drawn: the daemon's wall-clock stamp of each frame stored
+  // (history.stored_ms of /api/sessions) against the page's wall clock when
+  // it first drew that frame, both on this machine's clock.
+  const drawn = await page.evaluate(() => [...window.drapeView.drawnAt.entries()]);
+  const res = await fetch(url + 'api/sessions', { headers: { Authorization: 'Bearer ' + token } });
+  const body = await res.json();
+  const me = (body.sessions || []).find((x) => x.id === session);
+  const stored = new Map();
+  if (me && me.history && me.history.stored_ms) {
+    me.history.frame.forEach((f, k) => stored.set(f, me.history.stored_ms[k]));
+  }
+  const solveToDrawn = drawn.filter(([f]) => stored.has(f)).map(([f, t]) => t - stored.get(f));
+  solveToDrawn.sort((a, b) => a - b);
+  const med = solveToDrawn.length ? solveToDrawn[solveToDrawn.length >> 1] : NaN;
+  // A frame cannot be drawn before it was solved (a few ms of slack for the
+  // browser's clock origin); a stamp that is missing or not wall-clock time
+  // would put the difference far outside a minute.
+  check('solve-to-drawn latency is measured from the daemon\'s stamps',
+    solveToDrawn.length >= 3 && solveToDrawn[0] > -20 && med < 60000,
+    `${solveToDrawn.length} frames matched, min ${solveToDrawn[0]}, median ${med}`);
+  if (solveToDrawn.length) {
+    console.log(`  frame stored by draped -> drawn in the page: median ${med.toFixed(1)} ms, ` +
+      `min ${solveToDrawn[0].toFixed(1)} ms, max ${solveToDrawn[solveToDrawn.length - 1].toFixed(1)} ms ` +
+      `over ${solveToDrawn.length} frames`);
   }
   await browser.close();
   console.log(`${passed} passed, ${failed} failed`);

@@ -162,6 +162,35 @@ static void test_load_keeps_old(void)
 	rmdir(dir);
 }
 
+/* A copy (what the browser view's JSON API reads on nng's threads)
+ * authenticates the same tokens as the table, and still does once the
+ * table it came from is freed, as a reload frees the old table. */
+static void test_copy_outlives_table(void)
+{
+	char l1[PROTO_USER_LINE_MAX], l2[PROTO_USER_LINE_MAX], text[4 * PROTO_USER_LINE_MAX];
+	drape_error err;
+	CHECK(proto_user_line("ana", "user", (const uint8_t *)"secret-a", 8, l1, &err) == DRAPE_OK);
+	CHECK(proto_user_line("boss", "admin", (const uint8_t *)"secret-b", 8, l2, &err) == DRAPE_OK);
+	snprintf(text, sizeof text, "%s\n%s\n", l1, l2);
+	srv_users *u = NULL;
+	CHECKF(srv_users_parse(text, strlen(text), "t", &u, &err) == DRAPE_OK, "%s", err.message);
+	if (u == NULL)
+		return;
+	srv_users *c = srv_users_copy(u);
+	CHECK(c != NULL && c != u && c->items != u->items && c->count == 2);
+	srv_users_free(u);
+	if (c == NULL)
+		return;
+	const srv_user *a = srv_users_auth(c, (const uint8_t *)"secret-a", 8);
+	const srv_user *b = srv_users_auth(c, (const uint8_t *)"secret-b", 8);
+	CHECK(a != NULL && strcmp(a->name, "ana") == 0 && a->role == SRV_ROLE_USER);
+	CHECK(b != NULL && strcmp(b->name, "boss") == 0 && b->role == SRV_ROLE_ADMIN);
+	CHECK(srv_users_auth(c, (const uint8_t *)"secret-c", 8) == NULL);
+	CHECK(c->path != NULL && strcmp(c->path, "t") == 0);
+	srv_users_free(c);
+	CHECK(srv_users_copy(NULL) == NULL);
+}
+
 int main(int argc, char **argv)
 {
 	static const check_test tests[] = {
@@ -169,6 +198,7 @@ int main(int argc, char **argv)
 		CHECK_TEST(test_line_roundtrip_and_auth),
 		CHECK_TEST(test_bad_lines_named),
 		CHECK_TEST(test_load_keeps_old),
+		CHECK_TEST(test_copy_outlives_table),
 	};
 	return check_main(argc, argv, tests, CHECK_COUNT(tests));
 }
