@@ -476,27 +476,10 @@ int cli_cmd_check(int argc, char **argv)
 	/* The topology comes from building the solver in process: it is cheap
 	 * next to a run, and needs no server. */
 	drape_sim_desc d;
-	drape_sim_desc_default(&d);
-	d.positions = sc.cloth.positions;
-	d.vertex_count = sc.cloth.vertex_count;
-	d.triangles = sc.cloth.triangles;
-	d.triangle_count = sc.cloth.triangle_count;
-	d.pins = sc.pins;
-	d.pin_stiffness = sc.pin_stiffness;
-	d.pin_count = sc.pin_count;
-	d.uvs = sc.cloth.uvs;
-	d.rest_positions = sc.rest_positions;
-	d.rest_scale = sc.rest_scale;
-	d.stitches = sc.stitches;
-	d.stitch_count = sc.stitch_count;
-	d.stitch_k = sc.stitch_k;
-	d.sew_speed = sc.sew_speed;
-	d.params = sc.params;
 	drape_sim *sim;
 	int x = CLI_OK;
 	float *inv_mass = NULL;
-	rc = drape_scene_inv_mass(&sc, &inv_mass, &err);
-	d.inv_mass = inv_mass;
+	rc = cli_scene_sim_desc(&sc, &d, &inv_mass, &err);
 	if (rc == DRAPE_OK)
 		rc = drape_sim_create(&d, &sim, &err);
 	free(inv_mass);

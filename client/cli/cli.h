@@ -189,6 +189,17 @@ const char *cli_session_url(const cli_opts *o, uint32_t id, char *buf, size_t si
 int cli_cmd_preview(int argc, char **argv); /* preview.c */
 int cli_cmd_export(int argc, char **argv);
 
+/*
+ * Fills *d with the scene's cloth for an in-process solve: mesh, pins (soft
+ * ones too), UVs, the garment's rest shape, rest scales and stitches, and
+ * the parameters. *inv_mass receives the inverse masses of "mass_scale"
+ * (NULL without), which d->inv_mass points to: free it after
+ * drape_sim_create. The one place a scene becomes a solver description, for
+ * run --local, check and preview alike (common.c).
+ */
+drape_err cli_scene_sim_desc(const drape_scene *sc, drape_sim_desc *d, float **inv_mass,
+			     drape_error *err);
+
 /* Usage text of a command (NULL = the overview) to stdout or stderr. */
 void cli_usage(const char *cmd, bool to_stderr);
 

@@ -558,3 +558,27 @@ const char *cli_session_url(const cli_opts *o, uint32_t id, char *buf, size_t si
 		return url;
 	return cli_pool_find_session(url, id, buf, size) ? buf : NULL;
 }
+
+drape_err cli_scene_sim_desc(const drape_scene *sc, drape_sim_desc *d, float **inv_mass,
+			     drape_error *err)
+{
+	drape_sim_desc_default(d);
+	d->positions = sc->cloth.positions;
+	d->vertex_count = sc->cloth.vertex_count;
+	d->triangles = sc->cloth.triangles;
+	d->triangle_count = sc->cloth.triangle_count;
+	d->pins = sc->pins;
+	d->pin_stiffness = sc->pin_stiffness;
+	d->pin_count = sc->pin_count;
+	d->uvs = sc->cloth.uvs;
+	d->rest_positions = sc->rest_positions;
+	d->rest_scale = sc->rest_scale;
+	d->stitches = sc->stitches;
+	d->stitch_count = sc->stitch_count;
+	d->stitch_k = sc->stitch_k;
+	d->sew_speed = sc->sew_speed;
+	d->params = sc->params;
+	drape_err rc = drape_scene_inv_mass(sc, inv_mass, err);
+	d->inv_mass = *inv_mass;
+	return rc;
+}

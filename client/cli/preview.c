@@ -343,19 +343,13 @@ static int frames_from_dir(const char *dir, const drape_scene *sc, const uint32_
 static int frames_from_solver(const drape_scene *sc, const uint32_t *which, uint32_t n, float **pos)
 {
 	drape_sim_desc d;
-	drape_sim_desc_default(&d);
-	d.positions = sc->cloth.positions;
-	d.vertex_count = sc->cloth.vertex_count;
-	d.triangles = sc->cloth.triangles;
-	d.triangle_count = sc->cloth.triangle_count;
-	d.pins = sc->pins;
-	d.pin_stiffness = sc->pin_stiffness;
-	d.pin_count = sc->pin_count;
-	d.uvs = sc->cloth.uvs;
-	d.params = sc->params;
 	drape_sim *sim;
 	drape_error err;
-	drape_err rc = drape_sim_create(&d, &sim, &err);
+	float *inv_mass = NULL;
+	drape_err rc = cli_scene_sim_desc(sc, &d, &inv_mass, &err);
+	if (rc == DRAPE_OK)
+		rc = drape_sim_create(&d, &sim, &err);
+	free(inv_mass);
 	if (rc != DRAPE_OK)
 		return cli_fail("creating the solver", rc, &err);
 	int x = 0;

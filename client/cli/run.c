@@ -446,29 +446,12 @@ static int override_material(drape_scene *sc, const char *name)
 static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, const cli_opts *o, double t0)
 {
 	drape_sim_desc d;
-	drape_sim_desc_default(&d);
-	d.positions = sc->cloth.positions;
-	d.vertex_count = sc->cloth.vertex_count;
-	d.triangles = sc->cloth.triangles;
-	d.triangle_count = sc->cloth.triangle_count;
-	d.pins = sc->pins;
-	d.pin_stiffness = sc->pin_stiffness;
-	d.pin_count = sc->pin_count;
-	d.uvs = sc->cloth.uvs;
-	d.rest_positions = sc->rest_positions;
-	d.rest_scale = sc->rest_scale;
-	d.stitches = sc->stitches;
-	d.stitch_count = sc->stitch_count;
-	d.stitch_k = sc->stitch_k;
-	d.sew_speed = sc->sew_speed;
-	d.params = sc->params;
 	drape_sim *sim;
 	drape_error err;
 	float *inv_mass = NULL;
-	drape_err rc = drape_scene_inv_mass(sc, &inv_mass, &err);
+	drape_err rc = cli_scene_sim_desc(sc, &d, &inv_mass, &err);
 	if (rc != DRAPE_OK)
 		return cli_fail("cloth.mass_scale", rc, &err);
-	d.inv_mass = inv_mass;
 	/* The same threads as the embedded server by default (one per core,
 	 * as draped's --pool-threads): a lone session there also splits each
 	 * frame over the pool. The pool changes the time, never the result. */
