@@ -157,12 +157,16 @@ async function usersMode(page) {
   await until(page, (id) => !!document.querySelector('#sessions tbody tr[data-id="' + id + '"]'), session);
   await page.click('#sessions tbody tr[data-id="' + session + '"]');
   const first = await until(page, () => window.drapeView.shown > 0, null, 120000);
-  const f1 = await page.evaluate(() => window.drapeView.shown);
-  const t1 = await page.textContent('#frame');
-  const advanced = first && await until(page, (f) => window.drapeView.shown > f, f1, 120000);
-  const f2 = await page.evaluate(() => window.drapeView.shown);
-  const t2 = await page.textContent('#frame');
-  check('the frame counter advances with live frames', advanced && t1 !== t2, `${t1} -> ${t2} (${f1} -> ${f2})`);
+  // The frame drawn and the counter's text are read in one evaluation, so a
+  // frame drawn between two separate reads cannot pair one frame's number
+  // with the next one's text.
+  const read = () => page.evaluate(() => ({ f: window.drapeView.shown,
+                                             t: document.getElementById('frame').textContent }));
+  const r1 = await read();
+  const advanced = first && await until(page, (f) => window.drapeView.shown > f, r1.f, 120000);
+  const r2 = await read();
+  check('the frame counter advances with live frames', advanced && r1.t !== r2.t,
+    `${r1.t} -> ${r2.t} (${r1.f} -> ${r2.f})`);
   // A few more frames for the latency figures.
   await until(page, (f) => window.drapeView.shown > f + 3, f2, 60000);
   const pixels = await clothPixels(page);
