@@ -168,7 +168,7 @@ async function usersMode(page) {
   check('the frame counter advances with live frames', advanced && r1.t !== r2.t,
     `${r1.t} -> ${r2.t} (${r1.f} -> ${r2.f})`);
   // A few more frames for the latency figures.
-  await until(page, (f) => window.drapeView.shown > f + 3, f2, 60000);
+  await until(page, (f) => window.drapeView.shown > f + 3, r2.f, 60000);
   const pixels = await clothPixels(page);
   check('cloth-coloured pixels are drawn', pixels > 1000, pixels + ' pixels');
   await shot(page, 'web-live');
