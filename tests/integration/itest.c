@@ -150,6 +150,51 @@ pid_t itest_exec_child(const char *const *argv, const char *log, bool truncate)
 	return pid;
 }
 
+int itest_run_cli(const char *exe, const char *const *env, const char *const *args, const char *out_path,
+		  itest_out mode)
+{
+	const char *argv[48];
+	int k = 0;
+	argv[k++] = exe;
+	for (int i = 0; args[i] != NULL; i++) {
+		if (k == 47)
+			return -1; /* more arguments than any test passes: refuse, do not truncate */
+		argv[k++] = args[i];
+	}
+	argv[k] = NULL;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		if (out_path != NULL) {
+			int flags = O_WRONLY | O_CREAT | (mode == ITEST_OUT_FRESH ? O_TRUNC : O_APPEND);
+			int fd = open(out_path, flags, 0600);
+			if (fd < 0)
+				_exit(127);
+			dup2(fd, 1);
+			if (mode == ITEST_OUT_LOG)
+				dup2(fd, 2);
+			close(fd);
+		}
+		unsetenv("DRAPE_TOKEN");
+		unsetenv("DRAPE_TLS_CA");
+		unsetenv("DRAPE_TLS_CERT");
+		unsetenv("DRAPE_TLS_KEY");
+		for (int i = 0; env != NULL && env[i] != NULL; i++)
+			putenv((char *)env[i]);
+		execv(exe, (char *const *)argv);
+		_exit(127);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
 int itest_wait_connect(pid_t pid, const char *url, double ms)
 {
 	double t0 = itest_now_ms();

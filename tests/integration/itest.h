@@ -48,6 +48,18 @@ void itest_on_fatal(int sig);
  * (appended, or truncated first when truncate). Returns the pid or -1. */
 pid_t itest_exec_child(const char *const *argv, const char *log, bool truncate);
 
+/* Runs the drape CLI at exe with args (NULL-terminated, without argv[0])
+ * and waits for it. env (NULL or NULL-terminated "NAME=value" entries) is
+ * added to the child's environment after DRAPE_TOKEN and DRAPE_TLS_* are
+ * cleared, so only what the test passes counts. The child dies with the
+ * test. Its output goes to out_path, or is inherited when out_path is NULL:
+ * with ITEST_OUT_FRESH stdout alone, the file truncated first (for output
+ * the test parses); with ITEST_OUT_LOG stdout and stderr, appended (a log).
+ * Returns the exit status, or -1 if it could not run or was killed. */
+typedef enum itest_out { ITEST_OUT_FRESH, ITEST_OUT_LOG } itest_out;
+int itest_run_cli(const char *exe, const char *const *env, const char *const *args, const char *out_path,
+		  itest_out mode);
+
 /* Polls until a libdrape client connects to url (1), the child pid exits
  * (0; it is reaped) or ms pass (-1). */
 int itest_wait_connect(pid_t pid, const char *url, double ms);

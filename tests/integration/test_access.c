@@ -11,6 +11,7 @@
  * 127.0.0.1: no traffic ever leaves this machine.
  */
 #include "tests/unit/check.h"
+#include "tests/integration/grid.h"
 #include "tests/integration/itest.h"
 
 #include <errno.h>
@@ -174,37 +175,9 @@ static int shell(const char *fmt, ...)
  * the NULL-terminated args; its exit status. Output goes to tmp/cli.log. */
 static int run_cli(const char *const *env, const char *const *args)
 {
-	const char *argv[32];
-	int k = 0;
-	argv[k++] = drape_path;
-	for (int i = 0; args[i] != NULL && k < 31; i++)
-		argv[k++] = args[i];
-	argv[k] = NULL;
 	char log[400];
 	snprintf(log, sizeof log, "%s/cli.log", tmp);
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
-		unsetenv("DRAPE_TOKEN");
-		unsetenv("DRAPE_TLS_CA");
-		unsetenv("DRAPE_TLS_CERT");
-		unsetenv("DRAPE_TLS_KEY");
-		for (int i = 0; env != NULL && env[i] != NULL; i++)
-			putenv((char *)env[i]);
-		execv(drape_path, (char *const *)argv);
-		_exit(127);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return itest_run_cli(drape_path, env, args, log, ITEST_OUT_LOG);
 }
 
 /* ---- Files ------------------------------------------------------------------------- */
@@ -262,41 +235,12 @@ static bool make_files(void)
 
 enum { NX = 12, NY = 12, NV = NX * NY, NT = 2 * (NX - 1) * (NY - 1), FRAMES = 6 };
 
-static float sheet_pos[NV * 3];
-static uint32_t sheet_tri[NT * 3];
-static uint32_t sheet_pins[NX];
-
-static void sheet_make(void)
-{
-	for (uint32_t j = 0; j < NY; j++)
-		for (uint32_t i = 0; i < NX; i++) {
-			float *p = &sheet_pos[3 * (j * NX + i)];
-			p[0] = (float)i / (NX - 1) - 0.5f;
-			p[1] = 1.0f + (float)j / (NY - 1);
-			p[2] = 0.0f;
-		}
-	uint32_t t = 0;
-	for (uint32_t j = 0; j + 1 < NY; j++)
-		for (uint32_t i = 0; i + 1 < NX; i++) {
-			uint32_t a = j * NX + i, b = a + 1, c = a + NX, d = c + 1;
-			uint32_t q[6] = {a, b, d, a, d, c};
-			memcpy(&sheet_tri[3 * t], q, sizeof q);
-			t += 2;
-		}
-	for (uint32_t i = 0; i < NX; i++)
-		sheet_pins[i] = (NY - 1) * NX + i;
-}
+static itest_sheet sheet; /* see grid.h */
 
 static drape_err sheet_create(drape_client *c, drape_session *s, drape_error *e)
 {
 	drape_session_desc d;
-	drape_session_desc_default(&d);
-	d.positions = sheet_pos;
-	d.vertex_count = NV;
-	d.triangles = sheet_tri;
-	d.triangle_count = NT;
-	d.pins = sheet_pins;
-	d.pin_count = NX;
+	itest_sheet_desc(&sheet, &d);
 	d.params.wind[0] = 2.0f;
 	d.params.wind[1] = 0.0f;
 	d.params.wind[2] = 1.0f;
@@ -430,7 +374,7 @@ static void test_tls_frames_match_plain(void)
 	CHECK(memcmp(tls_frames, plain_frames, sizeof tls_frames) == 0);
 	/* The run moved the cloth, so equal frames are not two copies of the
 	 * input. */
-	CHECK(memcmp(tls_frames + (FRAMES - 1) * NV * 3, sheet_pos, sizeof sheet_pos) != 0);
+	CHECK(memcmp(tls_frames + (FRAMES - 1) * NV * 3, sheet.pos, sizeof(float) * NV * 3) != 0);
 	stop_all();
 }
 
@@ -707,7 +651,7 @@ static void test_frames_only_to_token_holders(void)
 	}
 	CHECK(memcmp(frames[0], frames[1], sizeof frames[0]) == 0);
 	CHECK(memcmp(frames[0], frames[2], sizeof frames[0]) == 0);
-	CHECK(memcmp(frames[0] + (FRAMES - 1) * NV * 3, sheet_pos, sizeof sheet_pos) != 0);
+	CHECK(memcmp(frames[0] + (FRAMES - 1) * NV * 3, sheet.pos, sizeof(float) * NV * 3) != 0);
 }
 
 /* An open PUB stream cannot go with an auth token: draped refuses to start
@@ -885,7 +829,10 @@ int main(int argc, char **argv)
 	signal(SIGSEGV, on_fatal);
 	signal(SIGABRT, on_fatal);
 	signal(SIGPIPE, SIG_IGN);
-	sheet_make();
+	if (!itest_sheet_make(&sheet, NX, NY)) {
+		printf("FAIL setup: out of memory\n0 passed, 1 failed\n");
+		return 1;
+	}
 	if (!make_files()) {
 		printf("FAIL setup: cannot make the test certificates\n0 passed, 1 failed\n");
 		return 1;

@@ -17,6 +17,7 @@
  * 0). Every wait polls with a generous deadline.
  */
 #include "tests/unit/check.h"
+#include "tests/integration/grid.h"
 #include "tests/integration/itest.h"
 
 #include <pthread.h>
@@ -49,9 +50,7 @@ static itest_daemon dm = {.pid = -1};
 static const char *draped_path;
 static char drape_path[1024];
 static char state_dir[300], log_path[300];
-static float sheet_pos[NV * 3];
-static uint32_t sheet_tri[NT * 3];
-static uint32_t sheet_pins[NX];
+static itest_sheet sheet; /* see grid.h */
 static float *ref; /* FRAMES * NV * 3: the uninterrupted run */
 
 static void stop_all(void)
@@ -59,37 +58,10 @@ static void stop_all(void)
 	itest_daemon_stop(&dm, 10000);
 }
 
-static void sheet_make(void)
-{
-	for (uint32_t j = 0; j < NX; j++)
-		for (uint32_t i = 0; i < NX; i++) {
-			float *p = &sheet_pos[3 * (j * NX + i)];
-			p[0] = (float)i / (NX - 1) - 0.5f;
-			p[1] = 1.0f + (float)j / (NX - 1);
-			p[2] = 0.0f;
-		}
-	uint32_t t = 0;
-	for (uint32_t j = 0; j + 1 < NX; j++)
-		for (uint32_t i = 0; i + 1 < NX; i++) {
-			uint32_t a = j * NX + i, b = a + 1, c = a + NX, d = c + 1;
-			uint32_t q[6] = {a, b, d, a, d, c};
-			memcpy(&sheet_tri[3 * t], q, sizeof q);
-			t += 2;
-		}
-	for (uint32_t i = 0; i < NX; i++)
-		sheet_pins[i] = (NX - 1) * NX + i;
-}
-
 static drape_err sheet_create(drape_client *c, drape_session *s, drape_error *e)
 {
 	drape_session_desc d;
-	drape_session_desc_default(&d);
-	d.positions = sheet_pos;
-	d.vertex_count = NV;
-	d.triangles = sheet_tri;
-	d.triangle_count = NT;
-	d.pins = sheet_pins;
-	d.pin_count = NX;
+	itest_sheet_desc(&sheet, &d);
 	/* Heavy enough (tens of ms a frame) that the kill lands mid-run. */
 	d.params.substeps = 8;
 	d.params.iterations = 20;
@@ -362,7 +334,10 @@ int main(int argc, char **argv)
 	snprintf(drape_path, sizeof drape_path, "%s", dp);
 	signal(SIGPIPE, SIG_IGN);
 	atexit(stop_all);
-	sheet_make();
+	if (!itest_sheet_make(&sheet, NX, NX)) {
+		printf("FAIL setup: out of memory\n0 passed, 1 failed\n");
+		return 1;
+	}
 	ref = calloc((size_t)FRAMES * NV * 3, sizeof(float));
 	if (ref == NULL || !itest_daemon_place(&dm, "drape-restart", false)) {
 		printf("FAIL setup\n0 passed, 1 failed\n");

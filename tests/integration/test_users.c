@@ -10,6 +10,7 @@
  * deadline; the daemon dies with this program.
  */
 #include "tests/unit/check.h"
+#include "tests/integration/grid.h"
 #include "tests/integration/itest.h"
 
 #include <signal.h>
@@ -35,25 +36,7 @@ static void stop_all(void)
  * status, or -1. */
 static int run_cli(const char *const *args, const char *out_path)
 {
-	const char *argv[24];
-	int n = 0;
-	argv[n++] = drape_path;
-	for (int i = 0; args[i] != NULL && n < 22; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		FILE *f = freopen(out_path, "w", stdout);
-		(void)f;
-		execv(drape_path, (char *const *)argv);
-		_exit(127);
-	}
-	int st;
-	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		return -1;
-	return WEXITSTATUS(st);
+	return itest_run_cli(drape_path, NULL, args, out_path, ITEST_OUT_FRESH);
 }
 
 static char *slurp(const char *path)
@@ -80,41 +63,12 @@ static char *read_token(const char *path)
 #define NX 12u
 #define NV (NX * NX)
 #define NT (2u * (NX - 1u) * (NX - 1u))
-static float sheet_pos[NV * 3];
-static uint32_t sheet_tri[NT * 3];
-static uint32_t sheet_pins[NX];
-
-static void sheet_make(void)
-{
-	for (uint32_t j = 0; j < NX; j++)
-		for (uint32_t i = 0; i < NX; i++) {
-			float *p = &sheet_pos[3 * (j * NX + i)];
-			p[0] = (float)i / (NX - 1) - 0.5f;
-			p[1] = 1.0f + (float)j / (NX - 1);
-			p[2] = 0.0f;
-		}
-	uint32_t t = 0;
-	for (uint32_t j = 0; j + 1 < NX; j++)
-		for (uint32_t i = 0; i + 1 < NX; i++) {
-			uint32_t a = j * NX + i, b = a + 1, c = a + NX, d = c + 1;
-			uint32_t q[6] = {a, b, d, a, d, c};
-			memcpy(&sheet_tri[3 * t], q, sizeof q);
-			t += 2;
-		}
-	for (uint32_t i = 0; i < NX; i++)
-		sheet_pins[i] = (NX - 1) * NX + i;
-}
+static itest_sheet sheet; /* see grid.h */
 
 static drape_err sheet_create(drape_client *c, drape_session *s, drape_error *e)
 {
 	drape_session_desc d;
-	drape_session_desc_default(&d);
-	d.positions = sheet_pos;
-	d.vertex_count = NV;
-	d.triangles = sheet_tri;
-	d.triangle_count = NT;
-	d.pins = sheet_pins;
-	d.pin_count = NX;
+	itest_sheet_desc(&sheet, &d);
 	return drape_session_create(c, &d, s, NULL, e);
 }
 
@@ -554,7 +508,10 @@ int main(int argc, char **argv)
 	snprintf(drape_path, sizeof drape_path, "%s", dp);
 	signal(SIGPIPE, SIG_IGN);
 	atexit(stop_all);
-	sheet_make();
+	if (!itest_sheet_make(&sheet, NX, NX)) {
+		printf("FAIL setup: out of memory\n0 passed, 1 failed\n");
+		return 1;
+	}
 	if (!itest_daemon_place(&dm, "drape-users", false)) {
 		printf("FAIL setup: no folder\n0 passed, 1 failed\n");
 		return 1;
