@@ -338,172 +338,108 @@ static void test_decode_wrong_types(void)
 	EXPECT_ERR(&t, DRAPE_EPROTO, "session");
 }
 
+/* One bin entry of a session.create request. */
+typedef struct bin_entry {
+	const char *key;
+	const void *p;
+	size_t n;
+} bin_entry;
+
+/* A session.create made of bin entries (up to 4), and the error it must get. */
+typedef struct bulk_case {
+	const char *what;
+	bin_entry bins[4];
+	drape_err code;
+	const char *field;
+} bulk_case;
+
 static void test_decode_bad_bulk(void)
 {
+	/* The bad variants of the sheet's arrays the cases below send. */
+	float pos_nan[27], pos_inf[27];
+	memcpy(pos_nan, sheet_pos, sizeof pos_nan);
+	memcpy(pos_inf, sheet_pos, sizeof pos_inf);
+	pos_nan[5] = NAN;      /* positions[1][2] */
+	pos_inf[24] = INFINITY; /* positions[8][0] */
+	uint32_t tri_far[24];
+	memcpy(tri_far, sheet_tri, sizeof tri_far);
+	tri_far[16] = 9; /* triangles[5][1] */
+	static const uint32_t pins_far[2] = { 0, 100 };
+	static const float im[9] = { 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+	static const float im_neg[9] = { 1, 1, 1, 1, -1, 1, 1, 1, 1 };
+	static const float uv[18] = { 0 };
+	static const float uv_nan[18] = { [13] = NAN };
+	static const uint32_t pv[2] = { 0, 2 };
+	static const float pk[2] = { 50.0f, 0.0f };
+	static const float pk_neg[2] = { 50.0f, -3.0f };
+	static const float pk_inf[2] = { INFINITY, -3.0f };
+	static const float rs[9] = { 1, 1, 1, 1, 1, 1, 1, 0, 1 };
+	static const uint32_t sv[6] = { 0, 4, 4, 8, 6, 7 };
+	static const uint32_t sv_far[6] = { 0, 4, 4, 8, 9, 7 };
+	static const float st[2] = { 0.0f, 0.5f };
+	static const float st_nan[2] = { 0.0f, NAN };
+#define POS { "positions", sheet_pos, sizeof sheet_pos }
+#define TRI { "triangles", sheet_tri, sizeof sheet_tri }
+	const bulk_case cases[] = {
+		{ "bin length not a multiple of 4",
+		  { { "positions", sheet_pos, sizeof sheet_pos - 2 }, TRI }, DRAPE_EPROTO, "positions" },
+		{ "float count not a multiple of 3",
+		  { { "positions", sheet_pos, 4 * 26 }, TRI }, DRAPE_EINVAL, "positions" },
+		{ "NaN, named with its vertex and component",
+		  { { "positions", pos_nan, sizeof pos_nan }, TRI }, DRAPE_ENONFINITE, "positions[1][2]" },
+		{ "infinity", { { "positions", pos_inf, sizeof pos_inf }, TRI }, DRAPE_ENONFINITE, "positions[8][0]" },
+		{ "triangle index out of range",
+		  { POS, { "triangles", tri_far, sizeof tri_far } }, DRAPE_ERANGE, "triangles[5][1]" },
+		{ "pin index out of range", { POS, TRI, { "pins", pins_far, sizeof pins_far } }, DRAPE_ERANGE, "pins[1]" },
+		{ "inv_mass of the wrong count", { POS, TRI, { "inv_mass", im, 8 * 4 } }, DRAPE_EINVAL, "inv_mass" },
+		{ "negative inv_mass", { POS, TRI, { "inv_mass", im_neg, sizeof im_neg } }, DRAPE_EINVAL, "inv_mass[4]" },
+		{ "uvs one vertex short", { POS, TRI, { "uvs", uv, 16 * 4 } }, DRAPE_EINVAL, "uvs" },
+		{ "uvs of an odd float count", { POS, TRI, { "uvs", uv, 17 * 4 } }, DRAPE_EINVAL, "uvs" },
+		{ "non-finite uv, named with its vertex",
+		  { POS, TRI, { "uvs", uv_nan, sizeof uv_nan } }, DRAPE_ENONFINITE, "uvs[6][1]" },
+		{ "pin_stiffness without pins", { POS, TRI, { "pin_stiffness", pk, sizeof pk } }, DRAPE_EINVAL,
+		  "pin_stiffness" },
+		{ "pin_stiffness of another count than the pins'",
+		  { POS, TRI, { "pins", pv, sizeof pv }, { "pin_stiffness", pk, 4 } }, DRAPE_EINVAL, "pin_stiffness" },
+		{ "negative pin stiffness",
+		  { POS, TRI, { "pins", pv, sizeof pv }, { "pin_stiffness", pk_neg, sizeof pk_neg } }, DRAPE_EINVAL,
+		  "pin_stiffness[1]" },
+		{ "non-finite pin stiffness",
+		  { POS, TRI, { "pins", pv, sizeof pv }, { "pin_stiffness", pk_inf, sizeof pk_inf } },
+		  DRAPE_ENONFINITE, "pin_stiffness[0]" },
+		{ "rest_scale one vertex short", { POS, TRI, { "rest_scale", rs, sizeof rs - 4 } }, DRAPE_EINVAL,
+		  "rest_scale" },
+		{ "a zero rest scale, named with its vertex", { POS, TRI, { "rest_scale", rs, sizeof rs } },
+		  DRAPE_EINVAL, "rest_scale[7]" },
+		{ "stitch_v without stitch_t", { POS, TRI, { "stitch_v", sv, sizeof sv } }, DRAPE_EINVAL, "stitch_t" },
+		{ "stitched vertex out of range",
+		  { POS, TRI, { "stitch_v", sv_far, sizeof sv_far }, { "stitch_t", st, sizeof st } }, DRAPE_ERANGE,
+		  "stitch_v[1]" },
+		{ "stitch_t of another count than the stitches",
+		  { POS, TRI, { "stitch_v", sv, sizeof sv }, { "stitch_t", st, 4 } }, DRAPE_EINVAL, "stitch_t" },
+		{ "non-finite stitch t",
+		  { POS, TRI, { "stitch_v", sv, sizeof sv }, { "stitch_t", st_nan, sizeof st_nan } },
+		  DRAPE_ENONFINITE, "stitch_t[1]" },
+		{ "rest shape one vertex short",
+		  { POS, TRI, { "rest_positions", sheet_pos, sizeof sheet_pos - 12 } }, DRAPE_EINVAL,
+		  "rest_positions" },
+	};
+#undef POS
+#undef TRI
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const bulk_case *c = &cases[i];
+		uint32_t n = 0;
+		while (n < 4 && c->bins[n].key != NULL)
+			n++;
+		tb t;
+		tb_request(&t, 3 + n, "session.create");
+		for (uint32_t k = 0; k < n; k++)
+			tb_bin(&t, c->bins[k].key, c->bins[k].p, c->bins[k].n);
+		char why[400];
+		int ok = expect_request_error(&t, c->code, c->field, why, sizeof why);
+		CHECKF(ok, "%s: %s", c->what, why);
+	}
 	tb t;
-	float bad[27];
-	memcpy(bad, sheet_pos, sizeof bad);
-
-	/* bin length not a multiple of 4 */
-	tb_request(&t, 5, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos - 2);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	EXPECT_ERR(&t, DRAPE_EPROTO, "positions");
-
-	/* float count not a multiple of 3 */
-	tb_request(&t, 5, "session.create");
-	tb_bin(&t, "positions", sheet_pos, 4 * 26);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "positions");
-
-	/* NaN and infinity, named with their vertex and component */
-	bad[5] = NAN;
-	tb_request(&t, 5, "session.create");
-	tb_bin(&t, "positions", bad, sizeof bad);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	EXPECT_ERR(&t, DRAPE_ENONFINITE, "positions[1][2]");
-	bad[5] = 0;
-	bad[24] = INFINITY;
-	tb_request(&t, 5, "session.create");
-	tb_bin(&t, "positions", bad, sizeof bad);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	EXPECT_ERR(&t, DRAPE_ENONFINITE, "positions[8][0]");
-
-	/* triangle index out of range */
-	uint32_t tri[24];
-	memcpy(tri, sheet_tri, sizeof tri);
-	tri[16] = 9; /* triangles[5][1] */
-	tb_request(&t, 5, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", tri, sizeof tri);
-	EXPECT_ERR(&t, DRAPE_ERANGE, "triangles[5][1]");
-
-	/* pin index out of range */
-	uint32_t pins[2] = { 0, 100 };
-	tb_request(&t, 6, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "pins", pins, sizeof pins);
-	EXPECT_ERR(&t, DRAPE_ERANGE, "pins[1]");
-
-	/* inv_mass of the wrong count, then negative */
-	float im[9] = { 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-	tb_request(&t, 6, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "inv_mass", im, 8 * 4);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "inv_mass");
-	im[4] = -1;
-	tb_request(&t, 6, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "inv_mass", im, sizeof im);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "inv_mass[4]");
-
-	/* uvs: the wrong count (one vertex short), an odd float count, the
-	 * wrong type, and a non-finite coordinate named with its vertex */
-	float uv[18] = { 0 };
-	tb_request(&t, 6, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "uvs", uv, 16 * 4);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "uvs");
-	tb_request(&t, 6, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "uvs", uv, 17 * 4);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "uvs");
-	tb_request(&t, 6, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_str(&t, "uvs", "0 0 1 1");
-	EXPECT_ERR(&t, DRAPE_EPROTO, "uvs");
-	uv[13] = NAN;
-	tb_request(&t, 6, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "uvs", uv, sizeof uv);
-	EXPECT_ERR(&t, DRAPE_ENONFINITE, "uvs[6][1]");
-
-	/* pin_stiffness: without pins, a count other than the pins', a
-	 * negative stiffness and a non-finite one, each named */
-	uint32_t pv[2] = { 0, 2 };
-	float pk[2] = { 50.0f, 0.0f };
-	tb_request(&t, 6, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "pin_stiffness", pk, sizeof pk);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "pin_stiffness");
-	tb_request(&t, 7, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "pins", pv, sizeof pv);
-	tb_bin(&t, "pin_stiffness", pk, 4);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "pin_stiffness");
-	pk[1] = -3.0f;
-	tb_request(&t, 7, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "pins", pv, sizeof pv);
-	tb_bin(&t, "pin_stiffness", pk, sizeof pk);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "pin_stiffness[1]");
-	pk[0] = INFINITY;
-	tb_request(&t, 7, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "pins", pv, sizeof pv);
-	tb_bin(&t, "pin_stiffness", pk, sizeof pk);
-	EXPECT_ERR(&t, DRAPE_ENONFINITE, "pin_stiffness[0]");
-
-	/* rest_scale: one vertex short, a zero scale named with its vertex */
-	float rs[9] = { 1, 1, 1, 1, 1, 1, 1, 0, 1 };
-	tb_request(&t, 6, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "rest_scale", rs, sizeof rs - 4);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "rest_scale");
-	tb_request(&t, 6, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "rest_scale", rs, sizeof rs);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "rest_scale[7]");
-
-	/* stitches: one array without the other, a vertex out of range, a
-	 * t count that does not match, a non-finite t; a rest shape one
-	 * vertex short */
-	uint32_t sv[6] = { 0, 4, 4, 8, 6, 7 };
-	float st[2] = { 0.0f, 0.5f };
-	tb_request(&t, 6, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "stitch_v", sv, sizeof sv);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "stitch_t");
-	sv[4] = 9;
-	tb_request(&t, 7, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "stitch_v", sv, sizeof sv);
-	tb_bin(&t, "stitch_t", st, sizeof st);
-	EXPECT_ERR(&t, DRAPE_ERANGE, "stitch_v[1]");
-	sv[4] = 6;
-	tb_request(&t, 7, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "stitch_v", sv, sizeof sv);
-	tb_bin(&t, "stitch_t", st, 4);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "stitch_t");
-	st[1] = NAN;
-	tb_request(&t, 7, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "stitch_v", sv, sizeof sv);
-	tb_bin(&t, "stitch_t", st, sizeof st);
-	EXPECT_ERR(&t, DRAPE_ENONFINITE, "stitch_t[1]");
-	tb_request(&t, 6, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "rest_positions", sheet_pos, sizeof sheet_pos - 12);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "rest_positions");
 
 	/* material parameters: a string for the model, infinity for a
 	 * stiffness */
