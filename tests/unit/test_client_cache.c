@@ -106,27 +106,47 @@ static int count_files(const char *dir)
 	return n;
 }
 
+/* What every writer test starts from: the solved run, a fresh folder and a
+ * cache description of the run's vertex count in that folder. */
+typedef struct fixture {
+	run r;
+	char dir[256];
+	drape_cache_desc d;
+} fixture;
+
+static int fixture_open(fixture *f, const char *tag, drape_cache_format format)
+{
+	if (!run_make(&f->r))
+		return 0;
+	temp_dir(f->dir, sizeof f->dir, tag);
+	drape_cache_desc_default(&f->d);
+	f->d.format = format;
+	f->d.dir = f->dir;
+	f->d.vertex_count = f->r.g.nv;
+	f->d.fps = f->r.fps;
+	return f->dir[0] != '\0';
+}
+
+static void fixture_close(fixture *f)
+{
+	if (f->dir[0] != '\0')
+		remove_dir(f->dir);
+	run_free(&f->r);
+}
+
 /* PC2: after every frame the file is a valid cache of the frames so far. */
 static void test_pc2_roundtrip(void)
 {
-	run r;
-	CHECK(run_make(&r));
-	char dir[256];
-	temp_dir(dir, sizeof dir, "pc2");
-	CHECK(dir[0]);
-	drape_cache_desc d;
-	drape_cache_desc_default(&d);
-	d.format = DRAPE_CACHE_PC2;
-	d.dir = dir;
-	d.vertex_count = r.g.nv;
+	fixture f;
+	CHECK(fixture_open(&f, "pc2", DRAPE_CACHE_PC2));
 	drape_cache_writer *w;
 	drape_error err;
-	CHECK_OK(drape_cache_open(&d, &w, &err));
+	CHECK_OK(drape_cache_open(&f.d, &w, &err));
 	char path[512];
-	snprintf(path, sizeof path, "%s/cloth.pc2", dir);
+	snprintf(path, sizeof path, "%s/cloth.pc2", f.dir);
 	int bad = 0;
 	for (uint32_t k = 1; k <= FRAMES && !bad; k++) {
-		if (drape_cache_write_frame(w, k, r.frames[k], &err) != DRAPE_OK) {
+		if (drape_cache_write_frame(w, k, f.r.frames[k], &err) != DRAPE_OK) {
 			bad = 1;
 			break;
 		}
@@ -136,48 +156,39 @@ static void test_pc2_roundtrip(void)
 			bad = 2;
 			break;
 		}
-		if (a.sample_count != k || a.vertex_count != r.g.nv || a.start != 1.0f || a.rate != 1.0f)
+		if (a.sample_count != k || a.vertex_count != f.r.g.nv || a.start != 1.0f || a.rate != 1.0f)
 			bad = 3;
 		for (uint32_t j = 0; j < a.sample_count && !bad; j++)
-			if (memcmp(a.positions + (size_t)j * r.g.nv * 3, r.frames[j + 1],
-				   (size_t)r.g.nv * 12) != 0)
+			if (memcmp(a.positions + (size_t)j * f.r.g.nv * 3, f.r.frames[j + 1],
+				   (size_t)f.r.g.nv * 12) != 0)
 				bad = 4;
 		drape_anim_free(&a);
 	}
 	CHECK_OK(drape_cache_close(w, &err));
-	remove_dir(dir);
-	run_free(&r);
+	fixture_close(&f);
 	CHECKF(bad == 0, "failure %d", bad);
 }
 
 /* PC2 of a run received from frame 3 on: the start frame is 3. */
 static void test_pc2_start_frame(void)
 {
-	run r;
-	CHECK(run_make(&r));
-	char dir[256];
-	temp_dir(dir, sizeof dir, "pc2s");
-	drape_cache_desc d;
-	drape_cache_desc_default(&d);
-	d.format = DRAPE_CACHE_PC2;
-	d.dir = dir;
-	d.name = "shirt";
-	d.vertex_count = r.g.nv;
+	fixture f;
+	CHECK(fixture_open(&f, "pc2s", DRAPE_CACHE_PC2));
+	f.d.name = "shirt";
 	drape_cache_writer *w;
-	CHECK_OK(drape_cache_open(&d, &w, NULL));
-	drape_err e1 = drape_cache_write_frame(w, 3, r.frames[3], NULL);
-	drape_err e2 = drape_cache_write_frame(w, 4, r.frames[4], NULL);
+	CHECK_OK(drape_cache_open(&f.d, &w, NULL));
+	drape_err e1 = drape_cache_write_frame(w, 3, f.r.frames[3], NULL);
+	drape_err e2 = drape_cache_write_frame(w, 4, f.r.frames[4], NULL);
 	/* A gap and a repeat are refused and change nothing. */
 	drape_error err;
-	drape_err gap = drape_cache_write_frame(w, 6, r.frames[6], &err);
-	drape_err rep = drape_cache_write_frame(w, 4, r.frames[4], NULL);
+	drape_err gap = drape_cache_write_frame(w, 6, f.r.frames[6], &err);
+	drape_err rep = drape_cache_write_frame(w, 4, f.r.frames[4], NULL);
 	CHECK_OK(drape_cache_close(w, NULL));
 	char path[512];
-	snprintf(path, sizeof path, "%s/shirt.pc2", dir);
+	snprintf(path, sizeof path, "%s/shirt.pc2", f.dir);
 	drape_anim a;
 	drape_err rd = drape_pc2_read_file(path, NULL, &a, NULL);
-	remove_dir(dir);
-	run_free(&r);
+	fixture_close(&f);
 	CHECK(e1 == DRAPE_OK && e2 == DRAPE_OK);
 	CHECK(gap == DRAPE_EINVAL && strstr(err.message, "index") != NULL);
 	CHECK(rep == DRAPE_EINVAL);
@@ -188,45 +199,36 @@ static void test_pc2_start_frame(void)
 
 static void test_mdd_roundtrip(void)
 {
-	run r;
-	CHECK(run_make(&r));
-	char dir[256];
-	temp_dir(dir, sizeof dir, "mdd");
-	drape_cache_desc d;
-	drape_cache_desc_default(&d);
-	d.format = DRAPE_CACHE_MDD;
-	d.dir = dir;
-	d.vertex_count = r.g.nv;
-	d.fps = r.fps;
-	d.frame_count = FRAMES;
+	fixture f;
+	CHECK(fixture_open(&f, "mdd", DRAPE_CACHE_MDD));
+	f.d.frame_count = FRAMES;
 	drape_cache_writer *w;
-	CHECK_OK(drape_cache_open(&d, &w, NULL));
+	CHECK_OK(drape_cache_open(&f.d, &w, NULL));
 	int bad = 0;
 	for (uint32_t k = 1; k <= FRAMES; k++)
-		if (drape_cache_write_frame(w, k, r.frames[k], NULL) != DRAPE_OK)
+		if (drape_cache_write_frame(w, k, f.r.frames[k], NULL) != DRAPE_OK)
 			bad = 1;
 	/* One past the declared count is refused. */
-	if (drape_cache_write_frame(w, FRAMES + 1, r.frames[1], NULL) != DRAPE_EINVAL)
+	if (drape_cache_write_frame(w, FRAMES + 1, f.r.frames[1], NULL) != DRAPE_EINVAL)
 		bad = 2;
 	CHECK_OK(drape_cache_close(w, NULL));
 	char path[512];
-	snprintf(path, sizeof path, "%s/cloth.mdd", dir);
+	snprintf(path, sizeof path, "%s/cloth.mdd", f.dir);
 	drape_anim a;
 	drape_error err;
 	drape_err rd = drape_mdd_read_file(path, NULL, &a, &err);
 	if (rd == DRAPE_OK) {
-		if (a.sample_count != FRAMES || a.vertex_count != r.g.nv)
+		if (a.sample_count != FRAMES || a.vertex_count != f.r.g.nv)
 			bad = 3;
 		for (uint32_t j = 0; j < a.sample_count && !bad; j++) {
-			if (a.times[j] != (float)(j + 1) / r.fps)
+			if (a.times[j] != (float)(j + 1) / f.r.fps)
 				bad = 4;
-			if (memcmp(a.positions + (size_t)j * r.g.nv * 3, r.frames[j + 1], (size_t)r.g.nv * 12))
+			if (memcmp(a.positions + (size_t)j * f.r.g.nv * 3, f.r.frames[j + 1], (size_t)f.r.g.nv * 12))
 				bad = 5;
 		}
 		drape_anim_free(&a);
 	}
-	remove_dir(dir);
-	run_free(&r);
+	fixture_close(&f);
 	CHECKF(rd == DRAPE_OK, "%s", err.message);
 	CHECKF(bad == 0, "failure %d", bad);
 }
@@ -235,24 +237,16 @@ static void test_mdd_roundtrip(void)
  * a valid MDD of the frames written. */
 static void test_mdd_short_run(void)
 {
-	run r;
-	CHECK(run_make(&r));
-	char dir[256];
-	temp_dir(dir, sizeof dir, "mdds");
-	drape_cache_desc d;
-	drape_cache_desc_default(&d);
-	d.format = DRAPE_CACHE_MDD;
-	d.dir = dir;
-	d.vertex_count = r.g.nv;
-	d.fps = r.fps;
-	d.frame_count = 100;
+	fixture f;
+	CHECK(fixture_open(&f, "mdds", DRAPE_CACHE_MDD));
+	f.d.frame_count = 100;
 	drape_cache_writer *w;
-	CHECK_OK(drape_cache_open(&d, &w, NULL));
+	CHECK_OK(drape_cache_open(&f.d, &w, NULL));
 	for (uint32_t k = 1; k <= 3; k++)
-		CHECK_OK(drape_cache_write_frame(w, k, r.frames[k], NULL));
+		CHECK_OK(drape_cache_write_frame(w, k, f.r.frames[k], NULL));
 	CHECK_OK(drape_cache_close(w, NULL));
 	char path[512];
-	snprintf(path, sizeof path, "%s/cloth.mdd", dir);
+	snprintf(path, sizeof path, "%s/cloth.mdd", f.dir);
 	drape_anim a;
 	drape_error err;
 	drape_err rd = drape_mdd_read_file(path, NULL, &a, &err);
@@ -261,13 +255,12 @@ static void test_mdd_short_run(void)
 		if (a.sample_count != 3)
 			bad = 1;
 		for (uint32_t j = 0; j < a.sample_count && !bad; j++)
-			if (a.times[j] != (float)(j + 1) / r.fps ||
-			    memcmp(a.positions + (size_t)j * r.g.nv * 3, r.frames[j + 1], (size_t)r.g.nv * 12))
+			if (a.times[j] != (float)(j + 1) / f.r.fps ||
+			    memcmp(a.positions + (size_t)j * f.r.g.nv * 3, f.r.frames[j + 1], (size_t)f.r.g.nv * 12))
 				bad = 2;
 		drape_anim_free(&a);
 	}
-	remove_dir(dir);
-	run_free(&r);
+	fixture_close(&f);
 	CHECKF(rd == DRAPE_OK, "%s", err.message);
 	CHECKF(bad == 0, "failure %d", bad);
 }
@@ -383,57 +376,48 @@ static void geo_free(geo *g)
  * velocity over frame k is -g (k - 1/2) / fps. */
 static void test_geo_roundtrip(void)
 {
-	run r;
-	CHECK(run_make(&r));
-	char dir[256];
-	temp_dir(dir, sizeof dir, "geo");
-	drape_cache_desc d;
-	drape_cache_desc_default(&d);
-	d.format = DRAPE_CACHE_GEO;
-	d.dir = dir;
-	d.vertex_count = r.g.nv;
-	d.triangles = r.g.tri;
-	d.triangle_count = r.g.nt;
-	d.fps = r.fps;
-	d.previous = r.frames[0];
+	fixture f;
+	CHECK(fixture_open(&f, "geo", DRAPE_CACHE_GEO));
+	f.d.triangles = f.r.g.tri;
+	f.d.triangle_count = f.r.g.nt;
+	f.d.previous = f.r.frames[0];
 	drape_cache_writer *w;
-	CHECK_OK(drape_cache_open(&d, &w, NULL));
+	CHECK_OK(drape_cache_open(&f.d, &w, NULL));
 	int bad = 0;
 	for (uint32_t k = 1; k <= FRAMES; k++)
-		if (drape_cache_write_frame(w, k, r.frames[k], NULL) != DRAPE_OK)
+		if (drape_cache_write_frame(w, k, f.r.frames[k], NULL) != DRAPE_OK)
 			bad = 1;
 	CHECK_OK(drape_cache_close(w, NULL));
 	double worst = 0.0;
 	for (uint32_t k = 1; k <= FRAMES && !bad; k++) {
 		char path[512];
-		snprintf(path, sizeof path, "%s/frame_%04u.geo", dir, k);
+		snprintf(path, sizeof path, "%s/frame_%04u.geo", f.dir, k);
 		geo g;
 		if (!geo_read(path, &g)) {
 			bad = 2;
 			break;
 		}
-		if (g.points != (long)r.g.nv || g.vertices != 3 * (long)r.g.nt || g.prims != (long)r.g.nt ||
-		    g.n_indices != 3 * (long)r.g.nt || g.rle_size != 3 || g.rle_count != (long)r.g.nt)
+		if (g.points != (long)f.r.g.nv || g.vertices != 3 * (long)f.r.g.nt || g.prims != (long)f.r.g.nt ||
+		    g.n_indices != 3 * (long)f.r.g.nt || g.rle_size != 3 || g.rle_count != (long)f.r.g.nt)
 			bad = 3;
-		else if (memcmp(g.indices, r.g.tri, (size_t)r.g.nt * 12) != 0)
+		else if (memcmp(g.indices, f.r.g.tri, (size_t)f.r.g.nt * 12) != 0)
 			bad = 4;
-		else if (memcmp(g.P, r.frames[k], (size_t)r.g.nv * 12) != 0)
+		else if (memcmp(g.P, f.r.frames[k], (size_t)f.r.g.nv * 12) != 0)
 			bad = 5;
-		for (uint32_t i = 0; i < r.g.nv * 3 && !bad; i++) {
-			float fd = (r.frames[k][i] - r.frames[k - 1][i]) * r.fps;
+		for (uint32_t i = 0; i < f.r.g.nv * 3 && !bad; i++) {
+			float fd = (f.r.frames[k][i] - f.r.frames[k - 1][i]) * f.r.fps;
 			if (memcmp(&g.v[i], &fd, 4) != 0)
 				bad = 6;
 		}
-		for (uint32_t i = 0; i < r.g.nv && !bad; i++) {
-			double expect = -9.81 * ((double)k - 0.5) / r.fps;
+		for (uint32_t i = 0; i < f.r.g.nv && !bad; i++) {
+			double expect = -9.81 * ((double)k - 0.5) / f.r.fps;
 			double rel = fabs(g.v[3 * i + 1] - expect) / fabs(expect);
 			if (rel > worst)
 				worst = rel;
 		}
 		geo_free(&g);
 	}
-	remove_dir(dir);
-	run_free(&r);
+	fixture_close(&f);
 	CHECKF(bad == 0, "failure %d", bad);
 	/* Substepping (semi-implicit Euler, 4 substeps) is first order in dt:
 	 * frame 1's mean velocity is off by about 1/substeps of a half step. */
