@@ -265,6 +265,9 @@ async function pick(id) {
       }
       if (rep.frames.length) {
         const last = rep.frames[rep.frames.length - 1].index;
+        // The newest frame's colliders are asked for now, beside the next
+        // frames.get (awaiting them here would slow the frames down).
+        prefetchColliders(id, last, gen);
         newFrames(last, rep.arrived);
       }
       if (!rep.live && rep.frames.length === 0) {
@@ -380,6 +383,7 @@ let colliderSession = null;
 let colliderGen = 0;
 let colliderWant = -1;
 let colliderBusy = false;
+const colliderAhead = new Map(); // frame -> session.colliders reply fetched before it is shown
 
 function clearColliders() {
   colliderGen++;
@@ -392,6 +396,7 @@ function clearColliders() {
   colliderSession = null;
   colliderWant = -1;
   colliderBusy = false;
+  colliderAhead.clear();
   view.colliders = 0;
   view.colliderFrame = -1;
   view.colliderDrawnAt.clear();
@@ -541,7 +546,11 @@ async function loadColliders(id, gen, frame) {
 // one request at a time, and the newest frame wins.
 async function wantColliders(i) {
   colliderWant = i;
-  if (colliderBusy || !colliderRoot || colliderSession === null || view.colliderFrame === i) return;
+  const ahead = colliderAhead.get(i);
+  if (ahead && ahead.colliders.length === colliderObjs.length && view.colliderFrame !== i) poseColliders(ahead);
+  // Without colliders there is nothing to move: no request per frame.
+  if (colliderBusy || !colliderRoot || !colliderObjs.length || colliderSession === null ||
+      view.colliderFrame === i) return;
   const cgen = colliderGen;
   const id = colliderSession;
   colliderBusy = true;
@@ -564,6 +573,28 @@ async function wantColliders(i) {
     if (cgen === colliderGen) view.colliderError = e.code || e.message;
   } finally {
     if (cgen === colliderGen) colliderBusy = false;
+  }
+}
+
+// Fetches the colliders of live frame f as soon as the frame has arrived,
+// so they are drawn with it or right after (wantColliders uses the reply
+// when the frame is shown later).
+async function prefetchColliders(id, f, gen) {
+  if (!colliderRoot || !colliderObjs.length || colliderSession !== id) return;
+  const cgen = colliderGen;
+  try {
+    const rep = await ctl.request('session.colliders', {
+      session: id, ...(owner ? { token: owner } : {}), frame: f,
+    }, auth);
+    if (gen !== fetchGen || cgen !== colliderGen) return;
+    colliderAhead.set(f, rep);
+    // Keep only the newest few.
+    for (const k of colliderAhead.keys()) if (colliderAhead.size > 8) colliderAhead.delete(k);
+    if (view.shown === f && view.colliderFrame !== f && rep.colliders.length === colliderObjs.length) {
+      poseColliders(rep);
+    }
+  } catch (e) {
+    if (cgen === colliderGen) view.colliderError = e.code || e.message;
   }
 }
 
