@@ -172,8 +172,18 @@ async function collidersMode(page) {
   // of the earlier frame.
   await page.click('#play');
   const paused = await until(page, () => window.drapeView.colliderFrame === window.drapeView.shown, null, 30000);
-  const p1 = await page.evaluate(() => ({ shown: window.drapeView.shown, frame: window.drapeView.colliderFrame }));
-  check('paused, the colliders are posed at the frame shown', paused, JSON.stringify(p1));
+  // The sphere's keys (tests/data/scenes/web_colliders.json) slide it from
+  // x = 0 at frame 1 to 0.3 at frame 200, linearly: its drawn transform
+  // must be that frame's, 1.5 mm a frame apart; the block has none.
+  const sphereX = (f) => (f <= 1 ? 0 : f >= 200 ? 0.3 : (0.3 * (f - 1)) / 199);
+  const posed = () => page.evaluate(() => ({ shown: window.drapeView.shown, frame: window.drapeView.colliderFrame,
+    m: window.drapeView.colliderMatrices() }));
+  const atFrame = (p) => p.m.length === 2 && Math.abs(p.m[0][12] - sphereX(p.shown)) < 2e-4 &&
+    p.m[0][13] === 0 && p.m[1][12] === 0 && p.m[1][0] === 1;
+  const p1 = await posed();
+  check('paused, the colliders are posed at the frame shown (the sphere where its keys put it)',
+    paused && p1.frame === p1.shown && atFrame(p1),
+    `frame ${p1.shown}, colliders of ${p1.frame}, sphere x ${p1.m[0] && p1.m[0][12]}, keys say ${sphereX(p1.shown)}`);
   const back = Math.max(1, Math.floor(p1.shown / 2));
   await page.evaluate((f) => {
     const s = document.getElementById('scrub');
@@ -181,8 +191,9 @@ async function collidersMode(page) {
     s.dispatchEvent(new Event('input'));
   }, back);
   const scrubbed = await until(page, (f) => window.drapeView.shown === f && window.drapeView.colliderFrame === f, back, 30000);
-  const p2 = await page.evaluate(() => ({ shown: window.drapeView.shown, frame: window.drapeView.colliderFrame }));
-  check('scrubbed back, the colliders follow to that frame', scrubbed, 'to ' + back + ': ' + JSON.stringify(p2));
+  const p2 = await posed();
+  check('scrubbed back, the colliders follow to that frame', scrubbed && atFrame(p2) && p2.m[0][12] < p1.m[0][12],
+    `to ${back}: frame ${p2.shown}, colliders of ${p2.frame}, sphere x ${p2.m[0] && p2.m[0][12]}, keys say ${sphereX(p2.shown)}`);
   await shot(page, 'web-colliders-scrubbed');
 
   const cloth = await solveToDrawn(page, 'drawnAt', sid);

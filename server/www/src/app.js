@@ -26,6 +26,8 @@ const view = {
   colliderFrame: -1,  // frame whose collider poses are drawn, -1 = none
   colliderDrawnAt: new Map(), // index -> wall clock when its collider poses were drawn
   colliderError: '',
+  // The colliders' transforms as drawn (three.js column-major 4x4 each).
+  colliderMatrices: () => colliderObjs.map((o) => Array.from(o.outer.matrix.elements)),
   error: '',
 };
 window.drapeView = view;
