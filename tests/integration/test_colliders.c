@@ -12,6 +12,7 @@
  *    the animation the test sent (added, then appended with
  *    collider.frames), bit for bit, and the first or last pose outside
  *    them; the triangles come only when asked for;
+ *  - the daemon's copy of the colliders counts in the session's memory;
  *  - after collider.remove the list shrinks, and after a SIGKILL and a
  *    restart on the same state dir (ops.bin replayed) the answer is the
  *    same.
@@ -323,6 +324,22 @@ static void pose_of(uint32_t i, float *out)
 	}
 }
 
+/* The memory session.list reports for session id (estimate plus frames). */
+static uint64_t listed_memory(uint32_t id)
+{
+	proto_request req;
+	proto_reply rep;
+	proto_request_init(&req, PROTO_OP_SESSION_LIST);
+	uint64_t m = 0;
+	if (itest_call(sock, &req, &rep) != 0)
+		return 0;
+	for (uint32_t i = 0; rep.ok && i < rep.u.list.count; i++)
+		if (rep.u.list.sessions[i].id == id)
+			m = rep.u.list.sessions[i].memory;
+	proto_reply_free(&rep);
+	return m;
+}
+
 static owned deform_session;
 static float poses[POSES][TET_NV * 3];
 
@@ -343,7 +360,13 @@ static void test_deforming_mesh_at_the_pose_of_the_frame(void)
 	d.frames = &poses[0][0];
 	d.frame_count = 4;
 	d.frame_start = 2.0f;
+	const uint64_t before = listed_memory(o.id);
 	CHECK(add_collider(&o, &d));
+	/* The daemon's copy is counted in the session's memory: at least its
+	 * vertices, triangles and poses (the solver's own copy may add more). */
+	const uint64_t after = listed_memory(o.id);
+	CHECKF(before > 0 && after >= before + TET_NV * 12u + 4u * 12u + 4u * TET_NV * 12u, "memory %llu -> %llu",
+	       (unsigned long long)before, (unsigned long long)after);
 	proto_request req;
 	proto_reply rep;
 	session_req(&req, PROTO_OP_COLLIDER_FRAMES, &o);
