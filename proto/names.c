@@ -28,6 +28,7 @@ static const char *const op_names[PROTO_OP_COUNT_] = {
 	[PROTO_OP_PREFLIGHT] = "preflight",
 	[PROTO_OP_COLLIDER_FRAMES] = "collider.frames",
 	[PROTO_OP_SESSION_TOPOLOGY] = "session.topology",
+	[PROTO_OP_SESSION_COLLIDERS] = "session.colliders",
 };
 
 static const char *const state_names[PROTO_STATE_COUNT_] = {
@@ -71,6 +72,7 @@ bool proto_op_needs_session(proto_op op)
 	case PROTO_OP_PINS_ATTACH:
 	case PROTO_OP_COLLIDER_FRAMES:
 	case PROTO_OP_SESSION_TOPOLOGY:
+	case PROTO_OP_SESSION_COLLIDERS:
 		return true;
 	default:
 		return false;

@@ -119,6 +119,7 @@ typedef enum proto_op {
 	PROTO_OP_PREFLIGHT,          /* "preflight" */
 	PROTO_OP_COLLIDER_FRAMES,    /* "collider.frames" */
 	PROTO_OP_SESSION_TOPOLOGY,   /* "session.topology" */
+	PROTO_OP_SESSION_COLLIDERS,  /* "session.colliders" */
 	PROTO_OP_COUNT_
 } proto_op;
 
@@ -368,6 +369,15 @@ typedef struct proto_frames_get_req {
 	bool mesh;
 } proto_frames_get_req;
 
+/* session.colliders: every collider of the session placed at simulation
+ * frame `frame` (0 = the input pose, at most the frames solved); with
+ * "mesh", each mesh collider's own vertices and triangles too (a viewer
+ * asks for them once, then per frame without). */
+typedef struct proto_colliders_req {
+	uint32_t frame;
+	bool mesh;
+} proto_colliders_req;
+
 /* Longest wait a frames.get may ask for: well under nng's REQ resend time
  * (60 s), so a held request is never sent twice. */
 #define PROTO_MAX_FRAMES_WAIT_MS 30000u
@@ -465,6 +475,7 @@ typedef struct proto_request {
 		proto_preflight_req preflight;
 		proto_collider_frames_req collider_frames;
 		proto_list_req list;
+		proto_colliders_req colliders;
 	} u;
 	proto_mem *mem; /* owned memory of a decoded request; NULL when filled by hand */
 } proto_request;
@@ -642,6 +653,45 @@ typedef struct proto_collider_frames_rep {
 	uint32_t frame_count; /* "frames": poses the collider holds after the append */
 } proto_collider_frames_rep;
 
+/*
+ * One collider of a session.colliders reply, placed at the asked frame:
+ * world = rotation * p + translate for every point p of its shape, whose
+ * fields are in the collider's own space as collider.add gave them (a
+ * plane's point and normal, a sphere's or box's center, radius,
+ * half_extents, a capsule's a and b). rotation (row-major) and translate
+ * are its keyframed rigid motion evaluated at the frame as the solver
+ * evaluates it (identity without keyframes). A mesh has vertex_count and
+ * triangle_count; vertices (its own-space points, as last set by
+ * collider.add or collider.update) and triangles only when the request
+ * asked for "mesh". A deforming mesh (frame_count > 0 poses from
+ * frame_start) also has positions: its pose at the frame, own space,
+ * vertex_count * 3 floats. Decoded: shape known, every float finite,
+ * array lengths as the counts say, triangle indices < vertex_count.
+ */
+typedef struct proto_collider_view {
+	uint32_t index;
+	drape_shape shape;
+	float point[3], normal[3]; /* plane */
+	float center[3];           /* sphere, box */
+	float radius;              /* sphere, capsule */
+	float half_extents[3];     /* box */
+	float a[3], b[3];          /* capsule */
+	float rotation[9], translate[3];
+	uint32_t vertex_count, triangle_count; /* mesh */
+	const float *vertices;     /* NULL unless asked for */
+	const uint32_t *triangles; /* NULL unless asked for */
+	uint32_t frame_count;      /* poses held; 0 = not deforming */
+	float frame_start;
+	const float *positions;    /* deforming: the pose at the frame; else NULL */
+} proto_collider_view;
+
+typedef struct proto_colliders_rep {
+	uint32_t session;
+	uint32_t frame;
+	const proto_collider_view *colliders; /* in index order */
+	uint32_t count;
+} proto_colliders_rep;
+
 typedef struct proto_preflight_rep {
 	uint64_t count;               /* intersecting pairs in all */
 	const drape_tri_pair *pairs;  /* the first pair_count of them */
@@ -673,6 +723,7 @@ typedef struct proto_reply {
 		proto_preflight_rep preflight;
 		proto_collider_frames_rep collider_frames;
 		proto_topology_rep topology;
+		proto_colliders_rep colliders;
 	} u;
 	proto_mem *mem;
 } proto_reply;

@@ -4,6 +4,7 @@
  * ok = false, so "could not read the reply" and "the server said no" stay
  * distinct for the caller.
  */
+#include "proto/colliders.h"
 #include "proto/wire.h"
 
 #include <stddef.h>
@@ -367,6 +368,8 @@ static drape_err decode_body(proto_wire_dec *d, const msgpack_object *m, proto_r
 		return decode_status(d, m, &r->u.status);
 	case PROTO_OP_SESSION_TOPOLOGY:
 		return decode_topology(d, m, &r->u.topology);
+	case PROTO_OP_SESSION_COLLIDERS:
+		return proto_colliders_decode(d, m, &r->u.colliders);
 	case PROTO_OP_SESSION_LIST:
 		return decode_list(d, m, &r->u.list);
 	case PROTO_OP_FRAMES_GET:
@@ -648,6 +651,9 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_reply *r)
 		proto_wire_pack_f32(e, t->fps);
 		break;
 	}
+	case PROTO_OP_SESSION_COLLIDERS:
+		proto_colliders_encode(e, n, &r->u.colliders);
+		break;
 	case PROTO_OP_PREFLIGHT: {
 		const proto_preflight_rep *p = &r->u.preflight;
 		if (p->pair_count > PROTO_MAX_PREFLIGHT_PAIRS ||

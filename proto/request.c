@@ -444,6 +444,11 @@ static drape_err decode_body(proto_wire_dec *d, const msgpack_object *m, proto_r
 				       (unsigned)p->max_pairs, PROTO_MAX_PREFLIGHT_PAIRS);
 		return rc;
 	}
+	case PROTO_OP_SESSION_COLLIDERS:
+		rc = proto_wire_field_u32(d, m, "frame", true, &r->u.colliders.frame, NULL);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_field_bool(d, m, "mesh", false, &r->u.colliders.mesh, NULL);
+		return rc;
 	case PROTO_OP_SESSION_LIST:
 		/* Optional "all": an admin asks for every user's sessions. */
 		return proto_wire_field_bool(d, m, "all", false, &r->u.list.all, NULL);
@@ -672,6 +677,14 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 			proto_wire_pack_u64(e, r->u.frames_get.wait_ms);
 		}
 		if (r->u.frames_get.mesh) {
+			proto_wire_kv(e, n, "mesh");
+			proto_wire_pack_bool(e, true);
+		}
+		break;
+	case PROTO_OP_SESSION_COLLIDERS:
+		proto_wire_kv(e, n, "frame");
+		proto_wire_pack_u64(e, r->u.colliders.frame);
+		if (r->u.colliders.mesh) {
 			proto_wire_kv(e, n, "mesh");
 			proto_wire_pack_bool(e, true);
 		}

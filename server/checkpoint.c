@@ -506,6 +506,8 @@ static bool srv_ckpt_replay_ops(srv_server *srv, srv_session *s, const char *dir
 		if (rc == DRAPE_OK) {
 			proto_reply_init(&rep, req.op, req.id);
 			rc = srv_collider_apply(srv->cfg, s, &req, &rep, &err);
+			if (rc == DRAPE_OK)
+				srv_colview_record(s, &req);
 			proto_request_free(&req);
 		}
 		if (rc != DRAPE_OK) {

@@ -137,6 +137,7 @@ static void srv_job_done(uv_work_t *w, int status)
 			if (job->rc == DRAPE_OK) {
 				srv_info("session %u: %s done (%u colliders)", (unsigned)s->id,
 					 proto_op_name(job->req.op), (unsigned)s->colliders);
+				srv_colview_record(s, &job->req);
 				srv_ckpt_append_op(srv, s, job->raw, job->raw_len);
 			}
 			/* A run (started before or during the job) goes on; one

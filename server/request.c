@@ -252,6 +252,8 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 	proto_session_info *list = NULL;
 	proto_frame *frames = NULL;
 	float *frame_buf = NULL;
+	proto_collider_view *views = NULL; /* session.colliders */
+	float *poses = NULL;
 	srv_session *s = NULL;
 	proto_reply_init(&rep, req.op, req.id);
 
@@ -348,6 +350,9 @@ srv_reply_mode srv_request_handle(srv_server *srv, const void *buf, size_t len, 
 	case PROTO_OP_SESSION_TOPOLOGY:
 		rc = srv_op_topology(srv, s, &rep, &err);
 		break;
+	case PROTO_OP_SESSION_COLLIDERS:
+		rc = srv_op_colliders(srv, s, &req, &rep, &views, &poses, &err);
+		break;
 	case PROTO_OP_SESSION_LIST:
 		rc = srv_op_list(srv, req.u.list.all, &rep, &list, &err);
 		break;
@@ -378,6 +383,8 @@ reply:
 	free(list);
 	free(frames);
 	free(frame_buf);
+	free(views);
+	free(poses);
 	proto_request_free(&req);
 	return SRV_REPLY_NOW;
 }

@@ -174,6 +174,11 @@ uint64_t srv_session_disk_bytes(const srv_session *s);
 /* session.topology (topology.c): the session's mesh as created. The reply
  * points into s, which outlives the encode. */
 drape_err srv_op_topology(srv_server *srv, srv_session *s, proto_reply *rep, drape_error *err);
+/* session.colliders (colview.c): on success rep points into *views and
+ * *poses (the deforming colliders' poses at the frame), which the caller
+ * frees after encoding the reply. */
+drape_err srv_op_colliders(srv_server *srv, srv_session *s, const proto_request *req, proto_reply *rep,
+			   proto_collider_view **views, float **poses, drape_error *err);
 drape_err srv_op_delete(srv_server *srv, srv_session *s, proto_reply *rep, drape_error *err);
 drape_err srv_op_frames_get(srv_server *srv, srv_session *s, const proto_request *req, proto_reply *rep,
 			    proto_frame **frames_out, float **buf_out, drape_error *err);

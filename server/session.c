@@ -96,6 +96,7 @@ void srv_session_free(srv_session *s)
 		return;
 	drape_sim_destroy(s->sim);
 	free(s->cinfo);
+	srv_colview_free(&s->colview);
 	srv_frames_free(&s->frames);
 	free(s->work_positions);
 	free(s->out_positions);

@@ -11,6 +11,7 @@
 
 #include "drape/sim.h"
 #include "proto/proto.h"
+#include "server/colview.h"
 #include "server/frames.h"
 
 struct srv_server;
@@ -61,6 +62,9 @@ typedef struct srv_session {
 	 * the loop while reloading). */
 	struct srv_collider_info *cinfo;
 	uint32_t cinfo_count, cinfo_cap;
+	/* The colliders as a viewer sees them (colview.h): the loop's own
+	 * copy, answered by session.colliders while a frame solves. */
+	srv_colview colview;
 	uint64_t intersections; /* preflight count of the input mesh */
 	/* The mesh as created, for session.topology (topology.c): the input
 	 * pose, the triangles, and the uvs (NULL when it came without). */

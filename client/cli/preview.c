@@ -227,9 +227,9 @@ static bool shape_make(pv_shape *s, const drape_scene *sc, uint32_t i)
 
 /* Moves a collider to its pose at `frame`: a deforming mesh's animation
  * sample (the solver's: sample i is sim frame frame_start + i, the nearest
- * one outside the range), then the keyframed rigid motion as the solver
- * evaluates it (server/sim/collider.c: keys interpolated linearly, then
- * R = Rz Ry Rx and p' = R p + t). */
+ * one outside the range; scenes resample animations to whole frames, so
+ * at a whole frame this is the solver's pose), then the keyframed rigid
+ * motion by the solver's own evaluation (drape_keyframes_eval). */
 static void shape_pose(pv_shape *s, const drape_collider_desc *d, uint32_t frame)
 {
 	const float *src = s->pos;
@@ -238,32 +238,8 @@ static void shape_pose(pv_shape *s, const drape_collider_desc *d, uint32_t frame
 		uint32_t k = i <= 0.0 ? 0 : i >= d->frame_count - 1 ? d->frame_count - 1 : (uint32_t)i;
 		src = &d->frames[(size_t)k * d->vertex_count * 3];
 	}
-	double tr[3] = {0, 0, 0}, rot[3] = {0, 0, 0};
-	if (d->keyframe_count > 0) {
-		const drape_keyframe *k = d->keyframes;
-		uint32_t n = d->keyframe_count, lo = 0, hi = 0;
-		double t = frame, sft = 0.0;
-		if (t <= k[0].frame)
-			lo = hi = 0;
-		else if (t >= k[n - 1].frame)
-			lo = hi = n - 1;
-		else {
-			while (lo + 1 < n && k[lo + 1].frame <= t)
-				lo++;
-			hi = lo + 1;
-			sft = (t - k[lo].frame) / ((double)k[hi].frame - k[lo].frame);
-		}
-		for (int j = 0; j < 3; j++) {
-			tr[j] = k[lo].translate[j] + sft * ((double)k[hi].translate[j] - k[lo].translate[j]);
-			rot[j] = k[lo].rotate[j] + sft * ((double)k[hi].rotate[j] - k[lo].rotate[j]);
-		}
-	}
-	double deg = PV_PI / 180.0;
-	double cx = cos(rot[0] * deg), sx = sin(rot[0] * deg), cy = cos(rot[1] * deg), sy = sin(rot[1] * deg);
-	double cz = cos(rot[2] * deg), sz = sin(rot[2] * deg);
-	double m[9] = {cz * cy, cz * sy * sx - sz * cx, cz * sy * cx + sz * sx,
-		       sz * cy, sz * sy * sx + cz * cx, sz * sy * cx - cz * sx,
-		       -sy,     cy * sx,                cy * cx};
+	float m[9], tr[3];
+	drape_keyframes_eval(d->keyframes, d->keyframe_count, (float)frame, m, tr);
 	for (uint32_t v = 0; v < s->nv; v++) {
 		const float *p = &src[(size_t)v * 3];
 		for (int j = 0; j < 3; j++)

@@ -289,6 +289,15 @@ typedef struct drape_keyframe {
 
 #define DRAPE_MAX_KEYFRAMES 100000
 
+/* The rigid transform keys[0 .. count) give at (fractional) frame t, as
+ * the solver moves a collider by it: world = rotation * local + translate,
+ * rotation row-major. Linear between keys (translation and angles), the
+ * nearest key before the first or after the last, identity for count 0.
+ * The keys must be in increasing frame order (drape_sim_add_collider
+ * checks it). */
+void drape_keyframes_eval(const drape_keyframe *keys, uint32_t count, float t, float rotation[9],
+			  float translate[3]);
+
 typedef struct drape_collider_desc {
 	drape_shape shape;
 	float point[3], normal[3];   /* plane */

@@ -53,7 +53,6 @@
 #define COLLIDER_BAND 0.02f
 #define COLLIDER_MAX_FRICTION 10.0f
 #define COLLIDER_MAX_THICKNESS 1.0f
-#define COLLIDER_DEG 0.017453292519943295
 
 /* A rigid transform: world = r * local + t, r row-major (deform.h's,
  * which a deforming collider's keyframes move it by). */
@@ -112,55 +111,13 @@ static sim_v3 xf_inverse(const collider_xform *x, sim_v3 w)
 		  r[2] * v.x + r[5] * v.y + r[8] * v.z);
 }
 
-static void xf_from_euler(collider_xform *x, const float tr[3], const float deg[3])
-{
-	/* Computed in double so that long keyed spins lose nothing before the
-	 * matrix is stored in float. */
-	double cx = cos(deg[0] * COLLIDER_DEG), sx = sin(deg[0] * COLLIDER_DEG);
-	double cy = cos(deg[1] * COLLIDER_DEG), sy = sin(deg[1] * COLLIDER_DEG);
-	double cz = cos(deg[2] * COLLIDER_DEG), sz = sin(deg[2] * COLLIDER_DEG);
-	/* R = Rz * Ry * Rx, so X is applied first. */
-	double m[9] = {cz * cy, cz * sy * sx - sz * cx, cz * sy * cx + sz * sx,
-		       sz * cy, sz * sy * sx + cz * cx, sz * sy * cx - cz * sx,
-		       -sy,     cy * sx,                cy * cx};
-	for (int i = 0; i < 9; i++)
-		x->r[i] = (float)m[i];
-	x->t = v3(tr[0], tr[1], tr[2]);
-}
-
+/* The keys' transform at t: drape_keyframes_eval (keyframes.c), shared
+ * with the daemon's view of where a collider is at a frame. */
 static void collider_eval(const sim_collider *c, float t, collider_xform *out)
 {
-	static const float zero[3] = {0, 0, 0};
-	if (c->key_count == 0) {
-		xf_from_euler(out, zero, zero);
-		return;
-	}
-	const drape_keyframe *k = c->keys;
-	uint32_t n = c->key_count;
-	if (!(t > k[0].frame)) {
-		xf_from_euler(out, k[0].translate, k[0].rotate);
-		return;
-	}
-	if (t >= k[n - 1].frame) {
-		xf_from_euler(out, k[n - 1].translate, k[n - 1].rotate);
-		return;
-	}
-	/* Binary search for the last key at or before t; k[0].frame < t < last. */
-	uint32_t lo = 0, hi = n - 1;
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (k[mid].frame <= t)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	double s = ((double)t - k[lo].frame) / ((double)k[hi].frame - k[lo].frame);
-	float tr[3], rot[3];
-	for (int i = 0; i < 3; i++) {
-		tr[i] = (float)(k[lo].translate[i] + s * ((double)k[hi].translate[i] - k[lo].translate[i]));
-		rot[i] = (float)(k[lo].rotate[i] + s * ((double)k[hi].rotate[i] - k[lo].rotate[i]));
-	}
-	xf_from_euler(out, tr, rot);
+	float tr[3];
+	drape_keyframes_eval(c->keys, c->key_count, t, out->r, tr);
+	out->t = v3(tr[0], tr[1], tr[2]);
 }
 
 static void collider_reset_motion(sim_collider *c)

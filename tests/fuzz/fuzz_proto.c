@@ -213,6 +213,10 @@ static void compare_requests(const proto_request *a, const proto_request *b)
 		      "collider.frames");
 		break;
 	}
+	case PROTO_OP_SESSION_COLLIDERS:
+		check(a->u.colliders.frame == b->u.colliders.frame && a->u.colliders.mesh == b->u.colliders.mesh,
+		      "session.colliders frame/mesh");
+		break;
 	case PROTO_OP_PREFLIGHT:
 		check(same_mesh(&a->u.preflight.mesh, &b->u.preflight.mesh) &&
 			      a->u.preflight.max_pairs == b->u.preflight.max_pairs,

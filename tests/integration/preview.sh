@@ -109,5 +109,94 @@ else
 	ko "empty --frames-dir refused" "exit $rc: $err"
 fi
 
+# 7. A deforming collider is drawn at the pose of the frame asked for: a
+#    block whose OBJ sequence puts it at x = -0.6, -0.3, 0, 0.3, 0.6 at
+#    frames 1 to 5, seen straight along -z (--camera 0,0,3) from the centre
+#    of a fully pinned cloth at the origin. The collider's pixels (blue
+#    grey: blue above red) must centre on the projection of that frame's
+#    pose, f x / (3 - z) pixels right of the image centre with f = (H / 2) /
+#    tan(20 deg) (client/render.h's pinhole), within 9 pixels, a sixth of
+#    the 51 between two poses; frame 0 shows pose 1 (held before the first)
+#    and frame 8 pose 5 (held after the last).
+mkdir -p "$T/anim"
+for k in 1 2 3 4 5; do
+	python3 - "$T/anim/block_000$k.obj" "$k" <<'PY'
+import sys
+x = -0.9 + 0.3 * int(sys.argv[2])
+with open(sys.argv[1], 'w') as f:
+    for i in range(8):
+        f.write('v %g %g %g\n' % (x + (0.1 if i & 1 else -0.1), 0.5 + (0.1 if i & 2 else -0.1), 0.1 if i & 4 else -0.1))
+    for a, b, c in ((1, 3, 4), (1, 4, 2), (5, 6, 8), (5, 8, 7), (1, 2, 6), (1, 6, 5),
+                    (3, 7, 8), (3, 8, 4), (1, 5, 7), (1, 7, 3), (2, 4, 8), (2, 8, 6)):
+        f.write('f %d %d %d\n' % (a, b, c))
+PY
+done
+cp "$T/anim/block_0001.obj" "$T/anim/block_rest.obj"
+cat >"$T/anim/scene.json" <<'EOF2'
+{"frames": 8, "fps": 24,
+ "cloth": {"mesh": {"grid": {"size": [0.2, 0.2], "resolution": [2, 2], "center": [0, 0, 0], "normal": [0, 0, 1]}},
+           "pins": {"indices": [0, 1, 2, 3]}},
+ "colliders": [{"mesh": "block_rest.obj", "animation": "block_%04d.obj"}]}
+EOF2
+res=""
+for fr in 0 1 2 3 4 5 8; do
+	if ! "$DRAPE" preview "$T/anim/scene.json" --frame $fr --camera 0,0,3 --size 480x360 \
+		--out "$T/anim/f$fr.png" --quiet 2>"$T/anim/err"; then
+		res="$res frame $fr: $(cat "$T/anim/err")"
+		continue
+	fi
+	got=$(python3 - "$T/anim/f$fr.png" "$fr" <<'PY'
+import math, struct, sys, zlib
+d = open(sys.argv[1], 'rb').read()
+w, h, depth, ctype = struct.unpack('>IIBB', d[16:26])
+assert depth == 8 and ctype == 2, 'not an 8-bit RGB PNG'
+idat, at = b'', 8
+while at < len(d):
+    n, = struct.unpack('>I', d[at:at + 4])
+    if d[at + 4:at + 8] == b'IDAT':
+        idat += d[at + 8:at + 8 + n]
+    at += 12 + n
+raw = zlib.decompress(idat)
+stride, rows, prev = w * 3, [], bytearray(w * 3)
+for y in range(h):
+    ft, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+    for i in range(stride):
+        a = line[i - 3] if i >= 3 else 0
+        b = prev[i]
+        c = prev[i - 3] if i >= 3 else 0
+        if ft == 1: line[i] = (line[i] + a) & 255
+        elif ft == 2: line[i] = (line[i] + b) & 255
+        elif ft == 3: line[i] = (line[i] + (a + b) // 2) & 255
+        elif ft == 4:
+            p = a + b - c
+            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+    rows.append(line)
+    prev = line
+n = sx = 0
+for y, line in enumerate(rows):
+    for x in range(w):
+        r, g, b = line[3 * x], line[3 * x + 1], line[3 * x + 2]
+        if b > 60 and b > 1.1 * r:
+            n += 1
+            sx += x + 0.5
+fr = int(sys.argv[2])
+pose = min(max(fr, 1), 5)
+xw = -0.9 + 0.3 * pose
+f = (h / 2) / math.tan(math.radians(20))
+# The block's front face is at z = 0.1; its centre projects there.
+want = w / 2 + f * xw / (3 - 0.1)
+cx = sx / n if n else float('nan')
+print('ok' if n > 200 and abs(cx - want) < 9 else 'frame %d: %d collider pixels centred at x %.1f, pose %d is at %.1f' % (fr, n, cx, pose, want))
+PY
+)
+	[ "$got" = ok ] || res="$res $got;"
+done
+if [ -z "$res" ]; then
+	ok "a deforming collider is drawn at the pose of the frame (0, 1..5, 8)"
+else
+	ko "a deforming collider is drawn at the pose of the frame" "$res"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

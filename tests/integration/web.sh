@@ -9,7 +9,11 @@
 # advancing, and prints the median time from draped storing a frame
 # (/api/sessions history.stored_ms) to the page drawing it. Then a second
 # daemon with --users-file (ana, bob, an admin): each user's API and page
-# show only their sessions, the admin's both. Screenshots stay in
+# show only their sessions, the admin's both. Then the colliders: a run of
+# tests/data/scenes/web_colliders.json (a sphere and a mesh block) drawn by
+# the page in the colliders' colour, posed at the frame shown, and none of
+# it for another owner token; the flag run shows no collider pixels.
+# Screenshots stay in
 # BUILD/test-artefacts/web/. Also checks
 # that draped refuses --http without an auth token or off loopback.
 # Ends with "N passed, M failed".
@@ -24,8 +28,10 @@ export XDG_CACHE_HOME="$T/cache" TMPDIR="$T/tmp"
 mkdir -p "$TMPDIR" "$OUT"
 dpid=""
 rpid=""
+cpid=""
 cleanup() {
 	[ -n "$rpid" ] && kill -INT "$rpid" 2>/dev/null
+	[ -n "$cpid" ] && kill -INT "$cpid" 2>/dev/null
 	[ -n "$dpid" ] && kill -TERM "$dpid" 2>/dev/null
 	[ -n "$dpid" ] && wait "$dpid" 2>/dev/null
 	[ -n "$rpid" ] && wait "$rpid" 2>/dev/null
@@ -157,6 +163,35 @@ p=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$T/page.out" | tail 
 f=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$T/page.out" | tail -n 1)
 pass=$((pass + ${p:-0}))
 fail=$((fail + ${f:-1}))
+
+# The colliders: a second run on the same daemon, watched by the page.
+DRAPE_TOKEN=$(head -n 1 "$T/token") "$DRAPE" run "$TOP/tests/data/scenes/web_colliders.json" \
+	--server "ipc://$T/ctl" --frames 100000 --quiet >/dev/null 2>"$T/run-col.err" &
+cpid=$!
+i=0
+until grep -q 'owner token' "$T/run-col.err" 2>/dev/null; do
+	i=$((i + 1))
+	if [ $i -gt 600 ] || ! kill -0 "$cpid" 2>/dev/null; then
+		ko "colliders session starts" "$(cat "$T/run-col.err")"
+		break
+	fi
+	sleep 0.1
+done
+csession=$(sed -n 's/.*session \([0-9]*\) on .*/\1/p' "$T/run-col.err")
+cowner=$(sed -n 's/.*owner token \([0-9a-f]*\).*/\1/p' "$T/run-col.err")
+if [ -n "$csession" ] && [ -n "$cowner" ]; then
+	WEB_URL="http://127.0.0.1:$port/" WEB_TOKEN=$(head -n 1 "$T/token") WEB_COL_SESSION=$csession \
+		WEB_COL_OWNER=$cowner WEB_OUT=$OUT NODE_PATH="$TOP/$B/www-npm/node_modules" \
+		node "$TOP/tests/integration/web_page.cjs" >"$T/page-col.out" 2>&1
+	grep -v 'passed, .* failed$' "$T/page-col.out"
+	p=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$T/page-col.out" | tail -n 1)
+	f=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$T/page-col.out" | tail -n 1)
+	pass=$((pass + ${p:-0}))
+	fail=$((fail + ${f:-1}))
+fi
+kill -INT "$cpid" 2>/dev/null
+wait "$cpid" 2>/dev/null
+cpid=""
 
 # --http with --users-file: the JSON API authenticates the bearer token as a
 # user and lists only that user's sessions; an admin sees every one.

@@ -22,6 +22,12 @@ const view = {
   latencies: [],      // ms from a frame's reply arriving to it being drawn
   drawnAt: new Map(), // index -> wall clock (Unix ms) when first drawn, to
                       // compare with the daemon's history.stored_ms
+  colliders: 0,       // colliders drawn (session.colliders)
+  colliderFrame: -1,  // frame whose collider poses are drawn, -1 = none
+  colliderDrawnAt: new Map(), // index -> wall clock when its collider poses were drawn
+  colliderError: '',
+  // The colliders' transforms as drawn (three.js column-major 4x4 each).
+  colliderMatrices: () => colliderObjs.map((o) => Array.from(o.outer.matrix.elements)),
   error: '',
 };
 window.drapeView = view;
@@ -112,6 +118,7 @@ function clearView() {
   view.stats.clear();
   view.shown = 0;
   sessionInfo = new Map();
+  clearColliders();
   $('main').hidden = true;
   $('box').textContent = '';
   $('sessions').tBodies[0].textContent = '';
@@ -226,6 +233,7 @@ async function pick(id) {
   view.stats.clear();
   view.shown = 0;
   view.error = '';
+  clearColliders();
   if (mesh) mesh.visible = false;
   $('frame').textContent = '-';
   $('session-msg').textContent = '';
@@ -246,6 +254,9 @@ async function pick(id) {
       if (first) {
         setMesh(rep.triangles);
         first = false;
+        // The colliders once the owner's frames are readable: the same
+        // tokens, so a page that may not read the session gets none.
+        loadColliders(id, gen, rep.frames.length ? rep.frames[0].index : 0);
       }
       for (const f of rep.frames) {
         const b = f.positions;
@@ -256,6 +267,9 @@ async function pick(id) {
       }
       if (rep.frames.length) {
         const last = rep.frames[rep.frames.length - 1].index;
+        // The newest frame's colliders are asked for now, beside the next
+        // frames.get (awaiting them here would slow the frames down).
+        prefetchColliders(id, last, gen);
         newFrames(last, rep.arrived);
       }
       if (!rep.live && rep.frames.length === 0) {
@@ -268,6 +282,7 @@ async function pick(id) {
     view.error = e.code || e.message;
     view.frames.clear();
     view.drawnAt.clear();
+    clearColliders();
     if (mesh) mesh.visible = false;
     $('frame').textContent = '-';
     $('session-msg').textContent = 'session ' + id + ': ' + e.message;
@@ -346,12 +361,243 @@ function showFrame(i) {
   }
   mesh.visible = true;
   view.shown = i;
+  wantColliders(i);
   const keys = [...view.frames.keys()];
   $('scrub').min = Math.min(...keys);
   $('scrub').max = Math.max(...keys);
   $('scrub').value = i;
   $('frame').textContent = 'frame ' + i + ' / ' + Math.max(...keys);
   return true;
+}
+
+// ---- colliders -------------------------------------------------------------
+//
+// session.colliders (proto/PROTOCOL.md) gives every collider of the session
+// placed at a frame: its shape in its own space, its rigid transform at
+// that frame, a mesh's triangles (asked for once, "mesh": true) and a
+// deforming mesh's pose. The page asks again, without the mesh, for each
+// frame it shows, so keyframed and deforming colliders move with the cloth.
+
+const COLLIDER_COLOUR = 0x7f93b0; // grey-blue, apart from the cloth's warm colours
+let colliderRoot = null;  // THREE.Group of every collider, or null
+let colliderObjs = [];    // per collider: { outer: Group (its transform), geo, deforming }
+let colliderSession = null;
+let colliderGen = 0;
+let colliderWant = -1;
+let colliderBusy = false;
+const colliderAhead = new Map(); // frame -> session.colliders reply fetched before it is shown
+
+function clearColliders() {
+  colliderGen++;
+  if (colliderRoot) {
+    scene.remove(colliderRoot);
+    for (const c of colliderObjs) c.geo.dispose();
+  }
+  colliderRoot = null;
+  colliderObjs = [];
+  colliderSession = null;
+  colliderWant = -1;
+  colliderBusy = false;
+  colliderAhead.clear();
+  view.colliders = 0;
+  view.colliderFrame = -1;
+  view.colliderDrawnAt.clear();
+  view.colliderError = '';
+}
+
+function f32(b) {
+  return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+}
+
+// The cloth's bounding sphere at the first frame received, to place and
+// size the (infinite) planes.
+function clothSphere() {
+  const p = view.frames.values().next().value;
+  if (!p) return new THREE.Sphere(new THREE.Vector3(), 1);
+  const g = new THREE.BufferGeometry();
+  g.setAttribute('position', new THREE.BufferAttribute(p, 3));
+  g.computeBoundingSphere();
+  const s = g.boundingSphere.clone();
+  g.dispose();
+  return s;
+}
+
+function colliderGeometry(c) {
+  const v3 = (a) => new THREE.Vector3(a[0], a[1], a[2]);
+  const up = new THREE.Vector3(0, 1, 0);
+  let geo;
+  const place = new THREE.Object3D();
+  switch (c.shape) {
+    case 'sphere':
+      geo = new THREE.SphereGeometry(c.radius, 48, 24);
+      place.position.copy(v3(c.center));
+      break;
+    case 'box':
+      geo = new THREE.BoxGeometry(2 * c.half_extents[0], 2 * c.half_extents[1], 2 * c.half_extents[2]);
+      place.position.copy(v3(c.center));
+      break;
+    case 'capsule': {
+      const a = v3(c.a);
+      const b = v3(c.b);
+      const len = a.distanceTo(b);
+      geo = new THREE.CapsuleGeometry(c.radius, len, 12, 32);
+      place.position.copy(a).add(b).multiplyScalar(0.5);
+      if (len > 0) place.quaternion.setFromUnitVectors(up, b.clone().sub(a).normalize());
+      break;
+    }
+    case 'plane': {
+      // Drawn as a square around the point of the plane nearest the
+      // cloth, four cloth radii across, as drape preview draws it.
+      const n = v3(c.normal).normalize();
+      const s = clothSphere();
+      const off = s.center.clone().sub(v3(c.point)).dot(n);
+      geo = new THREE.PlaneGeometry(4 * s.radius, 4 * s.radius);
+      place.position.copy(s.center).addScaledVector(n, -off);
+      place.quaternion.setFromUnitVectors(new THREE.Vector3(0, 0, 1), n);
+      break;
+    }
+    case 'mesh': {
+      geo = new THREE.BufferGeometry();
+      const pos = c.positions ? f32(c.positions) : f32(c.vertices);
+      geo.setAttribute('position', new THREE.BufferAttribute(pos, 3));
+      const t = c.triangles;
+      geo.setIndex(new THREE.BufferAttribute(new Uint32Array(t.buffer.slice(t.byteOffset, t.byteOffset + t.byteLength)), 1));
+      geo.computeVertexNormals();
+      break;
+    }
+    default:
+      return null;
+  }
+  place.updateMatrix();
+  if (c.shape !== 'mesh') geo.applyMatrix4(place.matrix);
+  return geo;
+}
+
+function buildColliders(rep) {
+  clearCollidersKeepGen();
+  colliderRoot = new THREE.Group();
+  const mat = new THREE.MeshLambertMaterial({ color: COLLIDER_COLOUR, side: THREE.DoubleSide });
+  for (const c of rep.colliders) {
+    const geo = colliderGeometry(c);
+    if (!geo) continue;
+    const outer = new THREE.Group();
+    outer.matrixAutoUpdate = false;
+    outer.add(new THREE.Mesh(geo, mat));
+    colliderRoot.add(outer);
+    colliderObjs.push({ outer, geo, deforming: !!c.positions });
+  }
+  scene.add(colliderRoot);
+  view.colliders = colliderObjs.length;
+}
+
+function clearCollidersKeepGen() {
+  const gen = colliderGen;
+  const session = colliderSession;
+  clearColliders();
+  colliderGen = gen;
+  colliderSession = session;
+}
+
+// Places every collider as the reply says (its frame's transform and, for
+// a deforming mesh, its pose).
+function poseColliders(rep) {
+  rep.colliders.forEach((c, k) => {
+    const o = colliderObjs[k];
+    if (!o) return;
+    const r = c.rotation;
+    const t = c.translate;
+    o.outer.matrix.set(r[0], r[1], r[2], t[0], r[3], r[4], r[5], t[1], r[6], r[7], r[8], t[2], 0, 0, 0, 1);
+    o.outer.matrixWorldNeedsUpdate = true;
+    if (o.deforming && c.positions) {
+      const attr = o.geo.getAttribute('position');
+      attr.array.set(f32(c.positions));
+      attr.needsUpdate = true;
+      o.geo.computeVertexNormals();
+      o.geo.computeBoundingSphere();
+    }
+  });
+  view.colliderFrame = rep.frame;
+  if (!view.colliderDrawnAt.has(rep.frame)) {
+    view.colliderDrawnAt.set(rep.frame, performance.timeOrigin + performance.now());
+  }
+}
+
+async function loadColliders(id, gen, frame) {
+  const cgen = ++colliderGen;
+  colliderSession = id;
+  colliderBusy = true;
+  try {
+    const rep = await ctl.request('session.colliders', {
+      session: id, ...(owner ? { token: owner } : {}), frame, mesh: true,
+    }, auth);
+    if (gen !== fetchGen || cgen !== colliderGen) return;
+    buildColliders(rep);
+    poseColliders(rep);
+  } catch (e) {
+    if (gen !== fetchGen || cgen !== colliderGen) return;
+    // A daemon from before session.colliders answers EPROTO: the cloth
+    // alone, as before.
+    view.colliderError = e.code || e.message;
+  } finally {
+    if (cgen === colliderGen) colliderBusy = false;
+  }
+  if (cgen === colliderGen) wantColliders(view.shown);
+}
+
+// Asks for the colliders of frame i unless they are drawn or on their way;
+// one request at a time, and the newest frame wins.
+async function wantColliders(i) {
+  colliderWant = i;
+  const ahead = colliderAhead.get(i);
+  if (ahead && ahead.colliders.length === colliderObjs.length && view.colliderFrame !== i) poseColliders(ahead);
+  // Without colliders there is nothing to move: no request per frame.
+  if (colliderBusy || !colliderRoot || !colliderObjs.length || colliderSession === null ||
+      view.colliderFrame === i) return;
+  const cgen = colliderGen;
+  const id = colliderSession;
+  colliderBusy = true;
+  try {
+    while (cgen === colliderGen && colliderWant !== view.colliderFrame) {
+      const f = colliderWant;
+      const rep = await ctl.request('session.colliders', {
+        session: id, ...(owner ? { token: owner } : {}), frame: f,
+      }, auth);
+      if (cgen !== colliderGen) return;
+      if (rep.colliders.length !== colliderObjs.length) {
+        // Colliders were added or removed since: fetch their meshes again.
+        colliderBusy = false;
+        loadColliders(id, fetchGen, f);
+        return;
+      }
+      poseColliders(rep);
+    }
+  } catch (e) {
+    if (cgen === colliderGen) view.colliderError = e.code || e.message;
+  } finally {
+    if (cgen === colliderGen) colliderBusy = false;
+  }
+}
+
+// Fetches the colliders of live frame f as soon as the frame has arrived,
+// so they are drawn with it or right after (wantColliders uses the reply
+// when the frame is shown later).
+async function prefetchColliders(id, f, gen) {
+  if (!colliderRoot || !colliderObjs.length || colliderSession !== id) return;
+  const cgen = colliderGen;
+  try {
+    const rep = await ctl.request('session.colliders', {
+      session: id, ...(owner ? { token: owner } : {}), frame: f,
+    }, auth);
+    if (gen !== fetchGen || cgen !== colliderGen) return;
+    colliderAhead.set(f, rep);
+    // Keep only the newest few.
+    for (const k of colliderAhead.keys()) if (colliderAhead.size > 8) colliderAhead.delete(k);
+    if (view.shown === f && view.colliderFrame !== f && rep.colliders.length === colliderObjs.length) {
+      poseColliders(rep);
+    }
+  } catch (e) {
+    if (cgen === colliderGen) view.colliderError = e.code || e.message;
+  }
 }
 
 function newFrames(last, arrived) {
