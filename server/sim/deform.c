@@ -261,13 +261,12 @@ drape_err sim_deform_append(sim_deform *d, const float *frames, uint32_t count, 
 {
 	size_t per = (size_t)d->nv * 3;
 	if (d->count + count > d->cap) {
-		/* Grow geometrically so a client streaming a frame at a time
-		 * costs amortised O(1) copies per frame. */
-		size_t cap = d->cap ? d->cap : 1;
-		while (cap < (size_t)d->count + count)
-			cap *= 2;
-		if (cap > DRAPE_MAX_COLLIDER_FRAMES)
-			cap = DRAPE_MAX_COLLIDER_FRAMES;
+		/* Exactly what the frames need, so that the memory held is what
+		 * sim_deform_bytes counts (the server's estimate). A client
+		 * streaming a frame at a time does not pay a copy per frame:
+		 * poses of a body are blocks large enough for glibc to map them,
+		 * and realloc moves a mapping (mremap) instead of its bytes. */
+		size_t cap = (size_t)d->count + count;
 		float *f = realloc(d->frames, cap * per * sizeof(float));
 		if (f == NULL)
 			return drape_error_setf(err, DRAPE_ENOMEM, "colliders.frames: out of memory");
@@ -679,6 +678,23 @@ int sim_deform_reserve(sim_deform *d, uint32_t n)
 	}
 	d->n = n;
 	return 0;
+}
+
+uint64_t sim_deform_bytes(uint32_t nv, uint32_t nt, uint32_t frames, uint32_t cloth_n)
+{
+	/* What sim_deform_create, sim_deform_append and sim_deform_reserve
+	 * allocate: the frames; the rest pose, the two world poses and the
+	 * displacements per body vertex; per triangle its indices, its cached
+	 * geometry and stamp, and the tree (at most 2 nt nodes, bvh.c, and its
+	 * leaf order); per cloth vertex the lists of reserve(). */
+	const uint64_t per_body = 12u + 24u + sizeof(float);
+	const uint64_t per_tri = 12u + sizeof(deform_tri) + sizeof(uint32_t) + 2u * sizeof(sim_bvh_node) +
+				 sizeof(uint32_t);
+	const uint64_t per_cloth = DEFORM_K * (sizeof(uint32_t) + sizeof(float)) +
+				   DEFORM_NEAR * (sizeof(uint32_t) + sizeof(float)) + 3u + 2u * sizeof(float) +
+				   sizeof(uint32_t) + 9u * sizeof(float);
+	return (uint64_t)frames * nv * 12u + (uint64_t)nv * per_body + (uint64_t)nt * per_tri +
+	       (uint64_t)(cloth_n ? cloth_n : 1) * per_cloth + sizeof(sim_deform);
 }
 
 void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 *p, uint32_t n,
