@@ -66,7 +66,12 @@
 /* Cloth vertices per block of the parallel passes. */
 #define DEFORM_BLOCK 256u
 
-enum { MODE_NONE = 0, MODE_FACES = 1, MODE_ESCAPE = 2 };
+/* MODE_PINCH is MODE_FACES for a vertex between two body surfaces that
+ * face each other (between the thighs, in an armpit): see classify_vertex. */
+enum { MODE_NONE = 0, MODE_FACES = 1, MODE_ESCAPE = 2, MODE_PINCH = 3 };
+/* Two kept triangles whose end normals have a dot product below this face
+ * each other across the vertex (more than 120 degrees apart). */
+#define DEFORM_PINCH_DOT (-0.5f)
 
 /* Minimum and maximum of two numbers that are never NaN here. fminf and
  * fmaxf must order NaN and are library calls in the hot loops; these
@@ -619,6 +624,17 @@ static void prepare_vertex(sim_deform *d, uint32_t i)
 		}
 }
 
+/* The body surface's displacement over the substep at barycentric b of
+ * triangle t. */
+static sim_v3 surface_motion(const sim_deform *d, uint32_t t, const float b[3])
+{
+	const uint32_t *v = &d->tris[3 * (size_t)t];
+	sim_v3 m = v3(0, 0, 0);
+	for (int k = 0; k < 3; k++)
+		m = v3_add(m, v3_scale(v3_sub(vat(d->P1, v[k]), vat(d->P0, v[k])), b[k]));
+	return m;
+}
+
 /* Phase 3: inside or outside at the start. Inside, the escape plane
  * through the nearest point along the pseudonormal of the nearest feature
  * (the triangles tied with the nearest within rounding share its closest
@@ -684,6 +700,38 @@ static void classify_vertex(sim_deform *d, uint32_t i, sim_v3 x, float r)
 	d->clear[i] = nearest - r - 1e-5f;
 	d->nc[i] = (uint8_t)m;
 	d->mode[i] = m > 0 ? MODE_FACES : MODE_NONE;
+	/* A vertex with kept planes facing each other is pinched between two
+	 * body parts. Each part's friction carried it with that part's own
+	 * motion in turn, so the last projection won: a cloth pinched between
+	 * surfaces sliding opposite ways went with one of them. Coulomb
+	 * friction from two sides pressing equally cancels where their motions
+	 * differ, and holds where they agree, so a pinched vertex's friction
+	 * acts relative to the mean motion of the two surfaces at its nearest
+	 * points (kept in ec, unused outside MODE_ESCAPE). */
+	for (uint32_t j = 0; j < m && d->mode[i] == MODE_FACES; j++) {
+		const deform_tri *A = tri_get(d, cand[j], &tmp);
+		sim_v3 na = A->n1;
+		for (uint32_t k2 = j + 1; k2 < m; k2++) {
+			deform_tri tmp2;
+			const deform_tri *B = tri_get(d, cand[k2], &tmp2);
+			if (!(v3_dot(na, B->n1) < DEFORM_PINCH_DOT))
+				continue;
+			sim_v3 mm = v3(0, 0, 0);
+			const uint32_t pair[2] = {cand[j], cand[k2]};
+			for (int s2 = 0; s2 < 2; s2++) {
+				const uint32_t *tv = &d->tris[3 * (size_t)pair[s2]];
+				float bb[3];
+				sim_closest_on_triangle(x, vat(d->P0, tv[0]), vat(d->P0, tv[1]), vat(d->P0, tv[2]), bb);
+				mm = v3_add(mm, surface_motion(d, pair[s2], bb));
+			}
+			mm = v3_scale(mm, 0.5f);
+			d->ec[3 * (size_t)i] = mm.x;
+			d->ec[3 * (size_t)i + 1] = mm.y;
+			d->ec[3 * (size_t)i + 2] = mm.z;
+			d->mode[i] = MODE_PINCH;
+			break;
+		}
+	}
 }
 
 static void classify_range(void *vctx, uint32_t begin, uint32_t end)
@@ -757,16 +805,6 @@ void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 
 
 /* ---- Projection ----------------------------------------------------------- */
 
-/* The body surface's displacement over the substep at barycentric b of
- * triangle t. */
-static sim_v3 surface_motion(const sim_deform *d, uint32_t t, const float b[3])
-{
-	const uint32_t *v = &d->tris[3 * (size_t)t];
-	sim_v3 m = v3(0, 0, 0);
-	for (int k = 0; k < 3; k++)
-		m = v3_add(m, v3_scale(v3_sub(vat(d->P1, v[k]), vat(d->P0, v[k])), b[k]));
-	return m;
-}
 
 /* Push along the unit normal n by depth, then friction and restitution
  * relative to xc, the start position carried by the surface (collider.c's
@@ -815,7 +853,7 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 			classify_vertex(d, i, x0, r);
 		}
 		uint8_t mode = d->mode[i];
-		if (mode == MODE_NONE || (mode == MODE_FACES && mv < d->clear[i]))
+		if (mode == MODE_NONE || (mode != MODE_ESCAPE && mv < d->clear[i]))
 			continue;
 		int hit = 0;
 		if (mode == MODE_ESCAPE) {
@@ -854,6 +892,9 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 					b[0] = 1.0f;
 				}
 				sim_v3 xc = v3_add(x0, surface_motion(d, cand[j], b));
+				if (mode == MODE_PINCH)
+					xc = v3_add(x0, v3(d->ec[3 * (size_t)i], d->ec[3 * (size_t)i + 1],
+							   d->ec[3 * (size_t)i + 2]));
 				q = respond(q, xc, T->n1, r - s, cp);
 				hit = 1;
 			}
