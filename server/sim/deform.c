@@ -93,6 +93,19 @@ typedef struct deform_tri {
 	uint32_t ok;
 } deform_tri;
 
+/* A kept triangle's end geometry copied beside its vertex (deform_tri's
+ * plane and edges), so that each iteration reads a vertex's few planes from
+ * one place instead of from triangles scattered over the whole body: the
+ * load of a scattered triangle's record was the projection's largest
+ * cost. */
+typedef struct deform_plane {
+	sim_v3 n;
+	float d;
+	sim_v3 e[3];
+	float eo[3], h[3];
+	uint32_t tri;
+} deform_plane;
+
 struct sim_deform {
 	uint32_t nv, nt;
 	float *rest;
@@ -134,6 +147,7 @@ struct sim_deform {
 	 * be within r of it (the nearest plane's distance from x, less r and
 	 * a rounding margin); the iterations skip a vertex closer than that. */
 	float *clear;
+	deform_plane *pl; /* MODE_FACES, MODE_PINCH: the nc kept planes, DEFORM_K each */
 	uint32_t *etri;
 	float *eb;
 	float *en;
@@ -192,6 +206,8 @@ static void free_cloth(sim_deform *d)
 	free(d->reach);
 	free(d->safe);
 	free(d->clear);
+	free(d->pl);
+	d->pl = NULL;
 	free(d->etri);
 	free(d->eb);
 	free(d->en);
@@ -685,10 +701,17 @@ static void classify_vertex(sim_deform *d, uint32_t i, sim_v3 x, float r)
 	uint32_t m = 0;
 	const float far = r + d->safe[i];
 	float nearest = far;
+	deform_plane *pl = &d->pl[(size_t)i * DEFORM_K];
 	for (uint32_t j = 0; j < d->nc[i]; j++) {
 		const deform_tri *T = tri_get(d, cand[j], &tmp);
 		float s = v3_dot(T->n1, x) - T->d1;
 		if (T->ok && s < far) {
+			pl[m] = (deform_plane){T->n1,
+					       T->d1,
+					       {T->e[0], T->e[1], T->e[2]},
+					       {T->eo[0], T->eo[1], T->eo[2]},
+					       {T->h[0], T->h[1], T->h[2]},
+					       cand[j]};
 			cand[m++] = cand[j];
 			nearest = fmin2(nearest, s);
 		}
@@ -757,13 +780,14 @@ int sim_deform_reserve(sim_deform *d, uint32_t n)
 	d->reach = calloc(m, sizeof *d->reach);
 	d->safe = calloc(m, sizeof *d->safe);
 	d->clear = calloc(m, sizeof *d->clear);
+	d->pl = malloc(m * DEFORM_K * sizeof *d->pl);
 	d->etri = calloc(m, sizeof *d->etri);
 	d->eb = calloc(m * 3, sizeof *d->eb);
 	d->en = calloc(m * 3, sizeof *d->en);
 	d->ec = calloc(m * 3, sizeof *d->ec);
 	if (d->cand == NULL || d->cdist == NULL || d->near == NULL || d->ndist == NULL ||
 	    d->nc == NULL || d->nn == NULL || d->mode == NULL || d->reach == NULL ||
-	    d->safe == NULL || d->clear == NULL || d->etri == NULL || d->eb == NULL || d->en == NULL || d->ec == NULL) {
+	    d->safe == NULL || d->clear == NULL || d->pl == NULL || d->etri == NULL || d->eb == NULL || d->en == NULL || d->ec == NULL) {
 		free_cloth(d);
 		return -1;
 	}
@@ -782,7 +806,8 @@ uint64_t sim_deform_bytes(uint32_t nv, uint32_t nt, uint32_t frames, uint32_t cl
 	const uint64_t per_tri = 12u + sizeof(deform_tri) + sizeof(uint32_t) + 2u * sizeof(sim_bvh_node) +
 				 sizeof(uint32_t);
 	const uint64_t per_cloth = DEFORM_K * (sizeof(uint32_t) + sizeof(float)) +
-				   DEFORM_NEAR * (sizeof(uint32_t) + sizeof(float)) + 3u + 3u * sizeof(float) +
+				   DEFORM_NEAR * (sizeof(uint32_t) + sizeof(float)) + DEFORM_K * sizeof(deform_plane) +
+				   3u + 3u * sizeof(float) +
 				   sizeof(uint32_t) + 9u * sizeof(float);
 	return (uint64_t)frames * nv * 12u + (uint64_t)nv * per_body + (uint64_t)nt * per_tri +
 	       (uint64_t)(cloth_n ? cloth_n : 1) * per_cloth + sizeof(sim_deform);
@@ -866,13 +891,10 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 				hit = 1;
 			}
 		} else {
-			const uint32_t *cand = &d->cand[(size_t)i * DEFORM_K];
-			deform_tri tmp;
+			const deform_plane *pl = &d->pl[(size_t)i * DEFORM_K];
 			for (uint32_t j = 0; j < d->nc[i]; j++) {
-				const deform_tri *T = tri_get(d, cand[j], &tmp);
-				if (!T->ok)
-					continue;
-				float s = v3_dot(T->n1, q) - T->d1;
+				const deform_plane *T = &pl[j];
+				float s = v3_dot(T->n, q) - T->d;
 				if (!(s < r) || !(s > -d->reach[i]))
 					continue;
 				float e0 = v3_dot(T->e[0], q) - T->eo[0];
@@ -891,11 +913,11 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 				} else {
 					b[0] = 1.0f;
 				}
-				sim_v3 xc = v3_add(x0, surface_motion(d, cand[j], b));
+				sim_v3 xc = v3_add(x0, surface_motion(d, T->tri, b));
 				if (mode == MODE_PINCH)
 					xc = v3_add(x0, v3(d->ec[3 * (size_t)i], d->ec[3 * (size_t)i + 1],
 							   d->ec[3 * (size_t)i + 2]));
-				q = respond(q, xc, T->n1, r - s, cp);
+				q = respond(q, xc, T->n, r - s, cp);
 				hit = 1;
 			}
 		}
