@@ -43,7 +43,11 @@
  *     surface, whose displacement over the substep at the contact is the
  *     barycentric mix of its triangle's vertex displacements P1 - P0, so a
  *     sleeve is carried by the arm; the response is collider.c's (Macklin
- *     et al. 2014, eq. 24).
+ *     et al. 2014, eq. 24). A vertex between two kept triangles that face
+ *     each other (pinched between the thighs, in an armpit) takes friction
+ *     relative to the mean of the two surfaces' motions instead, so that
+ *     two surfaces sliding opposite ways cancel as Coulomb friction from
+ *     both sides does, rather than the last one projected carrying it.
  *
  * Every vertex's result depends only on its own x and p and the body, so
  * the pool's split of the vertices never changes a bit.
