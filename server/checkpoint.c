@@ -520,6 +520,7 @@ static bool srv_ckpt_replay_ops(srv_server *srv, srv_session *s, const char *dir
 		off += sizeof n + n + sizeof want;
 	}
 	s->colliders = s->work_colliders;
+	s->memory = s->work_memory;
 	free(buf);
 	return ok;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/budget.h"
 #include "server/fieldcache.h"
 #include "server/fielddisk.h"
 #include "server/log.h"
@@ -61,6 +62,72 @@ drape_err srv_collider_admit(srv_server *srv, const srv_session *s, const proto_
 							(unsigned)i, (unsigned)p->vertices[i], (unsigned)s->vertices);
 	}
 	return DRAPE_OK;
+}
+
+/* What collider ci holds in the solver beyond the session's own estimate:
+ * a deforming mesh's poses, tree and contact scratch. A static mesh's field
+ * is counted in the field cache (budget.h); shapes hold a few bytes. */
+static uint64_t srv_collider_bytes(const srv_collider_info *ci, uint32_t cloth_vertices)
+{
+	if (ci->frames == 0)
+		return 0;
+	return drape_sim_deform_bytes(ci->vertex_count, ci->triangle_count, ci->frames, cloth_vertices);
+}
+
+uint64_t srv_session_collider_bytes(const srv_session *s)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < s->cinfo_count; i++)
+		sum += srv_collider_bytes(&s->cinfo[i], s->vertices);
+	return sum;
+}
+
+drape_err srv_collider_admit_memory(srv_server *srv, const srv_session *s, const proto_request *req,
+				    uint64_t *more, drape_error *err)
+{
+	*more = 0;
+	const char *what;
+	uint64_t add, frames, vertices;
+	if (req->op == PROTO_OP_COLLIDER_ADD && req->u.collider_add.desc.frame_count > 0) {
+		const drape_collider_desc *d = &req->u.collider_add.desc;
+		what = "collider.add: frames";
+		frames = d->frame_count;
+		vertices = d->vertex_count;
+		add = drape_sim_deform_bytes(d->vertex_count, d->triangle_count, d->frame_count, s->vertices);
+	} else if (req->op == PROTO_OP_COLLIDER_FRAMES) {
+		const proto_collider_frames_req *f = &req->u.collider_frames;
+		/* Malformed appends are refused by srv_collider_frames with their
+		 * own errors; only a well-formed one has a size to admit. */
+		if (f->index >= s->cinfo_count)
+			return DRAPE_OK;
+		const srv_collider_info *ci = &s->cinfo[f->index];
+		if (ci->shape != DRAPE_SHAPE_MESH || ci->vertex_count == 0 || f->point_count % ci->vertex_count != 0)
+			return DRAPE_OK;
+		what = "collider.frames: frames";
+		frames = (uint64_t)ci->frames + f->point_count / ci->vertex_count;
+		vertices = ci->vertex_count;
+		if (frames > UINT32_MAX)
+			return drape_error_setf(err, DRAPE_ELIMIT, "%s: %llu frames in all", what,
+						(unsigned long long)frames);
+		srv_collider_info grown = *ci;
+		grown.frames = (uint32_t)frames;
+		add = srv_collider_bytes(&grown, s->vertices) - srv_collider_bytes(ci, s->vertices);
+	} else {
+		return DRAPE_OK;
+	}
+	const uint64_t limit = srv->cfg->max_session_memory;
+	if (limit != 0 && (uint64_t)s->memory + add > limit)
+		return drape_error_setf(err, DRAPE_ELIMIT,
+					"%s: %llu poses of %llu vertices (with their triangle tree) need about %llu "
+					"bytes; the session's estimated memory would be %llu, over the limit "
+					"max_session_memory = %llu",
+					what, (unsigned long long)frames, (unsigned long long)vertices,
+					(unsigned long long)add, (unsigned long long)((uint64_t)s->memory + add),
+					(unsigned long long)limit);
+	drape_err rc = srv_budget_check(srv, what, add, err);
+	if (rc == DRAPE_OK)
+		*more = add;
+	return rc;
 }
 
 static const char *srv_shape_name(drape_shape s)
@@ -192,7 +259,8 @@ drape_err srv_collider_apply(const srv_config *cfg, srv_session *s, const proto_
 		if (rc != DRAPE_OK)
 			break;
 		rep->u.collider_add.index = index;
-		s->cinfo[s->cinfo_count++] = (srv_collider_info){ d.shape, d.vertex_count, d.frame_count };
+		s->cinfo[s->cinfo_count++] =
+			(srv_collider_info){ d.shape, d.vertex_count, d.triangle_count, d.frame_count };
 		/* The kind is the solver's own choice, read back rather than
 		 * guessed from the request. */
 		const drape_collider_kind kind = drape_sim_collider_kind(s->sim, index);
@@ -239,9 +307,10 @@ drape_err srv_collider_apply(const srv_config *cfg, srv_session *s, const proto_
 				      proto_op_name(req->op) ? proto_op_name(req->op) : "?");
 		break;
 	}
-	/* Read here, on the worker that owns the sim; the loop copies it into
-	 * s->colliders when the job lands. */
+	/* Read here, on the worker that owns the sim; the loop copies them
+	 * into s->colliders and s->memory when the job lands. */
 	s->work_colliders = drape_sim_collider_count(s->sim);
+	s->work_memory = s->memory_base + srv_session_collider_bytes(s);
 	return rc;
 }
 

@@ -125,6 +125,7 @@ static void srv_job_done(uv_work_t *w, int status)
 		srv_session *s = job->session;
 		s->busy = false;
 		s->colliders = s->work_colliders;
+		s->memory = s->work_memory;
 		if (s->deleted) {
 			if (job->rc == DRAPE_OK)
 				job->rc = drape_error_setf(&job->err, DRAPE_ENOTFOUND,
@@ -167,14 +168,25 @@ static drape_err srv_job_queue(srv_server *srv, srv_job *job)
 static drape_err srv_job_take_session(srv_server *srv, srv_job *job)
 {
 	srv_session *s = job->session;
+	/* The session is idle here (no frame, no other job), so its collider
+	 * table can be read: an animation's bytes are admitted against the
+	 * session's and the server's memory limits now, and reserved until
+	 * the job lands and the session's estimate holds them. */
+	uint64_t more = 0;
+	drape_err rc = srv_collider_admit_memory(srv, s, &job->req, &more, &job->err);
+	if (rc != DRAPE_OK)
+		return rc;
 	srv_sched_dequeue(srv, s);
 	s->busy = true;
-	drape_err rc = srv_job_queue(srv, job);
+	rc = srv_job_queue(srv, job);
 	if (rc != DRAPE_OK) {
 		s->busy = false;
 		if (s->state == PROTO_STATE_RUNNING || s->state == PROTO_STATE_QUEUED)
 			srv_sched_enqueue(srv, s);
+		return rc;
 	}
+	job->reserved += more;
+	srv->reserved += more;
 	return rc;
 }
 
@@ -221,9 +233,12 @@ drape_err srv_job_start(srv_server *srv, proto_request *req, const proto_header 
 	if (job->req.op == PROTO_OP_SESSION_CREATE)
 		need = srv_session_estimate(job->req.u.create.mesh.vertex_count, job->req.u.create.mesh.triangle_count,
 					    srv->cfg->frames_in_memory);
-	else if ((job->req.op == PROTO_OP_COLLIDER_ADD && job->req.u.collider_add.desc.shape == DRAPE_SHAPE_MESH) ||
+	else if ((job->req.op == PROTO_OP_COLLIDER_ADD && job->req.u.collider_add.desc.shape == DRAPE_SHAPE_MESH &&
+		  job->req.u.collider_add.desc.frame_count == 0) ||
 		 job->req.op == PROTO_OP_COLLIDER_UPDATE)
 		need = srv_budget_field_bytes(srv->cfg);
+	/* A deforming mesh builds no field; its poses and tree are admitted
+	 * when the job takes the session (srv_collider_admit_memory). */
 
 	switch (job->req.op) {
 	case PROTO_OP_SESSION_CREATE:
@@ -261,7 +276,7 @@ drape_err srv_job_start(srv_server *srv, proto_request *req, const proto_header 
 		return rc;
 	}
 	srv->jobs++;
-	job->reserved = need;
+	job->reserved += need;
 	srv->reserved += need;
 	job->next = srv->jobs_head;
 	srv->jobs_head = job;

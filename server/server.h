@@ -189,6 +189,14 @@ drape_err srv_op_cancel(srv_server *srv, srv_session *s, proto_reply *rep, drape
 /* Collider ops and preflight: checks on the loop, the solver call on a
  * worker (building a mesh collider's field can take seconds). */
 drape_err srv_collider_admit(srv_server *srv, const srv_session *s, const proto_request *req, drape_error *err);
+/* Loop, with s idle: the bytes a collider.add of an animated mesh or a
+ * collider.frames would add to s's memory estimate (*more), checked against
+ * max_session_memory (DRAPE_ELIMIT) and the server budget --max-memory
+ * (DRAPE_ENOMEM), both errors naming the op's "frames" field. */
+drape_err srv_collider_admit_memory(srv_server *srv, const srv_session *s, const proto_request *req,
+				    uint64_t *more, drape_error *err);
+/* What s's deforming colliders hold, by the solver's own count. */
+uint64_t srv_session_collider_bytes(const srv_session *s);
 drape_err srv_collider_apply(const srv_config *cfg, srv_session *s, const proto_request *req, proto_reply *rep,
 			     drape_error *err);
 drape_err srv_preflight_admit(const srv_config *cfg, const proto_request *req, drape_error *err);

@@ -268,6 +268,7 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	}
 	drape_sim_get_topology(s->sim, &s->topology);
 	s->memory = srv_session_estimate(s->vertices, s->triangles, srv->cfg->frames_in_memory);
+	s->memory_base = s->work_memory = s->memory;
 	if (srv->sessions_dir[0] != '\0') {
 		char dir[4200];
 		snprintf(dir, sizeof dir, "%s/%u", srv->sessions_dir, (unsigned)id);

@@ -20,8 +20,9 @@ typedef struct srv_ckpt_snap srv_ckpt_snap; /* checkpoint.c */
 /* What the daemon keeps of each collider to check ops on it. */
 typedef struct srv_collider_info {
 	drape_shape shape;
-	uint32_t vertex_count; /* mesh colliders */
-	uint32_t frames;       /* animation frames held; 0 = not deforming */
+	uint32_t vertex_count;   /* mesh colliders */
+	uint32_t triangle_count; /* mesh colliders */
+	uint32_t frames;         /* animation frames held; 0 = not deforming */
 } srv_collider_info;
 
 typedef struct srv_session {
@@ -36,7 +37,12 @@ typedef struct srv_session {
 	/* The creation mesh's triangles (triangles * 3, caller's order), for
 	 * frames.get with "mesh" (the browser view draws the cloth with them). */
 	uint32_t *tri;
-	size_t memory; /* estimate, bytes */
+	/* Estimate, bytes: memory_base (srv_session_estimate: the cloth, its
+	 * constraints and frame ring) plus what its deforming colliders hold
+	 * (poses, tree, scratch: srv_session_collider_bytes). Loop-owned; a
+	 * collider job leaves the new figure in work_memory. */
+	size_t memory;
+	size_t memory_base;
 
 	proto_state state;
 	uint32_t frames_done;
@@ -122,6 +128,7 @@ typedef struct srv_session {
 	drape_sim_params work_params;
 	drape_pool *work_pool;   /* the pool this frame may use (srv_sched_kick), or NULL */
 	uint32_t work_colliders; /* collider count after a collider job */
+	size_t work_memory;      /* memory estimate after a collider job */
 	srv_ckpt_snap *work_ckpt; /* checkpoint due with this frame, or NULL */
 
 	/* Output stage (worker while writing): frame frames_done + 1 is

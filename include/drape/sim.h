@@ -390,6 +390,14 @@ drape_err drape_sim_attach_pins(drape_sim *sim, const uint32_t *vertices, uint32
 #define DRAPE_MAX_COLLIDER_FRAMES 100000u
 #define DRAPE_MAX_COLLIDER_FRAME_BYTES (2ull << 30)
 
+/* Bytes the solver holds for a deforming mesh collider of vertex_count
+ * vertices, triangle_count triangles and frame_count poses against a cloth
+ * of cloth_vertices vertices: the poses themselves (frame_count *
+ * vertex_count * 12), the triangle tree refit every substep and the
+ * contact scratch. draped counts it in a session's memory estimate. */
+uint64_t drape_sim_deform_bytes(uint32_t vertex_count, uint32_t triangle_count, uint32_t frame_count,
+				uint32_t cloth_vertices);
+
 /* How the solver treats a collider, for logs: an analytic shape, a mesh
  * sampled through its signed distance field (static or rigidly keyframed),
  * or a deforming mesh solved against its moving triangles. */

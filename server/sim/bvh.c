@@ -137,6 +137,37 @@ void sim_bvh_refit(sim_bvh *b, const float *a, const float *pb, const uint32_t *
 	}
 }
 
+void sim_bvh_refit_boxes(sim_bvh *b, const float *vlo, const float *vhi, const uint32_t *tris)
+{
+	for (uint32_t i = b->node_count; i-- > 0;) {
+		sim_bvh_node *nd = &b->nodes[i];
+		float lo[4], hi[4];
+		if (nd->count > 0) {
+			const uint32_t *v = &tris[3 * b->tri[nd->first]];
+			memcpy(lo, &vlo[4 * (size_t)v[0]], sizeof lo);
+			memcpy(hi, &vhi[4 * (size_t)v[0]], sizeof hi);
+			for (uint32_t j = nd->first; j < nd->first + nd->count; j++) {
+				v = &tris[3 * b->tri[j]];
+				for (int c = 0; c < 3; c++) {
+					const float *mn = &vlo[4 * (size_t)v[c]], *mx = &vhi[4 * (size_t)v[c]];
+					for (int k = 0; k < 4; k++) {
+						lo[k] = mn[k] < lo[k] ? mn[k] : lo[k];
+						hi[k] = mx[k] > hi[k] ? mx[k] : hi[k];
+					}
+				}
+			}
+		} else {
+			const sim_bvh_node *l = &b->nodes[i + 1], *r = &b->nodes[nd->first];
+			for (int k = 0; k < 3; k++) {
+				lo[k] = l->lo[k] < r->lo[k] ? l->lo[k] : r->lo[k];
+				hi[k] = l->hi[k] > r->hi[k] ? l->hi[k] : r->hi[k];
+			}
+		}
+		memcpy(nd->lo, lo, 3 * sizeof(float));
+		memcpy(nd->hi, hi, 3 * sizeof(float));
+	}
+}
+
 static int overlaps(const sim_bvh_node *nd, const float lo[3], const float hi[3])
 {
 	return nd->lo[0] <= hi[0] && nd->hi[0] >= lo[0] && nd->lo[1] <= hi[1] && nd->hi[1] >= lo[1] &&

@@ -44,6 +44,11 @@ void sim_bvh_free(sim_bvh *b);
 /* Sets every box to the triangles' extent over both poses a and b (the
  * box a triangle sweeps when its vertices move linearly from a to b). */
 void sim_bvh_refit(sim_bvh *b, const float *a, const float *pb, const uint32_t *tris);
+/* The same from each vertex's own box (lo, hi: 4 floats per vertex, the
+ * fourth unused, e.g. over the two poses): a vertex shared by six
+ * triangles is then ordered once instead of six times, and a vertex's box
+ * is one vector of four lanes. */
+void sim_bvh_refit_boxes(sim_bvh *b, const float *lo, const float *hi, const uint32_t *tris);
 
 /* Calls visit(ctx, t) for every triangle t whose box overlaps [lo, hi], in
  * the tree's fixed order. */

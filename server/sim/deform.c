@@ -43,7 +43,11 @@
  *     surface, whose displacement over the substep at the contact is the
  *     barycentric mix of its triangle's vertex displacements P1 - P0, so a
  *     sleeve is carried by the arm; the response is collider.c's (Macklin
- *     et al. 2014, eq. 24).
+ *     et al. 2014, eq. 24). A vertex between two kept triangles that face
+ *     each other (pinched between the thighs, in an armpit) takes friction
+ *     relative to the mean of the two surfaces' motions instead, so that
+ *     two surfaces sliding opposite ways cancel as Coulomb friction from
+ *     both sides does, rather than the last one projected carrying it.
  *
  * Every vertex's result depends only on its own x and p and the body, so
  * the pool's split of the vertices never changes a bit.
@@ -66,7 +70,18 @@
 /* Cloth vertices per block of the parallel passes. */
 #define DEFORM_BLOCK 256u
 
-enum { MODE_NONE = 0, MODE_FACES = 1, MODE_ESCAPE = 2 };
+/* MODE_PINCH is MODE_FACES for a vertex between two body surfaces that
+ * face each other (between the thighs, in an armpit): see classify_vertex. */
+enum { MODE_NONE = 0, MODE_FACES = 1, MODE_ESCAPE = 2, MODE_PINCH = 3 };
+/* Two kept triangles whose end normals have a dot product below this face
+ * each other across the vertex (more than 120 degrees apart). */
+#define DEFORM_PINCH_DOT (-0.5f)
+
+/* Minimum and maximum of two numbers that are never NaN here. fminf and
+ * fmaxf must order NaN and are library calls in the hot loops; these
+ * compile to one instruction and give the same bits for numbers. */
+static inline float fmin2(float a, float b) { return a < b ? a : b; }
+static inline float fmax2(float a, float b) { return a > b ? a : b; }
 
 /* A triangle's geometry in the current substep: the unit normal at the
  * start, and at the end its plane n1 . q = d1, the inward unit normals e[k]
@@ -81,6 +96,19 @@ typedef struct deform_tri {
 	float eo[3], h[3];
 	uint32_t ok;
 } deform_tri;
+
+/* A kept triangle's end geometry copied beside its vertex (deform_tri's
+ * plane and edges), so that each iteration reads a vertex's few planes from
+ * one place instead of from triangles scattered over the whole body: the
+ * load of a scattered triangle's record was the projection's largest
+ * cost. */
+typedef struct deform_plane {
+	sim_v3 n;
+	float d;
+	sim_v3 e[3];
+	float eo[3], h[3];
+	uint32_t tri;
+} deform_plane;
 
 struct sim_deform {
 	uint32_t nv, nt;
@@ -99,6 +127,7 @@ struct sim_deform {
 	 * pose is this one's end pose when they match). */
 	float *P0, *P1;
 	float *vdisp;
+	float *vlo, *vhi; /* each body vertex's box over P0 and P1, 4 floats */
 	float maxdisp;
 	int have_end;
 	float t_end;
@@ -118,6 +147,11 @@ struct sim_deform {
 	uint8_t *nc, *nn;
 	uint8_t *mode;
 	float *reach, *safe;
+	/* For MODE_FACES: how far p may move from x before any kept plane can
+	 * be within r of it (the nearest plane's distance from x, less r and
+	 * a rounding margin); the iterations skip a vertex closer than that. */
+	float *clear;
+	deform_plane *pl; /* MODE_FACES, MODE_PINCH: the nc kept planes, DEFORM_K each */
 	uint32_t *etri;
 	float *eb;
 	float *en;
@@ -175,12 +209,15 @@ static void free_cloth(sim_deform *d)
 	free(d->mode);
 	free(d->reach);
 	free(d->safe);
+	free(d->clear);
+	free(d->pl);
+	d->pl = NULL;
 	free(d->etri);
 	free(d->eb);
 	free(d->en);
 	free(d->ec);
 	d->cand = d->near = d->etri = NULL;
-	d->cdist = d->ndist = d->reach = d->safe = d->eb = d->en = d->ec = NULL;
+	d->cdist = d->ndist = d->reach = d->safe = d->clear = d->eb = d->en = d->ec = NULL;
 	d->nc = d->nn = d->mode = NULL;
 	d->n = 0;
 }
@@ -195,6 +232,8 @@ void sim_deform_free(sim_deform *d)
 	free(d->P0);
 	free(d->P1);
 	free(d->vdisp);
+	free(d->vlo);
+	free(d->vhi);
 	free(d->td);
 	free(d->stamp);
 	sim_bvh_free(&d->bvh);
@@ -218,10 +257,12 @@ sim_deform *sim_deform_create(const float *rest, uint32_t nv, const uint32_t *tr
 	d->P0 = malloc(pb);
 	d->P1 = malloc(pb);
 	d->vdisp = calloc(nv, sizeof *d->vdisp);
+	d->vlo = calloc((size_t)nv * 4, sizeof(float));
+	d->vhi = calloc((size_t)nv * 4, sizeof(float));
 	d->td = calloc(nt, sizeof *d->td);
 	d->stamp = calloc(nt, sizeof *d->stamp);
 	if (d->rest == NULL || d->tris == NULL || d->frames == NULL || d->P0 == NULL ||
-	    d->P1 == NULL || d->vdisp == NULL || d->td == NULL || d->stamp == NULL)
+	    d->P1 == NULL || d->vdisp == NULL || d->vlo == NULL || d->vhi == NULL || d->td == NULL || d->stamp == NULL)
 		goto fail;
 	memcpy(d->rest, rest, pb);
 	memcpy(d->tris, tris, (size_t)nt * 3 * sizeof *d->tris);
@@ -261,13 +302,12 @@ drape_err sim_deform_append(sim_deform *d, const float *frames, uint32_t count, 
 {
 	size_t per = (size_t)d->nv * 3;
 	if (d->count + count > d->cap) {
-		/* Grow geometrically so a client streaming a frame at a time
-		 * costs amortised O(1) copies per frame. */
-		size_t cap = d->cap ? d->cap : 1;
-		while (cap < (size_t)d->count + count)
-			cap *= 2;
-		if (cap > DRAPE_MAX_COLLIDER_FRAMES)
-			cap = DRAPE_MAX_COLLIDER_FRAMES;
+		/* Exactly what the frames need, so that the memory held is what
+		 * sim_deform_bytes counts (the server's estimate). A client
+		 * streaming a frame at a time does not pay a copy per frame:
+		 * poses of a body are blocks large enough for glibc to map them,
+		 * and realloc moves a mapping (mremap) instead of its bytes. */
+		size_t cap = (size_t)d->count + count;
 		float *f = realloc(d->frames, cap * per * sizeof(float));
 		if (f == NULL)
 			return drape_error_setf(err, DRAPE_ENOMEM, "colliders.frames: out of memory");
@@ -343,9 +383,13 @@ void sim_deform_begin_substep(sim_deform *d, float t0, float t1, const sim_rigid
 		float l = v3_len(v3(b[0] - a[0], b[1] - a[1], b[2] - a[2]));
 		d->vdisp[i] = l;
 		mx = l > mx ? l : mx;
+		for (int k = 0; k < 3; k++) {
+			d->vlo[4 * (size_t)i + k] = fmin2(a[k], b[k]);
+			d->vhi[4 * (size_t)i + k] = fmax2(a[k], b[k]);
+		}
 	}
 	d->maxdisp = mx;
-	sim_bvh_refit(&d->bvh, d->P0, d->P1, d->tris);
+	sim_bvh_refit_boxes(&d->bvh, d->vlo, d->vhi, d->tris);
 	/* A new epoch invalidates every triangle's cached geometry; on wrap,
 	 * clear the stamps so no stale one matches. */
 	if (++d->epoch == 0) {
@@ -456,9 +500,22 @@ static void gather_visit(void *ctx, uint32_t t)
 	gather_one *g = ctx;
 	const sim_deform *d = g->d;
 	const uint32_t *v = &d->tris[3 * (size_t)t];
-	float lim = g->base + fmaxf(d->vdisp[v[0]], fmaxf(d->vdisp[v[1]], d->vdisp[v[2]]));
+	float lim = g->base + fmax2(d->vdisp[v[0]], fmax2(d->vdisp[v[1]], d->vdisp[v[2]]));
 	float bary[3];
 	sim_v3 a = vat(d->P0, v[0]), b = vat(d->P0, v[1]), c = vat(d->P0, v[2]);
+	/* The tree's leaves hold several triangles and their sweep, so many
+	 * it lets through are further than lim from q at the start: their
+	 * own box tells, before the plane and the closest point. */
+	{
+		const sim_v3 q = g->q;
+		float lx = fmin2(a.x, fmin2(b.x, c.x)) - q.x, hx = q.x - fmax2(a.x, fmax2(b.x, c.x));
+		float ly = fmin2(a.y, fmin2(b.y, c.y)) - q.y, hy = q.y - fmax2(a.y, fmax2(b.y, c.y));
+		float lz = fmin2(a.z, fmin2(b.z, c.z)) - q.z, hz = q.z - fmax2(a.z, fmax2(b.z, c.z));
+		float ex = fmax2(fmax2(lx, hx), 0.0f), ey = fmax2(fmax2(ly, hy), 0.0f);
+		float ez = fmax2(fmax2(lz, hz), 0.0f);
+		if (ex * ex + ey * ey + ez * ez > lim * lim)
+			return;
+	}
 	/* Most triangles the boxes let through are further than lim from
 	 * their plane already: reject them before the closest point. */
 	sim_v3 nrm = v3_cross(v3_sub(b, a), v3_sub(c, a));
@@ -587,6 +644,17 @@ static void prepare_vertex(sim_deform *d, uint32_t i)
 		}
 }
 
+/* The body surface's displacement over the substep at barycentric b of
+ * triangle t. */
+static sim_v3 surface_motion(const sim_deform *d, uint32_t t, const float b[3])
+{
+	const uint32_t *v = &d->tris[3 * (size_t)t];
+	sim_v3 m = v3(0, 0, 0);
+	for (int k = 0; k < 3; k++)
+		m = v3_add(m, v3_scale(v3_sub(vat(d->P1, v[k]), vat(d->P0, v[k])), b[k]));
+	return m;
+}
+
 /* Phase 3: inside or outside at the start. Inside, the escape plane
  * through the nearest point along the pseudonormal of the nearest feature
  * (the triangles tied with the nearest within rounding share its closest
@@ -636,13 +704,61 @@ static void classify_vertex(sim_deform *d, uint32_t i, sim_v3 x, float r)
 	uint32_t *cand = &d->cand[(size_t)i * DEFORM_K];
 	uint32_t m = 0;
 	const float far = r + d->safe[i];
+	float nearest = far;
+	deform_plane *pl = &d->pl[(size_t)i * DEFORM_K];
 	for (uint32_t j = 0; j < d->nc[i]; j++) {
 		const deform_tri *T = tri_get(d, cand[j], &tmp);
-		if (T->ok && v3_dot(T->n1, x) - T->d1 < far)
+		float s = v3_dot(T->n1, x) - T->d1;
+		if (T->ok && s < far) {
+			pl[m] = (deform_plane){T->n1,
+					       T->d1,
+					       {T->e[0], T->e[1], T->e[2]},
+					       {T->eo[0], T->eo[1], T->eo[2]},
+					       {T->h[0], T->h[1], T->h[2]},
+					       cand[j]};
 			cand[m++] = cand[j];
+			nearest = fmin2(nearest, s);
+		}
 	}
+	/* A plane at distance s from x is at least s - |p - x| from p (unit
+	 * normal), so it cannot be within r of p while |p - x| < s - r. The
+	 * margin covers the rounding of the dot products (coordinates of a
+	 * few metres in float: well under a micrometre). */
+	d->clear[i] = nearest - r - 1e-5f;
 	d->nc[i] = (uint8_t)m;
 	d->mode[i] = m > 0 ? MODE_FACES : MODE_NONE;
+	/* A vertex with kept planes facing each other is pinched between two
+	 * body parts. Each part's friction carried it with that part's own
+	 * motion in turn, so the last projection won: a cloth pinched between
+	 * surfaces sliding opposite ways went with one of them. Coulomb
+	 * friction from two sides pressing equally cancels where their motions
+	 * differ, and holds where they agree, so a pinched vertex's friction
+	 * acts relative to the mean motion of the two surfaces at its nearest
+	 * points (kept in ec, unused outside MODE_ESCAPE). */
+	for (uint32_t j = 0; j < m && d->mode[i] == MODE_FACES; j++) {
+		const deform_tri *A = tri_get(d, cand[j], &tmp);
+		sim_v3 na = A->n1;
+		for (uint32_t k2 = j + 1; k2 < m; k2++) {
+			deform_tri tmp2;
+			const deform_tri *B = tri_get(d, cand[k2], &tmp2);
+			if (!(v3_dot(na, B->n1) < DEFORM_PINCH_DOT))
+				continue;
+			sim_v3 mm = v3(0, 0, 0);
+			const uint32_t pair[2] = {cand[j], cand[k2]};
+			for (int s2 = 0; s2 < 2; s2++) {
+				const uint32_t *tv = &d->tris[3 * (size_t)pair[s2]];
+				float bb[3];
+				sim_closest_on_triangle(x, vat(d->P0, tv[0]), vat(d->P0, tv[1]), vat(d->P0, tv[2]), bb);
+				mm = v3_add(mm, surface_motion(d, pair[s2], bb));
+			}
+			mm = v3_scale(mm, 0.5f);
+			d->ec[3 * (size_t)i] = mm.x;
+			d->ec[3 * (size_t)i + 1] = mm.y;
+			d->ec[3 * (size_t)i + 2] = mm.z;
+			d->mode[i] = MODE_PINCH;
+			break;
+		}
+	}
 }
 
 static void classify_range(void *vctx, uint32_t begin, uint32_t end)
@@ -667,18 +783,38 @@ int sim_deform_reserve(sim_deform *d, uint32_t n)
 	d->mode = calloc(m, 1);
 	d->reach = calloc(m, sizeof *d->reach);
 	d->safe = calloc(m, sizeof *d->safe);
+	d->clear = calloc(m, sizeof *d->clear);
+	d->pl = malloc(m * DEFORM_K * sizeof *d->pl);
 	d->etri = calloc(m, sizeof *d->etri);
 	d->eb = calloc(m * 3, sizeof *d->eb);
 	d->en = calloc(m * 3, sizeof *d->en);
 	d->ec = calloc(m * 3, sizeof *d->ec);
 	if (d->cand == NULL || d->cdist == NULL || d->near == NULL || d->ndist == NULL ||
 	    d->nc == NULL || d->nn == NULL || d->mode == NULL || d->reach == NULL ||
-	    d->safe == NULL || d->etri == NULL || d->eb == NULL || d->en == NULL || d->ec == NULL) {
+	    d->safe == NULL || d->clear == NULL || d->pl == NULL || d->etri == NULL || d->eb == NULL || d->en == NULL || d->ec == NULL) {
 		free_cloth(d);
 		return -1;
 	}
 	d->n = n;
 	return 0;
+}
+
+uint64_t sim_deform_bytes(uint32_t nv, uint32_t nt, uint32_t frames, uint32_t cloth_n)
+{
+	/* What sim_deform_create, sim_deform_append and sim_deform_reserve
+	 * allocate: the frames; the rest pose, the two world poses and the
+	 * displacements per body vertex; per triangle its indices, its cached
+	 * geometry and stamp, and the tree (at most 2 nt nodes, bvh.c, and its
+	 * leaf order); per cloth vertex the lists of reserve(). */
+	const uint64_t per_body = 12u + 24u + sizeof(float) + 32u;
+	const uint64_t per_tri = 12u + sizeof(deform_tri) + sizeof(uint32_t) + 2u * sizeof(sim_bvh_node) +
+				 sizeof(uint32_t);
+	const uint64_t per_cloth = DEFORM_K * (sizeof(uint32_t) + sizeof(float)) +
+				   DEFORM_NEAR * (sizeof(uint32_t) + sizeof(float)) + DEFORM_K * sizeof(deform_plane) +
+				   3u + 3u * sizeof(float) +
+				   sizeof(uint32_t) + 9u * sizeof(float);
+	return (uint64_t)frames * nv * 12u + (uint64_t)nv * per_body + (uint64_t)nt * per_tri +
+	       (uint64_t)(cloth_n ? cloth_n : 1) * per_cloth + sizeof(sim_deform);
 }
 
 void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 *p, uint32_t n,
@@ -698,16 +834,6 @@ void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 
 
 /* ---- Projection ----------------------------------------------------------- */
 
-/* The body surface's displacement over the substep at barycentric b of
- * triangle t. */
-static sim_v3 surface_motion(const sim_deform *d, uint32_t t, const float b[3])
-{
-	const uint32_t *v = &d->tris[3 * (size_t)t];
-	sim_v3 m = v3(0, 0, 0);
-	for (int k = 0; k < 3; k++)
-		m = v3_add(m, v3_scale(v3_sub(vat(d->P1, v[k]), vat(d->P0, v[k])), b[k]));
-	return m;
-}
 
 /* Push along the unit normal n by depth, then friction and restitution
  * relative to xc, the start position carried by the surface (collider.c's
@@ -721,7 +847,7 @@ static sim_v3 respond(sim_v3 p, sim_v3 xc, sim_v3 n, float depth, const sim_cont
 	if (tl < cp->static_friction * depth)
 		np = v3_sub(np, tan);
 	else if (tl > 0.0f)
-		np = v3_sub(np, v3_scale(tan, fminf(cp->friction * depth / tl, 1.0f)));
+		np = v3_sub(np, v3_scale(tan, fmin2(cp->friction * depth / tl, 1.0f)));
 	if (cp->restitution > 0.0f) {
 		float approach = -v3_dot(v3_sub(p, xc), n);
 		float out_n = v3_dot(v3_sub(np, xc), n);
@@ -756,7 +882,7 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 			classify_vertex(d, i, x0, r);
 		}
 		uint8_t mode = d->mode[i];
-		if (mode == MODE_NONE)
+		if (mode == MODE_NONE || (mode != MODE_ESCAPE && mv < d->clear[i]))
 			continue;
 		int hit = 0;
 		if (mode == MODE_ESCAPE) {
@@ -769,13 +895,10 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 				hit = 1;
 			}
 		} else {
-			const uint32_t *cand = &d->cand[(size_t)i * DEFORM_K];
-			deform_tri tmp;
+			const deform_plane *pl = &d->pl[(size_t)i * DEFORM_K];
 			for (uint32_t j = 0; j < d->nc[i]; j++) {
-				const deform_tri *T = tri_get(d, cand[j], &tmp);
-				if (!T->ok)
-					continue;
-				float s = v3_dot(T->n1, q) - T->d1;
+				const deform_plane *T = &pl[j];
+				float s = v3_dot(T->n, q) - T->d;
 				if (!(s < r) || !(s > -d->reach[i]))
 					continue;
 				float e0 = v3_dot(T->e[0], q) - T->eo[0];
@@ -783,9 +906,9 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 				float e2 = v3_dot(T->e[2], q) - T->eo[2];
 				if (e0 < -tol || e1 < -tol || e2 < -tol)
 					continue;
-				float b[3] = {fminf(fmaxf(e0 / T->h[0], 0.0f), 1.0f),
-					      fminf(fmaxf(e1 / T->h[1], 0.0f), 1.0f),
-					      fminf(fmaxf(e2 / T->h[2], 0.0f), 1.0f)};
+				float b[3] = {fmin2(fmax2(e0 / T->h[0], 0.0f), 1.0f),
+					      fmin2(fmax2(e1 / T->h[1], 0.0f), 1.0f),
+					      fmin2(fmax2(e2 / T->h[2], 0.0f), 1.0f)};
 				float sum = b[0] + b[1] + b[2];
 				if (sum > 0.0f) {
 					b[0] /= sum;
@@ -794,8 +917,11 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 				} else {
 					b[0] = 1.0f;
 				}
-				sim_v3 xc = v3_add(x0, surface_motion(d, cand[j], b));
-				q = respond(q, xc, T->n1, r - s, cp);
+				sim_v3 xc = v3_add(x0, surface_motion(d, T->tri, b));
+				if (mode == MODE_PINCH)
+					xc = v3_add(x0, v3(d->ec[3 * (size_t)i], d->ec[3 * (size_t)i + 1],
+							   d->ec[3 * (size_t)i + 2]));
+				q = respond(q, xc, T->n, r - s, cp);
 				hit = 1;
 			}
 		}

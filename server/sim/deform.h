@@ -68,6 +68,11 @@ void sim_deform_pose(const sim_deform *d, float t, float *out);
  * memory. */
 int sim_deform_reserve(sim_deform *d, uint32_t n);
 
+/* Bytes a deforming collider of nv vertices, nt triangles and `frames`
+ * poses holds against a cloth of cloth_n vertices: the poses (frames * nv
+ * * 12), the triangle tree and the per-substep scratch. */
+uint64_t sim_deform_bytes(uint32_t nv, uint32_t nt, uint32_t frames, uint32_t cloth_n);
+
 /* Moves the body to its world poses at the start (t0, transform x0) and
  * end (t1, x1) of the substep and refits the tree. */
 void sim_deform_begin_substep(sim_deform *d, float t0, float t1, const sim_rigid *x0,

@@ -3,6 +3,7 @@
  * validation, the step (ARCHITECTURE.md, "The solver, in one paragraph"),
  * and state access.
  */
+#include "server/sim/deform.h"
 #include "server/sim/internal.h"
 #include "server/sim/order.h"
 #include "server/sim/pool.h"
@@ -1048,4 +1049,10 @@ const char *drape_collider_kind_name(drape_collider_kind kind)
 uint32_t drape_sim_collider_frame_count(const drape_sim *sim, uint32_t index)
 {
 	return sim_colliders_frame_count(&sim->colliders, index);
+}
+
+uint64_t drape_sim_deform_bytes(uint32_t vertex_count, uint32_t triangle_count, uint32_t frame_count,
+				uint32_t cloth_vertices)
+{
+	return sim_deform_bytes(vertex_count, triangle_count, frame_count, cloth_vertices);
 }

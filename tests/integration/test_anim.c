@@ -10,7 +10,11 @@
  *    error naming the field, and the session is unchanged (its collider
  *    count, its animation length, its frames);
  *  - after a SIGKILL and a restart on the same state dir the session has the
- *    same animation: the resumed run is bit-identical to the reference.
+ *    same animation: the resumed run is bit-identical to the reference;
+ *  - the poses and the triangle tree count in the session's memory estimate
+ *    (session.list), and an animation over --max-session-memory or the
+ *    server's --max-memory is refused at collider.add and at collider.frames
+ *    with an error naming the field, the session unchanged.
  */
 #include "tests/unit/check.h"
 #include "tests/integration/itest.h"
@@ -40,8 +44,11 @@ static void daemon_kill(int sig)
 	daemon_pid = -1;
 }
 
+static pid_t mem_pid = -1;
+
 static void cleanup(void)
 {
+	itest_pid_stop(mem_pid, SIGTERM, 5000);
 	daemon_kill(SIGTERM);
 	if (tmp_dir[0])
 		itest_rm_tree(tmp_dir);
@@ -423,12 +430,140 @@ static void test_animation_survives_sigkill(void)
 	CHECKF(same == FRAMES, "%u of %u frames equal the in-process run after the restart", (unsigned)same, FRAMES);
 }
 
+/* The session's memory estimate from session.list; 0 if not found. */
+static uint64_t session_memory(drape_client *c, drape_session s)
+{
+	drape_session_entry *e = NULL;
+	uint32_t n = 0;
+	uint64_t m = 0;
+	if (drape_session_list(c, &e, &n, NULL) != DRAPE_OK)
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (e[i].id == s.id)
+			m = e[i].memory;
+	free(e);
+	return m;
+}
+
+/* A second draped, on its own socket and state dir, with limits given as
+ * strings (NULL for the default). */
+static bool mem_daemon(const char *session_limit, const char *budget, char *murl, size_t cap)
+{
+	char dir[300], state[320], log[320];
+	snprintf(dir, sizeof dir, "%s/mem%d", tmp_dir, session_limit ? 1 : 2);
+	mkdir(dir, 0700);
+	snprintf(state, sizeof state, "%s/state", dir);
+	snprintf(log, sizeof log, "%s/draped.log", dir);
+	snprintf(murl, cap, "ipc://%s/ctl.sock", dir);
+	const char *argv[16];
+	int n = 0;
+	argv[n++] = draped_path;
+	argv[n++] = "--listen";
+	argv[n++] = murl;
+	argv[n++] = "--state-dir";
+	argv[n++] = state;
+	argv[n++] = "--threads";
+	argv[n++] = "1";
+	if (session_limit) {
+		argv[n++] = "--max-session-memory";
+		argv[n++] = session_limit;
+	}
+	if (budget) {
+		argv[n++] = "--max-memory";
+		argv[n++] = budget;
+	}
+	argv[n] = NULL;
+	mem_pid = itest_exec_child(argv, log, false);
+	if (mem_pid < 0)
+		return false;
+	int up = itest_wait_connect(mem_pid, murl, 20000);
+	if (up == 0)
+		mem_pid = -1;
+	return up == 1;
+}
+
+/* Refusals of an animation too large for the limit: at collider.add (30
+ * poses) and at collider.frames (past 10 poses), each naming the field and
+ * the limit, the session unchanged (colliders, memory, pose count). */
+static void check_refusals(drape_client *c, drape_session s, drape_err want, const char *limit_name)
+{
+	const uint64_t m0 = session_memory(c, s);
+	drape_collider_desc b = body_desc();
+	drape_error e;
+	memset(&e, 0, sizeof e);
+	drape_err rc = drape_collider_add(c, s, &b, NULL, &e);
+	CHECKF(rc == want && strstr(e.message, "collider.add: frames") && strstr(e.message, limit_name), "%s: %s",
+	       drape_err_name(rc), e.message);
+	drape_status st;
+	CHECK_OK(drape_session_status(c, s, &st, NULL));
+	CHECKF(st.colliders == 0 && session_memory(c, s) == m0, "after a refused add: %u colliders, memory %llu -> %llu",
+	       (unsigned)st.colliders, (unsigned long long)m0, (unsigned long long)session_memory(c, s));
+	/* Eight poses fit; they count in the estimate by the solver's own measure. */
+	b.frame_count = 8;
+	uint32_t index = 99, total = 0;
+	rc = drape_collider_add(c, s, &b, &index, &e);
+	CHECKF(rc == DRAPE_OK && index == 0, "8 poses: %s", e.message);
+	const uint64_t m1 = session_memory(c, s);
+	CHECKF(m1 - m0 == drape_sim_deform_bytes(BV, BT, 8, NV) && m1 - m0 >= 8u * BV * 12u,
+	       "memory %llu -> %llu with 8 poses, want + %llu", (unsigned long long)m0, (unsigned long long)m1,
+	       (unsigned long long)drape_sim_deform_bytes(BV, BT, 8, NV));
+	/* Five more would make 13, past the limit: refused, nothing appended. */
+	rc = drape_collider_append_frames(c, s, 0, poses + (size_t)8 * BV * 3, 5, BV, &total, &e);
+	CHECKF(rc == want && strstr(e.message, "collider.frames: frames") && strstr(e.message, limit_name), "%s: %s",
+	       drape_err_name(rc), e.message);
+	CHECK(session_memory(c, s) == m1);
+	/* One more still fits, and makes 9: the refused five were not kept. */
+	rc = drape_collider_append_frames(c, s, 0, poses + (size_t)8 * BV * 3, 1, BV, &total, &e);
+	CHECKF(rc == DRAPE_OK && total == 9, "%s: total %u", e.message, (unsigned)total);
+	CHECKF(session_memory(c, s) - m1 == (uint64_t)BV * 12u, "one pose added %llu bytes, want %u",
+	       (unsigned long long)(session_memory(c, s) - m1), (unsigned)(BV * 12u));
+	/* Removing the collider gives the bytes back. */
+	CHECK_OK(drape_collider_remove(c, s, 0, NULL));
+	CHECK(session_memory(c, s) == m0);
+}
+
+static void test_animation_counted_in_memory(void)
+{
+	/* The session's own estimate, measured on the main daemon. */
+	drape_client *c;
+	CHECK_OK(drape_connect(url, NULL, &c, NULL));
+	drape_session s;
+	CHECK_OK(create(c, &s));
+	const uint64_t base = session_memory(c, s);
+	CHECK(base > 0);
+	CHECK_OK(drape_session_delete(c, s, NULL));
+	drape_close(c);
+	/* Room for 10 poses beyond the session's own estimate. */
+	char limit[32], murl[400];
+	snprintf(limit, sizeof limit, "%llu", (unsigned long long)(base + drape_sim_deform_bytes(BV, BT, 10, NV)));
+
+	/* --max-session-memory: DRAPE_ELIMIT. */
+	CHECK(mem_daemon(limit, NULL, murl, sizeof murl));
+	CHECK_OK(drape_connect(murl, NULL, &c, NULL));
+	CHECK_OK(create(c, &s));
+	CHECK(session_memory(c, s) == base);
+	check_refusals(c, s, DRAPE_ELIMIT, "max_session_memory");
+	drape_close(c);
+	itest_pid_stop(mem_pid, SIGTERM, 5000);
+	mem_pid = -1;
+
+	/* --max-memory, the server's budget over every session: DRAPE_ENOMEM. */
+	CHECK(mem_daemon(NULL, limit, murl, sizeof murl));
+	CHECK_OK(drape_connect(murl, NULL, &c, NULL));
+	CHECK_OK(create(c, &s));
+	check_refusals(c, s, DRAPE_ENOMEM, "max_memory");
+	drape_close(c);
+	itest_pid_stop(mem_pid, SIGTERM, 5000);
+	mem_pid = -1;
+}
+
 int main(int argc, char **argv)
 {
 	static const check_test tests[] = {
 		CHECK_TEST(test_parts_bit_identical_to_in_process),
 		CHECK_TEST(test_mismatch_refused_session_unchanged),
 		CHECK_TEST(test_animation_survives_sigkill),
+		CHECK_TEST(test_animation_counted_in_memory),
 	};
 	draped_path = getenv("DRAPED");
 	if (draped_path == NULL || access(draped_path, X_OK) != 0) {
