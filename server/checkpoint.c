@@ -520,7 +520,9 @@ static bool srv_ckpt_replay_ops(srv_server *srv, srv_session *s, const char *dir
 		off += sizeof n + n + sizeof want;
 	}
 	s->colliders = s->work_colliders;
-	s->memory = s->work_memory;
+	/* The solver side (work_memory) plus the loop's own copy of the
+	 * colliders, which srv_colview_record keeps up to date. */
+	s->memory = s->work_memory + s->colview.bytes;
 	free(buf);
 	return ok;
 }

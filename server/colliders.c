@@ -93,7 +93,9 @@ drape_err srv_collider_admit_memory(srv_server *srv, const srv_session *s, const
 		what = "collider.add: frames";
 		frames = d->frame_count;
 		vertices = d->vertex_count;
-		add = drape_sim_deform_bytes(d->vertex_count, d->triangle_count, d->frame_count, s->vertices);
+		/* The solver's poses and tree, and the loop's copy for viewers. */
+		add = drape_sim_deform_bytes(d->vertex_count, d->triangle_count, d->frame_count, s->vertices) +
+		      srv_colview_bytes_for(d->vertex_count, d->triangle_count, d->keyframe_count, d->frame_count);
 	} else if (req->op == PROTO_OP_COLLIDER_FRAMES) {
 		const proto_collider_frames_req *f = &req->u.collider_frames;
 		/* Malformed appends are refused by srv_collider_frames with their
@@ -111,7 +113,8 @@ drape_err srv_collider_admit_memory(srv_server *srv, const srv_session *s, const
 						(unsigned long long)frames);
 		srv_collider_info grown = *ci;
 		grown.frames = (uint32_t)frames;
-		add = srv_collider_bytes(&grown, s->vertices) - srv_collider_bytes(ci, s->vertices);
+		add = srv_collider_bytes(&grown, s->vertices) - srv_collider_bytes(ci, s->vertices) +
+		      (frames - ci->frames) * vertices * 12u; /* the viewers' copy of the poses */
 	} else {
 		return DRAPE_OK;
 	}

@@ -14,10 +14,16 @@
 /* Per collider in a reply, beyond its arrays: the map's keys and numbers. */
 #define COLVIEW_ITEM_BYTES 512u
 
+uint64_t srv_colview_bytes_for(uint32_t vertex_count, uint32_t triangle_count, uint32_t key_count,
+			       uint32_t frame_count)
+{
+	return (uint64_t)vertex_count * 12u + (uint64_t)triangle_count * 12u + (uint64_t)key_count * sizeof(drape_keyframe) +
+	       (uint64_t)frame_count * vertex_count * 12u;
+}
+
 static size_t item_bytes(const srv_colview_item *c)
 {
-	return (size_t)c->vertex_count * 12u + (size_t)c->triangle_count * 12u +
-	       (size_t)c->key_count * sizeof *c->keys + (size_t)c->frame_count * c->vertex_count * 12u;
+	return (size_t)srv_colview_bytes_for(c->vertex_count, c->triangle_count, c->key_count, c->frame_count);
 }
 
 static void item_free(srv_colview_item *c)

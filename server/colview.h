@@ -52,6 +52,11 @@ struct srv_session;
  * ignored) and moves s->memory by the bytes the copy gained or freed. */
 void srv_colview_record(struct srv_session *s, const proto_request *req);
 
+/* The bytes the copy of one collider holds: its mesh, keys and poses. The
+ * admission of an animation counts them beside the solver's. */
+uint64_t srv_colview_bytes_for(uint32_t vertex_count, uint32_t triangle_count, uint32_t key_count,
+			       uint32_t frame_count);
+
 /* Frees the copies. */
 void srv_colview_free(srv_colview *v);
 

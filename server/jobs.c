@@ -125,7 +125,9 @@ static void srv_job_done(uv_work_t *w, int status)
 		srv_session *s = job->session;
 		s->busy = false;
 		s->colliders = s->work_colliders;
-		s->memory = s->work_memory;
+		/* The solver side (work_memory) plus the loop's own copy of the
+		 * colliders, which srv_colview_record keeps up to date. */
+		s->memory = s->work_memory + s->colview.bytes;
 		if (s->deleted) {
 			if (job->rc == DRAPE_OK)
 				job->rc = drape_error_setf(&job->err, DRAPE_ENOTFOUND,

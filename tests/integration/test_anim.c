@@ -482,6 +482,14 @@ static bool mem_daemon(const char *session_limit, const char *budget, char *murl
 	return up == 1;
 }
 
+/* What an animation of n poses of the test body adds to a session: the
+ * solver's poses, tree and scratch, and the daemon's copy for viewers
+ * (session.colliders) of the rest mesh and the poses. */
+static uint64_t anim_bytes(uint32_t n)
+{
+	return drape_sim_deform_bytes(BV, BT, n, NV) + ((uint64_t)BV + BT + (uint64_t)n * BV) * 12u;
+}
+
 /* Refusals of an animation too large for the limit: at collider.add (30
  * poses) and at collider.frames (past 10 poses), each naming the field and
  * the limit, the session unchanged (colliders, memory, pose count). */
@@ -504,9 +512,9 @@ static void check_refusals(drape_client *c, drape_session s, drape_err want, con
 	rc = drape_collider_add(c, s, &b, &index, &e);
 	CHECKF(rc == DRAPE_OK && index == 0, "8 poses: %s", e.message);
 	const uint64_t m1 = session_memory(c, s);
-	CHECKF(m1 - m0 == drape_sim_deform_bytes(BV, BT, 8, NV) && m1 - m0 >= 8u * BV * 12u,
+	CHECKF(m1 - m0 == anim_bytes(8) && m1 - m0 >= 2u * 8u * BV * 12u,
 	       "memory %llu -> %llu with 8 poses, want + %llu", (unsigned long long)m0, (unsigned long long)m1,
-	       (unsigned long long)drape_sim_deform_bytes(BV, BT, 8, NV));
+	       (unsigned long long)anim_bytes(8));
 	/* Five more would make 13, past the limit: refused, nothing appended. */
 	rc = drape_collider_append_frames(c, s, 0, poses + (size_t)8 * BV * 3, 5, BV, &total, &e);
 	CHECKF(rc == want && strstr(e.message, "collider.frames: frames") && strstr(e.message, limit_name), "%s: %s",
@@ -515,8 +523,8 @@ static void check_refusals(drape_client *c, drape_session s, drape_err want, con
 	/* One more still fits, and makes 9: the refused five were not kept. */
 	rc = drape_collider_append_frames(c, s, 0, poses + (size_t)8 * BV * 3, 1, BV, &total, &e);
 	CHECKF(rc == DRAPE_OK && total == 9, "%s: total %u", e.message, (unsigned)total);
-	CHECKF(session_memory(c, s) - m1 == (uint64_t)BV * 12u, "one pose added %llu bytes, want %u",
-	       (unsigned long long)(session_memory(c, s) - m1), (unsigned)(BV * 12u));
+	CHECKF(session_memory(c, s) - m1 == 2u * (uint64_t)BV * 12u, "one pose added %llu bytes, want %u",
+	       (unsigned long long)(session_memory(c, s) - m1), (unsigned)(2u * BV * 12u));
 	/* Removing the collider gives the bytes back. */
 	CHECK_OK(drape_collider_remove(c, s, 0, NULL));
 	CHECK(session_memory(c, s) == m0);
@@ -535,7 +543,7 @@ static void test_animation_counted_in_memory(void)
 	drape_close(c);
 	/* Room for 10 poses beyond the session's own estimate. */
 	char limit[32], murl[400];
-	snprintf(limit, sizeof limit, "%llu", (unsigned long long)(base + drape_sim_deform_bytes(BV, BT, 10, NV)));
+	snprintf(limit, sizeof limit, "%llu", (unsigned long long)(base + anim_bytes(10)));
 
 	/* --max-session-memory: DRAPE_ELIMIT. */
 	CHECK(mem_daemon(limit, NULL, murl, sizeof murl));
