@@ -266,6 +266,9 @@ struct drape_sim {
  * iterations each, instead of the default schedule (compliance.c,
  * sim_xpbd_schedule); for the measurements that chose the default. */
 #define SIM_CREATE_XPBD_ITERATE 4u
+/* Leaves out the body-feature contact (bodypush.c): the solver as it was
+ * before issue 19, for the measurements and tests that compare with it. */
+#define SIM_CREATE_NO_BODYPUSH 8u
 
 drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **out,
 			drape_error *err);
