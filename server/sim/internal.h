@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "drape/sim.h"
+#include "server/sim/bodypush.h"
 #include "server/sim/collider.h"
 #include "server/sim/selfcollide.h"
 #include "server/sim/vec.h"
@@ -247,6 +248,10 @@ struct drape_sim {
 	/* Soft pins (softpin.c), in internal vertex numbers. */
 	sim_softpin *softpin;
 	uint32_t softpin_count;
+
+	/* The body's vertices against the cloth's triangles (bodypush.c);
+	 * NULL with SIM_CREATE_NO_BODYPUSH. */
+	sim_bodypush *bodypush;
 };
 
 /* ---- sim.c ---------------------------------------------------------------- */
