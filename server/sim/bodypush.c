@@ -66,8 +66,25 @@
 /* Barycentric slack at a triangle's edges, so that a body vertex right on
  * an edge between two triangles meets both and neither lets it through. */
 #define BODYPUSH_EDGE 0.02f
-/* |n . nb| below which a triangle is edge-on to the body vertex. */
-#define BODYPUSH_FACING 0.3f
+/* How far under a triangle body vertices count as one side of a pinch
+ * (drop_pinched): about a cloth spacing on a sleeve. */
+#define BODYPUSH_PINCH 0.01f
+/* The rise over the tangent plane, as a fraction of the distance, that
+ * makes a body vertex's neighbour a hollow's wall (about 6 degrees). */
+#define BODYPUSH_HOLLOW 0.1f
+/* The fall, as a fraction of the contact distance, from which a body
+ * vertex is a feature the faces must be kept off (sharp_enough). */
+#define BODYPUSH_SHARP 0.25f
+/* The most a cloth vertex may move per unit of push: 1 when the three
+ * are free (b_k / sum b_j^2 <= 1 for equal masses), more beside a pin. */
+#define BODYPUSH_LEVER 2.0f
+/* |n . nb| below which a triangle is taken to be edge-on to the body
+ * vertex (25 degrees). Cloth lies along the skin, so a feature under the
+ * cloth faces it nearly square; at steeper angles the body vertex is in a
+ * crease or on a side wall whose own vertex contact already holds the
+ * cloth, and pushing across it drove sleeve vertices into a bending elbow
+ * (test_sim_deform's test_elbow fails at 0.7). */
+#define BODYPUSH_FACING 0.5f
 
 typedef struct bp_pair {
 	uint32_t tri;
@@ -81,9 +98,12 @@ struct sim_bodypush {
 	uint32_t ntri;
 	float *box;       /* 6 per triangle: the boxes hashed */
 	uint32_t *stamp;  /* per triangle: the last query that met it */
+	uint8_t *sides;   /* per triangle: bit 0 met from its +n side, bit 1 from -n */
 	uint32_t epoch;
 	sim_hash hash;
 	float *nrm;       /* 3 per body vertex: normals at the start */
+	uint8_t *hollow;  /* per body vertex: 1 where a neighbour rises over its tangent plane */
+	float *fall;      /* 2 per body vertex: sine of the steepest fall to a neighbour, its distance */
 	uint32_t nrm_cap; /* body vertices the normals hold */
 	bp_pair *pair;
 	uint32_t pair_count, pair_cap;
@@ -98,7 +118,8 @@ sim_bodypush *sim_bodypush_create(uint32_t ntri)
 	b->ntri = ntri;
 	b->box = malloc(6 * (size_t)ntri * sizeof *b->box);
 	b->stamp = calloc(ntri, sizeof *b->stamp);
-	if (b->box == NULL || b->stamp == NULL || sim_hash_init(&b->hash, ntri) != DRAPE_OK) {
+	b->sides = calloc(ntri, sizeof *b->sides);
+	if (b->box == NULL || b->stamp == NULL || b->sides == NULL || sim_hash_init(&b->hash, ntri) != DRAPE_OK) {
 		sim_bodypush_free(b);
 		return NULL;
 	}
@@ -111,8 +132,11 @@ void sim_bodypush_free(sim_bodypush *b)
 		return;
 	free(b->box);
 	free(b->stamp);
+	free(b->sides);
 	sim_hash_free(&b->hash);
 	free(b->nrm);
+	free(b->hollow);
+	free(b->fall);
 	free(b->pair);
 	free(b);
 }
@@ -129,10 +153,17 @@ drape_err sim_bodypush_reserve(sim_bodypush *b, const sim_collider_set *set, dra
 	if (need <= b->nrm_cap)
 		return DRAPE_OK;
 	float *n = realloc(b->nrm, 3 * (size_t)need * sizeof *n);
-	if (n == NULL)
+	if (n != NULL)
+		b->nrm = n;
+	uint8_t *hl = n != NULL ? realloc(b->hollow, need) : NULL;
+	if (hl != NULL)
+		b->hollow = hl;
+	float *fl = hl != NULL ? realloc(b->fall, 2 * (size_t)need * sizeof *fl) : NULL;
+	if (fl != NULL)
+		b->fall = fl;
+	if (n == NULL || hl == NULL || fl == NULL)
 		return drape_error_setf(err, DRAPE_ENOMEM,
 					"colliders: out of memory for the body contact of %u vertices", need);
-	b->nrm = n;
 	b->nrm_cap = need;
 	/* A first guess at the pairs: a few per cloth triangle. */
 	if (b->pair_cap == 0) {
@@ -171,8 +202,35 @@ static int pair_push(sim_bodypush *b, const bp_pair *pr)
 /* The body vertex (q0, q1, outward unit normal nb) against triangle t:
  * kept when it starts under the triangle (or at most BODYPUSH_RECOVER
  * over it) and near enough to meet it in this substep. */
+/*
+ * A body vertex can come out through a face whose three vertices rest on
+ * the body (at h) only where the body rises more than h over them: the
+ * surface falls away from the vertex by about (L/2) sin(a) over half the
+ * triangle's longest edge L, with a the steepest fall to a neighbour at
+ * distance d, linearly (a cone's tip: as far as the neighbour reaches) and
+ * then, past d, bending on as a circle would (a limb: (L/2)^2 sin(a) / d).
+ * A vertex whose fall is under BODYPUSH_SHARP h is smooth at the cloth's
+ * scale: the vertex contact keeps the face off it, and pushing the face as
+ * well over-constrains a taut garment (a sleeve pinned at the shoulder
+ * over a bending elbow: the face held on the forearm drags cloth into the
+ * crease, where the vertex contact loses).
+ */
+static int sharp_enough(const sim_bodypush *b, const uint32_t *v, const sim_vec4 *x, uint32_t qi,
+			float h)
+{
+	float L = 0.0f;
+	for (int k = 0; k < 3; k++) {
+		float e = v3_len(v3_sub(v3_of4(x[v[k]]), v3_of4(x[v[(k + 1) % 3]])));
+		L = e > L ? e : L;
+	}
+	const float *f = &b->fall[2 * (size_t)qi];
+	float half = 0.5f * L;
+	float drop = half * f[0] * (f[1] > half ? 1.0f : half / f[1]);
+	return drop > BODYPUSH_SHARP * h;
+}
+
 static void consider(sim_bodypush *b, uint32_t t, const sim_vec4 *x, const sim_vec4 *p,
-		     sim_v3 q0, sim_v3 q1, sim_v3 nb, const sim_body_view *bv, float h)
+		     sim_v3 q0, sim_v3 q1, sim_v3 nb, uint32_t qi, const sim_body_view *bv, float h)
 {
 	const uint32_t *v = &b->tris[3 * (size_t)t];
 	sim_v3 a = v3_of4(x[v[0]]), e1 = v3_sub(v3_of4(x[v[1]]), a), e2 = v3_sub(v3_of4(x[v[2]]), a);
@@ -187,6 +245,14 @@ static void consider(sim_bodypush *b, uint32_t t, const sim_vec4 *x, const sim_v
 	float sigma = f < 0.0f ? -1.0f : 1.0f;
 	float s0 = sigma * v3_dot(n, v3_sub(q0, a));
 	if (!(s0 <= BODYPUSH_RECOVER))
+		return;
+	/* Under the triangle within the pinch distance: seen from this side
+	 * (drop_pinched). */
+	if (-s0 <= h + BODYPUSH_PINCH)
+		b->sides[t] |= sigma > 0.0f ? 1u : 2u;
+	/* Only a feature sharp for this triangle's size can come through it
+	 * (see below); the sides were marked first, so a pinch is still seen. */
+	if (!sharp_enough(b, v, x, qi, h))
 		return;
 	float motion = 0.0f;
 	for (int k = 0; k < 3; k++) {
@@ -204,11 +270,69 @@ static void consider(sim_bodypush *b, uint32_t t, const sim_vec4 *x, const sim_v
 	pair_push(b, &pr);
 }
 
+/*
+ * A triangle met by body vertices from both of its sides is pinched
+ * between two surfaces of the body (the inside of a bending elbow, between
+ * the thighs): pushing it out for one side pushes it into the other, and
+ * the iterations would fight until its vertices end up inside the body.
+ * Its pairs are dropped, leaving the triangle to the vertex contact, which
+ * lets the cloth slide out of the crease. Both sides are looked for within
+ * BODYPUSH_PINCH beyond the contact distance, further than the pairs
+ * reach, so that a crease is seen before it closes on the cloth. Pairs
+ * keep their order.
+ */
+static void drop_pinched(sim_bodypush *b)
+{
+	uint32_t kept = 0;
+	for (uint32_t k = 0; k < b->pair_count; k++)
+		if (b->sides[b->pair[k].tri] != 3u)
+			b->pair[kept++] = b->pair[k];
+	b->pair_count = kept;
+}
+
+/*
+ * Only where the body bulges can it come through a cloth face: the cloth
+ * lies on the bulge's tops through its own vertices, and the body between
+ * them rises over the chord. A vertex in a hollow (the inside of an elbow,
+ * an armpit, between the thighs) lies under any face resting on the body
+ * around it; there the cloth is kept out by its own vertices, and a face
+ * pushed along the hollow's normal is pushed into the body's other side.
+ * A vertex is in a hollow when a neighbour along one of its triangles
+ * rises over its tangent plane by more than BODYPUSH_HOLLOW of the
+ * distance to it (a cylinder along its axis, a flat or a convex patch
+ * have none). Called after the normals of `bv` are summed in b->nrm.
+ */
+static void mark_hollows(sim_bodypush *b, const sim_body_view *bv)
+{
+	memset(b->hollow, 0, bv->nv);
+	memset(b->fall, 0, 2 * (size_t)bv->nv * sizeof *b->fall);
+	for (uint32_t t = 0; t < bv->nt; t++) {
+		const uint32_t *v = &bv->tris[3 * (size_t)t];
+		for (int j = 0; j < 3; j++) {
+			sim_v3 nb = v3_scale(at3(b->nrm, v[j]), bv->orient);
+			float nl = v3_len(nb);
+			if (!(nl > 0.0f))
+				continue;
+			sim_v3 q = at3(bv->q0, v[j]);
+			for (int k = 1; k < 3; k++) {
+				sim_v3 d = v3_sub(at3(bv->q0, v[(j + k) % 3]), q);
+				float dl = v3_len(d), rise = v3_dot(d, nb) / nl;
+				if (rise > BODYPUSH_HOLLOW * dl)
+					b->hollow[v[j]] = 1;
+				float *f = &b->fall[2 * (size_t)v[j]];
+				if (dl > 0.0f && -rise / dl > f[0])
+					f[0] = -rise / dl, f[1] = dl;
+			}
+		}
+	}
+}
+
 void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint32_t *tris,
 			uint32_t ntri, const sim_vec4 *x, const sim_vec4 *p, float thickness)
 {
 	b->pair_count = 0;
 	b->tris = tris;
+	memset(b->sides, 0, (size_t)b->ntri);
 	float hmax = 0.0f;
 	uint32_t bodies = 0;
 	for (uint32_t ci = 0; ci < set->count; ci++) {
@@ -222,7 +346,7 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 		return;
 	/* The triangles' boxes over x and p, grown by the largest contact
 	 * distance and a millimetre; the cell is their mean size. */
-	const float grow = hmax + 1e-3f;
+	const float grow = hmax + 1e-3f + BODYPUSH_PINCH;
 	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
 	double size = 0.0;
 	for (uint32_t t = 0; t < ntri; t++) {
@@ -272,7 +396,10 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 				q[0] += n.x, q[1] += n.y, q[2] += n.z;
 			}
 		}
+		mark_hollows(b, &bv);
 		for (uint32_t i = 0; i < bv.nv; i++) {
+			if (b->hollow[i])
+				continue;
 			sim_v3 q0 = at3(bv.q0, i), q1 = at3(bv.q1, i);
 			float pb[6] = {fminf(q0.x, q1.x), fminf(q0.y, q1.y), fminf(q0.z, q1.z),
 				       fmaxf(q0.x, q1.x), fmaxf(q0.y, q1.y), fmaxf(q0.z, q1.z)};
@@ -298,7 +425,7 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 								continue;
 							b->stamp[t] = b->epoch;
 							if (sim_box_overlap(&b->box[6 * (size_t)t], pb))
-								consider(b, t, x, p, q0, q1, nb, &bv, h);
+								consider(b, t, x, p, q0, q1, nb, i, &bv, h);
 						}
 					}
 			for (uint32_t k = 0; k < H->big_count; k++) {
@@ -306,11 +433,12 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 				if (b->stamp[t] != b->epoch &&
 				    sim_box_overlap(&b->box[6 * (size_t)t], pb)) {
 					b->stamp[t] = b->epoch;
-					consider(b, t, x, p, q0, q1, nb, &bv, h);
+					consider(b, t, x, p, q0, q1, nb, i, &bv, h);
 				}
 			}
 		}
 	}
+	drop_pinched(b);
 }
 
 uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_vec4 *restrict x)
@@ -341,12 +469,19 @@ uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_v
 			continue;
 		float bc[3] = {fmaxf(bu, 0.0f), fmaxf(bv, 0.0f), fmaxf(bw, 0.0f)};
 		float bs = bc[0] + bc[1] + bc[2];
-		float W = 0.0f;
+		float W = 0.0f, big = 0.0f;
 		for (int j = 0; j < 3; j++) {
 			bc[j] /= bs;
 			W += P[j]->w * bc[j] * bc[j];
 		}
 		if (!(W > 0.0f))
+			continue;
+		for (int j = 0; j < 3; j++)
+			big = fmaxf(big, P[j]->w * bc[j] / W);
+		/* Next to a pinned vertex the free ones would move by C / b_k,
+		 * many times the push, flinging them through the body: such a
+		 * point is left to the pin and the vertex contact. */
+		if (big > BODYPUSH_LEVER)
 			continue;
 		for (int j = 0; j < 3; j++) {
 			float s = P[j]->w * bc[j] / W * c;

@@ -668,14 +668,16 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			}
 			if (sim->colliders.count > 0) {
 				double tc = now_ms();
-				uint32_t c = sim_colliders_project_pool(&sim->colliders, sim->p,
-									sim->x, n, P->thickness,
-									sim->pool);
-				/* Then the body's features against the cloth's faces,
-				 * serially (bodypush.c): the last word, so that no
-				 * vertex push undoes what keeps a face closed. */
+				/* The body's features against the cloth's faces first,
+				 * serially (bodypush.c), then the cloth's vertices
+				 * against the body: where the two disagree (cloth
+				 * pinched in a closing crease) the vertex contact has
+				 * the last word and no cloth vertex ends inside. */
+				uint32_t c = 0;
 				if (sim->bodypush != NULL)
-					c += sim_bodypush_project(sim->bodypush, sim->p, sim->x);
+					c = sim_bodypush_project(sim->bodypush, sim->p, sim->x);
+				c += sim_colliders_project_pool(&sim->colliders, sim->p, sim->x, n,
+								P->thickness, sim->pool);
 				/* The first iteration pushes most contacts out, so
 				 * the most found in any iteration of the last
 				 * substep is the figure reported. */

@@ -184,8 +184,12 @@ static void spike(int rising, uint32_t flags, spike_result *r)
 	desc_from_grid(&sd, &g);
 	const uint32_t pins[4] = {0, 3, 12, 15};
 	if (rising) {
+		/* Hung by its corners, without the tethers and the 1 % strain
+		 * limit that pins switch on: the tent the spike raises
+		 * stretches the sheet by 5 %, which they would forbid. */
 		sd.pins = pins;
 		sd.pin_count = 4;
+		sd.params.long_range = 0;
 	}
 	sd.params.thickness = 0.003f;
 	drape_sim *sim = NULL;
