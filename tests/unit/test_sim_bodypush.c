@@ -170,7 +170,7 @@ typedef struct spike_result {
  * from 8 cm below to 8 cm above it over 24 frames. Every frame: the
  * cloth's height over the tip, and the measure.
  */
-static void spike(int rising, uint32_t flags, spike_result *r)
+static void spike(int rising, uint32_t flags, drape_pool *pool, uint64_t *hash, spike_result *r)
 {
 	memset(r, 0, sizeof *r);
 	grid g;
@@ -192,6 +192,7 @@ static void spike(int rising, uint32_t flags, spike_result *r)
 		sd.params.long_range = 0;
 	}
 	sd.params.thickness = 0.003f;
+	sd.pool = pool;
 	drape_sim *sim = NULL;
 	drape_error err;
 	const uint32_t frames = rising ? 36 : 48;
@@ -275,6 +276,17 @@ static void spike(int rising, uint32_t flags, spike_result *r)
 		if (bt.through > 0)
 			r->measured++;
 	}
+	if (hash != NULL) {
+		/* FNV-1a over the positions and velocities. */
+		float *v = malloc((size_t)g.nv * 12);
+		drape_sim_get_state(sim, x, v, NULL);
+		uint64_t h = 1469598103934665603ull;
+		const unsigned char *bx = (const unsigned char *)x, *bvv = (const unsigned char *)v;
+		for (size_t i = 0; i < (size_t)g.nv * 12; i++)
+			h = ((h ^ bx[i]) * 1099511628211ull ^ bvv[i]) * 1099511628211ull;
+		free(v);
+		*hash = h;
+	}
 	r->ok = 1;
 out:
 	free(anim);
@@ -286,9 +298,9 @@ out:
 static void check_spike(int rising)
 {
 	spike_result with, without;
-	spike(rising, SIM_CREATE_NO_BODYPUSH, &without);
+	spike(rising, SIM_CREATE_NO_BODYPUSH, NULL, NULL, &without);
 	CHECKF(without.ok, "%s", without.msg);
-	spike(rising, 0, &with);
+	spike(rising, 0, NULL, NULL, &with);
 	CHECKF(with.ok, "%s", with.msg);
 	printf("  %s: without the contact the tip is through in %u frames (up to %.1f mm), the "
 	       "measure %u; with it %u frames, up to %.2f mm over, the measure %u, uncovered %u\n",
@@ -312,10 +324,35 @@ static void test_spike_rising(void)
 	check_spike(1);
 }
 
+/* The contact is serial in a fixed order: the same bits with 1 and 3
+ * threads, for the static and the deforming cone, and the same as the
+ * scalar reference path. */
+static void test_threads(void)
+{
+	drape_pool *pool = NULL;
+	drape_error err;
+	CHECK_OK(drape_pool_create(3, &pool, &err));
+	for (int rising = 0; rising < 2; rising++) {
+		uint64_t h[3];
+		spike_result r;
+		spike(rising, 0, NULL, &h[0], &r);
+		CHECKF(r.ok, "%s", r.msg);
+		spike(rising, 0, pool, &h[1], &r);
+		CHECKF(r.ok, "%s", r.msg);
+		spike(rising, SIM_CREATE_REFERENCE, NULL, &h[2], &r);
+		CHECKF(r.ok, "%s", r.msg);
+		CHECKF(h[0] == h[1] && h[0] == h[2], "%s: %016llx %016llx %016llx",
+		       rising ? "rising" : "static", (unsigned long long)h[0],
+		       (unsigned long long)h[1], (unsigned long long)h[2]);
+	}
+	drape_pool_destroy(pool);
+}
+
 static const check_test tests[] = {
 	CHECK_TEST(test_measure),
 	CHECK_TEST(test_spike_static),
 	CHECK_TEST(test_spike_rising),
+	CHECK_TEST(test_threads),
 };
 
 int main(int argc, char **argv)
