@@ -68,7 +68,7 @@
 #define BODYPUSH_EDGE 0.02f
 /* How far under a triangle body vertices count as one side of a pinch
  * (drop_pinched): about a cloth spacing on a sleeve. */
-#define BODYPUSH_PINCH 0.01f
+#define BODYPUSH_PINCH 0.0f
 /* The rise over the tangent plane, as a fraction of the distance, that
  * makes a body vertex's neighbour a hollow's wall (about 6 degrees). */
 #define BODYPUSH_HOLLOW 0.1f
@@ -107,6 +107,12 @@ struct sim_bodypush {
 	uint32_t nrm_cap; /* body vertices the normals hold */
 	bp_pair *pair;
 	uint32_t pair_count, pair_cap;
+	/* The still body whose normals, hollows and falls are in the arrays
+	 * (its start positions and version), so a static body's are not
+	 * measured again every substep. */
+	const float *still_q0;
+	uint32_t still_version;
+	uint32_t shape_of; /* 1 + the collider whose hollows and falls are held, 0 none */
 	const uint32_t *tris;
 };
 
@@ -328,7 +334,8 @@ static void mark_hollows(sim_bodypush *b, const sim_body_view *bv)
 }
 
 void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint32_t *tris,
-			uint32_t ntri, const sim_vec4 *x, const sim_vec4 *p, float thickness)
+			uint32_t ntri, const sim_vec4 *x, const sim_vec4 *p, float thickness,
+			int new_frame)
 {
 	b->pair_count = 0;
 	b->tris = tris;
@@ -349,6 +356,7 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 	const float grow = hmax + 1e-3f + BODYPUSH_PINCH;
 	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
 	double size = 0.0;
+	float half_max = 0.0f; /* the longest edge at x, halved below */
 	for (uint32_t t = 0; t < ntri; t++) {
 		float *bx = &b->box[6 * (size_t)t];
 		const uint32_t *v = &tris[3 * (size_t)t];
@@ -364,6 +372,10 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 				}
 			}
 		}
+		for (int k = 0; k < 3; k++) {
+			float e = v3_len(v3_sub(v3_of4(x[v[k]]), v3_of4(x[v[(k + 1) % 3]])));
+			half_max = e > half_max ? e : half_max;
+		}
 		float ext = fmaxf(bx[3] - bx[0], fmaxf(bx[4] - bx[1], bx[5] - bx[2]));
 		size += isfinite(ext) ? ext : 0.0f;
 		for (int k = 0; k < 3; k++) {
@@ -373,7 +385,8 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 			hi[k] = fmaxf(hi[k], bx[k + 3]);
 		}
 	}
-	float cell = (float)(size / ntri) + 2.0f * grow;
+	half_max *= 0.5f;
+	float cell = 0.5f * (float)(size / ntri) + grow;
 	if (!(cell > 1e-4f) || !isfinite(cell))
 		cell = 1e-4f;
 	if (sim_hash_build(&b->hash, b->box, ntri, cell) != 0)
@@ -385,6 +398,16 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 		if (!sim_colliders_body(set, ci, &bv) || bv.nv > b->nrm_cap)
 			continue;
 		const float h = thickness + bv.thickness;
+		if (!bv.moving && b->shape_of == ci + 1 && b->still_q0 == bv.q0 &&
+		    b->still_version == bv.version)
+			goto measured;
+		/* A moving body's hollows and falls are its shape at the
+		 * cloth's scale, which skinning changes slowly: measured at
+		 * the first substep of each frame; its normals every substep. */
+		const int shape = !bv.moving || new_frame || b->shape_of != ci + 1;
+		b->shape_of = ci + 1;
+		b->still_q0 = bv.moving ? NULL : bv.q0;
+		b->still_version = bv.version;
 		/* Area-weighted normals at the start pose. */
 		memset(b->nrm, 0, 3 * (size_t)bv.nv * sizeof *b->nrm);
 		for (uint32_t t = 0; t < bv.nt; t++) {
@@ -396,9 +419,15 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 				q[0] += n.x, q[1] += n.y, q[2] += n.z;
 			}
 		}
-		mark_hollows(b, &bv);
+		if (shape)
+			mark_hollows(b, &bv);
+	measured:
 		for (uint32_t i = 0; i < bv.nv; i++) {
-			if (b->hollow[i])
+			/* A hollow, or a vertex too smooth to come through the
+			 * largest of the cloth's faces (sharp_enough), meets none. */
+			const float *fl = &b->fall[2 * (size_t)i];
+			if (b->hollow[i] || !(half_max * fl[0] * (fl[1] > half_max ? 1.0f : half_max / fl[1]) >
+					      BODYPUSH_SHARP * h))
 				continue;
 			sim_v3 q0 = at3(bv.q0, i), q1 = at3(bv.q1, i);
 			float pb[6] = {fminf(q0.x, q1.x), fminf(q0.y, q1.y), fminf(q0.z, q1.z),

@@ -31,10 +31,12 @@ drape_err sim_bodypush_reserve(sim_bodypush *b, const sim_collider_set *set, dra
  * Once per substep, after sim_colliders_begin_substep and the prediction:
  * finds the (body vertex, cloth triangle) pairs that may meet in this
  * substep (x the cloth at its start, p predicted) and the side each body
- * vertex must stay on. thickness is the cloth's.
+ * vertex must stay on. thickness is the cloth's; new_frame is nonzero at
+ * a frame's first substep (a moving body's shape is measured then).
  */
 void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint32_t *tris,
-			uint32_t ntri, const sim_vec4 *x, const sim_vec4 *p, float thickness);
+			uint32_t ntri, const sim_vec4 *x, const sim_vec4 *p, float thickness,
+			int new_frame);
 
 /* Once per iteration: pushes every pair's triangle out by what it lacks,
  * with friction; serial, in the pairs' fixed order. Returns the pairs

@@ -91,6 +91,7 @@ struct sim_collider {
 	float *w0, *w1;
 	float orient;
 	int world_valid;
+	uint32_t world_version; /* counts the recomputations of w0, w1 */
 };
 
 /* ---- Transforms ---------------------------------------------------------- */
@@ -676,13 +677,14 @@ static void collider_world(sim_collider *c)
 		q1[0] = b.x, q1[1] = b.y, q1[2] = b.z;
 	}
 	c->world_valid = 1;
+	c->world_version++;
 }
 
 int sim_colliders_body(const sim_collider_set *set, uint32_t index, sim_body_view *out)
 {
 	const sim_collider *c = set->items[index];
-	sim_body_view v = {0, 0, NULL, NULL, NULL, 1.0f, c->thickness, c->friction,
-			   c->static_friction};
+	sim_body_view v = {0,    0, NULL, NULL, NULL, 1.0f, c->thickness, c->friction,
+			   c->static_friction, 1, c->world_version};
 	if (c->deform != NULL) {
 		sim_deform_view(c->deform, &v.nv, &v.nt, &v.tris, &v.q0, &v.q1);
 	} else if (c->w0 != NULL && c->world_valid) {
@@ -692,6 +694,7 @@ int sim_colliders_body(const sim_collider_set *set, uint32_t index, sim_body_vie
 		v.q0 = c->w0;
 		v.q1 = c->w1;
 		v.orient = c->orient;
+		v.moving = c->key_count > 0;
 	} else {
 		return 0;
 	}

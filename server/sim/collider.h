@@ -116,6 +116,10 @@ typedef struct sim_body_view {
 	const float *q0, *q1;
 	float orient;
 	float thickness, friction, static_friction;
+	/* moving: the poses may change from substep to substep (deforming
+	 * or keyframed); else they change only with version. */
+	int moving;
+	uint32_t version;
 } sim_body_view;
 
 /* Fills *out and returns 1 for a mesh collider whose triangles the sim
