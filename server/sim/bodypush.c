@@ -16,6 +16,11 @@
  *     positions (grown by h + 1 mm) holds q's motion are found with a
  *     spatial hash of those boxes (selfhash.h, Müller's dense hash; cells
  *     the triangles' mean size).
+ *     Only features take part: a body vertex in a hollow, or too smooth
+ *     at the scale of the face to rise over it (sharp_enough), is left
+ *     to the vertex contact, and so is a face met from both of its sides
+ *     (drop_pinched); mark_hollows measures the body's shape, once for a
+ *     still body and once a frame for a moving one.
  *  2. The side is decided then, by the body: the outer side of a triangle
  *     is the one the body's own normal at q points to (area-weighted
  *     vertex normal, outward by the mesh's enclosed volume), so the
@@ -38,7 +43,10 @@
  *     C n (the point-triangle projection of Müller et al. 2006, section
  *     4.4 with the body's point of inverse mass 0; Bridson et al. 2002
  *     weight triangle impulses the same way). A push larger than the
- *     motion possible in the substep is refused, as in deform.c.
+ *     motion possible in the substep is refused, as in deform.c, and so
+ *     is one that would move a vertex by more than BODYPUSH_LEVER times
+ *     C (the point next to a pinned vertex). The step runs this before
+ *     the vertex contact, which has the last word (sim.c).
  *  4. Friction: the tangential motion of that point relative to q over
  *     the substep is removed entirely below static_friction C and reduced
  *     by friction C otherwise (Macklin et al. 2014, eq. 24), spread over
@@ -47,8 +55,8 @@
  *
  * The pass is serial in a fixed order (bodies, then their vertices, then
  * the hash's order of triangles, each once), so the result is the same for
- * any thread count and SIMD width; it costs little because only the body
- * vertices under the cloth and within reach of it take part.
+ * any thread count and SIMD width. Its cost on the demos is in the README
+ * ("The body never shows through").
  */
 #include "server/sim/bodypush.h"
 
@@ -66,9 +74,6 @@
 /* Barycentric slack at a triangle's edges, so that a body vertex right on
  * an edge between two triangles meets both and neither lets it through. */
 #define BODYPUSH_EDGE 0.02f
-/* How far under a triangle body vertices count as one side of a pinch
- * (drop_pinched): about a cloth spacing on a sleeve. */
-#define BODYPUSH_PINCH 0.0f
 /* The rise over the tangent plane, as a fraction of the distance, that
  * makes a body vertex's neighbour a hollow's wall (about 6 degrees). */
 #define BODYPUSH_HOLLOW 0.1f
@@ -254,7 +259,7 @@ static void consider(sim_bodypush *b, uint32_t t, const sim_vec4 *x, const sim_v
 		return;
 	/* Under the triangle within the pinch distance: seen from this side
 	 * (drop_pinched). */
-	if (-s0 <= h + BODYPUSH_PINCH)
+	if (-s0 <= h)
 		b->sides[t] |= sigma > 0.0f ? 1u : 2u;
 	/* Only a feature sharp for this triangle's size can come through it
 	 * (see below); the sides were marked first, so a pinch is still seen. */
@@ -282,10 +287,9 @@ static void consider(sim_bodypush *b, uint32_t t, const sim_vec4 *x, const sim_v
  * the thighs): pushing it out for one side pushes it into the other, and
  * the iterations would fight until its vertices end up inside the body.
  * Its pairs are dropped, leaving the triangle to the vertex contact, which
- * lets the cloth slide out of the crease. Both sides are looked for within
- * BODYPUSH_PINCH beyond the contact distance, further than the pairs
- * reach, so that a crease is seen before it closes on the cloth. Pairs
- * keep their order.
+ * lets the cloth slide out of the crease. A side counts when its body
+ * vertex is within the contact distance under the face. Pairs keep their
+ * order.
  */
 static void drop_pinched(sim_bodypush *b)
 {
@@ -353,7 +357,7 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 		return;
 	/* The triangles' boxes over x and p, grown by the largest contact
 	 * distance and a millimetre; the cell is their mean size. */
-	const float grow = hmax + 1e-3f + BODYPUSH_PINCH;
+	const float grow = hmax + 1e-3f;
 	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
 	double size = 0.0;
 	float half_max = 0.0f; /* the longest edge at x, halved below */
