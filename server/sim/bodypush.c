@@ -235,6 +235,8 @@ static int sharp_enough(const sim_bodypush *b, const uint32_t *v, const sim_vec4
 		L = e > L ? e : L;
 	}
 	const float *f = &b->fall[2 * (size_t)qi];
+	if (!(f[1] > 0.0f))
+		return 0; /* nothing falls away from it */
 	float half = 0.5f * L;
 	float drop = half * f[0] * (f[1] > half ? 1.0f : half / f[1]);
 	return drop > BODYPUSH_SHARP * h;
@@ -430,8 +432,9 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 			/* A hollow, or a vertex too smooth to come through the
 			 * largest of the cloth's faces (sharp_enough), meets none. */
 			const float *fl = &b->fall[2 * (size_t)i];
-			if (b->hollow[i] || !(half_max * fl[0] * (fl[1] > half_max ? 1.0f : half_max / fl[1]) >
-					      BODYPUSH_SHARP * h))
+			if (b->hollow[i] || !(fl[1] > 0.0f) ||
+			    !(half_max * fl[0] * (fl[1] > half_max ? 1.0f : half_max / fl[1]) >
+			      BODYPUSH_SHARP * h))
 				continue;
 			sim_v3 q0 = at3(bv.q0, i), q1 = at3(bv.q1, i);
 			float pb[6] = {fminf(q0.x, q1.x), fminf(q0.y, q1.y), fminf(q0.z, q1.z),
