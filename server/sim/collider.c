@@ -83,6 +83,14 @@ struct sim_collider {
 	float frame_start;
 	collider_xform rest;   /* at t = 0, for attached points */
 	collider_xform x0, x1; /* at the start and end of the current substep */
+	/* A rigid mesh's vertices in the world at the start (w0) and end
+	 * (w1) of the substep, for the body-feature contact (bodypush.h),
+	 * valid once world_valid; orient is -1 when its triangles enclose a
+	 * negative volume (wound inward). NULL without a triangle mesh. */
+	float *w0, *w1;
+	float orient;
+	int world_valid;
+	uint32_t world_version; /* counts the recomputations of w0, w1 */
 };
 
 /* ---- Transforms ---------------------------------------------------------- */
@@ -309,6 +317,8 @@ static void collider_free(sim_collider *c)
 		return;
 	drape_sdf_release(c->sdf);
 	sim_deform_free(c->deform);
+	free(c->w0);
+	free(c->w1);
 	free(c->vertices);
 	free(c->triangles);
 	free(c->keys);
@@ -345,6 +355,22 @@ drape_err sim_collider_build_sdf(const drape_collider_desc *d, drape_sdf **out, 
 					"colliders.shape: a field is built only for a mesh with vertices");
 	return collider_build(d->vertices, d->vertex_count, d->triangles, d->triangle_count,
 			      d->voxel_size, sim_collider_band(d), d->max_voxels, out, err);
+}
+
+/* -1 when the triangles enclose a negative volume (divergence theorem,
+ * summed in double in a fixed order), else 1: which way "out" is for a
+ * mesh wound either way. */
+static float collider_orient(const float *v, const uint32_t *t, uint32_t nt)
+{
+	double vol = 0.0;
+	for (uint32_t i = 0; i < nt; i++) {
+		const float *a = &v[3 * (size_t)t[3 * i]], *b = &v[3 * (size_t)t[3 * i + 1]];
+		const float *c = &v[3 * (size_t)t[3 * i + 2]];
+		vol += (double)a[0] * ((double)b[1] * c[2] - (double)b[2] * c[1]) -
+		       (double)a[1] * ((double)b[0] * c[2] - (double)b[2] * c[0]) +
+		       (double)a[2] * ((double)b[0] * c[1] - (double)b[1] * c[0]);
+	}
+	return vol < 0.0 ? -1.0f : 1.0f;
 }
 
 void sim_colliders_init(sim_collider_set *set)
@@ -412,6 +438,7 @@ drape_err sim_colliders_add(sim_collider_set *set, const drape_collider_desc *d,
 	c->voxel_size = d->voxel_size;
 	c->max_voxels = d->max_voxels;
 	c->frame_start = d->frame_start;
+	c->orient = 1.0f;
 	if (d->keyframe_count > 0) {
 		c->keys = malloc((size_t)d->keyframe_count * sizeof *c->keys);
 		if (c->keys == NULL)
@@ -431,6 +458,13 @@ drape_err sim_colliders_add(sim_collider_set *set, const drape_collider_desc *d,
 			memcpy(c->triangles, d->triangles, tb);
 			c->vertex_count = d->vertex_count;
 			c->triangle_count = d->triangle_count;
+			c->orient = collider_orient(c->vertices, c->triangles, c->triangle_count);
+			if (!deforming) {
+				c->w0 = malloc(vb);
+				c->w1 = malloc(vb);
+				if (c->w0 == NULL || c->w1 == NULL)
+					goto nomem;
+			}
 		}
 		if (deforming) {
 			/* No field: the surface path needs none, and building one
@@ -505,6 +539,7 @@ drape_err sim_colliders_set_keyframes(sim_collider_set *set, uint32_t index,
 	c->keys = copy;
 	c->key_count = count;
 	collider_reset_motion(c);
+	c->world_valid = 0;
 	return DRAPE_OK;
 }
 
@@ -541,6 +576,8 @@ drape_err sim_colliders_update_mesh(sim_collider_set *set, uint32_t index, const
 	drape_sdf_release(c->sdf);
 	c->sdf = sdf;
 	memcpy(c->vertices, vertices, (size_t)vertex_count * 3 * sizeof(float));
+	c->orient = collider_orient(c->vertices, c->triangles, c->triangle_count);
+	c->world_valid = 0;
 	return DRAPE_OK;
 }
 
@@ -569,6 +606,8 @@ drape_err sim_colliders_set_sdf(sim_collider_set *set, uint32_t index, drape_sdf
 
 /* ---- The step ------------------------------------------------------------- */
 
+static void collider_world(sim_collider *c);
+
 void sim_colliders_begin_substep(sim_collider_set *set, float t0, float t1)
 {
 	for (uint32_t i = 0; i < set->count; i++) {
@@ -577,7 +616,47 @@ void sim_colliders_begin_substep(sim_collider_set *set, float t0, float t1)
 		collider_eval(c, t1, &c->x1);
 		if (c->deform != NULL)
 			sim_deform_begin_substep(c->deform, t0, t1, &c->x0, &c->x1);
+		else if (c->w0 != NULL && (!c->world_valid || c->key_count > 0))
+			collider_world(c);
 	}
+}
+
+/* The rigid mesh's world vertices at both ends of the substep; a static
+ * one (no keys) keeps them until its mesh or keys change. */
+static void collider_world(sim_collider *c)
+{
+	for (uint32_t i = 0; i < c->vertex_count; i++) {
+		sim_v3 l = v3(c->vertices[3 * (size_t)i], c->vertices[3 * (size_t)i + 1],
+			      c->vertices[3 * (size_t)i + 2]);
+		sim_v3 a = xf_apply(&c->x0, l), b = xf_apply(&c->x1, l);
+		float *q0 = &c->w0[3 * (size_t)i], *q1 = &c->w1[3 * (size_t)i];
+		q0[0] = a.x, q0[1] = a.y, q0[2] = a.z;
+		q1[0] = b.x, q1[1] = b.y, q1[2] = b.z;
+	}
+	c->world_valid = 1;
+	c->world_version++;
+}
+
+int sim_colliders_body(const sim_collider_set *set, uint32_t index, sim_body_view *out)
+{
+	const sim_collider *c = set->items[index];
+	sim_body_view v = {0,    0, NULL, NULL, NULL, 1.0f, c->thickness, c->friction,
+			   c->static_friction, 1, c->world_version};
+	if (c->deform != NULL) {
+		sim_deform_view(c->deform, &v.nv, &v.nt, &v.tris, &v.q0, &v.q1);
+	} else if (c->w0 != NULL && c->world_valid) {
+		v.nv = c->vertex_count;
+		v.nt = c->triangle_count;
+		v.tris = c->triangles;
+		v.q0 = c->w0;
+		v.q1 = c->w1;
+		v.orient = c->orient;
+		v.moving = c->key_count > 0;
+	} else {
+		return 0;
+	}
+	*out = v;
+	return 1;
 }
 
 void sim_colliders_begin_contacts(sim_collider_set *set, const sim_vec4 *x, const sim_vec4 *p,
@@ -783,6 +862,14 @@ drape_err sim_colliders_append_frames(sim_collider_set *set, uint32_t index, con
 	drape_sdf_release(c->sdf);
 	c->sdf = NULL;
 	return DRAPE_OK;
+}
+
+uint32_t sim_colliders_body_size(const sim_collider_set *set, uint32_t index)
+{
+	const sim_collider *c = set->items[index];
+	if (c->deform == NULL && c->w0 == NULL)
+		return 0;
+	return c->vertex_count;
 }
 
 drape_collider_kind sim_colliders_kind(const sim_collider_set *set, uint32_t index)

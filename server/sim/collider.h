@@ -103,6 +103,32 @@ void sim_colliders_follow(const sim_collider_set *set, uint32_t index, const flo
  * and drops its field. */
 drape_err sim_colliders_append_frames(sim_collider_set *set, uint32_t index, const float *frames,
 				      uint32_t count, drape_error *err);
+/*
+ * A mesh collider's vertices as the body-feature contact sees them
+ * (bodypush.h): world positions at the start (q0) and end (q1) of the
+ * current substep, its triangles, orient = 1 when they are wound outward
+ * and -1 when inward, and its contact response. Valid after
+ * begin_substep until the next; pointers into the collider.
+ */
+typedef struct sim_body_view {
+	uint32_t nv, nt;
+	const uint32_t *tris;
+	const float *q0, *q1;
+	float orient;
+	float thickness, friction, static_friction;
+	/* moving: the poses may change from substep to substep (deforming
+	 * or keyframed); else they change only with version. */
+	int moving;
+	uint32_t version;
+} sim_body_view;
+
+/* Fills *out and returns 1 for a mesh collider whose triangles the sim
+ * holds (static, rigid or deforming), 0 for a shape or a field given
+ * without its mesh. */
+int sim_colliders_body(const sim_collider_set *set, uint32_t index, sim_body_view *out);
+/* The vertex count such a view of collider `index` will have (0 for none). */
+uint32_t sim_colliders_body_size(const sim_collider_set *set, uint32_t index);
+
 drape_collider_kind sim_colliders_kind(const sim_collider_set *set, uint32_t index);
 uint32_t sim_colliders_frame_count(const sim_collider_set *set, uint32_t index);
 

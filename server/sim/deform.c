@@ -398,6 +398,16 @@ void sim_deform_begin_substep(sim_deform *d, float t0, float t1, const sim_rigid
 	}
 }
 
+void sim_deform_view(const sim_deform *d, uint32_t *nv, uint32_t *nt, const uint32_t **tris,
+		     const float **p0, const float **p1)
+{
+	*nv = d->nv;
+	*nt = d->nt;
+	*tris = d->tris;
+	*p0 = d->P0;
+	*p1 = d->P1;
+}
+
 static inline sim_v3 vat(const float *pos, uint32_t v)
 {
 	return v3(pos[3 * (size_t)v], pos[3 * (size_t)v + 1], pos[3 * (size_t)v + 2]);

@@ -99,6 +99,11 @@ void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 
 uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 *restrict x,
 			    uint32_t begin, uint32_t end, float r, const sim_contact_params *cp);
 
+/* The body as the current substep has it: vertex and triangle counts, the
+ * triangles (wound outward), the world poses at the start and end. */
+void sim_deform_view(const sim_deform *d, uint32_t *nv, uint32_t *nt, const uint32_t **tris,
+		     const float **p0, const float **p1);
+
 /* Binds a local-space point to the nearest point of the rest pose (rest,
  * tris: the collider's mesh; degenerate triangles are skipped; ties go to
  * the lower triangle index). */

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "drape/sim.h"
+#include "server/sim/bodypush.h"
 #include "server/sim/collider.h"
 #include "server/sim/selfcollide.h"
 #include "server/sim/vec.h"
@@ -247,6 +248,10 @@ struct drape_sim {
 	/* Soft pins (softpin.c), in internal vertex numbers. */
 	sim_softpin *softpin;
 	uint32_t softpin_count;
+
+	/* The body's vertices against the cloth's triangles (bodypush.c);
+	 * NULL with SIM_CREATE_NO_BODYPUSH. */
+	sim_bodypush *bodypush;
 };
 
 /* ---- sim.c ---------------------------------------------------------------- */
@@ -266,6 +271,9 @@ struct drape_sim {
  * iterations each, instead of the default schedule (compliance.c,
  * sim_xpbd_schedule); for the measurements that chose the default. */
 #define SIM_CREATE_XPBD_ITERATE 4u
+/* Leaves out the body-feature contact (bodypush.c): the solver as it was
+ * before issue 19, for the measurements and tests that compare with it. */
+#define SIM_CREATE_NO_BODYPUSH 8u
 
 drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **out,
 			drape_error *err);

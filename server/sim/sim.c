@@ -171,6 +171,7 @@ void drape_sim_destroy(drape_sim *sim)
 		free(tl[k]->serial);
 	}
 	sim_colliders_free(&sim->colliders);
+	sim_bodypush_free(sim->bodypush);
 	sim_self_destroy(sim->self);
 	free(sim->attach);
 	free(sim->order);
@@ -352,6 +353,10 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 	if ((rc = derive(sim, err)) != DRAPE_OK) {
 		drape_sim_destroy(sim);
 		return rc;
+	}
+	if (!(flags & SIM_CREATE_NO_BODYPUSH) && (sim->bodypush = sim_bodypush_create(nt)) == NULL) {
+		drape_sim_destroy(sim);
+		return drape_error_setf(err, DRAPE_ENOMEM, "sim: out of memory for the body contact");
 	}
 	if (sim->params.self_collision &&
 	    (rc = sim_self_create(sim->tris, sim->ntri, sim->n, sim->x, &sim->self, err)) != DRAPE_OK) {
@@ -628,6 +633,9 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			move_attached(sim);
 			sim_colliders_begin_contacts(&sim->colliders, sim->x, sim->p, n, P->thickness,
 						     sim->pool);
+			if (sim->bodypush != NULL)
+				sim_bodypush_begin(sim->bodypush, &sim->colliders, sim->tris, sim->ntri,
+						   sim->x, sim->p, P->thickness, s == 0);
 			collide_ms += now_ms() - tc;
 		}
 		if (selfc) {
@@ -661,9 +669,16 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			}
 			if (sim->colliders.count > 0) {
 				double tc = now_ms();
-				uint32_t c = sim_colliders_project_pool(&sim->colliders, sim->p,
-									sim->x, n, P->thickness,
-									sim->pool);
+				/* The body's features against the cloth's faces first,
+				 * serially (bodypush.c), then the cloth's vertices
+				 * against the body: where the two disagree (cloth
+				 * pinched in a closing crease) the vertex contact has
+				 * the last word and no cloth vertex ends inside. */
+				uint32_t c = 0;
+				if (sim->bodypush != NULL)
+					c = sim_bodypush_project(sim->bodypush, sim->p, sim->x);
+				c += sim_colliders_project_pool(&sim->colliders, sim->p, sim->x, n,
+								P->thickness, sim->pool);
 				/* The first iteration pushes most contacts out, so
 				 * the most found in any iteration of the last
 				 * substep is the figure reported. */
@@ -831,6 +846,7 @@ size_t sim_memory_bytes(const drape_sim *sim)
 	b += sim_xpbd_bytes(sim);
 	b += sim_stitch_bytes(sim);
 	b += sim_softpin_bytes(sim);
+	b += sim_bodypush_bytes(sim->bodypush);
 	return b;
 }
 
@@ -895,7 +911,20 @@ drape_err drape_sim_add_collider(drape_sim *sim, const drape_collider_desc *d, u
 				 drape_error *err)
 {
 	drape_collider_desc c = with_voxel_size(sim, d);
-	return sim_colliders_add(&sim->colliders, &c, index, err);
+	uint32_t at;
+	drape_err rc = sim_colliders_add(&sim->colliders, &c, &at, err);
+	if (rc != DRAPE_OK)
+		return rc;
+	/* The body contact's scratch grows with the largest body, here and
+	 * never inside a step; without it the collider is not kept. */
+	if (sim->bodypush != NULL &&
+	    (rc = sim_bodypush_reserve(sim->bodypush, &sim->colliders, err)) != DRAPE_OK) {
+		sim_colliders_remove(&sim->colliders, at, NULL);
+		return rc;
+	}
+	if (index != NULL)
+		*index = at;
+	return DRAPE_OK;
 }
 
 /*

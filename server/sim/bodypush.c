@@ -1,0 +1,562 @@
+/*
+ * The body's vertices against the cloth's triangles (bodypush.h).
+ *
+ * The vertex contact keeps every cloth vertex at distance h (cloth
+ * thickness + collider thickness) outside the body, but a cloth triangle
+ * spans 2 to 3 cm on a garment and the body under it is not flat: a nose,
+ * a knuckle or a thigh bulging between three cloth vertices comes out
+ * through the face between them. This is the other half of the
+ * vertex-triangle contact pair (the body's vertices against the cloth's
+ * faces), the same constraint as the self-collision's point-triangle one
+ * with the point kinematic:
+ *
+ *  1. Once per substep, for each body vertex q (world positions q0, q1 at
+ *     the start and end of the substep) inside the cloth's bounding box,
+ *     the cloth triangles whose box over their start and predicted
+ *     positions (grown by h + 1 mm) holds q's motion are found with a
+ *     spatial hash of those boxes (selfhash.h, Müller's dense hash; cells
+ *     the triangles' mean size).
+ *     Only features take part: a body vertex in a hollow, or too smooth
+ *     at the scale of the face to rise over it (sharp_enough), is left
+ *     to the vertex contact, and so is a face met from both of its sides
+ *     (drop_pinched); mark_hollows measures the body's shape, once for a
+ *     still body and once a frame for a moving one.
+ *  2. The side is decided then, by the body: the outer side of a triangle
+ *     is the one the body's own normal at q points to (area-weighted
+ *     vertex normal, outward by the mesh's enclosed volume), so the
+ *     orientation of the cloth's triangles, which a garment does not
+ *     define, never matters. A triangle seen edge-on from q (|n . nb| <
+ *     0.3) has no such side and is left to its neighbours. The pair is
+ *     kept when q was under the triangle at the start, or at most
+ *     BODYPUSH_RECOVER above it (a feature already through, from the
+ *     input pose or an earlier substep the solve could not satisfy, is
+ *     brought back under), and near enough to meet it in this substep.
+ *     Because the side comes from the start and is enforced at the end,
+ *     a body vertex that crosses a triangle within the substep, however
+ *     fast, is still pushed back to the side it came from: the continuous
+ *     test linearised, as in deform.c.
+ *  3. Each iteration, for each pair in order: with n the triangle's unit
+ *     normal at p oriented by the pair's sign, the gap s = n . (q1 - p0);
+ *     when q1 projects inside the triangle (barycentric coordinates b_k
+ *     >= -BODYPUSH_EDGE) and C = s + h > 0, the triangle moves out along n
+ *     by C at the point over q1: vertex k by w_k b_k / (sum_j w_j b_j^2)
+ *     C n (the point-triangle projection of Müller et al. 2006, section
+ *     4.4 with the body's point of inverse mass 0; Bridson et al. 2002
+ *     weight triangle impulses the same way). A push larger than the
+ *     motion possible in the substep is refused, as in deform.c, and so
+ *     is one that would move a vertex by more than BODYPUSH_LEVER times
+ *     C (the point next to a pinned vertex). The step runs this before
+ *     the vertex contact, which has the last word (sim.c).
+ *  4. Friction: the tangential motion of that point relative to q over
+ *     the substep is removed entirely below static_friction C and reduced
+ *     by friction C otherwise (Macklin et al. 2014, eq. 24), spread over
+ *     the triangle's vertices the same way, so the response is the
+ *     collider's vertex contact's.
+ *
+ * The pass is serial in a fixed order (bodies, then their vertices, then
+ * the hash's order of triangles, each once), so the result is the same for
+ * any thread count and SIMD width. Its cost on the demos is in the README
+ * ("The body never shows through").
+ */
+#include "server/sim/bodypush.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/sim/selfhash.h"
+
+/* How far above a triangle (outside the cloth) a body vertex may start a
+ * substep and still be brought back under: the 13 mm the issue saw at
+ * most, with margin. Beyond it the vertex is taken to be outside the
+ * cloth on purpose (a hand out of a sleeve). */
+#define BODYPUSH_RECOVER 0.02f
+/* Barycentric slack at a triangle's edges, so that a body vertex right on
+ * an edge between two triangles meets both and neither lets it through. */
+#define BODYPUSH_EDGE 0.02f
+/* The rise over the tangent plane, as a fraction of the distance, that
+ * makes a body vertex's neighbour a hollow's wall (about 6 degrees). */
+#define BODYPUSH_HOLLOW 0.1f
+/* The fall, as a fraction of the contact distance, from which a body
+ * vertex is a feature the faces must be kept off (sharp_enough). */
+#define BODYPUSH_SHARP 0.25f
+/* The most a cloth vertex may move per unit of push: 1 when the three
+ * are free (b_k / sum b_j^2 <= 1 for equal masses), more beside a pin. */
+#define BODYPUSH_LEVER 2.0f
+/* |n . nb| below which a triangle is taken to be edge-on to the body
+ * vertex (25 degrees). Cloth lies along the skin, so a feature under the
+ * cloth faces it nearly square; at steeper angles the body vertex is in a
+ * crease or on a side wall whose own vertex contact already holds the
+ * cloth, and pushing across it drove sleeve vertices into a bending elbow
+ * (test_sim_deform's test_elbow fails at 0.7). */
+#define BODYPUSH_FACING 0.5f
+
+typedef struct bp_pair {
+	uint32_t tri;
+	float sigma;    /* +-1: turns the triangle's normal to the outer side */
+	sim_v3 q1, dq;  /* the body vertex at the end, and its motion over the substep */
+	float h, reach; /* contact distance, the largest push accepted */
+	float mu, mus;
+} bp_pair;
+
+struct sim_bodypush {
+	uint32_t ntri;
+	float *box;       /* 6 per triangle: the boxes hashed */
+	uint32_t *stamp;  /* per triangle: the last query that met it */
+	uint8_t *sides;   /* per triangle: bit 0 met from its +n side, bit 1 from -n */
+	uint32_t epoch;
+	sim_hash hash;
+	float *nrm;       /* 3 per body vertex: normals at the start */
+	uint8_t *hollow;  /* per body vertex: 1 where a neighbour rises over its tangent plane */
+	float *fall;      /* 2 per body vertex: sine of the steepest fall to a neighbour, its distance */
+	uint32_t nrm_cap; /* body vertices the normals hold */
+	bp_pair *pair;
+	uint32_t pair_count, pair_cap;
+	/* The still body whose normals, hollows and falls are in the arrays
+	 * (its start positions and version), so a static body's are not
+	 * measured again every substep. */
+	const float *still_q0;
+	uint32_t still_version;
+	uint32_t shape_of; /* 1 + the collider whose hollows and falls are held, 0 none */
+	const uint32_t *tris;
+};
+
+sim_bodypush *sim_bodypush_create(uint32_t ntri)
+{
+	sim_bodypush *b = calloc(1, sizeof *b);
+	if (b == NULL)
+		return NULL;
+	b->ntri = ntri;
+	b->box = malloc(6 * (size_t)ntri * sizeof *b->box);
+	b->stamp = calloc(ntri, sizeof *b->stamp);
+	b->sides = calloc(ntri, sizeof *b->sides);
+	if (b->box == NULL || b->stamp == NULL || b->sides == NULL || sim_hash_init(&b->hash, ntri) != DRAPE_OK) {
+		sim_bodypush_free(b);
+		return NULL;
+	}
+	return b;
+}
+
+void sim_bodypush_free(sim_bodypush *b)
+{
+	if (b == NULL)
+		return;
+	free(b->box);
+	free(b->stamp);
+	free(b->sides);
+	sim_hash_free(&b->hash);
+	free(b->nrm);
+	free(b->hollow);
+	free(b->fall);
+	free(b->pair);
+	free(b);
+}
+
+drape_err sim_bodypush_reserve(sim_bodypush *b, const sim_collider_set *set, drape_error *err)
+{
+	uint32_t need = 0;
+	for (uint32_t i = 0; i < set->count; i++) {
+		/* Before the first substep a rigid mesh has no world pose yet:
+		 * its size is asked for apart from the view. */
+		uint32_t nv = sim_colliders_body_size(set, i);
+		need = nv > need ? nv : need;
+	}
+	if (need <= b->nrm_cap)
+		return DRAPE_OK;
+	float *n = realloc(b->nrm, 3 * (size_t)need * sizeof *n);
+	if (n != NULL)
+		b->nrm = n;
+	uint8_t *hl = n != NULL ? realloc(b->hollow, need) : NULL;
+	if (hl != NULL)
+		b->hollow = hl;
+	float *fl = hl != NULL ? realloc(b->fall, 2 * (size_t)need * sizeof *fl) : NULL;
+	if (fl != NULL)
+		b->fall = fl;
+	if (n == NULL || hl == NULL || fl == NULL)
+		return drape_error_setf(err, DRAPE_ENOMEM,
+					"colliders: out of memory for the body contact of %u vertices", need);
+	b->nrm_cap = need;
+	/* A first guess at the pairs: a few per cloth triangle. */
+	if (b->pair_cap == 0) {
+		uint32_t cap = 4 * b->ntri + 64;
+		bp_pair *p = malloc((size_t)cap * sizeof *p);
+		if (p != NULL) {
+			b->pair = p;
+			b->pair_cap = cap;
+		}
+	}
+	return DRAPE_OK;
+}
+
+static inline sim_v3 at3(const float *pos, uint32_t v)
+{
+	return v3(pos[3 * (size_t)v], pos[3 * (size_t)v + 1], pos[3 * (size_t)v + 2]);
+}
+
+/* Appends a pair, growing the array by half again when full (amortised:
+ * a garment's pairs settle after the first substeps). 0 when out of
+ * memory: the pair is dropped and the contact is weaker this substep. */
+static int pair_push(sim_bodypush *b, const bp_pair *pr)
+{
+	if (b->pair_count == b->pair_cap) {
+		uint32_t cap = b->pair_cap + b->pair_cap / 2 + 64;
+		bp_pair *p = realloc(b->pair, (size_t)cap * sizeof *p);
+		if (p == NULL)
+			return 0;
+		b->pair = p;
+		b->pair_cap = cap;
+	}
+	b->pair[b->pair_count++] = *pr;
+	return 1;
+}
+
+/* The body vertex (q0, q1, outward unit normal nb) against triangle t:
+ * kept when it starts under the triangle (or at most BODYPUSH_RECOVER
+ * over it) and near enough to meet it in this substep. */
+/*
+ * A body vertex can come out through a face whose three vertices rest on
+ * the body (at h) only where the body rises more than h over them: the
+ * surface falls away from the vertex by about (L/2) sin(a) over half the
+ * triangle's longest edge L, with a the steepest fall to a neighbour at
+ * distance d, linearly (a cone's tip: as far as the neighbour reaches) and
+ * then, past d, bending on as a circle would (a limb: (L/2)^2 sin(a) / d).
+ * A vertex whose fall is under BODYPUSH_SHARP h is smooth at the cloth's
+ * scale: the vertex contact keeps the face off it, and pushing the face as
+ * well over-constrains a taut garment (a sleeve pinned at the shoulder
+ * over a bending elbow: the face held on the forearm drags cloth into the
+ * crease, where the vertex contact loses).
+ */
+static int sharp_enough(const sim_bodypush *b, const uint32_t *v, const sim_vec4 *x, uint32_t qi,
+			float h)
+{
+	float L = 0.0f;
+	for (int k = 0; k < 3; k++) {
+		float e = v3_len(v3_sub(v3_of4(x[v[k]]), v3_of4(x[v[(k + 1) % 3]])));
+		L = e > L ? e : L;
+	}
+	const float *f = &b->fall[2 * (size_t)qi];
+	if (!(f[1] > 0.0f))
+		return 0; /* nothing falls away from it */
+	float half = 0.5f * L;
+	float drop = half * f[0] * (f[1] > half ? 1.0f : half / f[1]);
+	return drop > BODYPUSH_SHARP * h;
+}
+
+static void consider(sim_bodypush *b, uint32_t t, const sim_vec4 *x, const sim_vec4 *p,
+		     sim_v3 q0, sim_v3 q1, sim_v3 nb, uint32_t qi, const sim_body_view *bv, float h)
+{
+	const uint32_t *v = &b->tris[3 * (size_t)t];
+	sim_v3 a = v3_of4(x[v[0]]), e1 = v3_sub(v3_of4(x[v[1]]), a), e2 = v3_sub(v3_of4(x[v[2]]), a);
+	sim_v3 n = v3_cross(e1, e2);
+	float l = v3_len(n);
+	if (!(l > 0.0f))
+		return;
+	n = v3_scale(n, 1.0f / l);
+	float f = v3_dot(n, nb);
+	if (!(fabsf(f) >= BODYPUSH_FACING))
+		return;
+	float sigma = f < 0.0f ? -1.0f : 1.0f;
+	float s0 = sigma * v3_dot(n, v3_sub(q0, a));
+	if (!(s0 <= BODYPUSH_RECOVER))
+		return;
+	/* Under the triangle within the pinch distance: seen from this side
+	 * (drop_pinched). */
+	if (-s0 <= h)
+		b->sides[t] |= sigma > 0.0f ? 1u : 2u;
+	/* Only a feature sharp for this triangle's size can come through it
+	 * (see below); the sides were marked first, so a pinch is still seen. */
+	if (!sharp_enough(b, v, x, qi, h))
+		return;
+	float motion = 0.0f;
+	for (int k = 0; k < 3; k++) {
+		float m = v3_len(v3_sub(v3_of4(p[v[k]]), v3_of4(x[v[k]])));
+		motion = m > motion ? m : motion;
+	}
+	sim_v3 dq = v3_sub(q1, q0);
+	/* The iterations may carry the cloth further than its prediction:
+	 * twice its motion, as deform.c allows. */
+	float reach = h + v3_len(dq) + 2.0f * motion + 1e-3f;
+	if (!(-s0 <= reach))
+		return;
+	bp_pair pr = {t, sigma, q1, dq, h, reach + BODYPUSH_RECOVER, bv->friction,
+		      bv->static_friction};
+	pair_push(b, &pr);
+}
+
+/*
+ * A triangle met by body vertices from both of its sides is pinched
+ * between two surfaces of the body (the inside of a bending elbow, between
+ * the thighs): pushing it out for one side pushes it into the other, and
+ * the iterations would fight until its vertices end up inside the body.
+ * Its pairs are dropped, leaving the triangle to the vertex contact, which
+ * lets the cloth slide out of the crease. A side counts when its body
+ * vertex is within the contact distance under the face. Pairs keep their
+ * order.
+ */
+static void drop_pinched(sim_bodypush *b)
+{
+	uint32_t kept = 0;
+	for (uint32_t k = 0; k < b->pair_count; k++)
+		if (b->sides[b->pair[k].tri] != 3u)
+			b->pair[kept++] = b->pair[k];
+	b->pair_count = kept;
+}
+
+/*
+ * Only where the body bulges can it come through a cloth face: the cloth
+ * lies on the bulge's tops through its own vertices, and the body between
+ * them rises over the chord. A vertex in a hollow (the inside of an elbow,
+ * an armpit, between the thighs) lies under any face resting on the body
+ * around it; there the cloth is kept out by its own vertices, and a face
+ * pushed along the hollow's normal is pushed into the body's other side.
+ * A vertex is in a hollow when a neighbour along one of its triangles
+ * rises over its tangent plane by more than BODYPUSH_HOLLOW of the
+ * distance to it (a cylinder along its axis, a flat or a convex patch
+ * have none). Called after the normals of `bv` are summed in b->nrm.
+ */
+static void mark_hollows(sim_bodypush *b, const sim_body_view *bv)
+{
+	memset(b->hollow, 0, bv->nv);
+	memset(b->fall, 0, 2 * (size_t)bv->nv * sizeof *b->fall);
+	for (uint32_t t = 0; t < bv->nt; t++) {
+		const uint32_t *v = &bv->tris[3 * (size_t)t];
+		for (int j = 0; j < 3; j++) {
+			sim_v3 nb = v3_scale(at3(b->nrm, v[j]), bv->orient);
+			float nl = v3_len(nb);
+			if (!(nl > 0.0f))
+				continue;
+			sim_v3 q = at3(bv->q0, v[j]);
+			for (int k = 1; k < 3; k++) {
+				sim_v3 d = v3_sub(at3(bv->q0, v[(j + k) % 3]), q);
+				float dl = v3_len(d), rise = v3_dot(d, nb) / nl;
+				if (rise > BODYPUSH_HOLLOW * dl)
+					b->hollow[v[j]] = 1;
+				float *f = &b->fall[2 * (size_t)v[j]];
+				if (dl > 0.0f && -rise / dl > f[0])
+					f[0] = -rise / dl, f[1] = dl;
+			}
+		}
+	}
+}
+
+void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint32_t *tris,
+			uint32_t ntri, const sim_vec4 *x, const sim_vec4 *p, float thickness,
+			int new_frame)
+{
+	b->pair_count = 0;
+	b->tris = tris;
+	memset(b->sides, 0, (size_t)b->ntri);
+	float hmax = 0.0f;
+	uint32_t bodies = 0;
+	for (uint32_t ci = 0; ci < set->count; ci++) {
+		sim_body_view bv;
+		if (!sim_colliders_body(set, ci, &bv) || bv.nv > b->nrm_cap)
+			continue;
+		bodies++;
+		hmax = fmaxf(hmax, thickness + bv.thickness);
+	}
+	if (bodies == 0 || ntri == 0 || ntri > b->ntri)
+		return;
+	/* The triangles' boxes over x and p, grown by the largest contact
+	 * distance and a millimetre; the cell is their mean size. */
+	const float grow = hmax + 1e-3f;
+	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+	double size = 0.0;
+	float half_max = 0.0f; /* the longest edge at x, halved below */
+	for (uint32_t t = 0; t < ntri; t++) {
+		float *bx = &b->box[6 * (size_t)t];
+		const uint32_t *v = &tris[3 * (size_t)t];
+		for (int k = 0; k < 3; k++)
+			bx[k] = INFINITY, bx[k + 3] = -INFINITY;
+		for (int j = 0; j < 3; j++) {
+			const sim_vec4 *q[2] = {&x[v[j]], &p[v[j]]};
+			for (int m = 0; m < 2; m++) {
+				float c[3] = {q[m]->x, q[m]->y, q[m]->z};
+				for (int k = 0; k < 3; k++) {
+					bx[k] = fminf(bx[k], c[k]);
+					bx[k + 3] = fmaxf(bx[k + 3], c[k]);
+				}
+			}
+		}
+		for (int k = 0; k < 3; k++) {
+			float e = v3_len(v3_sub(v3_of4(x[v[k]]), v3_of4(x[v[(k + 1) % 3]])));
+			half_max = e > half_max ? e : half_max;
+		}
+		float ext = fmaxf(bx[3] - bx[0], fmaxf(bx[4] - bx[1], bx[5] - bx[2]));
+		size += isfinite(ext) ? ext : 0.0f;
+		for (int k = 0; k < 3; k++) {
+			bx[k] -= grow;
+			bx[k + 3] += grow;
+			lo[k] = fminf(lo[k], bx[k]);
+			hi[k] = fmaxf(hi[k], bx[k + 3]);
+		}
+	}
+	half_max *= 0.5f;
+	float cell = 0.5f * (float)(size / ntri) + grow;
+	if (!(cell > 1e-4f) || !isfinite(cell))
+		cell = 1e-4f;
+	if (sim_hash_build(&b->hash, b->box, ntri, cell) != 0)
+		return;
+	const float cloth_box[6] = {lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]};
+	const sim_hash *H = &b->hash;
+	for (uint32_t ci = 0; ci < set->count; ci++) {
+		sim_body_view bv;
+		if (!sim_colliders_body(set, ci, &bv) || bv.nv > b->nrm_cap)
+			continue;
+		const float h = thickness + bv.thickness;
+		if (!bv.moving && b->shape_of == ci + 1 && b->still_q0 == bv.q0 &&
+		    b->still_version == bv.version)
+			goto measured;
+		/* A moving body's hollows and falls are its shape at the
+		 * cloth's scale, which skinning changes slowly: measured at
+		 * the first substep of each frame; its normals every substep. */
+		const int shape = !bv.moving || new_frame || b->shape_of != ci + 1;
+		b->shape_of = ci + 1;
+		b->still_q0 = bv.moving ? NULL : bv.q0;
+		b->still_version = bv.version;
+		/* Area-weighted normals at the start pose. */
+		memset(b->nrm, 0, 3 * (size_t)bv.nv * sizeof *b->nrm);
+		for (uint32_t t = 0; t < bv.nt; t++) {
+			const uint32_t *v = &bv.tris[3 * (size_t)t];
+			sim_v3 a = at3(bv.q0, v[0]);
+			sim_v3 n = v3_cross(v3_sub(at3(bv.q0, v[1]), a), v3_sub(at3(bv.q0, v[2]), a));
+			for (int j = 0; j < 3; j++) {
+				float *q = &b->nrm[3 * (size_t)v[j]];
+				q[0] += n.x, q[1] += n.y, q[2] += n.z;
+			}
+		}
+		if (shape)
+			mark_hollows(b, &bv);
+	measured:
+		for (uint32_t i = 0; i < bv.nv; i++) {
+			/* A hollow, or a vertex too smooth to come through the
+			 * largest of the cloth's faces (sharp_enough), meets none. */
+			const float *fl = &b->fall[2 * (size_t)i];
+			if (b->hollow[i] || !(fl[1] > 0.0f) ||
+			    !(half_max * fl[0] * (fl[1] > half_max ? 1.0f : half_max / fl[1]) >
+			      BODYPUSH_SHARP * h))
+				continue;
+			sim_v3 q0 = at3(bv.q0, i), q1 = at3(bv.q1, i);
+			float pb[6] = {fminf(q0.x, q1.x), fminf(q0.y, q1.y), fminf(q0.z, q1.z),
+				       fmaxf(q0.x, q1.x), fmaxf(q0.y, q1.y), fmaxf(q0.z, q1.z)};
+			if (!sim_box_overlap(pb, cloth_box))
+				continue;
+			sim_v3 nb = v3_scale(at3(b->nrm, i), bv.orient);
+			float nl = v3_len(nb);
+			if (!(nl > 0.0f))
+				continue;
+			nb = v3_scale(nb, 1.0f / nl);
+			if (++b->epoch == 0) {
+				memset(b->stamp, 0, (size_t)b->ntri * sizeof *b->stamp);
+				b->epoch = 1;
+			}
+			sim_cellbox cb = sim_hash_cells(H, pb);
+			for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
+				for (int32_t y = cb.lo[1]; y <= cb.hi[1]; y++)
+					for (int32_t xx = cb.lo[0]; xx <= cb.hi[0]; xx++) {
+						uint32_t slot = sim_hash_slot(H, xx, y, z);
+						for (uint32_t e = H->start[slot]; e < H->start[slot + 1]; e++) {
+							uint32_t t = H->entries[e];
+							if (b->stamp[t] == b->epoch)
+								continue;
+							b->stamp[t] = b->epoch;
+							if (sim_box_overlap(&b->box[6 * (size_t)t], pb))
+								consider(b, t, x, p, q0, q1, nb, i, &bv, h);
+						}
+					}
+			for (uint32_t k = 0; k < H->big_count; k++) {
+				uint32_t t = H->big[k];
+				if (b->stamp[t] != b->epoch &&
+				    sim_box_overlap(&b->box[6 * (size_t)t], pb)) {
+					b->stamp[t] = b->epoch;
+					consider(b, t, x, p, q0, q1, nb, i, &bv, h);
+				}
+			}
+		}
+	}
+	drop_pinched(b);
+}
+
+uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_vec4 *restrict x)
+{
+	uint32_t pushed = 0;
+	for (uint32_t k = 0; k < b->pair_count; k++) {
+		const bp_pair *pr = &b->pair[k];
+		const uint32_t *v = &b->tris[3 * (size_t)pr->tri];
+		sim_vec4 *P[3] = {&p[v[0]], &p[v[1]], &p[v[2]]};
+		sim_v3 a = v3_of4(*P[0]);
+		sim_v3 e1 = v3_sub(v3_of4(*P[1]), a), e2 = v3_sub(v3_of4(*P[2]), a);
+		sim_v3 n = v3_cross(e1, e2);
+		float l2 = v3_dot(n, n);
+		if (!(l2 > 0.0f))
+			continue;
+		n = v3_scale(n, pr->sigma / sqrtf(l2));
+		sim_v3 r = v3_sub(pr->q1, a);
+		float c = v3_dot(n, r) + pr->h;
+		if (!(c > 0.0f) || c > pr->reach)
+			continue;
+		/* Barycentric coordinates of q1's projection on the plane:
+		 * l2 = |e1 x e2|^2 = d00 d11 - d01^2. */
+		float d00 = v3_dot(e1, e1), d01 = v3_dot(e1, e2), d11 = v3_dot(e2, e2);
+		float d20 = v3_dot(r, e1), d21 = v3_dot(r, e2);
+		float bv = (d11 * d20 - d01 * d21) / l2, bw = (d00 * d21 - d01 * d20) / l2;
+		float bu = 1.0f - bv - bw;
+		if (!(bu >= -BODYPUSH_EDGE && bv >= -BODYPUSH_EDGE && bw >= -BODYPUSH_EDGE))
+			continue;
+		float bc[3] = {fmaxf(bu, 0.0f), fmaxf(bv, 0.0f), fmaxf(bw, 0.0f)};
+		float bs = bc[0] + bc[1] + bc[2];
+		float W = 0.0f, big = 0.0f;
+		for (int j = 0; j < 3; j++) {
+			bc[j] /= bs;
+			W += P[j]->w * bc[j] * bc[j];
+		}
+		if (!(W > 0.0f))
+			continue;
+		for (int j = 0; j < 3; j++)
+			big = fmaxf(big, P[j]->w * bc[j] / W);
+		/* Next to a pinned vertex the free ones would move by C / b_k,
+		 * many times the push, flinging them through the body: such a
+		 * point is left to the pin and the vertex contact. */
+		if (big > BODYPUSH_LEVER)
+			continue;
+		for (int j = 0; j < 3; j++) {
+			float s = P[j]->w * bc[j] / W * c;
+			P[j]->x += s * n.x;
+			P[j]->y += s * n.y;
+			P[j]->z += s * n.z;
+		}
+		/* Friction on the motion of the point over q1 relative to the
+		 * body vertex over the substep. */
+		sim_v3 dc = v3(0, 0, 0);
+		for (int j = 0; j < 3; j++)
+			dc = v3_add(dc, v3_scale(v3_sub(v3_of4(*P[j]), v3_of4(x[v[j]])), bc[j]));
+		sim_v3 rel = v3_sub(dc, pr->dq);
+		sim_v3 tan = v3_sub(rel, v3_scale(n, v3_dot(rel, n)));
+		float tl = v3_len(tan);
+		if (tl > 0.0f) {
+			float keep = tl < pr->mus * c ? 0.0f : 1.0f - fminf(pr->mu * c / tl, 1.0f);
+			sim_v3 corr = v3_scale(tan, 1.0f - keep);
+			for (int j = 0; j < 3; j++) {
+				float s = P[j]->w * bc[j] / W;
+				P[j]->x -= s * corr.x;
+				P[j]->y -= s * corr.y;
+				P[j]->z -= s * corr.z;
+			}
+		}
+		pushed++;
+	}
+	return pushed;
+}
+
+uint32_t sim_bodypush_pair_count(const sim_bodypush *b)
+{
+	return b->pair_count;
+}
+
+size_t sim_bodypush_bytes(const sim_bodypush *b)
+{
+	if (b == NULL)
+		return 0;
+	return sizeof *b + (size_t)b->ntri * (6 * sizeof(float) + sizeof(uint32_t)) +
+	       3 * (size_t)b->nrm_cap * sizeof(float) + (size_t)b->pair_cap * sizeof(bp_pair);
+}

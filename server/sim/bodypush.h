@@ -1,0 +1,50 @@
+/*
+ * The body's features against the cloth's faces (issue 19): body vertices
+ * of every mesh collider (static, rigid or deforming) that would come
+ * through a cloth triangle push the triangle out. The vertex contact
+ * (collider.c, deform.c) keeps cloth vertices outside the body; between
+ * them a coarse garment's triangles would let a fine body's nose, knuckles
+ * or thighs through. bodypush.c has the method.
+ */
+#ifndef DRAPE_SIM_BODYPUSH_H
+#define DRAPE_SIM_BODYPUSH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drape/error.h"
+#include "server/sim/collider.h"
+#include "server/sim/vec.h"
+
+typedef struct sim_bodypush sim_bodypush;
+
+/* Scratch for a cloth of ntri triangles (at sim create); NULL when out of
+ * memory. */
+sim_bodypush *sim_bodypush_create(uint32_t ntri);
+void sim_bodypush_free(sim_bodypush *b);
+
+/* Sizes the per-body-vertex scratch for the colliders now in the set (call
+ * after adding one); DRAPE_ENOMEM leaves the old scratch in place. */
+drape_err sim_bodypush_reserve(sim_bodypush *b, const sim_collider_set *set, drape_error *err);
+
+/*
+ * Once per substep, after sim_colliders_begin_substep and the prediction:
+ * finds the (body vertex, cloth triangle) pairs that may meet in this
+ * substep (x the cloth at its start, p predicted) and the side each body
+ * vertex must stay on. thickness is the cloth's; new_frame is nonzero at
+ * a frame's first substep (a moving body's shape is measured then).
+ */
+void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint32_t *tris,
+			uint32_t ntri, const sim_vec4 *x, const sim_vec4 *p, float thickness,
+			int new_frame);
+
+/* Once per iteration: pushes every pair's triangle out by what it lacks,
+ * with friction; serial, in the pairs' fixed order. Returns the pairs
+ * that pushed. Touches only p. */
+uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_vec4 *restrict x);
+
+/* Pairs found at the last begin (for tests and statistics). */
+uint32_t sim_bodypush_pair_count(const sim_bodypush *b);
+size_t sim_bodypush_bytes(const sim_bodypush *b);
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * The "body shows through" measure (issue 19): how many vertices of a body
+ * mesh stand on the outer side of the cloth where the cloth covers them.
+ * Used by the tests, the benchmark and the closing figures; nothing in the
+ * step calls it.
+ *
+ * For each body vertex b, with its outward normal nb (the area-weighted
+ * mean of its triangles' normals; outward is decided by the sign of the
+ * body's enclosed volume, so an inward-wound mesh is measured the same):
+ *
+ *   - its nearest cloth triangle T is the one whose closest point is
+ *     nearest b, among those within `cover` of b (ties to the lower index);
+ *   - the cloth covers b when that closest point lies inside T (b projects
+ *     into the triangle, not onto an edge or corner: past the cloth's
+ *     border nothing covers the body) and T faces the body, |nT . nb| >=
+ *     1/2 (within 60 degrees; a fold seen edge-on has no outer side);
+ *   - T's outer side is the side nb points to: nT is oriented so that
+ *     nT . nb > 0, and b's height over T is s = nT . (b - T's plane);
+ *   - b shows through when the cloth covers it and s > tol.
+ */
+#ifndef DRAPE_SIM_BODYTHROUGH_H
+#define DRAPE_SIM_BODYTHROUGH_H
+
+#include <stdint.h>
+
+#include "drape/error.h"
+
+typedef struct sim_body_through {
+	uint32_t covered;  /* body vertices the cloth covers */
+	uint32_t through;  /* of those, more than tol on the cloth's outer side */
+	float deepest;     /* the largest height s over the cloth of a covered vertex, or 0 */
+	uint32_t deepest_vertex; /* its body vertex (UINT32_MAX when no covered vertex is outside) */
+} sim_body_through;
+
+/*
+ * Measures body (nbv vertices xyz, nbt triangles) against cloth (ncv
+ * vertices xyz, nct triangles), both in the same world frame. tol and
+ * cover in metres (issue 19's test: tol 1 mm; cover a few cloth
+ * spacings). Allocates its own scratch; DRAPE_ENOMEM (or DRAPE_ERANGE for
+ * an index out of range, naming the array) leaves *out untouched.
+ */
+drape_err sim_body_through_measure(const float *body, uint32_t nbv, const uint32_t *btris,
+				   uint32_t nbt, const float *cloth, uint32_t ncv,
+				   const uint32_t *ctris, uint32_t nct, float tol, float cover,
+				   sim_body_through *out, drape_error *err);
+
+#endif
