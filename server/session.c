@@ -145,6 +145,24 @@ size_t srv_session_estimate(uint32_t vertices, uint32_t triangles, uint64_t fram
 	       (size_t)vertices * 12u * (size_t)(frames_in_memory + 2);
 }
 
+/*
+ * A torn cloth gains vertices (server/sim/tear.c), and the daemon's frame
+ * records, stream and caches are sized for the created vertex count: until
+ * they carry a changing mesh (issue 19, "Tearing"), a session with tearing
+ * on is refused, so it can never overrun them. The embeddable solver
+ * (drape_sim) tears.
+ */
+static drape_err srv_session_check_tear(const drape_sim_params *p, drape_error *err)
+{
+	if (p->tear_strain != 0.0f)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"params.tear_strain: %g: draped cannot serve a tearing cloth "
+					"yet (its frames keep the created vertex count); use 0, or "
+					"the embeddable solver",
+					(double)p->tear_strain);
+	return DRAPE_OK;
+}
+
 static drape_err srv_check_limit(uint64_t value, uint64_t limit, const char *what, const char *name,
 				 drape_error *err)
 {
@@ -348,7 +366,8 @@ drape_err srv_create_admit(srv_server *srv, const proto_request *req, drape_sim_
 
 	drape_sim_params_default(p);
 	proto_params_apply(p, &c->params);
-	if ((rc = drape_sim_params_validate(p, err)) != DRAPE_OK)
+	if ((rc = drape_sim_params_validate(p, err)) != DRAPE_OK ||
+	    (rc = srv_session_check_tear(p, err)) != DRAPE_OK)
 		return rc;
 	if (srv->sessions.next_id == UINT32_MAX)
 		return drape_error_setf(err, DRAPE_ELIMIT, "session.create: session ids are exhausted");
@@ -489,7 +508,9 @@ drape_err srv_op_update(srv_server *srv, srv_session *s, const proto_request *re
 	drape_sim_params p = s->params;
 	const drape_sim_params old = s->params;
 	proto_params_apply(&p, &req->u.update.params);
-	drape_err rc = drape_sim_set_params(s->sim, &p, err);
+	drape_err rc = srv_session_check_tear(&p, err);
+	if (rc == DRAPE_OK)
+		rc = drape_sim_set_params(s->sim, &p, err);
 	if (rc != DRAPE_OK)
 		return rc;
 	s->params = p;

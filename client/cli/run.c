@@ -442,6 +442,53 @@ static int override_material(drape_scene *sc, const char *name)
 	return 0;
 }
 
+/*
+ * A tearing cloth (cloth.tear_strain) gains vertices when it tears: its
+ * frames change mesh, which per-frame OBJ files carry and the single-file
+ * point caches (PC2, MDD: one vertex count for the whole file) cannot, nor
+ * GEO's velocities from the previous frame. Returns 0 or an exit code.
+ */
+static int tear_check_format(const drape_scene *sc, const cli_opts *o)
+{
+	if (!(sc->params.tear_strain > 0.0f) || o->out_dir == NULL || o->format == NULL ||
+	    strcmp(o->format, "obj") == 0)
+		return 0;
+	fprintf(stderr, "drape run: cloth.tear_strain: a tearing cloth changes its vertex count, which "
+			"--format %s cannot hold; its frames are written as OBJ (--format obj)\n",
+		o->format);
+	return CLI_USAGE;
+}
+
+/* The cloth tore in the frame just solved: the frames from here on are
+ * another mesh, so the cache writer starts again with its triangles (the
+ * OBJ source's faces and UVs no longer match, and the run's strain summary,
+ * measured against the created mesh, is left out). Returns 0 or an exit
+ * code. */
+static int sink_torn(sink *k, const drape_sim *sim, uint32_t **tris)
+{
+	int x = sink_finish(k);
+	if (x != 0)
+		return x;
+	uint32_t nt = drape_sim_triangle_count(sim);
+	uint32_t *t = realloc(*tris, (size_t)nt * 3 * sizeof *t);
+	if (t == NULL) {
+		fprintf(stderr, "drape: out of memory\n");
+		return CLI_SOFTWARE;
+	}
+	*tris = t;
+	drape_error err;
+	if (drape_sim_get_mesh(sim, t, NULL, &err) != DRAPE_OK)
+		return cli_fail("reading the torn mesh", DRAPE_ESTATE, &err);
+	k->triangles = t;
+	k->triangle_count = nt;
+	k->vertex_count = drape_sim_vertex_count(sim);
+	k->obj_source = NULL;
+	k->rest = NULL;
+	free(k->last);
+	k->last = NULL;
+	return 0;
+}
+
 /* `drape run --local`: the same scene through the solver in this process. */
 static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, const cli_opts *o, double t0)
 {
@@ -449,6 +496,9 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 	drape_sim *sim;
 	drape_error err;
 	float *inv_mass = NULL;
+	int tx = tear_check_format(sc, o);
+	if (tx != 0)
+		return tx;
 	drape_err rc = cli_scene_sim_desc(sc, &d, &inv_mass, &err);
 	if (rc != DRAPE_OK)
 		return cli_fail("cloth.mass_scale", rc, &err);
@@ -486,7 +536,9 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 				x = cli_fail("attaching pins", rc, &err);
 		}
 	}
-	float *pos = malloc((size_t)sc->cloth.vertex_count * 3 * sizeof *pos);
+	uint32_t *torn_tris = NULL;
+	uint32_t pos_cap = sc->cloth.vertex_count;
+	float *pos = malloc((size_t)pos_cap * 3 * sizeof *pos);
 	if (pos == NULL && x == 0) {
 		fprintf(stderr, "drape: out of memory\n");
 		x = CLI_SOFTWARE;
@@ -506,8 +558,22 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 			x = cli_fail("solving", rc, &err);
 			break;
 		}
+		/* A tear adds vertices (cloth.tear_strain). */
+		const uint32_t n = drape_sim_vertex_count(sim);
+		if (n > pos_cap) {
+			float *grown = realloc(pos, (size_t)n * 3 * sizeof *pos);
+			if (grown == NULL) {
+				fprintf(stderr, "drape: out of memory\n");
+				x = CLI_SOFTWARE;
+				break;
+			}
+			pos = grown;
+			pos_cap = n;
+		}
+		if (st.split_vertices > 0 && (x = sink_torn(&k, sim, &torn_tris)) != 0)
+			break;
 		drape_sim_get_positions(sim, pos);
-		x = sink_frame(&k, st.frame, pos, sc->cloth.vertex_count, &st);
+		x = sink_frame(&k, st.frame, pos, n, &st);
 	}
 	if (x == 0)
 		x = sink_finish(&k);
@@ -515,6 +581,7 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 		sink_summary(&k, 0, cli_now_ms() - t0, "in process");
 	sink_free(&k);
 	free(pos);
+	free(torn_tris);
 	drape_sim_destroy(sim);
 	drape_pool_destroy(pool);
 	return x;
