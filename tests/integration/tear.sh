@@ -1,0 +1,119 @@
+#!/bin/sh
+# Tearing through the drape CLI: tests/integration/tear.sh BUILD_DIR
+# (tests/run.sh passes the build folder and exports DRAPED and DRAPE).
+# Prints PASS/FAIL lines and ends with "N passed, M failed".
+#
+# A 0.6 x 0.3 m cotton sheet whose left and right columns are pinned to two
+# spheres that move apart, with "tear_strain": 0.1, run in process
+# (drape run --local): the first frame's OBJ has the created mesh, the last
+# one more vertices, every face of every frame refers to vertices of its own
+# file, and the last frame is two pieces. A threshold of 10 never tears. A
+# point cache (--format pc2) of a tearing cloth and a negative tear_strain
+# are refused naming the key; draped refuses a tearing session naming
+# params.tear_strain (its frames keep the created vertex count).
+set -u
+B=${1:-build}
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+DRAPE=${DRAPE:-$TOP/$B/drape}
+DRAPED=${DRAPED:-$TOP/$B/draped}
+export DRAPED
+T=$(mktemp -d /tmp/drape-tear-XXXXXX)
+export XDG_CACHE_HOME="$T/cache"
+unset DRAPE_TOKEN
+passed=0
+failed=0
+trap 'rm -rf "$T"' EXIT
+trap 'exit 130' INT TERM
+
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+finish() { echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit $?; }
+
+# scene TEAR: the pulled sheet with tear_strain TEAR (1.5 cm/s each side).
+scene() {
+	cat <<EOF2
+{
+  "fps": 24, "frames": 20, "gravity": [0, 0, 0],
+  "cloth": {"mesh": {"grid": {"size": [0.6, 0.3], "resolution": [31, 16], "normal": [0, 1, 0]}},
+            "material": "cotton", "tear_strain": $1,
+            "pins": [{"group": "left", "attach": 0}, {"group": "right", "attach": 1}]},
+  "colliders": [
+    {"sphere": {"center": [0, 10, 0], "radius": 0.01},
+     "keyframes": [{"frame": 0, "translate": [0, 0, 0]}, {"frame": 240, "translate": [-0.15, 0, 0]}]},
+    {"sphere": {"center": [0, 10, 0], "radius": 0.01},
+     "keyframes": [{"frame": 0, "translate": [0, 0, 0]}, {"frame": 240, "translate": [0.15, 0, 0]}]}
+  ]
+}
+EOF2
+}
+scene 0.1 >"$T/tear.json"
+scene 10 >"$T/strong.json"
+scene -0.5 >"$T/bad.json"
+
+# check_obj FILE: "vertices faces pieces" when every face index is in
+# 1..vertices and no face repeats a vertex; "bad ..." otherwise.
+check_obj() {
+	awk '
+	function root(i) { while (p[i] != i) i = p[i]; return i }
+	/^v / { n++; p[n] = n }
+	/^f / {
+		nf++
+		for (k = 2; k <= 4; k++) { split($k, a, "/"); v[k] = a[1] + 0
+			if (v[k] < 1 || v[k] > n) { print "bad index " v[k] " of " n; bad = 1; exit } }
+		if (v[2] == v[3] || v[3] == v[4] || v[2] == v[4]) { print "bad repeated vertex in face " nf; bad = 1; exit }
+		for (k = 3; k <= 4; k++) { a0 = root(v[2]); b0 = root(v[k]); if (a0 != b0) p[a0 > b0 ? a0 : b0] = (a0 < b0 ? a0 : b0) }
+	}
+	END { if (bad) exit; c = 0; for (i = 1; i <= n; i++) if (root(i) == i) c++; print n, nf, c }' "$1"
+}
+
+if "$DRAPE" run --local --quiet --out "$T/out" "$T/tear.json" 2>"$T/err"; then
+	first=$(check_obj "$T/out/frame_0001.obj")
+	last=$(check_obj "$T/out/frame_0020.obj")
+	allok=1
+	for f in "$T"/out/frame_*.obj; do
+		case $(check_obj "$f") in bad*) allok=0; echo "  $f: $(check_obj "$f")";; esac
+	done
+	set -- $last
+	if [ "$allok" = 1 ] && [ "$(echo "$first" | cut -d' ' -f1)" = 496 ] && [ "$1" -gt 496 ] &&
+	   [ "$2" = 900 ] && [ "$3" = 2 ]; then
+		pass "sheet tears into two pieces, every OBJ frame valid (frame 1: $first; frame 20: $last)"
+	else
+		fail "sheet tears" "frame 1: $first; frame 20: $last; all valid: $allok"
+	fi
+else
+	fail "sheet tears" "drape run --local failed: $(cat "$T/err")"
+fi
+
+if "$DRAPE" run --local --quiet --out "$T/strong" "$T/strong.json" 2>"$T/err"; then
+	last=$(check_obj "$T/strong/frame_0020.obj")
+	case $last in "496 900 1") pass "threshold above the strain never tears";;
+	*) fail "threshold above the strain" "frame 20: $last";; esac
+else
+	fail "threshold above the strain" "$(cat "$T/err")"
+fi
+
+if "$DRAPE" run --local --quiet --format pc2 --out "$T/pc2" "$T/tear.json" 2>"$T/err"; then
+	fail "pc2 of a tearing cloth" "accepted"
+elif grep -q "cloth.tear_strain" "$T/err" && [ ! -e "$T/pc2/cloth.pc2" ]; then
+	pass "pc2 of a tearing cloth refused naming cloth.tear_strain"
+else
+	fail "pc2 of a tearing cloth" "$(cat "$T/err")"
+fi
+
+if "$DRAPE" run --local --quiet --out "$T/bad" "$T/bad.json" 2>"$T/err"; then
+	fail "negative tear_strain" "accepted"
+elif grep -q "tear_strain" "$T/err"; then
+	pass "negative tear_strain refused naming it"
+else
+	fail "negative tear_strain" "$(cat "$T/err")"
+fi
+
+# Through the embedded draped: refused, naming the parameter.
+if "$DRAPE" run --quiet --out "$T/srv" "$T/tear.json" 2>"$T/err"; then
+	fail "draped and tearing" "accepted"
+elif grep -q "params.tear_strain" "$T/err"; then
+	pass "draped refuses a tearing session naming params.tear_strain"
+else
+	fail "draped and tearing" "$(cat "$T/err")"
+fi
+finish
