@@ -265,12 +265,20 @@ typedef struct proto_mesh {
 } proto_mesh;
 
 /* One solved frame. Decoded: vertex_count * 3 finite floats. index is
- * 1-based: frame i is the state after i steps, as in drape_sim_stats.frame. */
+ * 1-based: frame i is the state after i steps, as in drape_sim_stats.frame.
+ * A tearing cloth (params.tear_strain) changes mesh: topology is the mesh's
+ * generation (0 = as created; absent on the wire when 0), and a frame
+ * whose mesh is not the one the receiver holds from the frame before it
+ * carries its triangles (triangle_count * 3 indices, each < vertex_count;
+ * NULL otherwise). PROTOCOL.md, "Torn meshes". */
 typedef struct proto_frame {
 	uint32_t index;
 	uint32_t vertex_count;
 	const float *positions;
 	drape_sim_stats stats;
+	uint32_t topology;
+	const uint32_t *triangles;
+	uint32_t triangle_count;
 } proto_frame;
 
 /* Server limits as announced by hello. 0 means "no limit" for every field

@@ -244,13 +244,24 @@ static drape_err decode_frames(proto_wire_dec *d, const msgpack_object *m, proto
 		if (rc != DRAPE_OK)
 			return rc;
 		/* Frames of one reply are consecutive and of one session, so
-		 * one vertex count: a client can rely on both without checks. */
+		 * one vertex count, unless the mesh tore: then the frame whose
+		 * mesh changed carries its triangles (PROTOCOL.md, "Torn
+		 * meshes"), so a client can rely on both without checks. */
 		if (i > 0 && f[i].index != f[i - 1].index + 1)
 			return proto_wire_fail(d, DRAPE_EPROTO, sub, "index %u does not follow %u",
 					 (unsigned)f[i].index, (unsigned)f[i - 1].index);
-		if (i > 0 && f[i].vertex_count != f[0].vertex_count)
-			return proto_wire_fail(d, DRAPE_EPROTO, sub, "%u vertices, frames[0] has %u",
-					 (unsigned)f[i].vertex_count, (unsigned)f[0].vertex_count);
+		if (i > 0 && f[i].triangles == NULL &&
+		    (f[i].vertex_count != f[i - 1].vertex_count || f[i].topology != f[i - 1].topology))
+			return proto_wire_fail(d, DRAPE_EPROTO, sub,
+					       "%u vertices of topology %u, frames[%u] has %u of %u, and no "
+					       "triangles",
+					       (unsigned)f[i].vertex_count, (unsigned)f[i].topology,
+					       (unsigned)i - 1, (unsigned)f[i - 1].vertex_count,
+					       (unsigned)f[i - 1].topology);
+		if (i == 0 && f[i].topology != 0 && f[i].triangles == NULL)
+			return proto_wire_fail(d, DRAPE_EPROTO, sub,
+					       "topology %u without its triangles in the first frame",
+					       (unsigned)f[i].topology);
 	}
 	g->frames = f;
 	g->count = n;
