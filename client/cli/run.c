@@ -51,6 +51,7 @@ typedef struct sink {
 	uint32_t prev_index;
 	uint32_t last_expected; /* index of the run's last frame; 0 = unknown */
 	double write_ms;    /* time spent writing frames to --out */
+	uint32_t *torn;     /* a torn cloth's triangles (sink_mesh), owned */
 } sink;
 
 static void sink_init(sink *k, const cli_opts *o, const drape_obj_mesh *mesh, uint32_t total)
@@ -142,6 +143,34 @@ static void sink_progress(const sink *k)
 	} else {
 		fprintf(stderr, "\r%u frames  %.1f ms/frame ", (unsigned)k->written, per);
 	}
+}
+
+/* The cloth tore (cloth.tear_strain): the frames from here on are another
+ * mesh, of `vertices` vertices and these triangles, so the cache writer
+ * starts again with them (the OBJ source's faces and UVs no longer match,
+ * and the run's strain summary, measured against the created mesh, is left
+ * out). Returns 0 or an exit code. */
+static int sink_finish(sink *k);
+static int sink_mesh(sink *k, const uint32_t *tris, uint32_t triangle_count, uint32_t vertices)
+{
+	int x = sink_finish(k);
+	if (x != 0)
+		return x;
+	uint32_t *t = realloc(k->torn, (size_t)triangle_count * 3 * sizeof *t);
+	if (t == NULL) {
+		fprintf(stderr, "drape: out of memory\n");
+		return CLI_SOFTWARE;
+	}
+	memcpy(t, tris, (size_t)triangle_count * 3 * sizeof *t);
+	k->torn = t;
+	k->triangles = t;
+	k->triangle_count = triangle_count;
+	k->vertex_count = vertices;
+	k->obj_source = NULL;
+	k->rest = NULL;
+	free(k->last);
+	k->last = NULL;
+	return 0;
 }
 
 /* Writes one frame; returns 0 or an exit code. */
@@ -261,6 +290,8 @@ static void sink_free(sink *k)
 	free(k->last);
 	k->last = NULL;
 	k->rest = NULL;
+	free(k->torn);
+	k->torn = NULL;
 }
 
 /* mkdir -p for --out. */
@@ -358,7 +389,11 @@ static int receive(drape_client *c, drape_session s, sink *k, pid_t embed_pid, b
 		drape_error err;
 		drape_err rc = drape_next_frame(c, s, &f, 250, &err);
 		if (rc == DRAPE_OK) {
-			int x = sink_frame(k, f.index, f.positions, f.vertex_count, &f.stats);
+			int x = f.triangles != NULL
+					? sink_mesh(k, f.triangles, f.triangle_count, f.vertex_count)
+					: 0;
+			if (x == 0)
+				x = sink_frame(k, f.index, f.positions, f.vertex_count, &f.stats);
 			drape_frame_free(&f);
 			if (x != 0)
 				return x;
@@ -459,36 +494,6 @@ static int tear_check_format(const drape_scene *sc, const cli_opts *o)
 	return CLI_USAGE;
 }
 
-/* The cloth tore in the frame just solved: the frames from here on are
- * another mesh, so the cache writer starts again with its triangles (the
- * OBJ source's faces and UVs no longer match, and the run's strain summary,
- * measured against the created mesh, is left out). Returns 0 or an exit
- * code. */
-static int sink_torn(sink *k, const drape_sim *sim, uint32_t **tris)
-{
-	int x = sink_finish(k);
-	if (x != 0)
-		return x;
-	uint32_t nt = drape_sim_triangle_count(sim);
-	uint32_t *t = realloc(*tris, (size_t)nt * 3 * sizeof *t);
-	if (t == NULL) {
-		fprintf(stderr, "drape: out of memory\n");
-		return CLI_SOFTWARE;
-	}
-	*tris = t;
-	drape_error err;
-	if (drape_sim_get_mesh(sim, t, NULL, &err) != DRAPE_OK)
-		return cli_fail("reading the torn mesh", DRAPE_ESTATE, &err);
-	k->triangles = t;
-	k->triangle_count = nt;
-	k->vertex_count = drape_sim_vertex_count(sim);
-	k->obj_source = NULL;
-	k->rest = NULL;
-	free(k->last);
-	k->last = NULL;
-	return 0;
-}
-
 /* `drape run --local`: the same scene through the solver in this process. */
 static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, const cli_opts *o, double t0)
 {
@@ -570,8 +575,22 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 			pos = grown;
 			pos_cap = n;
 		}
-		if (st.split_vertices > 0 && (x = sink_torn(&k, sim, &torn_tris)) != 0)
-			break;
+		if (st.split_vertices > 0) {
+			uint32_t nt = drape_sim_triangle_count(sim);
+			uint32_t *t = realloc(torn_tris, (size_t)nt * 3 * sizeof *t);
+			if (t == NULL) {
+				fprintf(stderr, "drape: out of memory\n");
+				x = CLI_SOFTWARE;
+				break;
+			}
+			torn_tris = t;
+			if (drape_sim_get_mesh(sim, t, NULL, &err) != DRAPE_OK) {
+				x = cli_fail("reading the torn mesh", DRAPE_ESTATE, &err);
+				break;
+			}
+			if ((x = sink_mesh(&k, t, nt, n)) != 0)
+				break;
+		}
 		drape_sim_get_positions(sim, pos);
 		x = sink_frame(&k, st.frame, pos, n, &st);
 	}
@@ -755,6 +774,11 @@ int cli_cmd_run(int argc, char **argv)
 		}
 	}
 	if (o.out_dir != NULL && (x = make_out_dir(o.out_dir)) != 0) {
+		cli_batch_close(&b);
+		drape_scene_free(&sc);
+		return x;
+	}
+	if ((x = tear_check_format(&sc, &o)) != 0) {
 		cli_batch_close(&b);
 		drape_scene_free(&sc);
 		return x;
