@@ -105,8 +105,6 @@ void srv_session_free(srv_session *s)
 	free(s->out_tris);
 	free(s->out_origin);
 	srv_tear_free(&s->tear);
-	free(s->torn_positions);
-	free(s->torn_uvs);
 	srv_stream_msg_free(s->out_msg);
 	srv_ckpt_snap_free(s->work_ckpt);
 	srv_ckpt_snap_free(s->out_ckpt);

@@ -92,8 +92,6 @@ typedef struct srv_session {
 	 * the meshes of the generations after the created one. */
 	uint32_t cap_vertices;
 	srv_tear tear;
-	/* session.topology's arrays of the newest torn mesh (topology.c). */
-	float *torn_positions, *torn_uvs;
 	char *dir;             /* sessions/<id> in the state dir; NULL = none */
 	/* Durability (checkpoint.h): the first write of its files that failed
 	 * since it was last wholly on disk, shown by session.status until

@@ -229,9 +229,17 @@ static int sink_frame(sink *k, uint32_t index, const float *positions, uint32_t 
 		k->max_strain = st->max_strain;
 	if (k->o->json) {
 		printf("{\"frame\":%u,\"sim_ms\":%.3f,\"max_strain\":%.6g,\"mean_strain\":%.6g,"
-		       "\"contacts\":%u}\n",
+		       "\"contacts\":%u",
 		       (unsigned)index, st->solve_ms, (double)st->max_strain, (double)st->mean_strain,
 		       (unsigned)st->contacts);
+		/* A tearing cloth's frames (cloth.tear_strain): its mesh
+		 * generation, and what the frame's tear split and cost. */
+		if (st->topology != 0 || st->torn_edges != 0)
+			printf(",\"topology\":%u,\"torn_edges\":%u,\"split_vertices\":%u,"
+			       "\"tear_ms\":%.3f",
+			       (unsigned)st->topology, (unsigned)st->torn_edges,
+			       (unsigned)st->split_vertices, st->tear_ms);
+		printf("}\n");
 		if (fflush(stdout) != 0)
 			return CLI_IOERR;
 	}

@@ -304,6 +304,9 @@ size_t sim_tear_bytes(const drape_sim *sim);
  * fields. On failure (memory) the sim is unchanged.
  */
 drape_err sim_tear_frame(drape_sim *sim, drape_sim_stats *stats, drape_error *err);
+/* The self-collision's joins of a tearing sim: its stitches' and its split
+ * vertices' (tear.c); sim_join_stitches defers to it when sim->tear. */
+drape_err sim_tear_joins(drape_sim *sim, drape_error *err);
 
 /* ---- stretch.c ------------------------------------------------------------ */
 

@@ -241,6 +241,8 @@ static inline uint32_t internal_of(const drape_sim *sim, uint32_t j)
  * and with b1 for an edge point), so that a seam is not pushed open. */
 drape_err sim_join_stitches(drape_sim *sim, drape_error *err)
 {
+	if (sim->tear != NULL)
+		return sim_tear_joins(sim, err);
 	if (sim->self == NULL || sim->stitch_count == 0)
 		return DRAPE_OK;
 	uint32_t *pairs = malloc(4 * (size_t)sim->stitch_count * sizeof *pairs);
