@@ -11,7 +11,8 @@
 # point cache (--format pc2, mdd) of a tearing cloth and a negative
 # tear_strain are refused naming the key. Through draped the client receives
 # the torn meshes with the frames and writes the same OBJ files, bit for
-# bit.
+# bit, also when the daemon is killed after the tear and resumes the run
+# from its checkpoint.
 set -u
 B=${1:-build}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,8 +24,40 @@ export XDG_CACHE_HOME="$T/cache"
 unset DRAPE_TOKEN
 passed=0
 failed=0
-trap 'rm -rf "$T"' EXIT
+daemon_pid=
+URL="ipc://$T/d.sock"
+
+stop_daemon() {
+	if [ -n "$daemon_pid" ]; then
+		kill "$1" "$daemon_pid" 2>/dev/null
+		i=0
+		while kill -0 "$daemon_pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+		kill -9 "$daemon_pid" 2>/dev/null
+		wait "$daemon_pid" 2>/dev/null
+		daemon_pid=
+	fi
+}
+cleanup() {
+	stop_daemon -TERM
+	rm -rf "$T"
+}
+trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# start_daemon LOG: draped on $URL with a state dir, checkpoints every 5
+# frames; waits (up to 60 s: a reload re-solves frames) until it answers.
+start_daemon() {
+	"$DRAPED" --listen "$URL" --state-dir "$T/state" --threads 1 --checkpoint-every 5 >"$1" 2>&1 &
+	daemon_pid=$!
+	i=0
+	until "$DRAPE" status --server "$URL" >/dev/null 2>&1; do
+		i=$((i + 1))
+		if [ $i -gt 1200 ] || ! kill -0 "$daemon_pid" 2>/dev/null; then
+			return 1
+		fi
+		sleep 0.05
+	done
+}
 
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
@@ -48,6 +81,9 @@ scene() {
 EOF2
 }
 scene 0.1 >"$T/tear.json"
+# The same with self-collision over 60 frames: slow enough (tens of ms a
+# frame) to kill its daemon in the middle.
+sed 's/"frames": 20,/"frames": 60, "self_collision": true,/' "$T/tear.json" >"$T/long.json"
 scene 10 >"$T/strong.json"
 scene -0.5 >"$T/bad.json"
 
@@ -125,6 +161,42 @@ if "$DRAPE" run --quiet --out "$T/srv" "$T/tear.json" 2>"$T/err"; then
 	fi
 else
 	fail "through draped" "$(cat "$T/err")"
+fi
+
+# A daemon killed (SIGKILL) after the sheet tore reloads the torn mesh from
+# its checkpoint and mesh files, and the resumed run ends on the same frame,
+# bit for bit, as one never interrupted.
+"$DRAPE" run --local --quiet --out "$T/long_local" "$T/long.json" 2>"$T/err" ||
+	fail "restart" "local run: $(cat "$T/err")"
+if start_daemon "$T/d1.log"; then
+	"$DRAPE" run --quiet --server "$URL" --out "$T/long_srv" "$T/long.json" >"$T/run.out" 2>&1 &
+	run_pid=$!
+	i=0
+	done_frames=0
+	while [ "$done_frames" -lt 15 ] && [ $i -lt 1200 ]; do
+		done_frames=$("$DRAPE" status 1 --server "$URL" 2>/dev/null | awk '/^frames:/ {print $2}')
+		done_frames=${done_frames:-0}
+		i=$((i + 1))
+		sleep 0.05
+	done
+	stop_daemon -KILL
+	wait "$run_pid" 2>/dev/null
+	if [ "$done_frames" -lt 15 ] || [ "$done_frames" -ge 60 ]; then
+		fail "restart" "the run was not caught between frames 15 and 59 (at $done_frames)"
+	elif ! start_daemon "$T/d2.log"; then
+		fail "restart" "the daemon did not come back: $(tail -n 5 "$T/d2.log")"
+	elif ! ls "$T"/state/sessions/1/mesh_1.bin >/dev/null 2>&1; then
+		fail "restart" "no torn mesh on disk: $(ls "$T/state/sessions/1")"
+	elif "$DRAPE" resume 1 --server "$URL" --out "$T/long_srv" --quiet 2>"$T/err" &&
+		cmp -s "$T/long_local/frame_0060.obj" "$T/long_srv/frame_0060.obj" &&
+		cmp -s "$T/long_local/frame_0016.obj" "$T/long_srv/frame_0016.obj"; then
+		pass "killed at frame $done_frames after tearing, the reloaded daemon ends on the same frames"
+	else
+		fail "restart" "$(cat "$T/err"); $(check_obj "$T/long_srv/frame_0060.obj") vs $(check_obj "$T/long_local/frame_0060.obj")"
+	fi
+	stop_daemon -TERM
+else
+	fail "restart" "the daemon did not start: $(tail -n 5 "$T/d1.log")"
 fi
 
 if "$DRAPE" run --quiet --format mdd --out "$T/mdd" "$T/tear.json" 2>"$T/err"; then
