@@ -275,6 +275,8 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	}
 	drape_sim_get_topology(s->sim, &s->topology);
 	s->memory = srv_session_estimate(s->vertices, s->triangles, srv->cfg->frames_in_memory);
+	if (s->cap_vertices != s->vertices)
+		s->memory += srv_tear_extra_bytes(s->vertices, s->triangles, srv->cfg->frames_in_memory);
 	if (srv->sessions_dir[0] != '\0') {
 		char dir[4200];
 		snprintf(dir, sizeof dir, "%s/%u", srv->sessions_dir, (unsigned)id);
@@ -357,6 +359,18 @@ drape_err srv_create_admit(srv_server *srv, const proto_request *req, drape_sim_
 	drape_sim_params_default(p);
 	proto_params_apply(p, &c->params);
 	if ((rc = drape_sim_params_validate(p, err)) != DRAPE_OK)
+		return rc;
+	/* A tearing cloth's frame buffers hold the most vertices it can
+	 * tear into (tear.h). */
+	if (p->tear_strain > 0.0f &&
+	    (rc = srv_check_limit(srv_session_estimate(c->mesh.vertex_count, c->mesh.triangle_count,
+						       cfg->frames_in_memory) +
+					  srv_tear_extra_bytes(c->mesh.vertex_count,
+							       c->mesh.triangle_count,
+							       cfg->frames_in_memory),
+				  cfg->max_session_memory,
+				  "session.create: estimated memory of a tearing cloth (bytes)",
+				  "max_session_memory", err)) != DRAPE_OK)
 		return rc;
 	if (srv->sessions.next_id == UINT32_MAX)
 		return drape_error_setf(err, DRAPE_ELIMIT, "session.create: session ids are exhausted");

@@ -11,6 +11,12 @@ uint32_t srv_tear_capacity(uint32_t vertices, uint32_t triangles)
 	return cap > UINT32_MAX / 12u ? UINT32_MAX / 12u : (uint32_t)cap;
 }
 
+uint64_t srv_tear_extra_bytes(uint32_t vertices, uint32_t triangles, uint64_t frames_in_memory)
+{
+	return (uint64_t)(srv_tear_capacity(vertices, triangles) - vertices) * 12u *
+	       (frames_in_memory + 2u);
+}
+
 void srv_tear_free(srv_tear *t)
 {
 	for (uint32_t i = 0; i < t->count; i++) {

@@ -31,6 +31,11 @@ typedef struct srv_tear {
  * each triangle corner its own vertex, plus the unreferenced ones. */
 uint32_t srv_tear_capacity(uint32_t vertices, uint32_t triangles);
 
+/* The extra memory a tearing session's frame buffers take (they hold
+ * srv_tear_capacity vertices: the ring's frames_in_memory and two more),
+ * added to srv_session_estimate at admission. */
+uint64_t srv_tear_extra_bytes(uint32_t vertices, uint32_t triangles, uint64_t frames_in_memory);
+
 void srv_tear_free(srv_tear *t);
 /* Appends generation `topology` (must follow the last), taking tris and
  * origin; false when out of memory (they are then freed). */
