@@ -153,6 +153,17 @@ static void sink_progress(const sink *k)
 static int sink_finish(sink *k);
 static int sink_mesh(sink *k, const uint32_t *tris, uint32_t triangle_count, uint32_t vertices)
 {
+	/* attach and export of a torn session reach here without run's
+	 * check (tear_check_format): a point cache of one vertex count would
+	 * be rewritten from the tear on. */
+	if (k->o->out_dir != NULL && k->format != DRAPE_CACHE_OBJ) {
+		if (k->progress)
+			fputc('\n', stderr);
+		fprintf(stderr, "drape: the cloth tore (its vertex count changes to %u), which --format %s "
+				"cannot hold; write OBJ frames (--format obj)\n",
+			(unsigned)vertices, drape_cache_format_name(k->format));
+		return CLI_USAGE;
+	}
 	int x = sink_finish(k);
 	if (x != 0)
 		return x;

@@ -194,6 +194,32 @@ if start_daemon "$T/d1.log"; then
 	else
 		fail "restart" "$(cat "$T/err"); $(check_obj "$T/long_srv/frame_0060.obj") vs $(check_obj "$T/long_local/frame_0060.obj")"
 	fi
+	# frames.get after the restart: every frame, old (created mesh) and
+	# new (torn), with its own mesh; the vertices and faces of each OBJ
+	# are the in-process run's.
+	if "$DRAPE" export 1 --server "$URL" --out "$T/export" --quiet 2>"$T/err"; then
+		same=1
+		for f in "$T"/long_local/frame_*.obj; do
+			b=$(basename "$f")
+			grep -E '^(v|f) ' "$f" | sed 's|/[0-9]*||g' >"$T/a.txt"
+			grep -E '^(v|f) ' "$T/export/$b" 2>/dev/null | sed 's|/[0-9]*||g' >"$T/b.txt"
+			cmp -s "$T/a.txt" "$T/b.txt" || { same=0; echo "  differs: $b"; break; }
+		done
+		if [ "$same" = 1 ]; then
+			pass "export after the restart: every frame with its own mesh"
+		else
+			fail "export after the restart" "frames differ"
+		fi
+	else
+		fail "export after the restart" "$(cat "$T/err")"
+	fi
+	if "$DRAPE" export 1 --server "$URL" --format pc2 --out "$T/export_pc2" --quiet 2>"$T/err"; then
+		fail "pc2 export of a torn session" "accepted"
+	elif grep -q "the cloth tore" "$T/err"; then
+		pass "pc2 export of a torn session refused"
+	else
+		fail "pc2 export of a torn session" "$(cat "$T/err")"
+	fi
 	stop_daemon -TERM
 else
 	fail "restart" "the daemon did not start: $(tail -n 5 "$T/d1.log")"
