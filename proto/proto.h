@@ -592,6 +592,15 @@ typedef struct proto_topology_rep {
 	const uint32_t *triangles; /* triangle_count * 3 */
 	const float *uvs;          /* vertex_count * 2, or NULL when the session has none */
 	float fps;                 /* the session's frames per second */
+	/* A torn cloth's newest mesh (PROTOCOL.md, "Torn meshes"); generation
+	 * 0 (absent) when it never tore, and then the rest is NULL / 0:
+	 * current_vertex_count origins (each < vertex_count: the created
+	 * vertex each came from) and triangle_count current triangles (each
+	 * < current_vertex_count). */
+	uint32_t generation;
+	uint32_t current_vertex_count;
+	const uint32_t *origin;
+	const uint32_t *current_triangles;
 } proto_topology_rep;
 
 typedef struct proto_session_info {

@@ -346,6 +346,31 @@ static drape_err decode_topology(proto_wire_dec *d, const msgpack_object *m, pro
 		rc = proto_wire_field_f32(d, m, "fps", true, &t->fps, &has_fps);
 	if (rc == DRAPE_OK && !(t->fps > 0.0f))
 		rc = proto_wire_fail(d, DRAPE_EINVAL, "fps", "%g, must be > 0", (double)t->fps);
+	/* A torn cloth's newest mesh: all three keys or none. */
+	t->generation = 0;
+	t->current_vertex_count = 0;
+	t->origin = t->current_triangles = NULL;
+	if (rc == DRAPE_OK)
+		rc = proto_wire_field_u32(d, m, "generation", false, &t->generation, NULL);
+	if (rc == DRAPE_OK && t->generation != 0) {
+		uint32_t nt = 0;
+		rc = proto_wire_need(d, m, "origin", "origin", &v);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_bin_u32(d, v, "origin", 1, t->vertex_count, "vertex count", &t->origin,
+						&t->current_vertex_count);
+		if (rc == DRAPE_OK && t->current_vertex_count < t->vertex_count)
+			rc = proto_wire_fail(d, DRAPE_EINVAL, "origin", "%u vertices, fewer than the %u created",
+					     (unsigned)t->current_vertex_count, (unsigned)t->vertex_count);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_need(d, m, "current_triangles", "current_triangles", &v);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_bin_u32(d, v, "current_triangles", 3, t->current_vertex_count,
+						"the current vertex count", &t->current_triangles, &nt);
+		if (rc == DRAPE_OK && nt != t->triangle_count)
+			rc = proto_wire_fail(d, DRAPE_EINVAL, "current_triangles",
+					     "%u triangles, the mesh has %u", (unsigned)nt,
+					     (unsigned)t->triangle_count);
+	}
 	return rc;
 }
 
@@ -657,6 +682,15 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_reply *r)
 		}
 		proto_wire_kv(e, n, "fps");
 		proto_wire_pack_f32(e, t->fps);
+		if (t->generation != 0) {
+			proto_wire_kv(e, n, "generation");
+			proto_wire_pack_u64(e, t->generation);
+			proto_wire_kv(e, n, "origin");
+			proto_wire_pack_bin_u32(e, "origin", t->origin, t->current_vertex_count);
+			proto_wire_kv(e, n, "current_triangles");
+			proto_wire_pack_bin_u32(e, "current_triangles", t->current_triangles,
+						3u * (uint64_t)t->triangle_count);
+		}
 		break;
 	}
 	case PROTO_OP_PREFLIGHT: {

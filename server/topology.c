@@ -23,5 +23,13 @@ drape_err srv_op_topology(srv_server *srv, srv_session *s, proto_reply *rep, dra
 	t->triangles = s->in_triangles;
 	t->uvs = s->in_uvs;
 	t->fps = s->params.fps;
+	/* And a torn cloth's newest mesh beside it (tear.h). */
+	const srv_tear_gen *g = srv_tear_last(&s->tear);
+	if (g != NULL) {
+		t->generation = g->topology;
+		t->current_vertex_count = g->vertices;
+		t->origin = g->origin;
+		t->current_triangles = g->tris;
+	}
 	return DRAPE_OK;
 }

@@ -4,7 +4,8 @@
  * the codec both ways in frames.get replies and stream messages; a reply
  * whose frame changes vertex count or generation without triangles, whose
  * first frame has a generation and no triangles, or whose triangles index
- * past their own frame's vertices is refused naming the frame.
+ * past their own frame's vertices is refused naming the frame; and
+ * session.topology carries a torn cloth's newest mesh beside the created one.
  */
 #include "proto/proto.h"
 #include "tests/unit/check.h"
@@ -125,7 +126,66 @@ static void test_stream_frame_carries_torn_mesh(void)
 	CHECK(ok);
 }
 
+/* session.topology: the created mesh and, for a torn cloth, its newest
+ * mesh (generation, origins, triangles); a bad origin or triangle is
+ * refused naming the key. */
+static void test_topology_carries_current_mesh(void)
+{
+	uint32_t origin[6] = {0, 1, 2, 3, 1, 2};
+	proto_reply r, d;
+	proto_reply_init(&r, PROTO_OP_SESSION_TOPOLOGY, 4);
+	proto_topology_rep *t = &r.u.topology;
+	t->vertex_count = 4;
+	t->positions = pos;
+	t->triangle_count = 2;
+	t->triangles = tri0;
+	t->fps = 24.0f;
+	t->generation = 2;
+	t->current_vertex_count = 6;
+	t->origin = origin;
+	t->current_triangles = tri1;
+	proto_buf b = {0};
+	drape_error err;
+	CHECK_OK(proto_reply_encode(&r, &b, &err));
+	drape_err rc = proto_reply_decode(b.data, b.len, 0, PROTO_OP_SESSION_TOPOLOGY, &d, &err);
+	proto_buf_free(&b);
+	CHECK_OK(rc);
+	const proto_topology_rep *g = &d.u.topology;
+	int ok = g->vertex_count == 4 && g->generation == 2 && g->current_vertex_count == 6 &&
+		 memcmp(g->origin, origin, sizeof origin) == 0 &&
+		 memcmp(g->current_triangles, tri1, sizeof tri1) == 0 &&
+		 memcmp(g->triangles, tri0, sizeof tri0) == 0;
+	proto_reply_free(&d);
+	CHECK(ok);
+	/* An origin past the created vertices. */
+	origin[5] = 4;
+	CHECK_OK(proto_reply_encode(&r, &b, &err));
+	rc = proto_reply_decode(b.data, b.len, 0, PROTO_OP_SESSION_TOPOLOGY, &d, &err);
+	proto_buf_free(&b);
+	CHECK(rc == DRAPE_ERANGE);
+	CHECKF(strstr(err.message, "origin") != NULL, "%s", err.message);
+	/* A current triangle past the current vertices. */
+	origin[5] = 2;
+	uint32_t bad[6] = {0, 4, 6, 0, 2, 3};
+	t->current_triangles = bad;
+	CHECK_OK(proto_reply_encode(&r, &b, &err));
+	rc = proto_reply_decode(b.data, b.len, 0, PROTO_OP_SESSION_TOPOLOGY, &d, &err);
+	proto_buf_free(&b);
+	CHECK(rc == DRAPE_ERANGE);
+	CHECKF(strstr(err.message, "current_triangles") != NULL, "%s", err.message);
+	/* A session that never tore sends none of them. */
+	t->generation = 0;
+	CHECK_OK(proto_reply_encode(&r, &b, &err));
+	rc = proto_reply_decode(b.data, b.len, 0, PROTO_OP_SESSION_TOPOLOGY, &d, &err);
+	proto_buf_free(&b);
+	CHECK_OK(rc);
+	ok = d.u.topology.generation == 0 && d.u.topology.origin == NULL;
+	proto_reply_free(&d);
+	CHECK(ok);
+}
+
 static const check_test tests[] = {
+	CHECK_TEST(test_topology_carries_current_mesh),
 	CHECK_TEST(test_reply_carries_torn_meshes),
 	CHECK_TEST(test_change_without_triangles_refused),
 	CHECK_TEST(test_triangle_past_its_frame_refused),
