@@ -43,6 +43,7 @@ void drape_frame_free(drape_frame *f)
 	if (f == NULL)
 		return;
 	free(f->positions);
+	free(f->triangles);
 	memset(f, 0, sizeof *f);
 }
 
@@ -50,8 +51,10 @@ void drape_frames_free(drape_frame *frames, uint32_t n)
 {
 	if (frames == NULL)
 		return;
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		free(frames[i].positions);
+		free(frames[i].triangles);
+	}
 	free(frames);
 }
 
@@ -65,10 +68,23 @@ static drape_err frame_copy(const proto_frame *src, drape_frame *dst, drape_erro
 					(unsigned)src->index);
 	if (bytes)
 		memcpy(p, src->positions, bytes);
+	uint32_t *t = NULL;
+	if (src->triangles != NULL) {
+		t = malloc((size_t)src->triangle_count * 3 * sizeof *t);
+		if (t == NULL) {
+			free(p);
+			return drape_error_setf(err, DRAPE_ENOMEM, "frame %u: out of memory",
+						(unsigned)src->index);
+		}
+		memcpy(t, src->triangles, (size_t)src->triangle_count * 3 * sizeof *t);
+	}
 	dst->index = src->index;
 	dst->vertex_count = src->vertex_count;
 	dst->positions = p;
 	dst->stats = src->stats;
+	dst->topology = src->topology;
+	dst->triangles = t;
+	dst->triangle_count = t ? src->triangle_count : 0;
 	return DRAPE_OK;
 }
 

@@ -804,7 +804,7 @@ static drape_err scn_cloth(scn *c, const cJSON *cl)
 					   "shear",     "bend",      "thickness", "density",
 					   "pins",      "material",  "model",     "stitches",
 					   "seams",     "rest_mesh", "stitch_stiffness", "sew_speed",
-					   "mass_scale", "rest_scale", NULL};
+					   "mass_scale", "rest_scale", "tear_strain", NULL};
 	drape_err e;
 	if ((e = scn_want_object(c, cl)) || (e = scn_keys(c, cl, keys)))
 		return e;
@@ -843,6 +843,7 @@ static drape_err scn_cloth(scn *c, const cJSON *cl)
 	SCN_FIELD(c, cl, "bend", scn_param_float(c, v_, &p->bend));
 	SCN_FIELD(c, cl, "thickness", scn_param_float(c, v_, &p->thickness));
 	SCN_FIELD(c, cl, "density", scn_param_float(c, v_, &p->density));
+	SCN_FIELD(c, cl, "tear_strain", scn_param_float(c, v_, &p->tear_strain));
 	float scale[3] = {1, 1, 1}, translate[3] = {0, 0, 0};
 	SCN_FIELD(c, cl, "scale", scn_scale(c, v_, scale));
 	SCN_FIELD(c, cl, "translate", scn_vec(c, v_, 3, translate));

@@ -43,6 +43,21 @@ drape_err drape_session_topology(drape_client *c, drape_session s, drape_topolog
 	memcpy(r.triangles, t->triangles, (size_t)t->triangle_count * 12u);
 	if (t->uvs != NULL)
 		memcpy(r.uvs, t->uvs, (size_t)t->vertex_count * 8u);
+	if (t->generation != 0) {
+		r.origin = malloc((size_t)t->current_vertex_count * 4u);
+		r.current_triangles = malloc((size_t)t->triangle_count * 12u);
+		if (r.origin == NULL || r.current_triangles == NULL) {
+			drape_topology_free(&r);
+			proto_reply_free(&rep);
+			return drape_error_setf(err, DRAPE_ENOMEM,
+						"session.topology: out of memory for %u vertices",
+						(unsigned)t->current_vertex_count);
+		}
+		memcpy(r.origin, t->origin, (size_t)t->current_vertex_count * 4u);
+		memcpy(r.current_triangles, t->current_triangles, (size_t)t->triangle_count * 12u);
+		r.generation = t->generation;
+		r.current_vertex_count = t->current_vertex_count;
+	}
 	proto_reply_free(&rep);
 	*out = r;
 	return DRAPE_OK;
@@ -55,5 +70,7 @@ void drape_topology_free(drape_topology *t)
 	free(t->positions);
 	free(t->triangles);
 	free(t->uvs);
+	free(t->origin);
+	free(t->current_triangles);
 	memset(t, 0, sizeof *t);
 }

@@ -158,6 +158,8 @@ void proto_params_apply(drape_sim_params *dst, const proto_params *src)
 		dst->compress_k = v->compress_k;
 	if (m & PROTO_PARAM_DAMPING_RATE)
 		dst->damping_rate = v->damping_rate;
+	if (m & PROTO_PARAM_TEAR_STRAIN)
+		dst->tear_strain = v->tear_strain;
 }
 
 void proto_collider_apply(drape_collider_desc *dst, const proto_collider_add_req *src)

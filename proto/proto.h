@@ -235,7 +235,8 @@ enum {
 	PROTO_PARAM_BEND_K = 1u << 22,
 	PROTO_PARAM_COMPRESS_K = 1u << 23,
 	PROTO_PARAM_DAMPING_RATE = 1u << 24,
-	PROTO_PARAMS_ALL = (1u << 25) - 1u
+	PROTO_PARAM_TEAR_STRAIN = 1u << 25,
+	PROTO_PARAMS_ALL = (1u << 26) - 1u
 };
 
 /*
@@ -265,12 +266,20 @@ typedef struct proto_mesh {
 } proto_mesh;
 
 /* One solved frame. Decoded: vertex_count * 3 finite floats. index is
- * 1-based: frame i is the state after i steps, as in drape_sim_stats.frame. */
+ * 1-based: frame i is the state after i steps, as in drape_sim_stats.frame.
+ * A tearing cloth (params.tear_strain) changes mesh: topology is the mesh's
+ * generation (0 = as created; absent on the wire when 0), and a frame
+ * whose mesh is not the one the receiver holds from the frame before it
+ * carries its triangles (triangle_count * 3 indices, each < vertex_count;
+ * NULL otherwise). PROTOCOL.md, "Torn meshes". */
 typedef struct proto_frame {
 	uint32_t index;
 	uint32_t vertex_count;
 	const float *positions;
 	drape_sim_stats stats;
+	uint32_t topology;
+	const uint32_t *triangles;
+	uint32_t triangle_count;
 } proto_frame;
 
 /* Server limits as announced by hello. 0 means "no limit" for every field
@@ -594,6 +603,15 @@ typedef struct proto_topology_rep {
 	const uint32_t *triangles; /* triangle_count * 3 */
 	const float *uvs;          /* vertex_count * 2, or NULL when the session has none */
 	float fps;                 /* the session's frames per second */
+	/* A torn cloth's newest mesh (PROTOCOL.md, "Torn meshes"); generation
+	 * 0 (absent) when it never tore, and then the rest is NULL / 0:
+	 * current_vertex_count origins (each < vertex_count: the created
+	 * vertex each came from) and triangle_count current triangles (each
+	 * < current_vertex_count). */
+	uint32_t generation;
+	uint32_t current_vertex_count;
+	const uint32_t *origin;
+	const uint32_t *current_triangles;
 } proto_topology_rep;
 
 typedef struct proto_session_info {

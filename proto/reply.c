@@ -245,13 +245,24 @@ static drape_err decode_frames(proto_wire_dec *d, const msgpack_object *m, proto
 		if (rc != DRAPE_OK)
 			return rc;
 		/* Frames of one reply are consecutive and of one session, so
-		 * one vertex count: a client can rely on both without checks. */
+		 * one vertex count, unless the mesh tore: then the frame whose
+		 * mesh changed carries its triangles (PROTOCOL.md, "Torn
+		 * meshes"), so a client can rely on both without checks. */
 		if (i > 0 && f[i].index != f[i - 1].index + 1)
 			return proto_wire_fail(d, DRAPE_EPROTO, sub, "index %u does not follow %u",
 					 (unsigned)f[i].index, (unsigned)f[i - 1].index);
-		if (i > 0 && f[i].vertex_count != f[0].vertex_count)
-			return proto_wire_fail(d, DRAPE_EPROTO, sub, "%u vertices, frames[0] has %u",
-					 (unsigned)f[i].vertex_count, (unsigned)f[0].vertex_count);
+		if (i > 0 && f[i].triangles == NULL &&
+		    (f[i].vertex_count != f[i - 1].vertex_count || f[i].topology != f[i - 1].topology))
+			return proto_wire_fail(d, DRAPE_EPROTO, sub,
+					       "%u vertices of topology %u, frames[%u] has %u of %u, and no "
+					       "triangles",
+					       (unsigned)f[i].vertex_count, (unsigned)f[i].topology,
+					       (unsigned)i - 1, (unsigned)f[i - 1].vertex_count,
+					       (unsigned)f[i - 1].topology);
+		if (i == 0 && f[i].topology != 0 && f[i].triangles == NULL)
+			return proto_wire_fail(d, DRAPE_EPROTO, sub,
+					       "topology %u without its triangles in the first frame",
+					       (unsigned)f[i].topology);
 	}
 	g->frames = f;
 	g->count = n;
@@ -336,6 +347,31 @@ static drape_err decode_topology(proto_wire_dec *d, const msgpack_object *m, pro
 		rc = proto_wire_field_f32(d, m, "fps", true, &t->fps, &has_fps);
 	if (rc == DRAPE_OK && !(t->fps > 0.0f))
 		rc = proto_wire_fail(d, DRAPE_EINVAL, "fps", "%g, must be > 0", (double)t->fps);
+	/* A torn cloth's newest mesh: all three keys or none. */
+	t->generation = 0;
+	t->current_vertex_count = 0;
+	t->origin = t->current_triangles = NULL;
+	if (rc == DRAPE_OK)
+		rc = proto_wire_field_u32(d, m, "generation", false, &t->generation, NULL);
+	if (rc == DRAPE_OK && t->generation != 0) {
+		uint32_t nt = 0;
+		rc = proto_wire_need(d, m, "origin", "origin", &v);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_bin_u32(d, v, "origin", 1, t->vertex_count, "vertex count", &t->origin,
+						&t->current_vertex_count);
+		if (rc == DRAPE_OK && t->current_vertex_count < t->vertex_count)
+			rc = proto_wire_fail(d, DRAPE_EINVAL, "origin", "%u vertices, fewer than the %u created",
+					     (unsigned)t->current_vertex_count, (unsigned)t->vertex_count);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_need(d, m, "current_triangles", "current_triangles", &v);
+		if (rc == DRAPE_OK)
+			rc = proto_wire_bin_u32(d, v, "current_triangles", 3, t->current_vertex_count,
+						"the current vertex count", &t->current_triangles, &nt);
+		if (rc == DRAPE_OK && nt != t->triangle_count)
+			rc = proto_wire_fail(d, DRAPE_EINVAL, "current_triangles",
+					     "%u triangles, the mesh has %u", (unsigned)nt,
+					     (unsigned)t->triangle_count);
+	}
 	return rc;
 }
 
@@ -649,6 +685,15 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_reply *r)
 		}
 		proto_wire_kv(e, n, "fps");
 		proto_wire_pack_f32(e, t->fps);
+		if (t->generation != 0) {
+			proto_wire_kv(e, n, "generation");
+			proto_wire_pack_u64(e, t->generation);
+			proto_wire_kv(e, n, "origin");
+			proto_wire_pack_bin_u32(e, "origin", t->origin, t->current_vertex_count);
+			proto_wire_kv(e, n, "current_triangles");
+			proto_wire_pack_bin_u32(e, "current_triangles", t->current_triangles,
+						3u * (uint64_t)t->triangle_count);
+		}
 		break;
 	}
 	case PROTO_OP_SESSION_COLLIDERS:

@@ -48,6 +48,7 @@ static const param_field param_fields[] = {
 	PF(bend_k, PROTO_PARAM_BEND_K, F_F32),
 	PF(compress_k, PROTO_PARAM_COMPRESS_K, F_F32),
 	PF(damping_rate, PROTO_PARAM_DAMPING_RATE, F_F32),
+	PF(tear_strain, PROTO_PARAM_TEAR_STRAIN, F_F32),
 };
 #undef PF
 
@@ -330,6 +331,22 @@ drape_err proto_wire_read_frame(proto_wire_dec *d, const msgpack_object *o, cons
 		if (rc != DRAPE_OK)
 			return rc;
 	}
+	/* A torn mesh (PROTOCOL.md, "Torn meshes"): its generation, and its
+	 * triangles when they changed, each index below this frame's
+	 * vertex count. */
+	rc = proto_wire_field_u32(d, o, "topology", false, &f.topology, NULL);
+	if (rc != DRAPE_OK)
+		return rc;
+	v = proto_wire_get(o, "triangles");
+	if (v != NULL) {
+		snprintf(sub, sizeof sub, "%s.triangles", path);
+		rc = proto_wire_bin_u32(d, v, sub, 3, f.vertex_count, "the frame's vertex count",
+					&f.triangles, &f.triangle_count);
+		if (rc != DRAPE_OK)
+			return rc;
+		if (f.triangle_count == 0)
+			return proto_wire_fail(d, DRAPE_EINVAL, sub, "no triangles");
+	}
 	*out = f;
 	return DRAPE_OK;
 }
@@ -344,6 +361,14 @@ void proto_wire_pack_frame(proto_wire_enc *e, const char *path, const proto_fram
 	proto_wire_pack_bin_f32(e, path, f->positions, (uint64_t)f->vertex_count * 3u);
 	proto_wire_kv(e, &n, "stats");
 	proto_wire_pack_stats(e, &f->stats);
+	if (f->topology != 0) {
+		proto_wire_kv(e, &n, "topology");
+		proto_wire_pack_u64(e, f->topology);
+	}
+	if (f->triangles != NULL) {
+		proto_wire_kv(e, &n, "triangles");
+		proto_wire_pack_bin_u32(e, "triangles", f->triangles, (uint64_t)f->triangle_count * 3u);
+	}
 	proto_wire_map_end(e, at, n);
 }
 

@@ -21,6 +21,7 @@
 #define SRV_KIND_SERVER 1u
 #define SRV_KIND_SESSION 2u
 #define SRV_KIND_STATE 3u
+#define SRV_KIND_MESH 4u
 /* Files larger than this are refused before they are read. */
 #define SRV_FILE_MAX ((uint64_t)1 << 34)
 
@@ -36,6 +37,9 @@ typedef struct srv_part {
 	size_t len;
 } srv_part;
 
+/* A torn cloth's checkpoint (topology > 0) holds its current vertex
+ * count's positions and velocities, then its triangles and each vertex's
+ * origin (drape_sim_get_mesh); vertices stays the created count. */
 typedef struct srv_state_head {
 	uint32_t id;
 	uint32_t frame;
@@ -44,7 +48,7 @@ typedef struct srv_state_head {
 	uint32_t state;
 	uint32_t vertices;
 	uint32_t params_size;
-	uint32_t reserved;
+	uint32_t topology; /* the mesh generation, 0 = as created */
 	drape_sim_params params;
 } srv_state_head;
 
@@ -282,15 +286,20 @@ void srv_ckpt_landed(srv_session *s, bool ok, const drape_error *e)
 }
 
 struct srv_ckpt_snap {
+	size_t bytes; /* of buf */
 	srv_state_head head;
-	float buf[]; /* positions, then velocities: vertices * 3 floats each */
+	float buf[]; /* positions, then velocities: vertices * 3 floats each;
+		      * a torn mesh's triangles and origins after them */
 };
 
 srv_ckpt_snap *srv_ckpt_snapshot(const srv_session *s, uint32_t state, uint32_t target, uint32_t last_target,
 				 const drape_sim_params *params)
 {
-	const size_t n = (size_t)s->vertices * 3u;
-	srv_ckpt_snap *snap = malloc(sizeof *snap + n * 2u * sizeof(float));
+	const uint32_t nv = drape_sim_vertex_count(s->sim);
+	const uint32_t topology = drape_sim_topology_generation(s->sim);
+	const size_t n = (size_t)nv * 3u;
+	const size_t mesh = topology ? ((size_t)s->triangles * 3u + nv) * sizeof(uint32_t) : 0;
+	srv_ckpt_snap *snap = malloc(sizeof *snap + n * 2u * sizeof(float) + mesh);
 	if (snap == NULL) {
 		srv_warn("session %u: out of memory for its checkpoint", (unsigned)s->id);
 		return NULL;
@@ -304,7 +313,13 @@ srv_ckpt_snap *srv_ckpt_snapshot(const srv_session *s, uint32_t state, uint32_t 
 	h->vertices = s->vertices;
 	h->params_size = (uint32_t)sizeof h->params;
 	h->params = *params;
+	h->topology = topology;
+	snap->bytes = n * 2u * sizeof(float) + mesh;
 	drape_sim_get_state(s->sim, snap->buf, snap->buf + n, &h->frame);
+	if (topology) {
+		uint32_t *t = (uint32_t *)(void *)(snap->buf + 2u * n);
+		drape_sim_get_mesh(s->sim, t, t + (size_t)s->triangles * 3u, NULL);
+	}
 	return snap;
 }
 
@@ -313,14 +328,68 @@ void srv_ckpt_snap_free(srv_ckpt_snap *snap)
 	free(snap);
 }
 
+drape_err srv_ckpt_save_mesh(const srv_session *s, uint32_t topology, uint32_t first_frame,
+			     uint32_t vertices, const uint32_t *tris, const uint32_t *origin,
+			     drape_error *err)
+{
+	if (s->dir == NULL)
+		return DRAPE_OK;
+	char name[64];
+	snprintf(name, sizeof name, "mesh_%u.bin", (unsigned)topology);
+	const uint32_t head[4] = { topology, first_frame, vertices, s->triangles };
+	const srv_part parts[3] = { { head, sizeof head },
+				    { tris, (size_t)s->triangles * 12u },
+				    { origin, (size_t)vertices * 4u } };
+	drape_error e;
+	if (!srv_file_write(s->dir, name, SRV_KIND_MESH, parts, 3, &e))
+		return drape_error_setf(err, DRAPE_EIO, "torn mesh %u: %s", (unsigned)topology, e.message);
+	return DRAPE_OK;
+}
+
+/* Loads the torn meshes mesh_1.bin, mesh_2.bin, ... of a reloaded session
+ * into s->tear, stopping at the first missing or bad one. */
+static void srv_ckpt_load_meshes(srv_session *s, const char *dir)
+{
+	char path[4400], why[256];
+	for (uint32_t g = 1;; g++) {
+		snprintf(path, sizeof path, "%s/mesh_%u.bin", dir, (unsigned)g);
+		if (access(path, F_OK) != 0)
+			return;
+		size_t len = 0;
+		uint8_t *m = srv_file_read(path, SRV_KIND_MESH, &len, why, sizeof why);
+		uint32_t head[4];
+		if (m != NULL && len >= sizeof head)
+			memcpy(head, m, sizeof head);
+		if (m == NULL || len < sizeof head || head[0] != g || head[3] != s->triangles ||
+		    head[2] < s->vertices || head[2] > s->cap_vertices ||
+		    len != sizeof head + (size_t)head[3] * 12u + (size_t)head[2] * 4u) {
+			srv_warn("session %u: torn mesh %s unusable (%s); frames solved on it are not served",
+				 (unsigned)s->id, path, m == NULL ? why : "its contents do not match");
+			free(m);
+			return;
+		}
+		uint32_t *tris = malloc((size_t)head[3] * 12u), *origin = malloc((size_t)head[2] * 4u);
+		if (tris == NULL || origin == NULL) {
+			free(tris);
+			free(origin);
+			free(m);
+			return;
+		}
+		memcpy(tris, m + sizeof head, (size_t)head[3] * 12u);
+		memcpy(origin, m + sizeof head + (size_t)head[3] * 12u, (size_t)head[2] * 4u);
+		free(m);
+		if (!srv_tear_add(&s->tear, g, head[1], head[2], tris, origin))
+			return;
+	}
+}
+
 drape_err srv_ckpt_write_snapshot(const srv_session *s, srv_ckpt_snap *snap, drape_error *err)
 {
 	if (snap == NULL)
 		return DRAPE_OK;
 	drape_err rc = DRAPE_OK;
 	if (s->dir != NULL) {
-		const size_t bytes = (size_t)snap->head.vertices * 6u * sizeof(float);
-		const srv_part parts[2] = { { &snap->head, sizeof snap->head }, { snap->buf, bytes } };
+		const srv_part parts[2] = { { &snap->head, sizeof snap->head }, { snap->buf, snap->bytes } };
 		drape_error e;
 		if (!srv_file_write(s->dir, "state.bin", SRV_KIND_STATE, parts, 2, &e)) {
 			drape_error_setf(err, DRAPE_EIO, "checkpoint of frame %u: %s", (unsigned)snap->head.frame,
@@ -563,10 +632,19 @@ static srv_session *srv_ckpt_load_one(srv_server *srv, uint32_t id, const char *
 	snprintf(path, sizeof path, "%s/state.bin", dir);
 	uint8_t *st = srv_file_read(path, SRV_KIND_STATE, &len, why, sizeof why);
 	srv_state_head h;
-	const size_t n = (size_t)req.u.create.mesh.vertex_count * 3u;
+	size_t n = (size_t)req.u.create.mesh.vertex_count * 3u;
+	const size_t ntri = req.u.create.mesh.triangle_count;
 	if (st != NULL) {
 		memcpy(&h, st, len < sizeof h ? len : sizeof h);
-		if (len != sizeof h + n * 2u * sizeof(float) || h.id != id ||
+		/* A torn cloth's: positions and velocities of its current
+		 * vertices (28 bytes each with the origin), and the triangles. */
+		size_t nv = n / 3u;
+		if (len >= sizeof h && h.topology != 0 && len >= sizeof h + ntri * 12u)
+			nv = (len - sizeof h - ntri * 12u) / 28u;
+		const size_t want = sizeof h + nv * 24u + (h.topology ? ntri * 12u + nv * 4u : 0u);
+		if (len == want)
+			n = nv * 3u;
+		if (len != want || h.id != id ||
 		    h.vertices != req.u.create.mesh.vertex_count || h.params_size != sizeof h.params ||
 		    h.state >= PROTO_STATE_COUNT_ || drape_sim_params_validate(&h.params, NULL) != DRAPE_OK) {
 			snprintf(why, sizeof why, "its contents do not match the session");
@@ -596,9 +674,14 @@ static srv_session *srv_ckpt_load_one(srv_server *srv, uint32_t id, const char *
 		srv_warn("session %u: loaded without some of its collider ops; its frames may differ from "
 			 "before the restart",
 			 (unsigned)id);
+	srv_ckpt_load_meshes(s, dir);
 	if (st != NULL) {
 		const float *pos = (const float *)(void *)(st + sizeof h);
-		if (drape_sim_set_state(s->sim, pos, pos + n, h.frame, &err) != DRAPE_OK) {
+		const uint32_t *mesh = (const uint32_t *)(void *)(pos + 2u * n);
+		if ((h.topology != 0 &&
+		     drape_sim_set_mesh(s->sim, (uint32_t)(n / 3u), mesh, mesh + ntri * 3u, h.topology,
+					&err) != DRAPE_OK) ||
+		    drape_sim_set_state(s->sim, pos, pos + n, h.frame, &err) != DRAPE_OK) {
 			srv_warn("state: skipping session %u: its checkpoint is refused: %s", (unsigned)id,
 				 err.message);
 			free(st);
@@ -624,9 +707,11 @@ static srv_session *srv_ckpt_load_one(srv_server *srv, uint32_t id, const char *
 	struct stat fst;
 	uint32_t records = 0;
 	if (s->frames.fd >= 0 && fstat(s->frames.fd, &fst) == 0)
-		records = (uint32_t)((uint64_t)fst.st_size / s->frames.record > UINT32_MAX
+		/* Rounded up: a torn mesh's last record may be shorter. */
+		records = (uint32_t)(((uint64_t)fst.st_size + s->frames.record - 1) / s->frames.record >
+					     UINT32_MAX
 					     ? UINT32_MAX
-					     : (uint64_t)fst.st_size / s->frames.record);
+					     : ((uint64_t)fst.st_size + s->frames.record - 1) / s->frames.record);
 	uint32_t good = srv_frames_verify(&s->frames, records, s->work_record);
 	if (good > h.frame + SRV_MAX_REPLAY)
 		good = h.frame + SRV_MAX_REPLAY;
@@ -650,8 +735,9 @@ static srv_session *srv_ckpt_load_one(srv_server *srv, uint32_t id, const char *
 		s->frames.ring_first = frame + 1;
 	}
 	s->frames_done = frame;
+	srv_tear_truncate(&s->tear, frame);
 	if (s->frames_done > 0) {
-		float *tmp = malloc((size_t)s->vertices * 12u);
+		float *tmp = malloc((size_t)s->cap_vertices * 12u);
 		if (tmp != NULL &&
 		    srv_frames_read(&s->frames, s->frames_done, tmp, &s->stats, s->work_record, NULL) == DRAPE_OK)
 			s->has_stats = true;

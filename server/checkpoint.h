@@ -79,6 +79,13 @@ void srv_ckpt_snap_free(srv_ckpt_snap *snap);
  * one writer per session at a time: it touches only the snapshot and
  * immutable session fields. */
 drape_err srv_ckpt_write_snapshot(const srv_session *s, srv_ckpt_snap *snap, drape_error *err);
+/* Writes a torn mesh (generation `topology`, first solved at frame
+ * `first_frame`, tear.h) as mesh_<topology>.bin, before any frame record
+ * solved on it, so a reload can serve and resume it. Any thread, like
+ * srv_ckpt_write_snapshot; OK without a directory. */
+drape_err srv_ckpt_save_mesh(const srv_session *s, uint32_t topology, uint32_t first_frame,
+			     uint32_t vertices, const uint32_t *tris, const uint32_t *origin,
+			     drape_error *err);
 drape_err srv_ckpt_save_params(struct srv_server *srv, srv_session *s, drape_error *err);
 drape_err srv_ckpt_save_run(struct srv_server *srv, srv_session *s, drape_error *err);
 /* Appends a successful collider op's request bytes to ops.bin (one

@@ -120,6 +120,12 @@ static off_t srv_frame_offset(const srv_frames *f, uint32_t index)
 bool srv_frames_write(const srv_frames *f, uint32_t index, const drape_sim_stats *stats,
 		      const float *positions, void *scratch)
 {
+	return srv_frames_write_mesh(f, index, stats, positions, f->vertex_count, 0, scratch);
+}
+
+bool srv_frames_write_mesh(const srv_frames *f, uint32_t index, const drape_sim_stats *stats,
+			   const float *positions, uint32_t vertices, uint32_t topology, void *scratch)
+{
 	if (f->fd < 0) {
 		errno = 0;
 		return false;
@@ -127,10 +133,10 @@ bool srv_frames_write(const srv_frames *f, uint32_t index, const drape_sim_stats
 	/* Head and stats go through scratch; the positions are written from
 	 * where they are (no 1 MB copy per frame of sheet300). */
 	unsigned char *p = scratch;
-	const uint32_t head[4] = { SRV_FRAME_MAGIC, index, f->vertex_count, 0 };
+	const uint32_t head[4] = { SRV_FRAME_MAGIC, index, vertices, topology };
 	memcpy(p, head, sizeof head);
 	srv_put_stats(p + SRV_FRAME_HEAD, stats);
-	const size_t body = (size_t)f->vertex_count * 12u;
+	const size_t body = (size_t)vertices * 12u;
 	const uint64_t h = srv_frame_sum(p, positions, body);
 	unsigned char tail[8];
 	memcpy(tail, &h, 8);
@@ -209,6 +215,12 @@ static bool srv_frames_hold(srv_frames *f, srv_frame_slot *s)
 void srv_frames_store(srv_frames *f, uint32_t index, const drape_sim_stats *stats, float **positions,
 		      bool disk_ok)
 {
+	srv_frames_store_mesh(f, index, stats, positions, f->vertex_count, 0, disk_ok);
+}
+
+void srv_frames_store_mesh(srv_frames *f, uint32_t index, const drape_sim_stats *stats,
+			   float **positions, uint32_t vertices, uint32_t topology, bool disk_ok)
+{
 	srv_frame_slot *s = &f->ring[index % f->cap];
 	srv_frames_prune_held(f, index);
 	/* The frame this one pushes out of the ring is dropped only when the
@@ -223,6 +235,8 @@ void srv_frames_store(srv_frames *f, uint32_t index, const drape_sim_stats *stat
 	s->index = index;
 	s->on_disk = disk_ok;
 	s->stats = *stats;
+	s->vertices = vertices;
+	s->topology = topology;
 	/* The ring holds consecutive frames ending at the newest. */
 	if (f->ring_first > f->newest)
 		f->ring_first = index;
@@ -258,13 +272,26 @@ uint32_t srv_frames_first(const srv_frames *f)
 	return first > avail ? first : avail;
 }
 
+/* The head's vertex count: the store's, or fewer for a torn mesh's frame
+ * (version 2 records; version 1 ones always hold the store's). */
+static bool srv_record_head_ok(const srv_frames *f, const unsigned char *p, uint32_t index)
+{
+	uint32_t head[4];
+	memcpy(head, p, sizeof head);
+	if (head[1] != index)
+		return false;
+	if (head[0] == SRV_FRAME_MAGIC_V1)
+		return head[2] == f->vertex_count;
+	return head[0] == SRV_FRAME_MAGIC && head[2] >= 1 && head[2] <= f->vertex_count;
+}
+
 static bool srv_record_ok(const srv_frames *f, const unsigned char *p, uint32_t index)
 {
 	uint32_t head[4];
 	memcpy(head, p, sizeof head);
-	if (head[1] != index || head[2] != f->vertex_count)
+	if (!srv_record_head_ok(f, p, index))
 		return false;
-	const size_t n = f->record - 8u;
+	const size_t n = srv_frames_record_size(head[2]) - 8u;
 	uint64_t want;
 	memcpy(&want, p + n, 8);
 	if (head[0] == SRV_FRAME_MAGIC)
@@ -275,22 +302,44 @@ static bool srv_record_ok(const srv_frames *f, const unsigned char *p, uint32_t 
 	return false;
 }
 
-static bool srv_record_read(const srv_frames *f, uint32_t index, unsigned char *p)
+/* Reads bytes [from, to) of frame index's record into p + from. */
+static bool srv_record_pread(const srv_frames *f, uint32_t index, unsigned char *p, size_t from,
+			     size_t to)
 {
-	size_t done = 0;
-	while (done < f->record) {
-		ssize_t r = pread(f->fd, p + done, f->record - done, srv_frame_offset(f, index) + (off_t)done);
+	size_t done = from;
+	while (done < to) {
+		ssize_t r = pread(f->fd, p + done, to - done, srv_frame_offset(f, index) + (off_t)done);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			return false;
 		done += (size_t)r;
 	}
-	return srv_record_ok(f, p, index);
+	return true;
+}
+
+/* The head first: a torn mesh's frame is shorter than the record. */
+static bool srv_record_read(const srv_frames *f, uint32_t index, unsigned char *p)
+{
+	const size_t head = SRV_FRAME_HEAD + SRV_FRAME_STATS;
+	if (!srv_record_pread(f, index, p, 0, head) || !srv_record_head_ok(f, p, index))
+		return false;
+	uint32_t n;
+	memcpy(&n, p + 8, 4);
+	return srv_record_pread(f, index, p, head, srv_frames_record_size(n)) &&
+	       srv_record_ok(f, p, index);
 }
 
 drape_err srv_frames_read(const srv_frames *f, uint32_t index, float *positions, drape_sim_stats *stats,
 			  void *scratch, drape_error *err)
+{
+	uint32_t n, topology;
+	return srv_frames_read_mesh(f, index, positions, stats, &n, &topology, scratch, err);
+}
+
+drape_err srv_frames_read_mesh(const srv_frames *f, uint32_t index, float *positions,
+			       drape_sim_stats *stats, uint32_t *vertices, uint32_t *topology,
+			       void *scratch, drape_error *err)
 {
 	const uint32_t first = srv_frames_first(f);
 	if (index == 0 || first == 0 || index < first || index > f->newest)
@@ -300,16 +349,22 @@ drape_err srv_frames_read(const srv_frames *f, uint32_t index, float *positions,
 	for (uint32_t i = 0; !(s->index == index && s->positions != NULL) && i < f->held_count; i++)
 		s = &f->held[i];
 	if (s->index == index && s->positions != NULL) {
-		memcpy(positions, s->positions, (size_t)f->vertex_count * 12u);
+		memcpy(positions, s->positions, (size_t)s->vertices * 12u);
 		*stats = s->stats;
+		*vertices = s->vertices;
+		*topology = s->topology;
 		return DRAPE_OK;
 	}
 	unsigned char *p = scratch;
 	if (f->fd < 0 || !srv_record_read(f, index, p))
 		return drape_error_setf(err, DRAPE_EIO, "frame %u: the on-disk cache record is unreadable",
 					(unsigned)index);
+	uint32_t head[4];
+	memcpy(head, p, sizeof head);
 	srv_get_stats(p + SRV_FRAME_HEAD, stats);
-	memcpy(positions, p + SRV_FRAME_HEAD + SRV_FRAME_STATS, (size_t)f->vertex_count * 12u);
+	memcpy(positions, p + SRV_FRAME_HEAD + SRV_FRAME_STATS, (size_t)head[2] * 12u);
+	*vertices = head[2];
+	*topology = head[0] == SRV_FRAME_MAGIC ? head[3] : 0;
 	return DRAPE_OK;
 }
 
@@ -374,7 +429,8 @@ int srv_frames_flush(srv_frames *f, void *scratch, uint32_t *failed)
 	/* Held frames are older than any in the ring. */
 	while (f->held_count > 0) {
 		srv_frame_slot *s = &f->held[0];
-		if (!srv_frames_write(f, s->index, &s->stats, s->positions, scratch)) {
+		if (!srv_frames_write_mesh(f, s->index, &s->stats, s->positions, s->vertices, s->topology,
+					   scratch)) {
 			if (failed != NULL)
 				*failed = s->index;
 			return errno ? errno : EIO;
@@ -387,7 +443,8 @@ int srv_frames_flush(srv_frames *f, void *scratch, uint32_t *failed)
 		srv_frame_slot *s = &f->ring[k % f->cap];
 		if (s->index != k || s->positions == NULL || s->on_disk || !srv_frames_in_window(f, k, f->newest))
 			continue;
-		if (!srv_frames_write(f, k, &s->stats, s->positions, scratch)) {
+		if (!srv_frames_write_mesh(f, k, &s->stats, s->positions, s->vertices, s->topology,
+					   scratch)) {
 			if (failed != NULL)
 				*failed = k;
 			return errno ? errno : EIO;

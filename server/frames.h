@@ -27,10 +27,17 @@ typedef struct srv_frame_slot {
 	uint32_t index; /* 0 = empty */
 	bool on_disk;   /* its record was written to the cache file */
 	drape_sim_stats stats;
-	float *positions; /* vertex_count * 3 */
+	float *positions; /* vertices * 3 (a buffer of the store's vertex_count * 3) */
+	uint32_t vertices; /* this frame's vertex count (a torn mesh has more) */
+	uint32_t topology; /* its mesh's generation (0 = as created) */
 } srv_frame_slot;
 
 typedef struct srv_frames {
+	/* Vertices a record and a buffer hold: the mesh's, or for a tearing
+	 * session the most its mesh can tear into (srv_tear_capacity). A
+	 * frame's own count is in its record's head, which is followed by
+	 * that many positions and the checksum, so a record of a smaller
+	 * frame leaves a hole (no disk space) before the next. */
 	uint32_t vertex_count;
 	uint32_t cap;         /* ring slots */
 	srv_frame_slot *ring; /* slot of frame i is ring[i % cap] */
@@ -63,6 +70,17 @@ size_t srv_frames_record_size(uint32_t vertex_count);
 drape_err srv_frames_init(srv_frames *f, uint32_t vertex_count, uint32_t ring, uint32_t retain,
 			  const char *path, bool keep, drape_error *err);
 void srv_frames_free(srv_frames *f);
+
+/* srv_frames_write, srv_frames_store and srv_frames_read for a frame of
+ * `vertices` (<= vertex_count) vertices of mesh generation `topology`, a
+ * torn mesh's (server/tear.h); the plain forms are for vertex_count and 0. */
+bool srv_frames_write_mesh(const srv_frames *f, uint32_t index, const drape_sim_stats *stats,
+			   const float *positions, uint32_t vertices, uint32_t topology, void *scratch);
+void srv_frames_store_mesh(srv_frames *f, uint32_t index, const drape_sim_stats *stats,
+			   float **positions, uint32_t vertices, uint32_t topology, bool disk_ok);
+drape_err srv_frames_read_mesh(const srv_frames *f, uint32_t index, float *positions,
+			       drape_sim_stats *stats, uint32_t *vertices, uint32_t *topology,
+			       void *scratch, drape_error *err);
 
 /* Worker side: writes frame `index`'s record from positions and stats,
  * using scratch (srv_frames_record_size bytes). Returns false on an I/O

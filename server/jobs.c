@@ -232,10 +232,14 @@ drape_err srv_job_start(srv_server *srv, proto_request *req, const proto_header 
 	/* What the job may hold while it works is checked against the memory
 	 * budget and reserved before it starts (budget.h). */
 	uint64_t need = 0;
-	if (job->req.op == PROTO_OP_SESSION_CREATE)
-		need = srv_session_estimate(job->req.u.create.mesh.vertex_count, job->req.u.create.mesh.triangle_count,
+	if (job->req.op == PROTO_OP_SESSION_CREATE) {
+		const proto_create_req *c = &job->req.u.create;
+		need = srv_session_estimate(c->mesh.vertex_count, c->mesh.triangle_count,
 					    srv->cfg->frames_in_memory);
-	else if ((job->req.op == PROTO_OP_COLLIDER_ADD && job->req.u.collider_add.desc.shape == DRAPE_SHAPE_MESH &&
+		if ((c->params.mask & PROTO_PARAM_TEAR_STRAIN) && c->params.values.tear_strain > 0.0f)
+			need += srv_tear_extra_bytes(c->mesh.vertex_count, c->mesh.triangle_count,
+						     srv->cfg->frames_in_memory);
+	} else if ((job->req.op == PROTO_OP_COLLIDER_ADD && job->req.u.collider_add.desc.shape == DRAPE_SHAPE_MESH &&
 		  job->req.u.collider_add.desc.frame_count == 0) ||
 		 job->req.op == PROTO_OP_COLLIDER_UPDATE)
 		need = srv_budget_field_bytes(srv->cfg);

@@ -200,6 +200,32 @@ static void srv_work(uv_work_t *w)
 	srv_metrics_observe(SRV_H_SOLVE, (double)(uv_hrtime() - t0) / 1e9);
 	if (s->work_rc != DRAPE_OK)
 		return;
+	/* A tearing cloth may have split vertices this frame: the frame
+	 * carries its vertex count and, when it tore, its new mesh. */
+	const uint32_t n = drape_sim_vertex_count(s->sim);
+	s->work_n = n;
+	s->work_topology = s->work_stats.topology;
+	if (n > s->cap_vertices) {
+		s->work_rc = drape_error_setf(&s->work_err, DRAPE_EINTERNAL,
+					      "frame %u: %u vertices, beyond the %u a frame holds",
+					      (unsigned)s->work_stats.frame, (unsigned)n,
+					      (unsigned)s->cap_vertices);
+		return;
+	}
+	if (s->work_stats.split_vertices > 0) {
+		s->work_tris = malloc((size_t)s->triangles * 12u);
+		s->work_origin = malloc((size_t)n * 4u);
+		if (s->work_tris == NULL || s->work_origin == NULL ||
+		    drape_sim_get_mesh(s->sim, s->work_tris, s->work_origin, &s->work_err) != DRAPE_OK) {
+			free(s->work_tris);
+			free(s->work_origin);
+			s->work_tris = s->work_origin = NULL;
+			s->work_rc = drape_error_setf(&s->work_err, DRAPE_ENOMEM,
+						      "frame %u: out of memory for the torn mesh",
+						      (unsigned)s->work_stats.frame);
+			return;
+		}
+	}
 	drape_sim_get_positions(s->sim, s->work_positions);
 	/* The state is copied now, while this worker holds the sim; the
 	 * output stage writes it after the frame's record. */
@@ -216,9 +242,15 @@ static void srv_work(uv_work_t *w)
 static void srv_out_work(uv_work_t *w)
 {
 	srv_session *s = w->data;
-	s->out_disk_ok = srv_frames_write(&s->frames, s->out_stats.frame, &s->out_stats, s->out_positions,
-					  s->work_record);
-	s->out_disk_errno = s->out_disk_ok ? 0 : errno;
+	/* A torn mesh is on disk before any frame solved on it. */
+	drape_error merr;
+	bool mesh_ok = s->out_tris == NULL ||
+		       srv_ckpt_save_mesh(s, s->out_topology, s->out_stats.frame, s->out_n, s->out_tris,
+					  s->out_origin, &merr) == DRAPE_OK;
+	s->out_disk_ok = mesh_ok && srv_frames_write_mesh(&s->frames, s->out_stats.frame, &s->out_stats,
+							  s->out_positions, s->out_n, s->out_topology,
+							  s->work_record);
+	s->out_disk_errno = s->out_disk_ok ? 0 : mesh_ok ? errno : EIO;
 	/* A checkpoint must never claim a frame whose record is not on disk
 	 * (a reload would lose the frames between): it is skipped with it. */
 	if (s->out_ckpt != NULL && (s->out_disk_ok || s->frames.fd < 0)) {
@@ -238,9 +270,14 @@ static void srv_out_work(uv_work_t *w)
 	m.kind = PROTO_STREAM_FRAME;
 	m.session = s->id;
 	m.frame.index = s->out_stats.frame;
-	m.frame.vertex_count = s->vertices;
+	m.frame.vertex_count = s->out_n;
 	m.frame.positions = s->out_positions;
 	m.frame.stats = s->out_stats;
+	m.frame.topology = s->out_topology;
+	if (s->out_tris != NULL) {
+		m.frame.triangles = s->out_tris;
+		m.frame.triangle_count = s->triangles;
+	}
 	proto_buf b = { NULL, 0 };
 	if (proto_stream_encode(&m, &b, NULL) == DRAPE_OK)
 		s->out_msg = srv_stream_msg_new(b.data, b.len);
@@ -258,6 +295,13 @@ static void srv_out_prepare(srv_server *srv, srv_session *s)
 	s->out_positions = s->work_positions;
 	s->work_positions = t; /* may be NULL; srv_sched_kick allocates it */
 	s->out_stats = s->work_stats;
+	s->out_n = s->work_n;
+	s->out_topology = s->work_topology;
+	free(s->out_tris);
+	free(s->out_origin);
+	s->out_tris = s->work_tris;
+	s->out_origin = s->work_origin;
+	s->work_tris = s->work_origin = NULL;
 	s->out_ckpt = s->work_ckpt;
 	s->work_ckpt = NULL;
 	if (s->ckpt_want && !s->busy) {
@@ -398,7 +442,16 @@ static void srv_out_done(uv_work_t *w, int status)
 		s->out_disk_errno = EIO;
 	}
 	const uint32_t index = s->out_stats.frame;
-	srv_frames_store(&s->frames, index, &s->out_stats, &s->out_positions, s->out_disk_ok);
+	srv_frames_store_mesh(&s->frames, index, &s->out_stats, &s->out_positions, s->out_n,
+			      s->out_topology, s->out_disk_ok);
+	if (s->out_tris != NULL) {
+		/* The table takes the mesh; without memory for it, frames.get
+		 * of these frames fails (EIO) rather than serve a wrong mesh. */
+		if (!srv_tear_add(&s->tear, s->out_topology, index, s->out_n, s->out_tris, s->out_origin))
+			srv_error("session %u: out of memory for the mesh torn at frame %u",
+				  (unsigned)s->id, (unsigned)index);
+		s->out_tris = s->out_origin = NULL;
+	}
 	/* What the disk refused is recorded before anything is published: the
 	 * frame itself stays served from memory. */
 	bool refused = false;
@@ -479,7 +532,7 @@ void srv_sched_kick(srv_server *srv)
 		s->work_ckpt = NULL;
 		/* The ring hands back the buffer of the frame it dropped, or
 		 * none while it fills up. */
-		if (s->work_positions == NULL && (s->work_positions = malloc((size_t)s->vertices * 12u)) == NULL) {
+		if (s->work_positions == NULL && (s->work_positions = malloc((size_t)s->cap_vertices * 12u)) == NULL) {
 			s->has_error = true;
 			drape_error_setf(&s->error, DRAPE_ENOMEM, "frame %u: out of memory for the frame buffer",
 					 (unsigned)srv_sched_solved(s) + 1);

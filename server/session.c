@@ -101,6 +101,11 @@ void srv_session_free(srv_session *s)
 	free(s->work_positions);
 	free(s->out_positions);
 	free(s->work_record);
+	free(s->work_tris);
+	free(s->work_origin);
+	free(s->out_tris);
+	free(s->out_origin);
+	srv_tear_free(&s->tear);
 	srv_stream_msg_free(s->out_msg);
 	srv_ckpt_snap_free(s->work_ckpt);
 	srv_ckpt_snap_free(s->out_ckpt);
@@ -166,15 +171,15 @@ static drape_err srv_session_buffers(srv_server *srv, srv_session *s, bool keep_
 		snprintf(path, sizeof path, "%s/frames.bin", s->dir);
 		cache = path;
 	}
-	drape_err rc = srv_frames_init(&s->frames, s->vertices, (uint32_t)c->frames_in_memory,
+	drape_err rc = srv_frames_init(&s->frames, s->cap_vertices, (uint32_t)c->frames_in_memory,
 				       (uint32_t)c->max_frames_retained, cache, keep_cache, err);
 	if (rc != DRAPE_OK)
 		return rc;
 	/* Two frame buffers: the solve of one frame fills one while the output
 	 * stage writes the frame before it from the other. */
-	s->work_positions = malloc((size_t)s->vertices * 12u);
-	s->out_positions = malloc((size_t)s->vertices * 12u);
-	s->work_record = malloc(srv_frames_record_size(s->vertices));
+	s->work_positions = malloc((size_t)s->cap_vertices * 12u);
+	s->out_positions = malloc((size_t)s->cap_vertices * 12u);
+	s->work_record = malloc(srv_frames_record_size(s->cap_vertices));
 	if (s->work_positions == NULL || s->out_positions == NULL || s->work_record == NULL)
 		return drape_error_setf(err, DRAPE_ENOMEM, "session %u: out of memory for frame buffers",
 					(unsigned)s->id);
@@ -239,6 +244,9 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	s->params = *p;
 	s->vertices = c->mesh.vertex_count;
 	s->triangles = c->mesh.triangle_count;
+	/* A tearing cloth's frames may hold up to this many vertices. */
+	s->cap_vertices = p->tear_strain > 0.0f ? srv_tear_capacity(s->vertices, s->triangles)
+						: s->vertices;
 	/* The frames.get mesh reply (web view) reads tri; a client that did
 	 * not create the session (attach, export) asks for its mesh with
 	 * session.topology, which reads in_*: the solver renumbers vertices,
@@ -268,6 +276,8 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	}
 	drape_sim_get_topology(s->sim, &s->topology);
 	s->memory = srv_session_estimate(s->vertices, s->triangles, srv->cfg->frames_in_memory);
+	if (s->cap_vertices != s->vertices)
+		s->memory += srv_tear_extra_bytes(s->vertices, s->triangles, srv->cfg->frames_in_memory);
 	s->memory_base = s->work_memory = s->memory;
 	if (srv->sessions_dir[0] != '\0') {
 		char dir[4200];
@@ -351,6 +361,18 @@ drape_err srv_create_admit(srv_server *srv, const proto_request *req, drape_sim_
 	drape_sim_params_default(p);
 	proto_params_apply(p, &c->params);
 	if ((rc = drape_sim_params_validate(p, err)) != DRAPE_OK)
+		return rc;
+	/* A tearing cloth's frame buffers hold the most vertices it can
+	 * tear into (tear.h). */
+	if (p->tear_strain > 0.0f &&
+	    (rc = srv_check_limit(srv_session_estimate(c->mesh.vertex_count, c->mesh.triangle_count,
+						       cfg->frames_in_memory) +
+					  srv_tear_extra_bytes(c->mesh.vertex_count,
+							       c->mesh.triangle_count,
+							       cfg->frames_in_memory),
+				  cfg->max_session_memory,
+				  "session.create: estimated memory of a tearing cloth (bytes)",
+				  "max_session_memory", err)) != DRAPE_OK)
 		return rc;
 	if (srv->sessions.next_id == UINT32_MAX)
 		return drape_error_setf(err, DRAPE_ELIMIT, "session.create: session ids are exhausted");
@@ -648,7 +670,10 @@ drape_err srv_op_frames_get(srv_server *srv, srv_session *s, const proto_request
 	uint64_t budget = srv->cfg->max_message;
 	if (budget > PROTO_DEFAULT_MAX_MESSAGE)
 		budget = PROTO_DEFAULT_MAX_MESSAGE;
-	const size_t per = proto_frame_encoded_size(s->vertices);
+	/* A tearing session's frame may hold up to cap_vertices and carry
+	 * its triangles (PROTOCOL.md, "Torn meshes"). */
+	const size_t per = proto_frame_encoded_size(s->cap_vertices) +
+			   (s->cap_vertices != s->vertices ? (size_t)s->triangles * 12u + 16u : 0u);
 	uint64_t n = (uint64_t)s->frames_done - g->first + 1;
 	if (n > g->count)
 		n = g->count;
@@ -659,10 +684,10 @@ drape_err srv_op_frames_get(srv_server *srv, srv_session *s, const proto_request
 		n = fit ? fit : 1;
 
 	proto_frame *frames = calloc((size_t)n, sizeof *frames);
-	float *buf = malloc((size_t)n * s->vertices * 12u);
+	float *buf = malloc((size_t)n * s->cap_vertices * 12u);
 	/* Its own record scratch: the session's work buffers may belong to a
 	 * worker right now. */
-	void *scratch = malloc(srv_frames_record_size(s->vertices));
+	void *scratch = malloc(srv_frames_record_size(s->cap_vertices));
 	if (frames == NULL || buf == NULL || scratch == NULL) {
 		free(frames);
 		free(buf);
@@ -672,8 +697,17 @@ drape_err srv_op_frames_get(srv_server *srv, srv_session *s, const proto_request
 	}
 	uint32_t k = 0;
 	for (; k < n; k++) {
-		float *pos = buf + (size_t)k * s->vertices * 3u;
-		drape_err rc = srv_frames_read(&s->frames, g->first + k, pos, &frames[k].stats, scratch, err);
+		float *pos = buf + (size_t)k * s->cap_vertices * 3u;
+		uint32_t nv = 0, topology = 0;
+		drape_err rc = srv_frames_read_mesh(&s->frames, g->first + k, pos, &frames[k].stats, &nv,
+						    &topology, scratch, err);
+		/* A torn mesh's triangles go with the reply's first frame and
+		 * with every frame whose mesh differs from the one before. */
+		const srv_tear_gen *mesh = NULL;
+		if (rc == DRAPE_OK && topology != 0 && (k == 0 || topology != frames[k - 1].topology) &&
+		    ((mesh = srv_tear_find(&s->tear, topology)) == NULL || mesh->vertices != nv))
+			rc = drape_error_setf(err, DRAPE_EIO, "frame %u: its mesh (topology %u) is not known",
+					      (unsigned)(g->first + k), (unsigned)topology);
 		if (rc != DRAPE_OK) {
 			if (k > 0)
 				break; /* serve what was readable; the client asks again */
@@ -683,8 +717,13 @@ drape_err srv_op_frames_get(srv_server *srv, srv_session *s, const proto_request
 			return rc;
 		}
 		frames[k].index = g->first + k;
-		frames[k].vertex_count = s->vertices;
+		frames[k].vertex_count = nv;
 		frames[k].positions = pos;
+		frames[k].topology = topology;
+		if (mesh != NULL) {
+			frames[k].triangles = mesh->tris;
+			frames[k].triangle_count = s->triangles;
+		}
 	}
 	free(scratch);
 	r->frames = frames;

@@ -13,6 +13,7 @@
 #include "proto/proto.h"
 #include "server/colview.h"
 #include "server/frames.h"
+#include "server/tear.h"
 
 struct srv_server;
 typedef struct srv_ckpt_snap srv_ckpt_snap; /* checkpoint.c */
@@ -96,6 +97,11 @@ typedef struct srv_session {
 	drape_sim_stats stats;
 
 	srv_frames frames;
+	/* Tearing (params.tear_strain, tear.h): the vertices a frame buffer
+	 * holds (vertices, or srv_tear_capacity for a tearing session), and
+	 * the meshes of the generations after the created one. */
+	uint32_t cap_vertices;
+	srv_tear tear;
 	char *dir;             /* sessions/<id> in the state dir; NULL = none */
 	/* Durability (checkpoint.h): the first write of its files that failed
 	 * since it was last wholly on disk, shown by session.status until
@@ -120,7 +126,11 @@ typedef struct srv_session {
 	/* Worker: the frame being solved. */
 	uv_work_t work;
 	struct srv_server *server;
-	float *work_positions;  /* vertex_count * 3, handed to the output stage */
+	float *work_positions;  /* cap_vertices * 3, handed to the output stage */
+	/* The frame's vertex count and mesh generation, and when it tore the
+	 * new mesh (triangles * 3, origin per vertex; owned, else NULL). */
+	uint32_t work_n, work_topology;
+	uint32_t *work_tris, *work_origin;
 	drape_sim_stats work_stats;
 	drape_err work_rc;
 	drape_error work_err;
@@ -135,7 +145,9 @@ typedef struct srv_session {
 	 * written to the cache, checkpointed when due and encoded, while the
 	 * solve of the next frame goes on (scheduler.c). */
 	uv_work_t out_work;
-	float *out_positions;   /* vertex_count * 3, swapped into the ring */
+	float *out_positions;   /* cap_vertices * 3, swapped into the ring */
+	uint32_t out_n, out_topology;
+	uint32_t *out_tris, *out_origin; /* the new mesh when the frame tore, else NULL */
 	void *work_record;      /* srv_frames_record_size bytes, the output stage's */
 	drape_sim_stats out_stats;
 	bool out_disk_ok;

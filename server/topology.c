@@ -4,6 +4,9 @@
  * client that did not create the session (drape attach, drape export) can
  * write complete files. Read-only, and the arrays are the session's own
  * copies, not the solver's, so it is answered while a frame is solving.
+ * A tearing cloth's later meshes travel with its frames (frames.get and the
+ * stream carry a frame's triangles when its mesh changed): this is the mesh
+ * of its frames of topology 0, which a reader needs first.
  */
 #include "server/server.h"
 
@@ -20,5 +23,13 @@ drape_err srv_op_topology(srv_server *srv, srv_session *s, proto_reply *rep, dra
 	t->triangles = s->in_triangles;
 	t->uvs = s->in_uvs;
 	t->fps = s->params.fps;
+	/* And a torn cloth's newest mesh beside it (tear.h). */
+	const srv_tear_gen *g = srv_tear_last(&s->tear);
+	if (g != NULL) {
+		t->generation = g->topology;
+		t->current_vertex_count = g->vertices;
+		t->origin = g->origin;
+		t->current_triangles = g->tris;
+	}
 	return DRAPE_OK;
 }

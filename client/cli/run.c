@@ -51,6 +51,7 @@ typedef struct sink {
 	uint32_t prev_index;
 	uint32_t last_expected; /* index of the run's last frame; 0 = unknown */
 	double write_ms;    /* time spent writing frames to --out */
+	uint32_t *torn;     /* a torn cloth's triangles (sink_mesh), owned */
 } sink;
 
 static void sink_init(sink *k, const cli_opts *o, const drape_obj_mesh *mesh, uint32_t total)
@@ -144,6 +145,45 @@ static void sink_progress(const sink *k)
 	}
 }
 
+/* The cloth tore (cloth.tear_strain): the frames from here on are another
+ * mesh, of `vertices` vertices and these triangles, so the cache writer
+ * starts again with them (the OBJ source's faces and UVs no longer match,
+ * and the run's strain summary, measured against the created mesh, is left
+ * out). Returns 0 or an exit code. */
+static int sink_finish(sink *k);
+static int sink_mesh(sink *k, const uint32_t *tris, uint32_t triangle_count, uint32_t vertices)
+{
+	/* attach and export of a torn session reach here without run's
+	 * check (tear_check_format): a point cache of one vertex count would
+	 * be rewritten from the tear on. */
+	if (k->o->out_dir != NULL && k->format != DRAPE_CACHE_OBJ) {
+		if (k->progress)
+			fputc('\n', stderr);
+		fprintf(stderr, "drape: the cloth tore (its vertex count changes to %u), which --format %s "
+				"cannot hold; write OBJ frames (--format obj)\n",
+			(unsigned)vertices, drape_cache_format_name(k->format));
+		return CLI_USAGE;
+	}
+	int x = sink_finish(k);
+	if (x != 0)
+		return x;
+	uint32_t *t = realloc(k->torn, (size_t)triangle_count * 3 * sizeof *t);
+	if (t == NULL) {
+		fprintf(stderr, "drape: out of memory\n");
+		return CLI_SOFTWARE;
+	}
+	memcpy(t, tris, (size_t)triangle_count * 3 * sizeof *t);
+	k->torn = t;
+	k->triangles = t;
+	k->triangle_count = triangle_count;
+	k->vertex_count = vertices;
+	k->obj_source = NULL;
+	k->rest = NULL;
+	free(k->last);
+	k->last = NULL;
+	return 0;
+}
+
 /* Writes one frame; returns 0 or an exit code. */
 static int sink_frame(sink *k, uint32_t index, const float *positions, uint32_t vertex_count,
 		      const drape_sim_stats *st)
@@ -200,9 +240,17 @@ static int sink_frame(sink *k, uint32_t index, const float *positions, uint32_t 
 		k->max_strain = st->max_strain;
 	if (k->o->json) {
 		printf("{\"frame\":%u,\"sim_ms\":%.3f,\"max_strain\":%.6g,\"mean_strain\":%.6g,"
-		       "\"contacts\":%u}\n",
+		       "\"contacts\":%u",
 		       (unsigned)index, st->solve_ms, (double)st->max_strain, (double)st->mean_strain,
 		       (unsigned)st->contacts);
+		/* A tearing cloth's frames (cloth.tear_strain): its mesh
+		 * generation, and what the frame's tear split and cost. */
+		if (st->topology != 0 || st->torn_edges != 0)
+			printf(",\"topology\":%u,\"torn_edges\":%u,\"split_vertices\":%u,"
+			       "\"tear_ms\":%.3f",
+			       (unsigned)st->topology, (unsigned)st->torn_edges,
+			       (unsigned)st->split_vertices, st->tear_ms);
+		printf("}\n");
 		if (fflush(stdout) != 0)
 			return CLI_IOERR;
 	}
@@ -261,6 +309,8 @@ static void sink_free(sink *k)
 	free(k->last);
 	k->last = NULL;
 	k->rest = NULL;
+	free(k->torn);
+	k->torn = NULL;
 }
 
 /* mkdir -p for --out. */
@@ -358,7 +408,11 @@ static int receive(drape_client *c, drape_session s, sink *k, pid_t embed_pid, b
 		drape_error err;
 		drape_err rc = drape_next_frame(c, s, &f, 250, &err);
 		if (rc == DRAPE_OK) {
-			int x = sink_frame(k, f.index, f.positions, f.vertex_count, &f.stats);
+			int x = f.triangles != NULL
+					? sink_mesh(k, f.triangles, f.triangle_count, f.vertex_count)
+					: 0;
+			if (x == 0)
+				x = sink_frame(k, f.index, f.positions, f.vertex_count, &f.stats);
 			drape_frame_free(&f);
 			if (x != 0)
 				return x;
@@ -442,6 +496,23 @@ static int override_material(drape_scene *sc, const char *name)
 	return 0;
 }
 
+/*
+ * A tearing cloth (cloth.tear_strain) gains vertices when it tears: its
+ * frames change mesh, which per-frame OBJ files carry and the single-file
+ * point caches (PC2, MDD: one vertex count for the whole file) cannot, nor
+ * GEO's velocities from the previous frame. Returns 0 or an exit code.
+ */
+static int tear_check_format(const drape_scene *sc, const cli_opts *o)
+{
+	if (!(sc->params.tear_strain > 0.0f) || o->out_dir == NULL || o->format == NULL ||
+	    strcmp(o->format, "obj") == 0)
+		return 0;
+	fprintf(stderr, "drape run: cloth.tear_strain: a tearing cloth changes its vertex count, which "
+			"--format %s cannot hold; its frames are written as OBJ (--format obj)\n",
+		o->format);
+	return CLI_USAGE;
+}
+
 /* `drape run --local`: the same scene through the solver in this process. */
 static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, const cli_opts *o, double t0)
 {
@@ -449,6 +520,9 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 	drape_sim *sim;
 	drape_error err;
 	float *inv_mass = NULL;
+	int tx = tear_check_format(sc, o);
+	if (tx != 0)
+		return tx;
 	drape_err rc = cli_scene_sim_desc(sc, &d, &inv_mass, &err);
 	if (rc != DRAPE_OK)
 		return cli_fail("cloth.mass_scale", rc, &err);
@@ -486,7 +560,9 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 				x = cli_fail("attaching pins", rc, &err);
 		}
 	}
-	float *pos = malloc((size_t)sc->cloth.vertex_count * 3 * sizeof *pos);
+	uint32_t *torn_tris = NULL;
+	uint32_t pos_cap = sc->cloth.vertex_count;
+	float *pos = malloc((size_t)pos_cap * 3 * sizeof *pos);
 	if (pos == NULL && x == 0) {
 		fprintf(stderr, "drape: out of memory\n");
 		x = CLI_SOFTWARE;
@@ -506,8 +582,36 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 			x = cli_fail("solving", rc, &err);
 			break;
 		}
+		/* A tear adds vertices (cloth.tear_strain). */
+		const uint32_t n = drape_sim_vertex_count(sim);
+		if (n > pos_cap) {
+			float *grown = realloc(pos, (size_t)n * 3 * sizeof *pos);
+			if (grown == NULL) {
+				fprintf(stderr, "drape: out of memory\n");
+				x = CLI_SOFTWARE;
+				break;
+			}
+			pos = grown;
+			pos_cap = n;
+		}
+		if (st.split_vertices > 0) {
+			uint32_t nt = drape_sim_triangle_count(sim);
+			uint32_t *t = realloc(torn_tris, (size_t)nt * 3 * sizeof *t);
+			if (t == NULL) {
+				fprintf(stderr, "drape: out of memory\n");
+				x = CLI_SOFTWARE;
+				break;
+			}
+			torn_tris = t;
+			if (drape_sim_get_mesh(sim, t, NULL, &err) != DRAPE_OK) {
+				x = cli_fail("reading the torn mesh", DRAPE_ESTATE, &err);
+				break;
+			}
+			if ((x = sink_mesh(&k, t, nt, n)) != 0)
+				break;
+		}
 		drape_sim_get_positions(sim, pos);
-		x = sink_frame(&k, st.frame, pos, sc->cloth.vertex_count, &st);
+		x = sink_frame(&k, st.frame, pos, n, &st);
 	}
 	if (x == 0)
 		x = sink_finish(&k);
@@ -515,6 +619,7 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 		sink_summary(&k, 0, cli_now_ms() - t0, "in process");
 	sink_free(&k);
 	free(pos);
+	free(torn_tris);
 	drape_sim_destroy(sim);
 	drape_pool_destroy(pool);
 	return x;
@@ -688,6 +793,11 @@ int cli_cmd_run(int argc, char **argv)
 		}
 	}
 	if (o.out_dir != NULL && (x = make_out_dir(o.out_dir)) != 0) {
+		cli_batch_close(&b);
+		drape_scene_free(&sc);
+		return x;
+	}
+	if ((x = tear_check_format(&sc, &o)) != 0) {
 		cli_batch_close(&b);
 		drape_scene_free(&sc);
 		return x;

@@ -498,15 +498,29 @@ drape_err drape_server_preflight(drape_client *c, const float *positions, uint32
 
 /* One solved frame. positions (vertex_count * 3 floats, the order of the
  * session's mesh) is heap memory owned by whoever holds the struct, freed by
- * drape_frame_free. index is 1-based: frame i is the state after i steps. */
+ * drape_frame_free. index is 1-based: frame i is the state after i steps.
+ *
+ * A tearing cloth (params.tear_strain) changes mesh between frames: its
+ * vertex count grows (split vertices get the next indices; the others keep
+ * theirs) and topology counts the changes (0 = the mesh as created). When
+ * triangles is not NULL it is this frame's mesh (triangle_count * 3
+ * indices, each < vertex_count; heap memory freed with the frame): a frame
+ * carries it whenever its mesh may differ from the one of the frame
+ * delivered before it (always on the first frame of a frames.get reply with
+ * topology > 0). A frame with triangles NULL has the mesh of the frame
+ * before it, or the session's created mesh when topology is 0. */
 typedef struct drape_frame {
 	uint32_t index;
 	uint32_t vertex_count;
 	float *positions;
 	drape_sim_stats stats;
+	uint32_t topology;
+	uint32_t *triangles;
+	uint32_t triangle_count;
 } drape_frame;
 
-/* Frees f->positions and zeroes *f. NULL and a zeroed frame are fine. */
+/* Frees f->positions and f->triangles and zeroes *f. NULL and a zeroed
+ * frame are fine. */
 void drape_frame_free(drape_frame *f);
 
 /*

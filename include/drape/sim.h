@@ -91,6 +91,12 @@ typedef struct drape_sim_params {
 	float bend_k;         /* bending stiffness, N*m */
 	float compress_k;     /* compression stiffness, N/m; 0 = same as stretch */
 	float damping_rate;   /* velocity damping, 1/s (v *= exp(-rate * dt)) */
+	/* Tearing: an edge whose strain (l - l0) / l0 at the end of a frame
+	 * passes tear_strain breaks, and the vertices it separates are split
+	 * (drape_sim_step, README "Tearing"). 0 (the default) is off. It must
+	 * be set at drape_sim_create: set_params may change a nonzero
+	 * threshold, not switch tearing on. >= 0, finite. */
+	float tear_strain;
 } drape_sim_params;
 
 #define DRAPE_MODEL_PBD 0
@@ -220,6 +226,14 @@ typedef struct drape_sim_stats {
 	uint32_t contacts;         /* obstacle contacts in the last substep */
 	uint32_t self_pairs;       /* self-collision candidate pairs, last substep */
 	uint64_t projections;      /* constraint projections done this frame */
+	/* Tearing (params.tear_strain): edges past the threshold this frame,
+	 * vertices added by splitting, the topology generation after the
+	 * frame (0 = the mesh as created, +1 per frame that split) and the
+	 * wall time of the split and rebuild. */
+	uint32_t torn_edges;
+	uint32_t split_vertices;
+	uint32_t topology;
+	double tear_ms;
 } drape_sim_stats;
 
 /*
@@ -268,6 +282,35 @@ void drape_sim_get_positions(const drape_sim *sim, float *xyz);
 void drape_sim_get_state(const drape_sim *sim, float *xyz, float *vel, uint32_t *frame);
 drape_err drape_sim_set_state(drape_sim *sim, const float *xyz, const float *vel, uint32_t frame,
 			      drape_error *err);
+
+/* ---- Tearing -------------------------------------------------------------- */
+
+/*
+ * With params.tear_strain > 0 the mesh may change at the end of a frame:
+ * vertices are split (never merged or removed), so the vertex count grows,
+ * the triangle count and order stay, and every vertex keeps its index; a
+ * split-off copy gets the next free index. origin[j] is the vertex of the
+ * created mesh vertex j came from (origin[j] == j for those). The
+ * generation counts the frames whose end split something (0 = as created).
+ */
+uint32_t drape_sim_topology_generation(const drape_sim *sim);
+/* Copies the current triangles (drape_sim_triangle_count * 3, caller's
+ * order; may be NULL) and the origin of each of the drape_sim_vertex_count
+ * vertices (may be NULL). DRAPE_ESTATE for a sim created without
+ * tear_strain, which keeps no caller-ordered copy of its triangles. */
+drape_err drape_sim_get_mesh(const drape_sim *sim, uint32_t *triangles, uint32_t *origin,
+			     drape_error *err);
+/*
+ * Restores a torn mesh (a checkpoint's drape_sim_get_mesh) into a sim made
+ * by drape_sim_create from the same inputs and not yet torn, then call
+ * drape_sim_set_state with vertex_count vertices: the run continues
+ * bit-identically. Checked first (the triangles must be a split of the
+ * created ones: triangles[k] < vertex_count and origin[triangles[k]] the
+ * created triangle's vertex; origin[j] == j below the created count); on
+ * failure the sim is unchanged and err names the field.
+ */
+drape_err drape_sim_set_mesh(drape_sim *sim, uint32_t vertex_count, const uint32_t *triangles,
+			     const uint32_t *origin, uint32_t generation, drape_error *err);
 
 /* ---- Colliders ------------------------------------------------------------ */
 

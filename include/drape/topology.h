@@ -21,6 +21,16 @@ typedef struct drape_topology {
 	uint32_t *triangles;    /* triangle_count * 3, each index < vertex_count */
 	float *uvs;             /* vertex_count * 2, or NULL when the session has none */
 	float fps;              /* the session's frames per second */
+	/* A tearing cloth's newest mesh (params.tear_strain): its generation
+	 * (0 when it never tore; then the rest is 0 / NULL), its vertex
+	 * count, each vertex's created vertex (origin, current_vertex_count
+	 * entries) and its triangles (triangle_count * 3, each <
+	 * current_vertex_count). The arrays above stay the created mesh,
+	 * which frames of generation 0 use. */
+	uint32_t generation;
+	uint32_t current_vertex_count;
+	uint32_t *origin;
+	uint32_t *current_triangles;
 } drape_topology;
 
 /*

@@ -391,6 +391,15 @@ void sim_colliders_free(sim_collider_set *set)
 	set->cloth_n = n;
 }
 
+int sim_colliders_set_cloth_n(sim_collider_set *set, uint32_t n)
+{
+	for (uint32_t i = 0; i < set->count; i++)
+		if (set->items[i]->deform != NULL && sim_deform_reserve(set->items[i]->deform, n) != 0)
+			return -1;
+	set->cloth_n = n;
+	return 0;
+}
+
 drape_err sim_colliders_add(sim_collider_set *set, const drape_collider_desc *d, uint32_t *index,
 			    drape_error *err)
 {

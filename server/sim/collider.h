@@ -29,6 +29,9 @@ typedef struct sim_collider_set {
 } sim_collider_set;
 
 void sim_colliders_init(sim_collider_set *set);
+/* Sets cloth_n and sizes every deforming collider's per-vertex scratch for
+ * it (a torn cloth has more vertices, tear.c); -1 when out of memory. */
+int sim_colliders_set_cloth_n(sim_collider_set *set, uint32_t n);
 void sim_colliders_free(sim_collider_set *set);
 
 /* Validates *d completely (shape, finite numbers, ranges, mesh indices, voxel

@@ -252,6 +252,10 @@ struct drape_sim {
 	/* The body's vertices against the cloth's triangles (bodypush.c);
 	 * NULL with SIM_CREATE_NO_BODYPUSH. */
 	sim_bodypush *bodypush;
+
+	/* Tearing (tear.c): what a rebuild of the torn mesh needs, made at
+	 * create when params.tear_strain > 0, else NULL. */
+	struct sim_tear *tear;
 };
 
 /* ---- sim.c ---------------------------------------------------------------- */
@@ -285,6 +289,32 @@ size_t sim_memory_bytes(const drape_sim *sim);
 /* k' such that n projections of an isolated constraint remove the fraction k
  * of its error: 1 - (1 - k')^n = k. Computed in double. */
 float sim_stiffness(float k, uint32_t n);
+
+/* Tells the self-collision which vertices the stitches join (sim.c). */
+drape_err sim_join_stitches(drape_sim *sim, drape_error *err);
+
+/* ---- tear.c --------------------------------------------------------------- */
+
+/*
+ * Keeps the created mesh's rest shape, uvs, rest scale, masses and
+ * triangles (caller's order) for the rebuilds of a torn mesh; called at the
+ * end of create when params.tear_strain > 0, with sim->x still holding the
+ * rest shape and the masses. 
+ */
+drape_err sim_tear_init(drape_sim *sim, const drape_sim_desc *desc, drape_error *err);
+void sim_tear_free(drape_sim *sim);
+size_t sim_tear_bytes(const drape_sim *sim);
+/*
+ * At the end of a frame: finds the stretch edges past params.tear_strain
+ * (serially, in record order), splits the vertices they separate and
+ * rebuilds the sim on the new mesh, keeping positions, velocities,
+ * colliders, pins, stitches and the frame counter. Fills the stats' tear
+ * fields. On failure (memory) the sim is unchanged.
+ */
+drape_err sim_tear_frame(drape_sim *sim, drape_sim_stats *stats, drape_error *err);
+/* The self-collision's joins of a tearing sim: its stitches' and its split
+ * vertices' (tear.c); sim_join_stitches defers to it when sim->tear. */
+drape_err sim_tear_joins(drape_sim *sim, drape_error *err);
 
 /* ---- stretch.c ------------------------------------------------------------ */
 

@@ -96,7 +96,8 @@ drape_err drape_sim_params_validate(const drape_sim_params *p, drape_error *err)
 	    (rc = check_range("bend", p->bend, 0.0f, 1.0f, err)) ||
 	    (rc = check_range("thickness", p->thickness, 0.0f, 1.0f, err)) ||
 	    (rc = check_range("self_thickness", p->self_thickness, 0.0f, 1.0f, err)) ||
-	    (rc = check_range("self_friction", p->self_friction, 0.0f, 1.0f, err)))
+	    (rc = check_range("self_friction", p->self_friction, 0.0f, 1.0f, err)) ||
+	    (rc = check_nonneg("tear_strain", p->tear_strain, err)))
 		return rc;
 	if (!(p->density > 0.0f) || !isfinite(p->density))
 		return drape_error_setf(err, DRAPE_EINVAL, "params.density: %g must be finite and > 0",

@@ -177,6 +177,7 @@ void drape_sim_destroy(drape_sim *sim)
 	free(sim->order);
 	free(sim->rank);
 	sim_xpbd_free(&sim->xpbd);
+	sim_tear_free(sim);
 	free(sim);
 }
 
@@ -240,8 +241,10 @@ static inline uint32_t internal_of(const drape_sim *sim, uint32_t j)
 
 /* Tells the self-collision which vertices the stitches join (a with b0,
  * and with b1 for an edge point), so that a seam is not pushed open. */
-static drape_err join_stitches(drape_sim *sim, drape_error *err)
+drape_err sim_join_stitches(drape_sim *sim, drape_error *err)
 {
+	if (sim->tear != NULL)
+		return sim_tear_joins(sim, err);
 	if (sim->self == NULL || sim->stitch_count == 0)
 		return DRAPE_OK;
 	uint32_t *pairs = malloc(4 * (size_t)sim->stitch_count * sizeof *pairs);
@@ -370,8 +373,9 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 			sim->p[i] = sim->x[i];
 		}
 	if ((rc = sim_stitch_build(sim, desc, internal_of, err)) != DRAPE_OK ||
-	    (rc = join_stitches(sim, err)) != DRAPE_OK ||
-	    (rc = sim_softpin_build(sim, desc, internal_of, err)) != DRAPE_OK) {
+	    (rc = sim_join_stitches(sim, err)) != DRAPE_OK ||
+	    (rc = sim_softpin_build(sim, desc, internal_of, err)) != DRAPE_OK ||
+	    (sim->params.tear_strain > 0.0f && (rc = sim_tear_init(sim, desc, err)) != DRAPE_OK)) {
 		drape_sim_destroy(sim);
 		return rc;
 	}
@@ -391,6 +395,11 @@ drape_err drape_sim_set_params(drape_sim *sim, const drape_sim_params *p, drape_
 	drape_err rc = drape_sim_params_validate(p, err);
 	if (rc != DRAPE_OK)
 		return rc;
+	/* Tearing keeps a copy of the created mesh (tear.c), made at create. */
+	if (p->tear_strain > 0.0f && sim->tear == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"params.tear_strain: %g: tearing can only be switched on when "
+					"the sim is created", (double)p->tear_strain);
 	/* The self-collision buffers are sized for the mesh once, the first
 	 * time it is switched on; x's rest pose is no longer at hand, so the
 	 * hash cell size comes from the current positions. */
@@ -398,7 +407,7 @@ drape_err drape_sim_set_params(drape_sim *sim, const drape_sim_params *p, drape_
 		if ((rc = sim_self_create(sim->tris, sim->ntri, sim->n, sim->x, &sim->self, err)) !=
 		    DRAPE_OK)
 			return rc;
-		if ((rc = join_stitches(sim, err)) != DRAPE_OK) {
+		if ((rc = sim_join_stitches(sim, err)) != DRAPE_OK) {
 			sim_self_destroy(sim->self);
 			sim->self = NULL;
 			return rc;
@@ -713,9 +722,31 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 					"step: %u vertices became NaN or Inf in frame %u; state kept",
 					bad, sim->frame + 1);
 	}
+	/* Edges past the tear threshold split the mesh (tear.c); the frame's
+	 * positions are the torn mesh's. Without tearing this does nothing. */
+	drape_sim_stats tear_stats;
+	if (sim->tear != NULL) {
+		drape_err trc = sim_tear_frame(sim, &tear_stats, err);
+		if (trc != DRAPE_OK) {
+			memcpy(sim->x, sim->x_save, (size_t)n * sizeof *sim->x);
+			memcpy(sim->v, sim->v_save, (size_t)n * sizeof *sim->v);
+			if (stats != NULL) {
+				memset(stats, 0, sizeof *stats);
+				stats->frame = sim->frame;
+				stats->solve_ms = now_ms() - t0;
+			}
+			return trc;
+		}
+	}
 	sim->frame++;
 	if (stats != NULL) {
 		memset(stats, 0, sizeof *stats);
+		if (sim->tear != NULL) {
+			stats->torn_edges = tear_stats.torn_edges;
+			stats->split_vertices = tear_stats.split_vertices;
+			stats->topology = tear_stats.topology;
+			stats->tear_ms = tear_stats.tear_ms;
+		}
 		stats->frame = sim->frame;
 		strain(sim, &stats->max_strain, &stats->mean_strain);
 		stats->projections =
@@ -847,6 +878,7 @@ size_t sim_memory_bytes(const drape_sim *sim)
 	b += sim_stitch_bytes(sim);
 	b += sim_softpin_bytes(sim);
 	b += sim_bodypush_bytes(sim->bodypush);
+	b += sim_tear_bytes(sim);
 	return b;
 }
 

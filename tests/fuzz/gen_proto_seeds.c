@@ -258,8 +258,8 @@ static void replies(void)
 	static const proto_session_info infos[2] = {
 		{1, "flag", PROTO_STATE_RUNNING, 12, 9}, {2, NULL, PROTO_STATE_DONE, 48, 400}};
 	static const drape_tri_pair pairs[2] = {{0, 5}, {3, 7}};
-	drape_sim_stats stats = {3, 1.5, 0.25, 0.125, 0.01f, 0.001f, 0, 4, 2, 123456};
-	proto_frame frames[2] = {{3, 9, frame_pos, stats}, {4, 9, g_pos, stats}};
+	drape_sim_stats stats = {3, 1.5, 0.25, 0.125, 0.01f, 0.001f, 0, 4, 2, 123456, 0, 0, 0, 0.0};
+	proto_frame frames[2] = {{3, 9, frame_pos, stats, 0, NULL, 0}, {4, 9, g_pos, stats, 0, NULL, 0}};
 
 	proto_reply r;
 	for (int op = PROTO_OP_HELLO; op < PROTO_OP_COUNT_; op++) {
@@ -364,7 +364,7 @@ static void streams(void)
 	memset(&m, 0, sizeof m);
 	m.kind = PROTO_STREAM_FRAME;
 	m.session = 42;
-	m.frame = (proto_frame){1, 9, g_pos, {1, 2.0, 0.5, 0, 0.02f, 0.005f, 0, 3, 0, 4242}};
+	m.frame = (proto_frame){1, 9, g_pos, {1, 2.0, 0.5, 0, 0.02f, 0.005f, 0, 3, 0, 4242, 0, 0, 0, 0.0}, 0, NULL, 0};
 	put_stream(&m, "frame", 0);
 
 	memset(&m, 0, sizeof m);

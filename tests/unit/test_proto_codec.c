@@ -596,6 +596,7 @@ static void test_reply_roundtrip_frames_preflight(void)
 	drape_error err;
 	proto_reply r, d;
 	proto_frame frames[3];
+	memset(frames, 0, sizeof frames);
 	for (uint32_t i = 0; i < 3; i++) {
 		frames[i].index = 6 + i;
 		frames[i].vertex_count = 9;

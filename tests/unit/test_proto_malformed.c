@@ -657,7 +657,7 @@ static void test_mutated_messages_never_crash(void)
 	CHECK_OK(proto_request_encode(&r, &seeds[1], &err));
 
 	proto_reply rep;
-	proto_frame fr[2] = { { 1, 9, sheet_pos, { 0 } }, { 2, 9, sheet_pos, { 0 } } };
+	proto_frame fr[2] = { { 1, 9, sheet_pos, { 0 }, 0, NULL, 0 }, { 2, 9, sheet_pos, { 0 }, 0, NULL, 0 } };
 	proto_reply_init(&rep, PROTO_OP_FRAMES_GET, 3);
 	rep.u.frames_get.frames = fr;
 	rep.u.frames_get.count = 2;

@@ -276,7 +276,70 @@ static void test_free_uninitialised_closes_nothing(void)
 	CHECK(fcntl(0, F_GETFD) != -1);
 }
 
+/*
+ * A tearing session's store holds up to a capacity of vertices; its frames
+ * have their own counts and mesh generations. Frames of 3, 4 and 5 of a
+ * capacity of 5 (the last record of the file shorter than a full one) are
+ * served from the ring and, after they leave it, from disk with their own
+ * counts and generations, and a reload verifies them all.
+ */
+static void test_torn_frames_own_counts(void)
+{
+	char path[] = "/tmp/drape-frames-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	srv_frames f;
+	CHECK_OK(srv_frames_init(&f, NV, 2, 0, path, false, NULL));
+	void *scratch = malloc(srv_frames_record_size(NV));
+	/* Frame i has 3 + (i - 1) / 2 vertices (3, 3, 4, 4, 5) and generation (i - 1) / 2. */
+	for (uint32_t i = 1; i <= 5; i++) {
+		float *p = malloc(NV * 12);
+		fill(p, i);
+		drape_sim_stats st;
+		memset(&st, 0, sizeof st);
+		st.frame = i;
+		uint32_t n = 3 + (i - 1) / 2;
+		CHECK(srv_frames_write_mesh(&f, i, &st, p, n, (i - 1) / 2, scratch));
+		srv_frames_store_mesh(&f, i, &st, &p, n, (i - 1) / 2, true);
+		free(p);
+	}
+	/* The last record (5 vertices, full) and the one before it (4) end
+	 * where their positions do: a file of frames 1-4 is shorter than
+	 * four full records. */
+	float got[NV * 3], want[NV * 3];
+	drape_sim_stats st;
+	uint32_t n = 0, topo = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 1; i <= 5; i++) {
+			memset(got, 0, sizeof got);
+			CHECK_OK(srv_frames_read_mesh(&f, i, got, &st, &n, &topo, scratch, NULL));
+			fill(want, i);
+			CHECKF(n == 3 + (i - 1) / 2 && topo == (i - 1) / 2, "frame %u: %u vertices, topology %u",
+			       i, n, topo);
+			CHECK(memcmp(got, want, (size_t)n * 12) == 0 && st.frame == i);
+		}
+		/* Then from disk only, as a reloaded daemon reads them. */
+		srv_frames_free(&f);
+		CHECK_OK(srv_frames_init(&f, NV, 2, 0, path, true, NULL));
+		CHECK(srv_frames_verify(&f, 5, scratch) == 5);
+	}
+	/* A head claiming more vertices than the capacity is a bad record. */
+	srv_frames_free(&f);
+	fd = open(path, O_WRONLY);
+	CHECK(fd >= 0);
+	const uint32_t big = NV + 1;
+	CHECK(pwrite(fd, &big, 4, 2 * (off_t)srv_frames_record_size(NV) + 8) == 4);
+	close(fd);
+	CHECK_OK(srv_frames_init(&f, NV, 2, 0, path, true, NULL));
+	CHECK(srv_frames_verify(&f, 5, scratch) == 2);
+	srv_frames_free(&f);
+	free(scratch);
+	unlink(path);
+}
+
 static const check_test tests[] = {
+	CHECK_TEST(test_torn_frames_own_counts),
 	CHECK_TEST(test_free_uninitialised_closes_nothing),
 	CHECK_TEST(test_memory_and_disk),
 	CHECK_TEST(test_retention_window),

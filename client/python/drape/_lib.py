@@ -52,6 +52,7 @@ class drape_sim_params(ctypes.Structure):
         ("bend_k", ctypes.c_float),
         ("compress_k", ctypes.c_float),
         ("damping_rate", ctypes.c_float),
+        ("tear_strain", ctypes.c_float),
     ]
 
 
@@ -148,6 +149,10 @@ class drape_sim_stats(ctypes.Structure):
         ("contacts", ctypes.c_uint32),
         ("self_pairs", ctypes.c_uint32),
         ("projections", ctypes.c_uint64),
+        ("torn_edges", ctypes.c_uint32),
+        ("split_vertices", ctypes.c_uint32),
+        ("topology", ctypes.c_uint32),
+        ("tear_ms", ctypes.c_double),
     ]
 
 
@@ -207,6 +212,9 @@ class drape_frame(ctypes.Structure):
         ("vertex_count", ctypes.c_uint32),
         ("positions", ctypes.POINTER(ctypes.c_float)),
         ("stats", drape_sim_stats),
+        ("topology", ctypes.c_uint32),
+        ("triangles", ctypes.POINTER(ctypes.c_uint32)),
+        ("triangle_count", ctypes.c_uint32),
     ]
 
 
