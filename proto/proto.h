@@ -342,10 +342,11 @@ typedef struct proto_create_req {
 	/* optional "rest_scale": vertex_count finite floats > 0, each vertex's
 	 * rest scale (drape_sim_desc.rest_scale); NULL if absent */
 	const float *rest_scale;
-	/* optional "stiffness_scale" (finite, in (0, 1e6]), "vertex_thickness"
-	 * (m, [0, 1]) and "vertex_friction" ([0, 10], or -1 for the
-	 * collider's): vertex_count floats each, drape_sim_desc's fields of
-	 * the same names; NULL if absent */
+	/* optional "stiffness_scale" (vertex_count * 3 floats in (0, 1e6]:
+	 * stretch, shear, bend), "vertex_thickness" (vertex_count floats, m,
+	 * [0, 1]) and "vertex_friction" (vertex_count floats in [0, 10], or -1
+	 * for the collider's): drape_sim_desc's fields of the same names;
+	 * NULL if absent */
 	const float *stiffness_scale;
 	const float *vertex_thickness;
 	const float *vertex_friction;

@@ -130,23 +130,27 @@ static drape_err header_strict(proto_wire_dec *d, const msgpack_object *root, pr
 /* One optional per-vertex float array, each value in [lo, hi] (or -1 when
  * minus_one); an element out of range is named with its index. */
 static drape_err vertex_floats(proto_wire_dec *d, const msgpack_object *m, const char *key,
-			       uint32_t count, float lo, bool open_lo, float hi, bool minus_one,
-			       const float **out)
+			       uint32_t tuple, uint32_t count, float lo, bool open_lo, float hi,
+			       bool minus_one, const float **out)
 {
 	const msgpack_object *v = proto_wire_get(m, key);
 	if (v == NULL)
 		return DRAPE_OK;
 	uint32_t n = 0;
-	drape_err rc = proto_wire_bin_f32(d, v, key, 1, count, out, &n);
+	drape_err rc = proto_wire_bin_f32(d, v, key, tuple, count, out, &n);
 	if (rc != DRAPE_OK)
 		return rc;
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint64_t i = 0; i < (uint64_t)n * tuple; i++) {
 		const float x = (*out)[i];
 		if (minus_one && x == -1.0f)
 			continue;
 		if (!(open_lo ? x > lo : x >= lo) || !(x <= hi)) {
 			char sub[64];
-			snprintf(sub, sizeof sub, "%s[%u]", key, (unsigned)i);
+			if (tuple > 1)
+				snprintf(sub, sizeof sub, "%s[%u][%u]", key, (unsigned)(i / tuple),
+					 (unsigned)(i % tuple));
+			else
+				snprintf(sub, sizeof sub, "%s[%u]", key, (unsigned)i);
 			return proto_wire_fail(d, DRAPE_EINVAL, sub, "%g is outside %s%g, %g]%s", (double)x,
 					       open_lo ? "(" : "[", (double)lo, (double)hi,
 					       minus_one ? " (or -1: the collider's)" : "");
@@ -158,14 +162,14 @@ static drape_err vertex_floats(proto_wire_dec *d, const msgpack_object *m, const
 static drape_err decode_vertex_props(proto_wire_dec *d, const msgpack_object *m, proto_create_req *c)
 {
 	const uint32_t n = c->mesh.vertex_count;
-	drape_err rc = vertex_floats(d, m, "stiffness_scale", n, 0.0f, true,
+	drape_err rc = vertex_floats(d, m, "stiffness_scale", 3, n, 0.0f, true,
 				     DRAPE_SIM_MAX_STIFFNESS_SCALE, false, &c->stiffness_scale);
 	if (rc == DRAPE_OK)
-		rc = vertex_floats(d, m, "vertex_thickness", n, 0.0f, false, 1.0f, false,
+		rc = vertex_floats(d, m, "vertex_thickness", 1, n, 0.0f, false, 1.0f, false,
 				   &c->vertex_thickness);
 	if (rc == DRAPE_OK)
-		rc = vertex_floats(d, m, "vertex_friction", n, 0.0f, false, DRAPE_SIM_MAX_FRICTION, true,
-				   &c->vertex_friction);
+		rc = vertex_floats(d, m, "vertex_friction", 1, n, 0.0f, false, DRAPE_SIM_MAX_FRICTION,
+				   true, &c->vertex_friction);
 	return rc;
 }
 
@@ -756,13 +760,15 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 		const struct {
 			const char *key;
 			const float *v;
-		} vf[3] = {{"stiffness_scale", c->stiffness_scale},
-			   {"vertex_thickness", c->vertex_thickness},
-			   {"vertex_friction", c->vertex_friction}};
+			uint32_t tuple;
+		} vf[3] = {{"stiffness_scale", c->stiffness_scale, 3},
+			   {"vertex_thickness", c->vertex_thickness, 1},
+			   {"vertex_friction", c->vertex_friction, 1}};
 		for (int k = 0; k < 3; k++)
 			if (vf[k].v != NULL) {
 				proto_wire_kv(e, n, vf[k].key);
-				proto_wire_pack_bin_f32(e, vf[k].key, vf[k].v, c->mesh.vertex_count);
+				proto_wire_pack_bin_f32(e, vf[k].key, vf[k].v,
+							(uint64_t)c->mesh.vertex_count * vf[k].tuple);
 			}
 		if (c->object_count > 0) {
 			proto_wire_kv(e, n, "objects");

@@ -304,9 +304,9 @@ typedef struct drape_session_desc {
 	/* optional, vertex_count floats > 0: each vertex's rest scale
 	 * (drape_sim_desc.rest_scale); NULL = 1 everywhere */
 	const float *rest_scale;
-	/* optional, vertex_count floats each: drape_sim_desc's
-	 * stiffness_scale (model xpbd), vertex_thickness and vertex_friction;
-	 * NULL = none */
+	/* optional: drape_sim_desc's stiffness_scale (vertex_count * 3
+	 * floats, model xpbd), vertex_thickness and vertex_friction
+	 * (vertex_count floats each); NULL = none */
 	const float *stiffness_scale;
 	const float *vertex_thickness;
 	const float *vertex_friction;

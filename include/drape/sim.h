@@ -187,15 +187,17 @@ typedef struct drape_sim_desc {
 	/* Optional worker pool; NULL steps on the calling thread only.
 	 * drape_sim_set_pool changes it later. */
 	drape_pool *pool;
-	/* Optional per-vertex stiffness scale, vertex_count floats in
-	 * (0, DRAPE_SIM_MAX_STIFFNESS_SCALE], model DRAPE_MODEL_XPBD only (the
-	 * seed's PBD stiffness is one number for the cloth): a constraint's
-	 * stiffness (stretch, compression, shear, bending) is the material's
-	 * times the harmonic mean of its vertices' scales (two for an edge
-	 * or a shear wing pair, four for a bending pair), so an edge between
-	 * a stiff and a soft vertex is its two halves in series, as springs
-	 * in series add their compliances. A collar at 4 is four times as
-	 * stiff as the shirt. NULL: 1 everywhere. */
+	/* Optional per-vertex stiffness scales, vertex_count * 3 floats in
+	 * (0, DRAPE_SIM_MAX_STIFFNESS_SCALE]: each vertex's factor on the
+	 * material's stretch (and compression), shear and bending stiffness,
+	 * model DRAPE_MODEL_XPBD only (the seed's PBD stiffness is one number
+	 * for the cloth). A constraint's stiffness is the material's times
+	 * the harmonic mean of its vertices' factors of its kind (two for an
+	 * edge or a shear wing pair, four for a bending pair), so an edge
+	 * between a stiff and a soft vertex is its two halves in series, as
+	 * springs in series add their compliances. A collar at (4, 4, 4) is
+	 * four times as stiff as the shirt; a second cloth of another fabric
+	 * is the ratios of its constants to the session's. NULL: 1. */
 	const float *stiffness_scale;
 	/* Optional per-vertex collision thickness in metres, vertex_count
 	 * floats in [0, 1]: replaces params.thickness for that vertex against

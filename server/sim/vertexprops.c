@@ -6,7 +6,9 @@
  * Stiffness. A constraint's stiffness under the physical material is the
  * material's times a geometric factor (compliance.c, xpbd.geo); the scale
  * multiplies that factor once, at create, by the harmonic mean of the
- * record's vertices' scales, s_e = m / sum(1 / s_i). For an edge that is
+ * record's vertices' factors of its kind (stretch, shear or bend: a cloth of
+ * another fabric differs from the session's material by three ratios),
+ * s_e = m / sum(1 / s_i). For an edge that is
  * exact: each vertex owns half of the edge, and two half-springs of
  * stiffness 2 k s_a and 2 k s_b in series have the stiffness
  * 2 k s_a s_b / (s_a + s_b), compliances adding (the rule compliance.c
@@ -14,7 +16,7 @@
  * times stiffer stretches as the two halves in series predict, the
  * interface at the middle of the edges that cross it
  * (test_sim_props.c). The arithmetic mean would make the crossing edges
- * too stiff. The tethers' slack (tether.c) takes the softest scale, so a
+ * too stiff. The tethers' slack (tether.c) takes the softest stretch factor, so a
  * soft patch is not held by tethers sized for the stiff rest.
  *
  * Thickness and friction are read per contact by the collider projection
@@ -23,22 +25,29 @@
 #include "server/sim/internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
-static drape_err check_array(const float *a, uint32_t n, const char *field, float lo, float hi,
-			     int allow_minus_one, int open_lo, drape_error *err)
+static drape_err check_array(const float *a, uint32_t n, uint32_t tuple, const char *field, float lo,
+			     float hi, int allow_minus_one, int open_lo, drape_error *err)
 {
 	if (a == NULL)
 		return DRAPE_OK;
-	for (uint32_t i = 0; i < n; i++) {
-		float s = a[i];
+	for (uint64_t k = 0; k < (uint64_t)n * tuple; k++) {
+		float s = a[k];
 		if (allow_minus_one && s == -1.0f)
 			continue;
 		int ok = isfinite(s) && (open_lo ? s > lo : s >= lo) && s <= hi;
-		if (!ok)
-			return drape_error_setf(err, DRAPE_EINVAL, "%s[%u]: %g must be finite and in %s%g, %g]%s",
-						field, i, (double)s, open_lo ? "(" : "[", (double)lo,
-						(double)hi, allow_minus_one ? ", or -1 for the collider's" : "");
+		if (ok)
+			continue;
+		char at[32];
+		if (tuple > 1)
+			snprintf(at, sizeof at, "[%u][%u]", (unsigned)(k / tuple), (unsigned)(k % tuple));
+		else
+			snprintf(at, sizeof at, "[%u]", (unsigned)k);
+		return drape_error_setf(err, DRAPE_EINVAL, "%s%s: %g must be finite and in %s%g, %g]%s",
+					field, at, (double)s, open_lo ? "(" : "[", (double)lo, (double)hi,
+					allow_minus_one ? ", or -1 for the collider's" : "");
 	}
 	return DRAPE_OK;
 }
@@ -49,24 +58,25 @@ drape_err sim_vertex_props_validate(const drape_sim_desc *d, drape_error *err)
 		return drape_error_setf(err, DRAPE_EINVAL,
 					"stiffness_scale: needs the physical material (model xpbd); "
 					"the pbd model's stiffness is one number for the cloth");
-	drape_err rc = check_array(d->stiffness_scale, d->vertex_count, "stiffness_scale", 0.0f,
+	drape_err rc = check_array(d->stiffness_scale, d->vertex_count, 3, "stiffness_scale", 0.0f,
 				   DRAPE_SIM_MAX_STIFFNESS_SCALE, 0, 1, err);
 	if (rc == DRAPE_OK)
-		rc = check_array(d->vertex_thickness, d->vertex_count, "vertex_thickness", 0.0f, 1.0f, 0, 0,
-				 err);
+		rc = check_array(d->vertex_thickness, d->vertex_count, 1, "vertex_thickness", 0.0f, 1.0f,
+				 0, 0, err);
 	if (rc == DRAPE_OK)
-		rc = check_array(d->vertex_friction, d->vertex_count, "vertex_friction", 0.0f,
+		rc = check_array(d->vertex_friction, d->vertex_count, 1, "vertex_friction", 0.0f,
 				 DRAPE_SIM_MAX_FRICTION, 1, 0, err);
 	return rc;
 }
 
-/* The harmonic mean of the scales of m vertices (internal numbers). */
-static double harmonic(const float *scale, const uint32_t *v, int m, const drape_sim *sim,
+/* The harmonic mean of the factors of kind `kind` (0 stretch, 1 shear,
+ * 2 bend) of m vertices (internal numbers). */
+static double harmonic(const float *scale, int kind, const uint32_t *v, int m, const drape_sim *sim,
 		       uint32_t (*caller)(const drape_sim *, uint32_t))
 {
 	double inv = 0.0;
 	for (int i = 0; i < m; i++)
-		inv += 1.0 / (double)scale[caller(sim, v[i])];
+		inv += 1.0 / (double)scale[3 * (size_t)caller(sim, v[i]) + kind];
 	return (double)m / inv;
 }
 
@@ -78,20 +88,20 @@ void sim_stiffness_scale_apply(drape_sim *sim, const float *scale,
 		return;
 	float lo = INFINITY;
 	for (uint32_t i = 0; i < sim->n; i++)
-		lo = scale[i] < lo ? scale[i] : lo;
+		lo = scale[3 * (size_t)i] < lo ? scale[3 * (size_t)i] : lo;
 	sim->stiffness_min = lo;
 	sim_xpbd *X = &sim->xpbd;
 	for (uint32_t i = 0; i < sim->stretch_count; i++) {
 		const uint32_t v[2] = {sim->stretch[i].a, sim->stretch[i].b};
-		X->stretch_geo[i] = (float)((double)X->stretch_geo[i] * harmonic(scale, v, 2, sim, caller));
+		X->stretch_geo[i] = (float)((double)X->stretch_geo[i] * harmonic(scale, 0, v, 2, sim, caller));
 	}
 	for (uint32_t i = 0; i < sim->shear_count; i++) {
 		const uint32_t v[2] = {sim->shear[i].a, sim->shear[i].b};
-		X->shear_geo[i] = (float)((double)X->shear_geo[i] * harmonic(scale, v, 2, sim, caller));
+		X->shear_geo[i] = (float)((double)X->shear_geo[i] * harmonic(scale, 1, v, 2, sim, caller));
 	}
 	for (uint32_t i = 0; i < sim->bend_count; i++)
 		X->bend_geo[i] =
-			(float)((double)X->bend_geo[i] * harmonic(scale, sim->bend[i].v, 4, sim, caller));
+			(float)((double)X->bend_geo[i] * harmonic(scale, 2, sim->bend[i].v, 4, sim, caller));
 }
 
 /* A copy of a per-vertex array in internal order; NULL stays NULL. */

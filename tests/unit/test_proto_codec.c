@@ -168,7 +168,9 @@ static void test_request_roundtrip_create(void)
 	r.u.create.has_stitch_k = r.u.create.has_sew_speed = true;
 	fill_params(&r.u.create.params);
 	r.u.create.name = "shirt-take-3";
-	float sscale[9] = { 1, 1, 1, 4, 4, 4, 0.5f, 0.5f, 0.5f };
+	float sscale[27];
+	for (int i = 0; i < 27; i++)
+		sscale[i] = 0.5f + (float)(i % 5);
 	float vthick[9] = { 0.004f, 0.004f, 0.004f, 0.012f, 0.012f, 0.012f, 0, 0, 0 };
 	float vfric[9] = { -1, -1, -1, 0.8f, 0.8f, 0.8f, 0, 0, 0 };
 	r.u.create.stiffness_scale = sscale;

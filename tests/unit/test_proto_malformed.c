@@ -470,18 +470,20 @@ static void test_decode_bad_bulk(void)
 
 	/* Per-vertex properties: a count short, a value out of range named
 	 * with its vertex; -1 friction is the collider's (accepted below). */
-	float pv9[9] = { 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-	tb_request(&t, 6, "session.create");
-	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
-	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
-	tb_bin(&t, "stiffness_scale", pv9, sizeof pv9 - 4);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "stiffness_scale");
-	pv9[4] = 0.0f;
+	float pv9[9] = { 1, 1, 1, 1, 1, 1, 1, 1, 1 }, ss[27];
+	for (int i = 0; i < 27; i++)
+		ss[i] = 1.0f;
 	tb_request(&t, 6, "session.create");
 	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
 	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
 	tb_bin(&t, "stiffness_scale", pv9, sizeof pv9);
-	EXPECT_ERR(&t, DRAPE_EINVAL, "stiffness_scale[4]");
+	EXPECT_ERR(&t, DRAPE_EINVAL, "stiffness_scale");
+	ss[14] = 0.0f;
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "stiffness_scale", ss, sizeof ss);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "stiffness_scale[4][2]");
 	pv9[4] = 1.5f;
 	tb_request(&t, 6, "session.create");
 	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);

@@ -70,7 +70,7 @@ static double tension_integral(double F, double rho, double w, double L, double 
 /*
  * A 10 cm x 1 m strip (5 x 41 vertices, 2.5 cm rows, top row pinned)
  * of k = 250 N/m and 0.3 kg/m^2 carrying 0.39 N at its bottom, rows
- * 21..40 at stiffness_scale 4. Under the harmonic-mean rule the edges
+ * 21..40 at stiffness_scale (4, 4, 4). Under the harmonic-mean rule the edges
  * between rows 20 and 21 are a half of each in series, so the interface
  * is at y_i = 20.5 rows: the top half (rows 0..20, y = 0..0.5 m)
  * stretches by int_0^0.5 T / (k w), the lower half by
@@ -87,13 +87,14 @@ static void test_series_springs(void)
 	const float o[3] = {0, 0, 0}, u[3] = {w, 0, 0}, v[3] = {0, -L, 0};
 	CHECK(grid_make(&g, nx, ny, o, u, v));
 	float *inv = lumped_inv_mass(&g, rho, M / nx);
-	float *scale = malloc(g.nv * sizeof *scale);
+	float *scale = malloc(3 * g.nv * sizeof *scale);
 	float *x = malloc(g.nv * 3 * sizeof *x);
 	uint32_t pins[5] = {0, 1, 2, 3, 4};
 	CHECK(inv && scale && x);
 	for (uint32_t j = 0; j < ny; j++)
 		for (uint32_t i = 0; i < nx; i++)
-			scale[j * nx + i] = j <= 20 ? 1.0f : 4.0f;
+			for (int q = 0; q < 3; q++)
+				scale[3 * (j * nx + i) + q] = j <= 20 ? 1.0f : 4.0f;
 	double got[2][2]; /* [uniform, painted][top half, lower half] */
 	for (int painted = 0; painted < 2; painted++) {
 		drape_sim_desc d;
@@ -323,8 +324,8 @@ static void test_bad_props_refused(void)
 	grid g;
 	const float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
 	CHECK(grid_make(&g, 4, 4, o, u, v));
-	float a[16];
-	for (int i = 0; i < 16; i++)
+	float a[48];
+	for (int i = 0; i < 48; i++)
 		a[i] = 1.0f;
 	drape_sim_desc d;
 	drape_sim *sim = NULL;
@@ -336,10 +337,10 @@ static void test_bad_props_refused(void)
 	CHECKF(strstr(err.message, "stiffness_scale: needs the physical material") != NULL, "%s",
 	       err.message);
 	d.params.model = DRAPE_MODEL_XPBD;
-	a[3] = 0.0f;
+	a[11] = 0.0f;
 	CHECK(drape_sim_create(&d, &sim, &err) == DRAPE_EINVAL && sim == NULL);
-	CHECKF(strstr(err.message, "stiffness_scale[3]") != NULL, "%s", err.message);
-	a[3] = 1.0f;
+	CHECKF(strstr(err.message, "stiffness_scale[3][2]") != NULL, "%s", err.message);
+	a[11] = 1.0f;
 
 	desc_from_grid(&d, &g);
 	a[5] = NAN;
@@ -369,12 +370,13 @@ static void test_props_deterministic(void)
 	grid g;
 	const float o[3] = {0, 0, 0}, u[3] = {0.5f, 0, 0}, v[3] = {0, -1, 0};
 	CHECK(grid_make(&g, 33, 65, o, u, v));
-	float *scale = malloc(g.nv * sizeof *scale), *fr = malloc(g.nv * sizeof *fr),
+	float *scale = malloc(3 * g.nv * sizeof *scale), *fr = malloc(g.nv * sizeof *fr),
 	      *th = malloc(g.nv * sizeof *th);
 	float *out[2] = {malloc(3 * g.nv * sizeof(float)), malloc(3 * g.nv * sizeof(float))};
 	CHECK(scale && fr && th && out[0] && out[1]);
 	for (uint32_t i = 0; i < g.nv; i++) {
-		scale[i] = 0.5f + (float)(i % 7);
+		for (int k = 0; k < 3; k++)
+			scale[3 * i + k] = 0.5f + (float)((i + k) % 7);
 		fr[i] = (i % 3) ? -1.0f : 0.9f;
 		th[i] = 0.002f + 0.001f * (float)(i % 5);
 	}
