@@ -798,15 +798,22 @@ static drape_err scn_model(scn *c, const cJSON *v, int32_t *model)
 	return DRAPE_OK;
 }
 
-static drape_err scn_cloth(scn *c, const cJSON *cl)
+drape_err scn_cloth(scn *c, const cJSON *cl)
 {
 	static const char *const keys[] = {"mesh",      "scale",     "translate", "stretch",
 					   "shear",     "bend",      "thickness", "density",
 					   "pins",      "material",  "model",     "stitches",
 					   "seams",     "rest_mesh", "stitch_stiffness", "sew_speed",
-					   "mass_scale", "rest_scale", NULL};
+					   "mass_scale", "rest_scale", "stiffness_scale", "friction", NULL};
+	/* An entry of "cloths" also has its name and collision layers
+	 * (scene_cloths.c reads them). */
+	static const char *const entry_keys[] = {
+		"mesh",	     "scale",	   "translate",	"stretch",	   "shear",	"bend",
+		"thickness", "density",	   "pins",	"material",	   "model",	"stitches",
+		"seams",     "rest_mesh",  "stitch_stiffness", "sew_speed", "mass_scale", "rest_scale",
+		"stiffness_scale", "friction", "name", "layer", "collides_with", NULL};
 	drape_err e;
-	if ((e = scn_want_object(c, cl)) || (e = scn_keys(c, cl, keys)))
+	if ((e = scn_want_object(c, cl)) || (e = scn_keys(c, cl, c->in_cloths ? entry_keys : keys)))
 		return e;
 	drape_sim_params *p = &c->s.params;
 	const cJSON *mat = scn_get(cl, "material");
@@ -841,7 +848,11 @@ static drape_err scn_cloth(scn *c, const cJSON *cl)
 	SCN_FIELD(c, cl, "stretch", scn_param_float(c, v_, &p->stretch));
 	SCN_FIELD(c, cl, "shear", scn_param_float(c, v_, &p->shear));
 	SCN_FIELD(c, cl, "bend", scn_param_float(c, v_, &p->bend));
-	SCN_FIELD(c, cl, "thickness", scn_param_float(c, v_, &p->thickness));
+	/* "thickness" as an object of groups is read with the mesh's groups
+	 * (scene_props.c). */
+	const cJSON *thick = scn_get(cl, "thickness");
+	if (thick == NULL || !cJSON_IsObject(thick))
+		SCN_FIELD(c, cl, "thickness", scn_param_float(c, v_, &p->thickness));
 	SCN_FIELD(c, cl, "density", scn_param_float(c, v_, &p->density));
 	float scale[3] = {1, 1, 1}, translate[3] = {0, 0, 0};
 	SCN_FIELD(c, cl, "scale", scn_scale(c, v_, scale));
@@ -1210,7 +1221,7 @@ static drape_err scn_root(scn *c, const cJSON *root)
 {
 	static const char *const keys[] = {"fps",	"frames",  "substeps",       "iterations", "gravity",
 					   "damping",	"wind",	   "cloth",	     "self_collision",
-					   "long_range", "colliders", "start_frame", NULL};
+					   "long_range", "colliders", "start_frame", "cloths", NULL};
 	drape_err e;
 	if (!cJSON_IsObject(root))
 		return scn_fail(c, DRAPE_EINVAL, "the scene must be a JSON object, not %s", scn_type_name(root));
@@ -1253,10 +1264,16 @@ static drape_err scn_root(scn *c, const cJSON *root)
 		}
 		c->s.start_frame = (uint32_t)start;
 	}
-	const cJSON *cl = scn_get(root, "cloth");
-	if (cl == NULL)
-		return scn_fail(c, DRAPE_EINVAL, "the scene needs \"cloth\"");
+	const cJSON *cl = scn_get(root, "cloth"), *cls = scn_get(root, "cloths");
+	if (cl != NULL && cls != NULL) {
+		scn_push_key(c, "cloths");
+		return scn_fail(c, DRAPE_EINVAL,
+				"give either \"cloth\" (one) or \"cloths\" (several), not both");
+	}
+	if (cl == NULL && cls == NULL)
+		return scn_fail(c, DRAPE_EINVAL, "the scene needs \"cloth\" (or \"cloths\")");
 	SCN_FIELD(c, root, "cloth", scn_cloth(c, v_));
+	SCN_FIELD(c, root, "cloths", scn_cloths(c, v_, root));
 	if (p->model == DRAPE_MODEL_XPBD && scn_get(root, "damping") != NULL) {
 		scn_push_key(c, "damping");
 		return scn_fail(c, DRAPE_EINVAL,
@@ -1266,10 +1283,8 @@ static drape_err scn_root(scn *c, const cJSON *root)
 	return scn_check_params(c);
 }
 
-void drape_scene_free(drape_scene *s)
+void scn_free_cloth_parts(drape_scene *s)
 {
-	if (s == NULL)
-		return;
 	drape_obj_free(&s->cloth);
 	free(s->cloth_path);
 	free(s->pins);
@@ -1277,6 +1292,40 @@ void drape_scene_free(drape_scene *s)
 	free(s->pin_stiffness);
 	free(s->mass_scale);
 	free(s->rest_scale);
+	free(s->stiffness_scale);
+	free(s->vertex_thickness);
+	free(s->vertex_friction);
+	free(s->stitches);
+	free(s->rest_positions);
+	s->cloth_path = NULL;
+	s->pins = NULL;
+	s->pin_attach = NULL;
+	s->pin_stiffness = NULL;
+	s->pin_count = 0;
+	s->mass_scale = s->rest_scale = s->stiffness_scale = NULL;
+	s->vertex_thickness = s->vertex_friction = NULL;
+	s->stitches = NULL;
+	s->stitch_count = s->explicit_stitches = 0;
+	s->rest_positions = NULL;
+	s->has_seams = 0;
+	memset(&s->seams, 0, sizeof s->seams);
+}
+
+void drape_scene_free(drape_scene *s)
+{
+	if (s == NULL)
+		return;
+	scn_free_cloth_parts(s);
+	for (uint32_t i = 0; i < s->object_count; i++) {
+		if (s->objects)
+			free((char *)s->objects[i].name);
+		if (s->object_paths)
+			free(s->object_paths[i]);
+	}
+	free(s->objects);
+	free(s->object_ranges);
+	free(s->object_paths);
+	free(s->object_tris);
 	for (uint32_t i = 0; i < s->collider_count; i++) {
 		if (s->collider_meshes)
 			drape_obj_free(&s->collider_meshes[i]);
@@ -1291,8 +1340,6 @@ void drape_scene_free(drape_scene *s)
 	free(s->colliders);
 	free(s->collider_meshes);
 	free(s->collider_anims);
-	free(s->stitches);
-	free(s->rest_positions);
 	memset(s, 0, sizeof *s);
 }
 

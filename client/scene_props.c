@@ -57,10 +57,97 @@ static drape_err scn_group_factors(scn *c, const cJSON *v, double hi, float **ou
 	return DRAPE_OK;
 }
 
+/* An object of group name -> value in [lo, hi] into a per-vertex array
+ * whose other vertices hold `fill`. */
+static drape_err scn_group_values(scn *c, const cJSON *v, double lo, double hi, float fill,
+				  float **out)
+{
+	drape_err e = scn_group_factors(c, v, hi, out);
+	if (e != DRAPE_OK)
+		return e;
+	/* scn_group_factors took values in (0, hi]; a value of a group may be
+	 * lo (a zero friction or thickness) only through the number form. */
+	(void)lo;
+	const drape_obj_mesh *m = &c->s.cloth;
+	float *f = *out;
+	uint8_t *named = calloc((size_t)m->vertex_count + 1, 1);
+	if (named == NULL)
+		return scn_fail(c, DRAPE_ENOMEM, "out of memory");
+	for (const cJSON *it = v->child; it != NULL; it = it->next) {
+		const drape_obj_group *g = drape_obj_find_group(m, it->string);
+		for (uint32_t i = 0; g != NULL && i < g->count; i++)
+			named[g->vertices[i]] = 1;
+	}
+	for (uint32_t i = 0; i < m->vertex_count; i++)
+		if (!named[i])
+			f[i] = fill;
+	free(named);
+	return DRAPE_OK;
+}
+
+/* "stiffness_scale": {group: factor}, the same factor on stretch, shear
+ * and bending (vertex_count * 3). */
+static drape_err scn_stiffness_groups(scn *c, const cJSON *v)
+{
+	float *f = NULL;
+	drape_err e = scn_group_factors(c, v, 1e6, &f);
+	if (e != DRAPE_OK) {
+		free(f);
+		return e;
+	}
+	const uint32_t n = c->s.cloth.vertex_count;
+	float *s = malloc(3 * (size_t)n * sizeof *s + 1);
+	if (s == NULL) {
+		free(f);
+		return scn_fail(c, DRAPE_ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < n; i++)
+		s[3 * (size_t)i] = s[3 * (size_t)i + 1] = s[3 * (size_t)i + 2] = f[i];
+	free(f);
+	free(c->s.stiffness_scale);
+	c->s.stiffness_scale = s;
+	return DRAPE_OK;
+}
+
+/* "friction" as a number: every vertex of the cloth. */
+static drape_err scn_friction_all(scn *c, const cJSON *v)
+{
+	float mu;
+	drape_err e = scn_float_in(c, v, 0.0, SCN_MAX_FRICTION, 0, &mu);
+	if (e != DRAPE_OK)
+		return e;
+	const uint32_t n = c->s.cloth.vertex_count;
+	float *f = malloc((size_t)n * sizeof *f + 1);
+	if (f == NULL)
+		return scn_fail(c, DRAPE_ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < n; i++)
+		f[i] = mu;
+	c->s.vertex_friction = f;
+	return DRAPE_OK;
+}
+
 drape_err scn_props(scn *c, const cJSON *cl)
 {
 	SCN_FIELD(c, cl, "mass_scale", scn_group_factors(c, v_, 1e6, &c->s.mass_scale));
 	SCN_FIELD(c, cl, "rest_scale", scn_group_factors(c, v_, 100.0, &c->s.rest_scale));
+	const cJSON *ss = scn_get(cl, "stiffness_scale");
+	if (ss != NULL && c->s.params.model != DRAPE_MODEL_XPBD) {
+		scn_push_key(c, "stiffness_scale");
+		return scn_fail(c, DRAPE_EINVAL,
+				"needs a \"material\" (the pbd model's stiffness is one number for "
+				"the cloth)");
+	}
+	SCN_FIELD(c, cl, "stiffness_scale", scn_stiffness_groups(c, v_));
+	const cJSON *th = scn_get(cl, "thickness");
+	if (th != NULL && cJSON_IsObject(th))
+		SCN_FIELD(c, cl, "thickness",
+			  scn_group_values(c, v_, 0.0, 1.0, c->s.params.thickness, &c->s.vertex_thickness));
+	const cJSON *fr = scn_get(cl, "friction");
+	if (fr != NULL && cJSON_IsObject(fr))
+		SCN_FIELD(c, cl, "friction",
+			  scn_group_values(c, v_, 0.0, SCN_MAX_FRICTION, -1.0f, &c->s.vertex_friction));
+	else
+		SCN_FIELD(c, cl, "friction", scn_friction_all(c, v_));
 	return DRAPE_OK;
 }
 
