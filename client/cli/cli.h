@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "drape/cache.h"
 #include "drape/drape.h"
 #include "client/scene.h"
 
@@ -199,6 +200,24 @@ int cli_cmd_export(int argc, char **argv);
  */
 drape_err cli_scene_sim_desc(const drape_scene *sc, drape_sim_desc *d, float **inv_mass,
 			     drape_error *err);
+
+/* One cache per cloth of a scene with "cloths" (objcache.c): each
+ * object's vertices to DIR/<name>/ with its own triangles. init takes the
+ * scene (borrowed; count 0 without objects); write opens the writers at
+ * the first frame (base: the desc a single cache would get, its dir the
+ * --out folder; previous: the frame before, whole mesh, or NULL); close
+ * finishes them (reporting errors when `report`) and frees everything.
+ * Functions return 0 or an exit code, with the message printed. */
+typedef struct cli_objcache {
+	const drape_scene *sc;
+	uint32_t count;
+	drape_cache_writer **cache;
+	uint32_t **tri;
+} cli_objcache;
+void cli_objcache_init(cli_objcache *w, const drape_scene *sc);
+int cli_objcache_write(cli_objcache *w, const drape_cache_desc *base, uint32_t index,
+		       const float *positions, const float *previous);
+int cli_objcache_close(cli_objcache *w, bool report);
 
 /* Usage text of a command (NULL = the overview) to stdout or stderr. */
 void cli_usage(const char *cmd, bool to_stderr);
