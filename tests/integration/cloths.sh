@@ -1,0 +1,94 @@
+#!/bin/sh
+# Several cloths in one session through the drape CLI:
+# tests/integration/cloths.sh BUILD_DIR (tests/run.sh passes the build folder
+# and exports DRAPED and DRAPE). Prints PASS/FAIL lines and ends with
+# "N passed, M failed".
+#
+# A cotton sheet and a denim sheet ("cloths", different resolutions) drop
+# onto a sphere: drape run --out writes one cache per cloth, OUT/<name>/,
+# with each cloth's own vertex count, in process and through a draped (its
+# private one), the frames bit for bit equal; --format pc2 writes
+# OUT/<name>/<name>.pc2 per cloth. A scene with an empty "cloths", or with
+# both "cloth" and "cloths", is refused naming the key and writes nothing
+# (cloths that together pass the vertex limit: tests/unit/test_client_cloths.c).
+set -u
+B=${1:-build}
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+DRAPE=${DRAPE:-$TOP/$B/drape}
+DRAPED=${DRAPED:-$TOP/$B/draped}
+export DRAPED
+T=$(mktemp -d /tmp/drape-cloths-XXXXXX)
+export XDG_CACHE_HOME="$T/cache"
+unset DRAPE_TOKEN
+passed=0
+failed=0
+trap 'rm -rf "$T"' EXIT
+trap 'exit 130' INT TERM
+
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+finish() { echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit $?; }
+
+# scene CLOTHS: the sphere and the given "cloths" value.
+scene() {
+	printf '{"fps": 24, "frames": 6, "colliders": [{"sphere": {"center": [0, 0, 0], "radius": 0.2}}], %s}\n' "$1"
+}
+SHIRT='{"name": "shirt", "material": "cotton", "mesh": {"grid": {"size": [0.5, 0.5], "resolution": [15, 15], "center": [0, 0.25, 0], "normal": [0, 1, 0]}}}'
+JACKET='{"name": "jacket", "material": "denim", "thickness": 0.004, "mesh": {"grid": {"size": [0.5, 0.5], "resolution": [14, 14], "center": [0, 0.28, 0], "normal": [0, 1, 0]}}}'
+scene "\"cloths\": [$SHIRT, $JACKET]" >"$T/two.json"
+
+# One cache per cloth, in process and through draped, equal.
+if "$DRAPE" run "$T/two.json" --local --threads 1 --quiet --out "$T/local" 2>"$T/local.err" &&
+	"$DRAPE" run "$T/two.json" --threads 1 --quiet --out "$T/served" 2>"$T/served.err"; then
+	ns=$(grep -c '^v ' "$T/local/shirt/frame_0006.obj" 2>/dev/null)
+	nj=$(grep -c '^v ' "$T/local/jacket/frame_0006.obj" 2>/dev/null)
+	if [ "$ns" = 225 ] && [ "$nj" = 196 ]; then
+		pass "one cache per cloth: shirt/ holds 225 vertices, jacket/ 196"
+	else
+		fail "one cache per cloth" "shirt $ns, jacket $nj vertices (want 225, 196): $(ls -R "$T/local" | head -5)"
+	fi
+	same=1
+	for c in shirt jacket; do
+		for f in 1 6; do
+			cmp -s "$T/local/$c/frame_000$f.obj" "$T/served/$c/frame_000$f.obj" || same=0
+		done
+	done
+	if [ $same = 1 ]; then
+		pass "the cloths' frames through draped equal those in process, bit for bit"
+	else
+		fail "in process against draped" "frames differ"
+	fi
+else
+	fail "two cloths run" "$(cat "$T/local.err" "$T/served.err" 2>/dev/null | tail -3)"
+fi
+
+if "$DRAPE" run "$T/two.json" --threads 1 --quiet --format pc2 --out "$T/pc2" 2>"$T/pc2.err" &&
+	[ -s "$T/pc2/shirt/shirt.pc2" ] && [ -s "$T/pc2/jacket/jacket.pc2" ]; then
+	# PC2: a 32-byte header, then frames of vertex_count * 12 bytes.
+	ss=$(wc -c <"$T/pc2/shirt/shirt.pc2")
+	sj=$(wc -c <"$T/pc2/jacket/jacket.pc2")
+	if [ "$ss" = $((32 + 6 * 225 * 12)) ] && [ "$sj" = $((32 + 6 * 196 * 12)) ]; then
+		pass "--format pc2: one PC2 per cloth, each of its own vertex count"
+	else
+		fail "--format pc2" "sizes $ss and $sj bytes"
+	fi
+else
+	fail "--format pc2" "$(tail -3 "$T/pc2.err" 2>/dev/null; ls -R "$T/pc2" 2>/dev/null | head -5)"
+fi
+
+# refused NAME FILE PATTERN: the run fails, says PATTERN, writes nothing.
+refused() {
+	if "$DRAPE" run "$2" --local --quiet --out "$T/bad" 2>"$T/bad.err"; then
+		fail "$1" "accepted"
+	elif grep -q -- "$3" "$T/bad.err" && [ ! -e "$T/bad/frame_0001.obj" ] && [ ! -e "$T/bad/shirt" ]; then
+		pass "$1"
+	else
+		fail "$1" "$(cat "$T/bad.err")"
+	fi
+}
+scene '"cloths": []' >"$T/empty.json"
+refused "an empty \"cloths\" is refused naming it" "$T/empty.json" 'cloths: is empty'
+scene "\"cloth\": $SHIRT, \"cloths\": [$JACKET]" | sed 's/"name": "shirt", //' >"$T/both.json"
+refused "\"cloth\" and \"cloths\" together are refused" "$T/both.json" 'cloths: give either "cloth"'
+
+finish
