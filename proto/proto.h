@@ -605,6 +605,10 @@ typedef struct proto_topology_rep {
 	const uint32_t *triangles; /* triangle_count * 3 */
 	const float *uvs;          /* vertex_count * 2, or NULL when the session has none */
 	float fps;                 /* the session's frames per second */
+	/* "objects": the session's cloth objects as created (names, ranges,
+	 * layers); NULL (0) for a session of one cloth */
+	const proto_object *objects;
+	uint32_t object_count;
 } proto_topology_rep;
 
 typedef struct proto_session_info {

@@ -335,6 +335,10 @@ static drape_err decode_topology(proto_wire_dec *d, const msgpack_object *m, pro
 		rc = proto_wire_field_f32(d, m, "fps", true, &t->fps, &has_fps);
 	if (rc == DRAPE_OK && !(t->fps > 0.0f))
 		rc = proto_wire_fail(d, DRAPE_EINVAL, "fps", "%g, must be > 0", (double)t->fps);
+	t->objects = NULL;
+	t->object_count = 0;
+	if (rc == DRAPE_OK && (v = proto_wire_get(m, "objects")) != NULL)
+		rc = proto_wire_read_objects(d, v, t->vertex_count, &t->objects, &t->object_count);
 	return rc;
 }
 
@@ -646,6 +650,10 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_reply *r)
 		}
 		proto_wire_kv(e, n, "fps");
 		proto_wire_pack_f32(e, t->fps);
+		if (t->object_count > 0) {
+			proto_wire_kv(e, n, "objects");
+			proto_wire_pack_objects(e, t->objects, t->object_count);
+		}
 		break;
 	}
 	case PROTO_OP_PREFLIGHT: {

@@ -186,8 +186,10 @@ static drape_err object_u32(proto_wire_dec *d, const msgpack_object *e, uint32_t
 }
 
 /* "objects": an array of maps {name, first_vertex, vertex_count, layer?,
- * collides_with?}, consecutive ranges covering the mesh, unique names. */
-static drape_err decode_objects(proto_wire_dec *d, const msgpack_object *v, proto_create_req *c)
+ * collides_with?}, consecutive ranges covering the mesh, unique names
+ * (session.create, and the session.topology reply). */
+drape_err proto_wire_read_objects(proto_wire_dec *d, const msgpack_object *v, uint32_t vertex_count,
+				  const proto_object **out, uint32_t *count)
 {
 	if (v->type != MSGPACK_OBJECT_ARRAY)
 		return proto_wire_fail(d, DRAPE_EPROTO, "objects", "expected an array of maps");
@@ -234,17 +236,17 @@ static drape_err decode_objects(proto_wire_dec *d, const msgpack_object *v, prot
 					       (unsigned)r->first_vertex, (unsigned long long)next);
 		}
 		next += r->vertex_count;
-		if (r->vertex_count == 0 || next > c->mesh.vertex_count) {
+		if (r->vertex_count == 0 || next > vertex_count) {
 			snprintf(path, sizeof path, "objects[%u].vertex_count", (unsigned)i);
 			return proto_wire_fail(d, DRAPE_EINVAL, path, "%u: 0, or past the %u vertices",
-					       (unsigned)r->vertex_count, (unsigned)c->mesh.vertex_count);
+					       (unsigned)r->vertex_count, (unsigned)vertex_count);
 		}
 	}
-	if (next != c->mesh.vertex_count)
+	if (next != vertex_count)
 		return proto_wire_fail(d, DRAPE_EINVAL, "objects", "cover %llu of %u vertices",
-				       (unsigned long long)next, (unsigned)c->mesh.vertex_count);
-	c->objects = o;
-	c->object_count = n;
+				       (unsigned long long)next, (unsigned)vertex_count);
+	*out = o;
+	*count = n;
 	return DRAPE_OK;
 }
 
@@ -330,7 +332,9 @@ static drape_err decode_create(proto_wire_dec *d, const msgpack_object *m, proto
 	if (rc != DRAPE_OK)
 		return rc;
 	v = proto_wire_get(m, "objects");
-	if (v != NULL && (rc = decode_objects(d, v, c)) != DRAPE_OK)
+	if (v != NULL &&
+	    (rc = proto_wire_read_objects(d, v, c->mesh.vertex_count, &c->objects, &c->object_count)) !=
+		    DRAPE_OK)
 		return rc;
 	const msgpack_object *sv = proto_wire_get(m, "stitch_v"), *st = proto_wire_get(m, "stitch_t");
 	if ((sv == NULL) != (st == NULL))
@@ -720,6 +724,27 @@ static void encode_collider_add(proto_wire_enc *e, uint32_t *n, const proto_coll
 	}
 }
 
+void proto_wire_pack_objects(proto_wire_enc *e, const proto_object *objects, uint32_t count)
+{
+	proto_wire_pack_array(e, count);
+	for (uint32_t i = 0; i < count; i++) {
+		const proto_object *o = &objects[i];
+		uint32_t on = 0;
+		size_t at = proto_wire_map_begin(e);
+		proto_wire_kv(e, &on, "name");
+		proto_wire_pack_str(e, "objects.name", o->name, PROTO_MAX_NAME);
+		proto_wire_kv(e, &on, "first_vertex");
+		proto_wire_pack_u64(e, o->range.first_vertex);
+		proto_wire_kv(e, &on, "vertex_count");
+		proto_wire_pack_u64(e, o->range.vertex_count);
+		proto_wire_kv(e, &on, "layer");
+		proto_wire_pack_u64(e, o->range.layer);
+		proto_wire_kv(e, &on, "collides_with");
+		proto_wire_pack_u64(e, o->range.collides_with);
+		proto_wire_map_end(e, at, on);
+	}
+}
+
 static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 {
 	switch (r->op) {
@@ -772,23 +797,7 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 			}
 		if (c->object_count > 0) {
 			proto_wire_kv(e, n, "objects");
-			proto_wire_pack_array(e, c->object_count);
-			for (uint32_t i = 0; i < c->object_count; i++) {
-				const proto_object *o = &c->objects[i];
-				uint32_t on = 0;
-				size_t at = proto_wire_map_begin(e);
-				proto_wire_kv(e, &on, "name");
-				proto_wire_pack_str(e, "objects.name", o->name, PROTO_MAX_NAME);
-				proto_wire_kv(e, &on, "first_vertex");
-				proto_wire_pack_u64(e, o->range.first_vertex);
-				proto_wire_kv(e, &on, "vertex_count");
-				proto_wire_pack_u64(e, o->range.vertex_count);
-				proto_wire_kv(e, &on, "layer");
-				proto_wire_pack_u64(e, o->range.layer);
-				proto_wire_kv(e, &on, "collides_with");
-				proto_wire_pack_u64(e, o->range.collides_with);
-				proto_wire_map_end(e, at, on);
-			}
+			proto_wire_pack_objects(e, c->objects, c->object_count);
 		}
 		if (c->stitch_count > 0) {
 			proto_wire_kv(e, n, "stitch_v");

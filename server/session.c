@@ -109,6 +109,9 @@ void srv_session_free(srv_session *s)
 	free(s->in_positions);
 	free(s->in_triangles);
 	free(s->in_uvs);
+	for (uint32_t i = 0; s->in_objects != NULL && i < s->in_object_count; i++)
+		free((char *)s->in_objects[i].name);
+	free(s->in_objects);
 	free(s);
 }
 
@@ -279,6 +282,23 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	memcpy(s->in_triangles, c->mesh.triangles, (size_t)s->triangles * 12u);
 	if (c->uvs != NULL)
 		memcpy(s->in_uvs, c->uvs, (size_t)s->vertices * 8u);
+	if (c->object_count > 0) {
+		s->in_objects = calloc(c->object_count, sizeof *s->in_objects);
+		if (s->in_objects == NULL) {
+			free(stitches);
+			free(objects);
+			goto nomem;
+		}
+		s->in_object_count = c->object_count;
+		for (uint32_t i = 0; i < c->object_count; i++) {
+			s->in_objects[i].range = c->objects[i].range;
+			if ((s->in_objects[i].name = strdup(c->objects[i].name)) == NULL) {
+				free(stitches);
+				free(objects);
+				goto nomem;
+			}
+		}
+	}
 	s->state = PROTO_STATE_IDLE;
 	drape_err rc = drape_sim_create(&desc, &s->sim, err);
 	free(stitches);

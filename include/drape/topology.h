@@ -21,6 +21,10 @@ typedef struct drape_topology {
 	uint32_t *triangles;    /* triangle_count * 3, each index < vertex_count */
 	float *uvs;             /* vertex_count * 2, or NULL when the session has none */
 	float fps;              /* the session's frames per second */
+	/* The session's cloth objects (drape_session_desc.objects), names
+	 * owned; NULL (0) for a session of one cloth. */
+	drape_object_desc *objects;
+	uint32_t object_count;
 } drape_topology;
 
 /*
