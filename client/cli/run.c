@@ -84,7 +84,8 @@ static void sink_scene(sink *k, const drape_scene *sc, uint32_t last)
 	k->obj_source = sc->cloth_path;
 	k->rest_is_input = true;
 	k->last_expected = last;
-	cli_objcache_init(&k->objs, sc);
+	cli_objcache_init(&k->objs, sc->objects, sc->object_count, sc->cloth.triangles,
+			  sc->cloth.triangle_count, sc->object_paths);
 }
 
 /* The cache desc for a first frame `index`. */
@@ -1013,6 +1014,13 @@ static int attach_or_export(int argc, char **argv, bool export)
 	k.obj_source = scene_path != NULL ? sc.cloth_path : NULL;
 	k.rest_is_input = mesh != NULL;
 	k.last_expected = last;
+	/* A session of several cloths: one cache each. */
+	if (scene_path != NULL)
+		cli_objcache_init(&k.objs, sc.objects, sc.object_count, sc.cloth.triangles,
+				  sc.cloth.triangle_count, sc.object_paths);
+	else if (have_topo)
+		cli_objcache_init(&k.objs, topo.objects, topo.object_count, topo.triangles,
+				  topo.triangle_count, NULL);
 	x = receive(c, s, &k, -1, true);
 	if (x == 0)
 		x = sink_finish(&k);
@@ -1156,6 +1164,12 @@ int cli_cmd_resume(int argc, char **argv)
 	k.obj_source = o.scene != NULL ? sc.cloth_path : NULL;
 	k.rest_is_input = mesh != NULL;
 	k.last_expected = info.frames_target;
+	if (o.scene != NULL)
+		cli_objcache_init(&k.objs, sc.objects, sc.object_count, sc.cloth.triangles,
+				  sc.cloth.triangle_count, sc.object_paths);
+	else if (have_topo)
+		cli_objcache_init(&k.objs, topo.objects, topo.object_count, topo.triangles,
+				  topo.triangle_count, NULL);
 	x = receive(c, s, &k, -1, false);
 	if (x == CLI_INTERRUPTED) {
 		/* Unlike `run`, the session was not started by this command's

@@ -8,7 +8,9 @@
 # onto a sphere: drape run --out writes one cache per cloth, OUT/<name>/,
 # with each cloth's own vertex count, in process and through a draped (its
 # private one), the frames bit for bit equal; --format pc2 writes
-# OUT/<name>/<name>.pc2 per cloth. A scene with an empty "cloths", or with
+# OUT/<name>/<name>.pc2 per cloth; drape export of the session, without the
+# scene, writes the same per-cloth files from session.topology's objects. A
+# scene with an empty "cloths", or with
 # both "cloth" and "cloths", is refused naming the key and writes nothing
 # (cloths that together pass the vertex limit: tests/unit/test_client_cloths.c).
 set -u
@@ -22,7 +24,20 @@ export XDG_CACHE_HOME="$T/cache"
 unset DRAPE_TOKEN
 passed=0
 failed=0
-trap 'rm -rf "$T"' EXIT
+daemon_pid=
+URL="ipc://$T/d.sock"
+
+cleanup() {
+	if [ -n "$daemon_pid" ]; then
+		kill "$daemon_pid" 2>/dev/null
+		i=0
+		while kill -0 "$daemon_pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+		kill -9 "$daemon_pid" 2>/dev/null
+		wait "$daemon_pid" 2>/dev/null
+	fi
+	rm -rf "$T"
+}
+trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
@@ -74,6 +89,33 @@ if "$DRAPE" run "$T/two.json" --threads 1 --quiet --format pc2 --out "$T/pc2" 2>
 	fi
 else
 	fail "--format pc2" "$(tail -3 "$T/pc2.err" 2>/dev/null; ls -R "$T/pc2" 2>/dev/null | head -5)"
+fi
+
+# A client that did not create the session (drape export without --scene)
+# learns the cloths from session.topology and writes the same caches.
+"$DRAPED" --listen "$URL" --state-dir "$T/state" --threads 1 >"$T/draped.log" 2>&1 &
+daemon_pid=$!
+i=0
+until "$DRAPE" status --server "$URL" >/dev/null 2>&1; do
+	i=$((i + 1))
+	if [ $i -gt 400 ] || ! kill -0 "$daemon_pid" 2>/dev/null; then
+		fail daemon_start "$(tail -n 5 "$T/draped.log")"
+		finish
+	fi
+	sleep 0.05
+done
+if "$DRAPE" run "$T/two.json" --server "$URL" --json --quiet --out "$T/daemon" >"$T/run.json" 2>"$T/run.err"; then
+	id=$(sed -n 's/.*"session":\([0-9]*\).*/\1/p' "$T/run.json" | head -1)
+	if "$DRAPE" export "$id" --server "$URL" --out "$T/export" --quiet 2>"$T/export.err" &&
+		cmp -s "$T/local/shirt/frame_0006.obj" "$T/export/shirt/frame_0006.obj" &&
+		cmp -s "$T/local/jacket/frame_0006.obj" "$T/export/jacket/frame_0006.obj" &&
+		cmp -s "$T/daemon/jacket/frame_0006.obj" "$T/export/jacket/frame_0006.obj"; then
+		pass "drape export of session $id writes one cache per cloth from session.topology"
+	else
+		fail "export per cloth" "$(tail -3 "$T/export.err"; ls -R "$T/export" 2>/dev/null | head -4)"
+	fi
+else
+	fail "run on the daemon" "$(tail -3 "$T/run.err")"
 fi
 
 # refused NAME FILE PATTERN: the run fails, says PATTERN, writes nothing.
