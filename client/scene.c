@@ -76,6 +76,29 @@ static const char *scn_type_name(const cJSON *v)
  * ignored. The key "comment" is allowed everywhere, since JSON has no
  * comments.
  */
+/* Levenshtein distance of two short keys, capped at 3 (more is "far"). */
+static int key_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 63 || lb > 63 || (la > lb ? la - lb : lb - la) > 2)
+		return 3;
+	int row[64];
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= la; i++) {
+		int diag = row[0];
+		row[0] = (int)i;
+		for (size_t j = 1; j <= lb; j++) {
+			int up = row[j];
+			int sub = diag + (a[i - 1] != b[j - 1]);
+			int del = row[j] + 1, ins = row[j - 1] + 1;
+			row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+			diag = up;
+		}
+	}
+	return row[lb] < 3 ? row[lb] : 3;
+}
+
 drape_err scn_keys(scn *c, const cJSON *obj, const char *const *keys)
 {
 	uint64_t seen = 0;
@@ -94,16 +117,34 @@ drape_err scn_keys(scn *c, const cJSON *obj, const char *const *keys)
 			continue;
 		}
 		if (found < 0) {
+			/* A typo's nearest key first (edit distance at most 2),
+			 * then the keys, as many as the message holds: an
+			 * object with many keys (a cloth) has more than fit. */
+			char hint[96] = "";
+			int best = 3;
+			for (int i = 0; keys[i] != NULL; i++) {
+				int d = key_distance(k, keys[i]);
+				if (d < best) {
+					best = d;
+					snprintf(hint, sizeof hint, "did you mean \"%s\"? ", keys[i]);
+				}
+			}
+			size_t room = DRAPE_ERROR_MESSAGE_MAX - 1;
+			size_t fixed = strlen(c->name) + c->plen + 44 + strlen(hint);
+			room = fixed < room ? room - fixed : 0;
 			char list[256];
 			size_t n = 0;
 			list[0] = '\0';
-			for (int i = 0; keys[i] != NULL && n + 1 < sizeof list; i++) {
-				int w = snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", keys[i]);
-				if (w < 0)
+			for (int i = 0; keys[i] != NULL; i++) {
+				size_t need = strlen(keys[i]) + (i ? 2 : 0);
+				if (n + need + (keys[i + 1] != NULL ? 5 : 0) > room ||
+				    n + need + 1 > sizeof list) {
+					snprintf(list + n, sizeof list - n, ", ...");
 					break;
-				n += (size_t)w;
+				}
+				n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", keys[i]);
 			}
-			return scn_fail(c, DRAPE_EINVAL, "unknown key (expected one of: %s)", list);
+			return scn_fail(c, DRAPE_EINVAL, "unknown key (%sexpected one of: %s)", hint, list);
 		}
 		if (seen & (1ull << found))
 			return scn_fail(c, DRAPE_EINVAL, "duplicate key");
@@ -804,14 +845,15 @@ drape_err scn_cloth(scn *c, const cJSON *cl)
 					   "shear",     "bend",      "thickness", "density",
 					   "pins",      "material",  "model",     "stitches",
 					   "seams",     "rest_mesh", "stitch_stiffness", "sew_speed",
-					   "mass_scale", "rest_scale", "stiffness_scale", "friction", NULL};
+					   "mass_scale", "rest_scale", "stiffness_scale", "friction", "materials",
+					   NULL};
 	/* An entry of "cloths" also has its name and collision layers
 	 * (scene_cloths.c reads them). */
 	static const char *const entry_keys[] = {
 		"mesh",	     "scale",	   "translate",	"stretch",	   "shear",	"bend",
 		"thickness", "density",	   "pins",	"material",	   "model",	"stitches",
 		"seams",     "rest_mesh",  "stitch_stiffness", "sew_speed", "mass_scale", "rest_scale",
-		"stiffness_scale", "friction", "name", "layer", "collides_with", NULL};
+		"stiffness_scale", "friction", "materials", "name", "layer", "collides_with", NULL};
 	drape_err e;
 	if ((e = scn_want_object(c, cl)) || (e = scn_keys(c, cl, c->in_cloths ? entry_keys : keys)))
 		return e;

@@ -126,6 +126,70 @@ static drape_err scn_friction_all(scn *c, const cJSON *v)
 	return DRAPE_OK;
 }
 
+/* A per-vertex array of `tuple` ones, when *a is NULL. */
+static drape_err ones(scn *c, float **a, uint32_t tuple)
+{
+	if (*a != NULL)
+		return DRAPE_OK;
+	const size_t n = (size_t)c->s.cloth.vertex_count * tuple;
+	float *f = malloc(n * sizeof *f + 1);
+	if (f == NULL)
+		return scn_fail(c, DRAPE_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		f[i] = 1.0f;
+	*a = f;
+	return DRAPE_OK;
+}
+
+/* "materials": {group: preset}: the group's vertices get the preset's
+ * stretch, shear and bending constants and density as ratios to the
+ * cloth's material (stiffness_scale, mass_scale), on top of the factors
+ * those keys gave. */
+static drape_err scn_group_materials(scn *c, const cJSON *v)
+{
+	const drape_obj_mesh *m = &c->s.cloth;
+	const drape_sim_params *base = &c->s.params;
+	drape_err e;
+	if ((e = scn_want_object(c, v)) != DRAPE_OK)
+		return e;
+	for (const cJSON *it = v->child; it != NULL; it = it->next) {
+		size_t old = scn_push_key(c, it->string);
+		const drape_obj_group *g = drape_obj_find_group(m, it->string);
+		if (g == NULL)
+			return scn_fail(c, DRAPE_ENOTFOUND, "no group '%.40s' in the cloth mesh",
+					it->string);
+		if (!cJSON_IsString(it))
+			return scn_fail(c, DRAPE_EINVAL, "must be a preset name (a string)");
+		drape_sim_params p = *base;
+		drape_error pe;
+		if ((e = drape_material_preset(it->valuestring, &p, &pe)) != DRAPE_OK) {
+			const char *msg = strncmp(pe.message, "material: ", 10) == 0 ? pe.message + 10
+										   : pe.message;
+			return scn_fail(c, e, "%s", msg);
+		}
+		const double r[3] = {(double)p.stretch_k / base->stretch_k,
+				     (double)p.shear_k / base->shear_k, (double)p.bend_k / base->bend_k};
+		for (int k = 0; k < 3; k++)
+			if (!(r[k] > 0.0) || !isfinite(r[k]))
+				return scn_fail(c, DRAPE_EINVAL,
+						"\"%s\" has no ratio to the cloth's material (a constant of "
+						"the cloth's is 0)",
+						it->valuestring);
+		if ((e = ones(c, &c->s.stiffness_scale, 3)) != DRAPE_OK ||
+		    (e = ones(c, &c->s.mass_scale, 1)) != DRAPE_OK)
+			return e;
+		const float dr = (float)((double)p.density / base->density);
+		for (uint32_t i = 0; i < g->count; i++) {
+			const uint32_t vx = g->vertices[i];
+			for (int k = 0; k < 3; k++)
+				c->s.stiffness_scale[3 * (size_t)vx + k] *= (float)r[k];
+			c->s.mass_scale[vx] *= dr;
+		}
+		scn_pop(c, old);
+	}
+	return DRAPE_OK;
+}
+
 drape_err scn_props(scn *c, const cJSON *cl)
 {
 	SCN_FIELD(c, cl, "mass_scale", scn_group_factors(c, v_, 1e6, &c->s.mass_scale));
@@ -138,6 +202,13 @@ drape_err scn_props(scn *c, const cJSON *cl)
 				"the cloth)");
 	}
 	SCN_FIELD(c, cl, "stiffness_scale", scn_stiffness_groups(c, v_));
+	const cJSON *gm = scn_get(cl, "materials");
+	if (gm != NULL && c->s.params.model != DRAPE_MODEL_XPBD) {
+		scn_push_key(c, "materials");
+		return scn_fail(c, DRAPE_EINVAL,
+				"needs a \"material\" for the cloth (the groups' are ratios to it)");
+	}
+	SCN_FIELD(c, cl, "materials", scn_group_materials(c, v_));
 	const cJSON *th = scn_get(cl, "thickness");
 	if (th != NULL && cJSON_IsObject(th))
 		SCN_FIELD(c, cl, "thickness",

@@ -147,6 +147,27 @@ static void test_props_by_group(void)
 	CHECK(sc.vertex_thickness[bottom] == 0.012f && sc.vertex_thickness[mid] == sc.params.thickness);
 	CHECK(sc.vertex_friction[left] == 0.8f && sc.vertex_friction[mid] == -1.0f);
 	drape_scene_free(&sc);
+	/* A group of another fabric: the preset's ratios to the cloth's. */
+	CHECKF(load("{\"cloth\": " GRID("1", ", \"material\": \"cotton\", \"materials\": "
+						"{\"top\": \"denim\"}, \"stiffness_scale\": {\"top\": 2}") "}",
+		    &sc, &err) == DRAPE_OK,
+	       "%s", err.message);
+	drape_sim_params a, b;
+	drape_sim_params_default(&a);
+	drape_sim_params_default(&b);
+	CHECK_OK(drape_material_preset("cotton", &a, &err));
+	CHECK_OK(drape_material_preset("denim", &b, &err));
+	CHECK_NEAR(sc.stiffness_scale[3 * top], 2.0 * b.stretch_k / a.stretch_k, 1e-5);
+	CHECK_NEAR(sc.stiffness_scale[3 * top + 2], 2.0 * b.bend_k / a.bend_k, 1e-5);
+	CHECK(sc.stiffness_scale[3 * mid] == 1.0f && sc.mass_scale[mid] == 1.0f);
+	CHECK_NEAR(sc.mass_scale[top], b.density / a.density, 1e-6);
+	drape_scene_free(&sc);
+	CHECK(load("{\"cloth\": " GRID("1", ", \"materials\": {\"top\": \"denim\"}") "}", &sc, &err) ==
+	      DRAPE_EINVAL);
+	CHECKF(strstr(err.message, "cloth.materials: needs a \"material\"") != NULL, "%s", err.message);
+	CHECK(load("{\"cloth\": " GRID("1", ", \"material\": \"cotton\", \"materials\": {\"top\": \"tweed\"}") "}",
+		   &sc, &err) != DRAPE_OK);
+	CHECKF(strstr(err.message, "cloth.materials.top") != NULL, "%s", err.message);
 	CHECKF(load("{\"cloth\": " GRID("1", ", \"friction\": 0.4") "}", &sc, &err) == DRAPE_OK, "%s",
 	       err.message);
 	CHECK(sc.vertex_friction != NULL && sc.vertex_friction[7] == 0.4f);
