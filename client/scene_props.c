@@ -18,7 +18,7 @@
 /* An object of group name -> number > 0 into a per-vertex factor array
  * (vertex_count floats, 1 where no group names the vertex; a vertex in
  * several of the groups takes the one listed last). */
-static drape_err scn_group_factors(scn *c, const cJSON *v, double hi, float **out)
+static drape_err scn_group_range(scn *c, const cJSON *v, double hi, int lo_open, float **out)
 {
 	const drape_obj_mesh *m = &c->s.cloth;
 	drape_err e;
@@ -48,7 +48,7 @@ static drape_err scn_group_factors(scn *c, const cJSON *v, double hi, float **ou
 					it->string, m->group_count ? "groups: " : "it has no groups", list);
 		}
 		float s = 1.0f;
-		if ((e = scn_float_in(c, it, 0.0, hi, 1, &s)) != DRAPE_OK)
+		if ((e = scn_float_in(c, it, 0.0, hi, lo_open, &s)) != DRAPE_OK)
 			return e;
 		for (uint32_t i = 0; i < g->count; i++)
 			f[g->vertices[i]] = s;
@@ -57,17 +57,20 @@ static drape_err scn_group_factors(scn *c, const cJSON *v, double hi, float **ou
 	return DRAPE_OK;
 }
 
-/* An object of group name -> value in [lo, hi] into a per-vertex array
- * whose other vertices hold `fill`. */
-static drape_err scn_group_values(scn *c, const cJSON *v, double lo, double hi, float fill,
-				  float **out)
+/* Factors in (0, hi]. */
+static drape_err scn_group_factors(scn *c, const cJSON *v, double hi, float **out)
 {
-	drape_err e = scn_group_factors(c, v, hi, out);
+	return scn_group_range(c, v, hi, 1, out);
+}
+
+/* An object of group name -> value in [0, hi] into a per-vertex array
+ * whose other vertices hold `fill` (a frictionless group, a group with no
+ * thickness). */
+static drape_err scn_group_values(scn *c, const cJSON *v, double hi, float fill, float **out)
+{
+	drape_err e = scn_group_range(c, v, hi, 0, out);
 	if (e != DRAPE_OK)
 		return e;
-	/* scn_group_factors took values in (0, hi]; a value of a group may be
-	 * lo (a zero friction or thickness) only through the number form. */
-	(void)lo;
 	const drape_obj_mesh *m = &c->s.cloth;
 	float *f = *out;
 	uint8_t *named = calloc((size_t)m->vertex_count + 1, 1);
@@ -212,11 +215,11 @@ drape_err scn_props(scn *c, const cJSON *cl)
 	const cJSON *th = scn_get(cl, "thickness");
 	if (th != NULL && cJSON_IsObject(th))
 		SCN_FIELD(c, cl, "thickness",
-			  scn_group_values(c, v_, 0.0, 1.0, c->s.params.thickness, &c->s.vertex_thickness));
+			  scn_group_values(c, v_, 1.0, c->s.params.thickness, &c->s.vertex_thickness));
 	const cJSON *fr = scn_get(cl, "friction");
 	if (fr != NULL && cJSON_IsObject(fr))
 		SCN_FIELD(c, cl, "friction",
-			  scn_group_values(c, v_, 0.0, SCN_MAX_FRICTION, -1.0f, &c->s.vertex_friction));
+			  scn_group_values(c, v_, SCN_MAX_FRICTION, -1.0f, &c->s.vertex_friction));
 	else
 		SCN_FIELD(c, cl, "friction", scn_friction_all(c, v_));
 	return DRAPE_OK;

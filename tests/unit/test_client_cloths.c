@@ -182,6 +182,12 @@ static void test_props_by_group(void)
 	CHECK(load("{\"cloth\": " GRID("1", ", \"thickness\": {\"hem\": 0.01}") "}", &sc, &err) ==
 	      DRAPE_ENOTFOUND);
 	CHECKF(strstr(err.message, "cloth.thickness.hem") != NULL, "%s", err.message);
+	CHECKF(load("{\"cloth\": " GRID("1", ", \"friction\": {\"top\": 0}") "}", &sc, &err) == DRAPE_OK,
+	       "a frictionless group: %s", err.message);
+	CHECK(sc.vertex_friction[top] == 0.0f && sc.vertex_friction[mid] == -1.0f);
+	drape_scene_free(&sc);
+	CHECK(load("{\"cloth\": " GRID("1", ", \"friction\": {\"top\": -0.5}") "}", &sc, &err) != DRAPE_OK);
+	CHECKF(strstr(err.message, "cloth.friction.top") != NULL, "%s", err.message);
 	CHECK(load("{\"cloth\": " GRID("1", ", \"friction\": 11") "}", &sc, &err) != DRAPE_OK);
 	CHECKF(strstr(err.message, "cloth.friction") != NULL, "%s", err.message);
 }
