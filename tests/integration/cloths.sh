@@ -9,8 +9,10 @@
 # with each cloth's own vertex count, in process and through a draped (its
 # private one), the frames bit for bit equal; --format pc2 writes
 # OUT/<name>/<name>.pc2 per cloth; drape export of the session, without the
-# scene, writes the same per-cloth files from session.topology's objects. A
-# scene with an empty "cloths", or with
+# scene, writes the same per-cloth files from session.topology's objects,
+# also after the daemon restarts from its state folder. A daemon whose
+# vertex limit each cloth fits but not both refuses the session naming the
+# limit. A scene with an empty "cloths", or with
 # both "cloth" and "cloths", is refused naming the key and writes nothing
 # (cloths that together pass the vertex limit: tests/unit/test_client_cloths.c).
 set -u
@@ -91,19 +93,30 @@ else
 	fail "--format pc2" "$(tail -3 "$T/pc2.err" 2>/dev/null; ls -R "$T/pc2" 2>/dev/null | head -5)"
 fi
 
+# start_daemon ARGS...: a draped on $URL, waited for.
+start_daemon() {
+	"$DRAPED" --listen "$URL" --threads 1 "$@" >>"$T/draped.log" 2>&1 &
+	daemon_pid=$!
+	i=0
+	until "$DRAPE" status --server "$URL" >/dev/null 2>&1; do
+		i=$((i + 1))
+		if [ $i -gt 400 ] || ! kill -0 "$daemon_pid" 2>/dev/null; then
+			fail daemon_start "$(tail -n 5 "$T/draped.log")"
+			finish
+		fi
+		sleep 0.05
+	done
+}
+stop_daemon() {
+	kill "$daemon_pid" 2>/dev/null
+	wait "$daemon_pid" 2>/dev/null
+	daemon_pid=
+}
+
 # A client that did not create the session (drape export without --scene)
 # learns the cloths from session.topology and writes the same caches.
-"$DRAPED" --listen "$URL" --state-dir "$T/state" --threads 1 >"$T/draped.log" 2>&1 &
-daemon_pid=$!
-i=0
-until "$DRAPE" status --server "$URL" >/dev/null 2>&1; do
-	i=$((i + 1))
-	if [ $i -gt 400 ] || ! kill -0 "$daemon_pid" 2>/dev/null; then
-		fail daemon_start "$(tail -n 5 "$T/draped.log")"
-		finish
-	fi
-	sleep 0.05
-done
+start_daemon --state-dir "$T/state"
+id=
 if "$DRAPE" run "$T/two.json" --server "$URL" --json --quiet --out "$T/daemon" >"$T/run.json" 2>"$T/run.err"; then
 	id=$(sed -n 's/.*"session":\([0-9]*\).*/\1/p' "$T/run.json" | head -1)
 	if "$DRAPE" export "$id" --server "$URL" --out "$T/export" --quiet 2>"$T/export.err" &&
@@ -117,6 +130,39 @@ if "$DRAPE" run "$T/two.json" --server "$URL" --json --quiet --out "$T/daemon" >
 else
 	fail "run on the daemon" "$(tail -3 "$T/run.err")"
 fi
+
+# The objects are part of the session's inputs: after a restart from the
+# state folder, export still writes one cache per cloth, the same files.
+if [ -n "${id:-}" ]; then
+	stop_daemon
+	start_daemon --state-dir "$T/state"
+	if "$DRAPE" export "$id" --server "$URL" --out "$T/export2" --quiet 2>"$T/export2.err" &&
+		cmp -s "$T/export/shirt/frame_0006.obj" "$T/export2/shirt/frame_0006.obj" &&
+		cmp -s "$T/export/jacket/frame_0006.obj" "$T/export2/jacket/frame_0006.obj"; then
+		pass "after a restart the reloaded session still exports one cache per cloth"
+	else
+		fail "export after restart" "$(tail -3 "$T/export2.err"; ls -R "$T/export2" 2>/dev/null | head -4)"
+	fi
+fi
+
+# A daemon whose vertex limit one cloth fits (225) and both (421) do not
+# refuses the session naming the limit.
+stop_daemon
+start_daemon --state-dir "$T/state-small" --max-vertices 300
+scene "\"cloths\": [$SHIRT]" >"$T/one.json"
+if "$DRAPE" run "$T/one.json" --server "$URL" --quiet --out "$T/one" 2>"$T/one.err" &&
+	[ -e "$T/one/shirt/frame_0006.obj" ]; then
+	if "$DRAPE" run "$T/two.json" --server "$URL" --quiet --out "$T/over" 2>"$T/over.err"; then
+		fail "cloths over the vertex limit" "accepted"
+	elif grep -q "421" "$T/over.err" && grep -q "300" "$T/over.err" && [ ! -e "$T/over/shirt" ]; then
+		pass "cloths over the daemon's vertex limit together are refused naming it"
+	else
+		fail "cloths over the vertex limit" "$(cat "$T/over.err")"
+	fi
+else
+	fail "one cloth under the vertex limit" "$(tail -3 "$T/one.err")"
+fi
+stop_daemon
 
 # refused NAME FILE PATTERN: the run fails, says PATTERN, writes nothing.
 refused() {
