@@ -5,7 +5,8 @@
 # "N passed, M failed".
 #
 # A cotton sheet and a denim sheet ("cloths", different resolutions) drop
-# onto a sphere: drape run --out writes one cache per cloth, OUT/<name>/,
+# onto a sphere: drape check lists them with their vertex ranges and no
+# crossing pair; drape run --out writes one cache per cloth, OUT/<name>/,
 # with each cloth's own vertex count, in process and through a draped (its
 # private one), the frames bit for bit equal; --format pc2 writes
 # OUT/<name>/<name>.pc2 per cloth; drape export of the session, without the
@@ -53,6 +54,15 @@ scene() {
 SHIRT='{"name": "shirt", "material": "cotton", "mesh": {"grid": {"size": [0.5, 0.5], "resolution": [15, 15], "center": [0, 0.25, 0], "normal": [0, 1, 0]}}}'
 JACKET='{"name": "jacket", "material": "denim", "thickness": 0.004, "mesh": {"grid": {"size": [0.5, 0.5], "resolution": [14, 14], "center": [0, 0.28, 0], "normal": [0, 1, 0]}}}'
 scene "\"cloths\": [$SHIRT, $JACKET]" >"$T/two.json"
+
+# drape check lists the cloths with their vertex ranges.
+if "$DRAPE" check "$T/two.json" --json >"$T/check.json" 2>"$T/check.err" &&
+	grep -q '"cloths":\[{"name":"shirt","first_vertex":0,"vertex_count":225,"layer":1,"collides_with":4294967295},{"name":"jacket","first_vertex":225,"vertex_count":196,' "$T/check.json" &&
+	grep -q '"intersecting_pairs":0,' "$T/check.json"; then
+	pass "drape check lists the cloths and their vertex ranges, no crossing pair"
+else
+	fail "drape check of cloths" "$(cat "$T/check.err"; head -c 600 "$T/check.json")"
+fi
 
 # One cache per cloth, in process and through draped, equal.
 if "$DRAPE" run "$T/two.json" --local --threads 1 --quiet --out "$T/local" 2>"$T/local.err" &&
