@@ -31,6 +31,19 @@
 #include "tests/unit/check.h"
 #include "tests/unit/sim_fixtures.h"
 
+/* Under AddressSanitizer (about ten times slower) the outfit runs 8
+ * frames instead of 24: the layers let through cross by frame 3. */
+#if defined(__SANITIZE_ADDRESS__)
+#define LAYERS_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LAYERS_SANITIZED 1
+#endif
+#endif
+#ifndef LAYERS_SANITIZED
+#define LAYERS_SANITIZED 0
+#endif
+
 /* Two meshes in one: b's vertices and triangles after a's. */
 typedef struct two {
 	float *pos;
@@ -385,7 +398,7 @@ static void test_tshirt_jacket(void)
 	CHECK(x != NULL);
 	uint64_t worst = 0;
 	int worst_frame = 0;
-	const int frames = 24;
+	const int frames = LAYERS_SANITIZED ? 8 : 24;
 	for (int f = 1; f <= frames; f++) {
 		CHECKF(drape_sim_step(sim, NULL, &err) == DRAPE_OK, "frame %d: %s", f, err.message);
 		drape_sim_get_positions(sim, x);
