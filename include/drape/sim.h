@@ -201,15 +201,16 @@ typedef struct drape_sim_desc {
 	const float *stiffness_scale;
 	/* Optional per-vertex collision thickness in metres, vertex_count
 	 * floats in [0, 1]: replaces params.thickness for that vertex against
-	 * analytic and field colliders (a hem resting higher than the
-	 * shirt). Deforming mesh colliders and self-collision keep
-	 * params.thickness. NULL: params.thickness everywhere. */
+	 * every collider (a hem resting higher than the shirt); the
+	 * self-collision keeps params.thickness (or self_thickness). NULL:
+	 * params.thickness everywhere. */
 	const float *vertex_thickness;
 	/* Optional per-vertex friction against colliders, vertex_count floats:
 	 * a value in [0, DRAPE_SIM_MAX_FRICTION] replaces both the collider's
 	 * friction and static_friction for that vertex's contacts (Coulomb:
-	 * cloth rests on a slope of angle theta when tan theta < mu); -1
-	 * keeps the collider's. NULL: the colliders' everywhere. */
+	 * cloth rests on a slope of angle theta when tan theta < mu), for
+	 * every collider; -1 keeps the collider's. NULL: the colliders'
+	 * everywhere. */
 	const float *vertex_friction;
 	/* Optional cloth objects (drape_sim_object): consecutive vertex
 	 * ranges covering all vertices in order, a triangle never joining

@@ -630,8 +630,11 @@ void sim_colliders_begin_contacts(sim_collider_set *set, const sim_vec4 *x, cons
 {
 	for (uint32_t i = 0; i < set->count; i++) {
 		sim_collider *c = set->items[i];
-		if (c->deform != NULL)
+		if (c->deform != NULL) {
+			sim_deform_set_cloth(c->deform, set->cloth_thickness, set->cloth_friction,
+					     c->thickness);
 			sim_deform_begin_contacts(c->deform, x, p, n, thickness + c->thickness, pool);
+		}
 	}
 }
 

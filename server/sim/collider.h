@@ -29,7 +29,8 @@ typedef struct sim_collider_set {
 	/* Per cloth vertex (internal order; NULL = uniform, owned by the
 	 * sim): the collision thickness replacing the uniform one, and the
 	 * friction replacing the collider's friction and static friction
-	 * (-1: the collider's). Read by analytic and field colliders. */
+	 * (-1: the collider's). Read by every collider (deforming ones
+	 * through sim_deform_set_cloth). */
 	const float *cloth_thickness;
 	const float *cloth_friction;
 } sim_collider_set;

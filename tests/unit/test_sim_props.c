@@ -12,6 +12,8 @@
  *    friction (0.5) would hold both;
  *  - thickness per vertex: a sheet resting on a plane, its two halves at
  *    4 and 12 mm, each resting at its own thickness;
+ *  - both again on a deforming mesh collider (a slab solved against its
+ *    triangles), which takes the vertices' values the same way;
  *  - refusals naming the field, and bit-identical results across thread
  *    counts.
  */
@@ -202,13 +204,41 @@ static int two_pieces(grid *g, uint32_t n, float s, const float slope[3], const 
 }
 
 /*
+ * A deforming mesh collider (solved against its moving triangles, not a
+ * field): a 4 x 0.2 x 1 m slab whose top face is the plane through the
+ * origin with normal (-sin th, cos th, 0), held still (one animation pose,
+ * the rest pose). pos holds 8 * 3 floats, tri 12 * 3 indices.
+ */
+static void slab(drape_collider_desc *cd, float pos[24], uint32_t tri[36], double th)
+{
+	static const uint32_t t[36] = {0, 4, 6, 0, 6, 2, 1, 3, 7, 1, 7, 5, 0, 1, 5, 0, 5, 4,
+				       2, 6, 7, 2, 7, 3, 0, 2, 3, 0, 3, 1, 4, 5, 7, 4, 7, 6};
+	const double c = cos(th), sn = sin(th);
+	for (int i = 0; i < 8; i++) {
+		double lx = (i & 1) ? 2.0 : -2.0, ly = (i & 2) ? 0.0 : -0.2, lz = (i & 4) ? 0.6 : -0.6;
+		pos[3 * i] = (float)(c * lx - sn * ly);
+		pos[3 * i + 1] = (float)(sn * lx + c * ly);
+		pos[3 * i + 2] = (float)lz;
+	}
+	memcpy(tri, t, sizeof t);
+	drape_collider_desc_default(cd);
+	cd->shape = DRAPE_SHAPE_MESH;
+	cd->vertices = pos;
+	cd->vertex_count = 8;
+	cd->triangles = tri;
+	cd->triangle_count = 12;
+	cd->frames = pos;
+	cd->frame_count = 1;
+}
+
+/*
  * Coulomb on an incline: tan(theta) = 0.4. The piece at mu = 0.8 must not
  * move (under 1 mm in a second); the piece at mu = 0.2 slides with
  * a = g (sin theta - mu cos theta) = 1.82 m/s^2, so 0.91 m in the second
  * (within 10 %: PBD's friction acts on each substep's displacement).
  * The collider's own friction, 0.5 with static 0.5, would hold both.
  */
-static void test_friction_incline(void)
+static void friction_incline(int deforming)
 {
 	const double th = atan(0.4);
 	const float slope[3] = {(float)cos(th), (float)sin(th), 0.0f};
@@ -234,12 +264,20 @@ static void test_friction_incline(void)
 	drape_error err;
 	CHECKF(drape_sim_create(&d, &sim, &err) == DRAPE_OK, "%s", err.message);
 	drape_collider_desc cd;
-	drape_collider_desc_default(&cd);
-	cd.shape = DRAPE_SHAPE_PLANE;
-	memcpy(cd.normal, nrm, sizeof cd.normal);
+	float sp[24];
+	uint32_t st[36];
+	if (deforming) {
+		slab(&cd, sp, st, th);
+	} else {
+		drape_collider_desc_default(&cd);
+		cd.shape = DRAPE_SHAPE_PLANE;
+		memcpy(cd.normal, nrm, sizeof cd.normal);
+	}
 	cd.friction = 0.5f;
 	cd.static_friction = 0.5f;
 	CHECKF(drape_sim_add_collider(sim, &cd, NULL, &err) == DRAPE_OK, "%s", err.message);
+	CHECK(drape_sim_collider_kind(sim, 0) ==
+	      (deforming ? DRAPE_COLLIDER_SURFACE : DRAPE_COLLIDER_SHAPE));
 	const int frames = 24;
 	for (int f = 0; f < frames; f++)
 		CHECK(drape_sim_step(sim, NULL, NULL) == DRAPE_OK);
@@ -254,9 +292,10 @@ static void test_friction_incline(void)
 	}
 	const double t = frames / 24.0;
 	const double want = -0.5 * G * (sin(th) - 0.2 * cos(th)) * t * t;
-	printf("  incline tan 0.4, 1 s: mu 0.8 piece moved %.3f mm; mu 0.2 piece %.1f mm down the "
-	       "slope (Coulomb %.1f mm, %+.1f %%)\n",
-	       move[0] * 1e3, move[1] * 1e3, want * 1e3, (move[1] / want - 1.0) * 100.0);
+	printf("  incline tan 0.4 (%s), 1 s: mu 0.8 piece moved %.3f mm; mu 0.2 piece %.1f mm down "
+	       "the slope (Coulomb %.1f mm, %+.1f %%)\n",
+	       deforming ? "deforming mesh" : "plane", move[0] * 1e3, move[1] * 1e3, want * 1e3,
+	       (move[1] / want - 1.0) * 100.0);
 	CHECKF(fabs(move[0]) < 1e-3, "the mu = 0.8 piece moved %.4f m", move[0]);
 	CHECKF(fabs(move[1] / want - 1.0) < 0.10, "the mu = 0.2 piece moved %.4f m, Coulomb %.4f m",
 	       move[1], want);
@@ -266,13 +305,23 @@ static void test_friction_incline(void)
 	grid_free(&g);
 }
 
+static void test_friction_incline(void)
+{
+	friction_incline(0);
+}
+
+static void test_friction_incline_deforming(void)
+{
+	friction_incline(1);
+}
+
 /*
  * A 30 x 30 cm sheet (31 x 31 vertices) dropped 3 cm onto the plane y = 0:
  * the vertices with x < 0.15 at 4 mm, the others at 12 mm. After 2 s each
  * half, away from the three columns at the step, rests at its own
  * thickness (0.3 mm).
  */
-static void test_thickness_rest_height(void)
+static void thickness_rest_height(int deforming)
 {
 	grid g;
 	const float o[3] = {0, 0.03f, 0}, u[3] = {0.3f, 0, 0}, v[3] = {0, 0, 0.3f};
@@ -290,8 +339,14 @@ static void test_thickness_rest_height(void)
 	drape_error err;
 	CHECKF(drape_sim_create(&d, &sim, &err) == DRAPE_OK, "%s", err.message);
 	drape_collider_desc cd;
-	drape_collider_desc_default(&cd);
-	cd.shape = DRAPE_SHAPE_PLANE;
+	float sp[24];
+	uint32_t st[36];
+	if (deforming) {
+		slab(&cd, sp, st, 0.0);
+	} else {
+		drape_collider_desc_default(&cd);
+		cd.shape = DRAPE_SHAPE_PLANE;
+	}
 	CHECKF(drape_sim_add_collider(sim, &cd, NULL, &err) == DRAPE_OK, "%s", err.message);
 	for (int f = 0; f < 48; f++)
 		CHECK(drape_sim_step(sim, NULL, NULL) == DRAPE_OK);
@@ -307,8 +362,9 @@ static void test_thickness_rest_height(void)
 			lo[s] = y < lo[s] ? y : lo[s];
 			hi[s] = y > hi[s] ? y : hi[s];
 		}
-	printf("  rest heights: 4 mm half %.3f..%.3f mm, 12 mm half %.3f..%.3f mm\n", lo[0] * 1e3,
-	       hi[0] * 1e3, lo[1] * 1e3, hi[1] * 1e3);
+	printf("  rest heights (%s): 4 mm half %.3f..%.3f mm, 12 mm half %.3f..%.3f mm\n",
+	       deforming ? "deforming mesh" : "plane", lo[0] * 1e3, hi[0] * 1e3, lo[1] * 1e3,
+	       hi[1] * 1e3);
 	CHECKF(fabs(lo[0] - 0.004) < 3e-4 && fabs(hi[0] - 0.004) < 3e-4, "4 mm half %.5f..%.5f",
 	       lo[0], hi[0]);
 	CHECKF(fabs(lo[1] - 0.012) < 3e-4 && fabs(hi[1] - 0.012) < 3e-4, "12 mm half %.5f..%.5f",
@@ -316,6 +372,16 @@ static void test_thickness_rest_height(void)
 	free(th);
 	free(x);
 	grid_free(&g);
+}
+
+static void test_thickness_rest_height(void)
+{
+	thickness_rest_height(0);
+}
+
+static void test_thickness_rest_height_deforming(void)
+{
+	thickness_rest_height(1);
 }
 
 /* Bad arrays are refused naming the field and index; nothing is made. */
@@ -425,7 +491,9 @@ static void test_props_deterministic(void)
 static const check_test tests[] = {
 	CHECK_TEST(test_series_springs),
 	CHECK_TEST(test_friction_incline),
+	CHECK_TEST(test_friction_incline_deforming),
 	CHECK_TEST(test_thickness_rest_height),
+	CHECK_TEST(test_thickness_rest_height_deforming),
 	CHECK_TEST(test_bad_props_refused),
 	CHECK_TEST(test_props_deterministic),
 };
