@@ -803,18 +803,41 @@ drape_err drape_session_create(drape_client *c, const drape_session_desc *d, dra
 	cr->name = d->name;
 	cr->rest_positions = d->rest_positions;
 	cr->rest_scale = d->rest_scale;
+	cr->stiffness_scale = d->stiffness_scale;
+	cr->vertex_thickness = d->vertex_thickness;
+	cr->vertex_friction = d->vertex_friction;
+	if (d->object_count > 0 && d->objects == NULL)
+		return drape_error_setf(err, DRAPE_EINVAL, "objects: NULL with object_count %u",
+					d->object_count);
+	for (uint32_t i = 0; i < d->object_count; i++)
+		if (d->objects[i].name == NULL)
+			return drape_error_setf(err, DRAPE_EINVAL, "objects[%u].name: NULL", i);
+	proto_object *objects = NULL;
+	if (d->object_count > 0) {
+		objects = malloc((size_t)d->object_count * sizeof *objects);
+		if (objects == NULL)
+			return drape_error_setf(err, DRAPE_ENOMEM, "objects: out of memory for %u",
+						d->object_count);
+		for (uint32_t i = 0; i < d->object_count; i++)
+			objects[i] = (proto_object){d->objects[i].name, d->objects[i].range};
+		cr->objects = objects;
+		cr->object_count = d->object_count;
+	}
 	/* Stitches travel as two flat arrays (PROTOCOL.md, session.create). */
 	uint32_t *stitch_v = NULL;
 	float *stitch_t = NULL;
 	if (d->stitch_count > 0) {
-		if (d->stitches == NULL)
+		if (d->stitches == NULL) {
+			free(objects);
 			return drape_error_setf(err, DRAPE_EINVAL, "stitches: NULL with stitch_count %u",
 						d->stitch_count);
+		}
 		stitch_v = malloc((size_t)d->stitch_count * 3 * sizeof *stitch_v);
 		stitch_t = malloc((size_t)d->stitch_count * sizeof *stitch_t);
 		if (stitch_v == NULL || stitch_t == NULL) {
 			free(stitch_v);
 			free(stitch_t);
+			free(objects);
 			return drape_error_setf(err, DRAPE_ENOMEM, "stitches: out of memory for %u",
 						d->stitch_count);
 		}
@@ -836,6 +859,7 @@ drape_err drape_session_create(drape_client *c, const drape_session_desc *d, dra
 		rc = client_call(c, &req, &rep, err);
 	free(stitch_v);
 	free(stitch_t);
+	free(objects);
 	if (rc != DRAPE_OK)
 		return rc;
 	out->id = rep.u.create.session;

@@ -70,49 +70,6 @@ static const char *scn_type_name(const cJSON *v)
 	return "invalid";
 }
 
-/*
- * Checks that every key of `obj` is one of `keys` (NULL-terminated) and that
- * none repeats, so typos and copy-paste duplicates are reported rather than
- * ignored. The key "comment" is allowed everywhere, since JSON has no
- * comments.
- */
-drape_err scn_keys(scn *c, const cJSON *obj, const char *const *keys)
-{
-	uint64_t seen = 0;
-	int comment_seen = 0;
-	for (const cJSON *it = obj->child; it != NULL; it = it->next) {
-		const char *k = it->string ? it->string : "";
-		int found = -1;
-		for (int i = 0; keys[i] != NULL; i++)
-			if (strcmp(k, keys[i]) == 0)
-				found = i;
-		size_t old = scn_push_key(c, k);
-		if (found < 0 && strcmp(k, "comment") == 0) {
-			if (comment_seen++)
-				return scn_fail(c, DRAPE_EINVAL, "duplicate key");
-			scn_pop(c, old);
-			continue;
-		}
-		if (found < 0) {
-			char list[256];
-			size_t n = 0;
-			list[0] = '\0';
-			for (int i = 0; keys[i] != NULL && n + 1 < sizeof list; i++) {
-				int w = snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", keys[i]);
-				if (w < 0)
-					break;
-				n += (size_t)w;
-			}
-			return scn_fail(c, DRAPE_EINVAL, "unknown key (expected one of: %s)", list);
-		}
-		if (seen & (1ull << found))
-			return scn_fail(c, DRAPE_EINVAL, "duplicate key");
-		seen |= 1ull << found;
-		scn_pop(c, old);
-	}
-	return DRAPE_OK;
-}
-
 drape_err scn_want_object(scn *c, const cJSON *v)
 {
 	if (!cJSON_IsObject(v))
@@ -798,15 +755,23 @@ static drape_err scn_model(scn *c, const cJSON *v, int32_t *model)
 	return DRAPE_OK;
 }
 
-static drape_err scn_cloth(scn *c, const cJSON *cl)
+drape_err scn_cloth(scn *c, const cJSON *cl)
 {
 	static const char *const keys[] = {"mesh",      "scale",     "translate", "stretch",
 					   "shear",     "bend",      "thickness", "density",
 					   "pins",      "material",  "model",     "stitches",
 					   "seams",     "rest_mesh", "stitch_stiffness", "sew_speed",
-					   "mass_scale", "rest_scale", "tear_strain", NULL};
+					   "mass_scale", "rest_scale", "stiffness_scale", "friction", "materials",
+					   "tear_strain", NULL};
+	/* An entry of "cloths" also has its name and collision layers
+	 * (scene_cloths.c reads them). */
+	static const char *const entry_keys[] = {
+		"mesh",	     "scale",	   "translate",	"stretch",	   "shear",	"bend",
+		"thickness", "density",	   "pins",	"material",	   "model",	"stitches",
+		"seams",     "rest_mesh",  "stitch_stiffness", "sew_speed", "mass_scale", "rest_scale",
+		"stiffness_scale", "friction", "materials", "tear_strain", "name", "layer", "collides_with", NULL};
 	drape_err e;
-	if ((e = scn_want_object(c, cl)) || (e = scn_keys(c, cl, keys)))
+	if ((e = scn_want_object(c, cl)) || (e = scn_keys(c, cl, c->in_cloths ? entry_keys : keys)))
 		return e;
 	drape_sim_params *p = &c->s.params;
 	const cJSON *mat = scn_get(cl, "material");
@@ -841,7 +806,11 @@ static drape_err scn_cloth(scn *c, const cJSON *cl)
 	SCN_FIELD(c, cl, "stretch", scn_param_float(c, v_, &p->stretch));
 	SCN_FIELD(c, cl, "shear", scn_param_float(c, v_, &p->shear));
 	SCN_FIELD(c, cl, "bend", scn_param_float(c, v_, &p->bend));
-	SCN_FIELD(c, cl, "thickness", scn_param_float(c, v_, &p->thickness));
+	/* "thickness" as an object of groups is read with the mesh's groups
+	 * (scene_props.c). */
+	const cJSON *thick = scn_get(cl, "thickness");
+	if (thick == NULL || !cJSON_IsObject(thick))
+		SCN_FIELD(c, cl, "thickness", scn_param_float(c, v_, &p->thickness));
 	SCN_FIELD(c, cl, "density", scn_param_float(c, v_, &p->density));
 	SCN_FIELD(c, cl, "tear_strain", scn_param_float(c, v_, &p->tear_strain));
 	float scale[3] = {1, 1, 1}, translate[3] = {0, 0, 0};
@@ -1211,7 +1180,7 @@ static drape_err scn_root(scn *c, const cJSON *root)
 {
 	static const char *const keys[] = {"fps",	"frames",  "substeps",       "iterations", "gravity",
 					   "damping",	"wind",	   "cloth",	     "self_collision",
-					   "long_range", "colliders", "start_frame", NULL};
+					   "long_range", "colliders", "start_frame", "cloths", NULL};
 	drape_err e;
 	if (!cJSON_IsObject(root))
 		return scn_fail(c, DRAPE_EINVAL, "the scene must be a JSON object, not %s", scn_type_name(root));
@@ -1254,10 +1223,16 @@ static drape_err scn_root(scn *c, const cJSON *root)
 		}
 		c->s.start_frame = (uint32_t)start;
 	}
-	const cJSON *cl = scn_get(root, "cloth");
-	if (cl == NULL)
-		return scn_fail(c, DRAPE_EINVAL, "the scene needs \"cloth\"");
+	const cJSON *cl = scn_get(root, "cloth"), *cls = scn_get(root, "cloths");
+	if (cl != NULL && cls != NULL) {
+		scn_push_key(c, "cloths");
+		return scn_fail(c, DRAPE_EINVAL,
+				"give either \"cloth\" (one) or \"cloths\" (several), not both");
+	}
+	if (cl == NULL && cls == NULL)
+		return scn_fail(c, DRAPE_EINVAL, "the scene needs \"cloth\" (or \"cloths\")");
 	SCN_FIELD(c, root, "cloth", scn_cloth(c, v_));
+	SCN_FIELD(c, root, "cloths", scn_cloths(c, v_, root));
 	if (p->model == DRAPE_MODEL_XPBD && scn_get(root, "damping") != NULL) {
 		scn_push_key(c, "damping");
 		return scn_fail(c, DRAPE_EINVAL,
@@ -1267,10 +1242,8 @@ static drape_err scn_root(scn *c, const cJSON *root)
 	return scn_check_params(c);
 }
 
-void drape_scene_free(drape_scene *s)
+void scn_free_cloth_parts(drape_scene *s)
 {
-	if (s == NULL)
-		return;
 	drape_obj_free(&s->cloth);
 	free(s->cloth_path);
 	free(s->pins);
@@ -1278,6 +1251,40 @@ void drape_scene_free(drape_scene *s)
 	free(s->pin_stiffness);
 	free(s->mass_scale);
 	free(s->rest_scale);
+	free(s->stiffness_scale);
+	free(s->vertex_thickness);
+	free(s->vertex_friction);
+	free(s->stitches);
+	free(s->rest_positions);
+	s->cloth_path = NULL;
+	s->pins = NULL;
+	s->pin_attach = NULL;
+	s->pin_stiffness = NULL;
+	s->pin_count = 0;
+	s->mass_scale = s->rest_scale = s->stiffness_scale = NULL;
+	s->vertex_thickness = s->vertex_friction = NULL;
+	s->stitches = NULL;
+	s->stitch_count = s->explicit_stitches = 0;
+	s->rest_positions = NULL;
+	s->has_seams = 0;
+	memset(&s->seams, 0, sizeof s->seams);
+}
+
+void drape_scene_free(drape_scene *s)
+{
+	if (s == NULL)
+		return;
+	scn_free_cloth_parts(s);
+	for (uint32_t i = 0; i < s->object_count; i++) {
+		if (s->objects)
+			free((char *)s->objects[i].name);
+		if (s->object_paths)
+			free(s->object_paths[i]);
+	}
+	free(s->objects);
+	free(s->object_ranges);
+	free(s->object_paths);
+	free(s->object_tris);
 	for (uint32_t i = 0; i < s->collider_count; i++) {
 		if (s->collider_meshes)
 			drape_obj_free(&s->collider_meshes[i]);
@@ -1292,8 +1299,6 @@ void drape_scene_free(drape_scene *s)
 	free(s->colliders);
 	free(s->collider_meshes);
 	free(s->collider_anims);
-	free(s->stitches);
-	free(s->rest_positions);
 	memset(s, 0, sizeof *s);
 }
 

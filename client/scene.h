@@ -111,8 +111,25 @@ typedef struct drape_scene {
 	/* "rest_scale": per cloth vertex, its rest scale (drape_sim_desc.
 	 * rest_scale; 1 outside the groups named); NULL without. */
 	float *rest_scale;
+	/* Per cloth vertex (scene_props.c; drape_sim_desc's fields of these
+	 * names): "stiffness_scale" by group and the ratios of the cloths'
+	 * materials (vertex_count * 3: stretch, shear, bend), "thickness" by
+	 * group or per cloth, "friction" by group or per cloth (-1: the
+	 * collider's). NULL without. */
+	float *stiffness_scale;
+	float *vertex_thickness;
+	float *vertex_friction;
 	int has_seams;
 	drape_seams_report seams;
+	/* "cloths" (scene_cloths.c): the cloths, concatenated into `cloth` in
+	 * order; objects[i].name is owned by the scene, object_paths[i] is
+	 * cloth i's resolved OBJ path (NULL for a grid), and its triangles are
+	 * object_tris[2 i] .. + object_tris[2 i + 1]. 0 objects for "cloth". */
+	drape_object_desc *objects;
+	drape_sim_object *object_ranges; /* the same ranges, as the solver takes them */
+	char **object_paths;
+	uint32_t *object_tris;
+	uint32_t object_count;
 } drape_scene;
 
 /*

@@ -35,6 +35,7 @@ typedef struct scn {
 	drape_keyframe **keys;     /* per collider, owned until moved into s */
 	int32_t *pin_mark;         /* per cloth vertex: -2 free, else attach */
 	float *pin_k;              /* per cloth vertex: its pin's stiffness, N/m (0 hard) */
+	int in_cloths;             /* reading an entry of "cloths" (its name and layers too) */
 } scn;
 
 drape_err scn_fail(scn *c, drape_err code, const char *fmt, ...)
@@ -88,7 +89,14 @@ static inline const cJSON *scn_get(const cJSON *obj, const char *key)
  * transformed (scene_garment.c). */
 drape_err scn_garment(scn *c, const cJSON *cl, const float scale[3], const float translate[3]);
 /* The cloth's per-group properties (scene_props.c): "mass_scale",
- * "rest_scale". */
+ * "rest_scale", "stiffness_scale", and "thickness" and "friction" when
+ * they are objects of groups (or "friction" a number). */
 drape_err scn_props(scn *c, const cJSON *cl);
+/* "cloths" (scene_cloths.c): reads every cloth with scn_cloth and joins
+ * them into one mesh with its objects. */
+drape_err scn_cloths(scn *c, const cJSON *a, const cJSON *root);
+drape_err scn_cloth(scn *c, const cJSON *cl);
+/* Frees the per-cloth parts of s (mesh, pins, garment, properties). */
+void scn_free_cloth_parts(drape_scene *s);
 
 #endif

@@ -61,6 +61,11 @@ drape_err drape_scene_submit(drape_client *c, const drape_scene *sc, const char 
 	d.uvs = sc->cloth.uvs;
 	d.rest_positions = sc->rest_positions;
 	d.rest_scale = sc->rest_scale;
+	d.stiffness_scale = sc->stiffness_scale;
+	d.vertex_thickness = sc->vertex_thickness;
+	d.vertex_friction = sc->vertex_friction;
+	d.objects = sc->objects;
+	d.object_count = sc->object_count;
 	d.stitches = sc->stitches;
 	d.stitch_count = sc->stitch_count;
 	d.stitch_k = sc->stitch_k;

@@ -33,7 +33,16 @@ drape_err drape_session_topology(drape_client *c, drape_session s, drape_topolog
 	r.triangles = malloc((size_t)t->triangle_count * 12u);
 	if (t->uvs != NULL)
 		r.uvs = malloc((size_t)t->vertex_count * 8u);
-	if (r.positions == NULL || r.triangles == NULL || (t->uvs != NULL && r.uvs == NULL)) {
+	int names_ok = 1;
+	if (t->object_count > 0 && (r.objects = calloc(t->object_count, sizeof *r.objects)) != NULL) {
+		r.object_count = t->object_count;
+		for (uint32_t i = 0; i < t->object_count; i++) {
+			r.objects[i].range = t->objects[i].range;
+			names_ok &= (r.objects[i].name = strdup(t->objects[i].name)) != NULL;
+		}
+	}
+	if (r.positions == NULL || r.triangles == NULL || (t->uvs != NULL && r.uvs == NULL) ||
+	    (t->object_count > 0 && r.objects == NULL) || !names_ok) {
 		drape_topology_free(&r);
 		proto_reply_free(&rep);
 		return drape_error_setf(err, DRAPE_ENOMEM, "session.topology: out of memory for %u vertices",
@@ -72,5 +81,8 @@ void drape_topology_free(drape_topology *t)
 	free(t->uvs);
 	free(t->origin);
 	free(t->current_triangles);
+	for (uint32_t i = 0; t->objects != NULL && i < t->object_count; i++)
+		free((char *)t->objects[i].name);
+	free(t->objects);
 	memset(t, 0, sizeof *t);
 }

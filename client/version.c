@@ -20,6 +20,8 @@ const char *drape_version(void)
 	X(drape_sim_params)                                                                  \
 	X(drape_sim_desc)                                                                    \
 	X(drape_stitch)                                                                      \
+	X(drape_sim_object)                                                                  \
+	X(drape_object_desc)                                                                 \
 	X(drape_sim_topology)                                                                \
 	X(drape_sim_stats)                                                                   \
 	X(drape_keyframe)                                                                    \

@@ -324,6 +324,15 @@ typedef struct proto_hello_req {
 	const char *client;
 } proto_hello_req;
 
+/* One cloth object of a session holding several ("objects" in
+ * session.create): its name (a client writes its frames to a cache named
+ * after it) and its vertex range and collision layers
+ * (drape_sim_object). */
+typedef struct proto_object {
+	const char *name; /* 1 .. PROTO_MAX_NAME bytes of UTF-8 */
+	drape_sim_object range;
+} proto_object;
+
 typedef struct proto_create_req {
 	proto_mesh mesh;
 	const float *inv_mass; /* optional, vertex_count finite floats >= 0; NULL if absent */
@@ -343,6 +352,19 @@ typedef struct proto_create_req {
 	/* optional "rest_scale": vertex_count finite floats > 0, each vertex's
 	 * rest scale (drape_sim_desc.rest_scale); NULL if absent */
 	const float *rest_scale;
+	/* optional "stiffness_scale" (vertex_count * 3 floats in (0, 1e6]:
+	 * stretch, shear, bend), "vertex_thickness" (vertex_count floats, m,
+	 * [0, 1]) and "vertex_friction" (vertex_count floats in [0, 10], or -1
+	 * for the collider's): drape_sim_desc's fields of the same names;
+	 * NULL if absent */
+	const float *stiffness_scale;
+	const float *vertex_thickness;
+	const float *vertex_friction;
+	/* optional "objects": object_count (1 .. DRAPE_SIM_MAX_OBJECTS)
+	 * cloth objects, consecutive vertex ranges covering the mesh in
+	 * order, names unique; NULL (0) if absent */
+	const proto_object *objects;
+	uint32_t object_count;
 	/* optional "stitch_v" (stitch_count * 3 vertex indices a, b0, b1) and
 	 * "stitch_t" (stitch_count floats): drape_sim_desc.stitches; both or
 	 * neither. "stitch_k" (N/m, >= 0) and "sew_speed" (m/s, >= 0) are
@@ -612,6 +634,10 @@ typedef struct proto_topology_rep {
 	uint32_t current_vertex_count;
 	const uint32_t *origin;
 	const uint32_t *current_triangles;
+	/* "objects": the session's cloth objects as created (names, ranges,
+	 * layers); NULL (0) for a session of one cloth */
+	const proto_object *objects;
+	uint32_t object_count;
 } proto_topology_rep;
 
 typedef struct proto_session_info {

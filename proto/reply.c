@@ -372,6 +372,10 @@ static drape_err decode_topology(proto_wire_dec *d, const msgpack_object *m, pro
 					     "%u triangles, the mesh has %u", (unsigned)nt,
 					     (unsigned)t->triangle_count);
 	}
+	t->objects = NULL;
+	t->object_count = 0;
+	if (rc == DRAPE_OK && (v = proto_wire_get(m, "objects")) != NULL)
+		rc = proto_wire_read_objects(d, v, t->vertex_count, &t->objects, &t->object_count);
 	return rc;
 }
 
@@ -693,6 +697,10 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_reply *r)
 			proto_wire_kv(e, n, "current_triangles");
 			proto_wire_pack_bin_u32(e, "current_triangles", t->current_triangles,
 						3u * (uint64_t)t->triangle_count);
+		}
+		if (t->object_count > 0) {
+			proto_wire_kv(e, n, "objects");
+			proto_wire_pack_objects(e, t->objects, t->object_count);
 		}
 		break;
 	}

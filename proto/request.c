@@ -127,6 +127,129 @@ static drape_err header_strict(proto_wire_dec *d, const msgpack_object *root, pr
 
 /* ---- Bodies ------------------------------------------------------------------ */
 
+/* One optional per-vertex float array, each value in [lo, hi] (or -1 when
+ * minus_one); an element out of range is named with its index. */
+static drape_err vertex_floats(proto_wire_dec *d, const msgpack_object *m, const char *key,
+			       uint32_t tuple, uint32_t count, float lo, bool open_lo, float hi,
+			       bool minus_one, const float **out)
+{
+	const msgpack_object *v = proto_wire_get(m, key);
+	if (v == NULL)
+		return DRAPE_OK;
+	uint32_t n = 0;
+	drape_err rc = proto_wire_bin_f32(d, v, key, tuple, count, out, &n);
+	if (rc != DRAPE_OK)
+		return rc;
+	for (uint64_t i = 0; i < (uint64_t)n * tuple; i++) {
+		const float x = (*out)[i];
+		if (minus_one && x == -1.0f)
+			continue;
+		if (!(open_lo ? x > lo : x >= lo) || !(x <= hi)) {
+			char sub[64];
+			if (tuple > 1)
+				snprintf(sub, sizeof sub, "%s[%u][%u]", key, (unsigned)(i / tuple),
+					 (unsigned)(i % tuple));
+			else
+				snprintf(sub, sizeof sub, "%s[%u]", key, (unsigned)i);
+			return proto_wire_fail(d, DRAPE_EINVAL, sub, "%g is outside %s%g, %g]%s", (double)x,
+					       open_lo ? "(" : "[", (double)lo, (double)hi,
+					       minus_one ? " (or -1: the collider's)" : "");
+		}
+	}
+	return DRAPE_OK;
+}
+
+static drape_err decode_vertex_props(proto_wire_dec *d, const msgpack_object *m, proto_create_req *c)
+{
+	const uint32_t n = c->mesh.vertex_count;
+	drape_err rc = vertex_floats(d, m, "stiffness_scale", 3, n, 0.0f, true,
+				     DRAPE_SIM_MAX_STIFFNESS_SCALE, false, &c->stiffness_scale);
+	if (rc == DRAPE_OK)
+		rc = vertex_floats(d, m, "vertex_thickness", 1, n, 0.0f, false, 1.0f, false,
+				   &c->vertex_thickness);
+	if (rc == DRAPE_OK)
+		rc = vertex_floats(d, m, "vertex_friction", 1, n, 0.0f, false, DRAPE_SIM_MAX_FRICTION,
+				   true, &c->vertex_friction);
+	return rc;
+}
+
+/* objects[i].key as a uint32, named with its index when missing or bad. */
+static drape_err object_u32(proto_wire_dec *d, const msgpack_object *e, uint32_t i, const char *key,
+			    bool required, uint32_t *out)
+{
+	char path[64];
+	snprintf(path, sizeof path, "objects[%u].%s", (unsigned)i, key);
+	const msgpack_object *v = proto_wire_get(e, key);
+	if (v == NULL)
+		return required ? proto_wire_fail(d, DRAPE_EINVAL, path, "missing") : DRAPE_OK;
+	return proto_wire_u32(d, v, path, out);
+}
+
+/* "objects": an array of maps {name, first_vertex, vertex_count, layer?,
+ * collides_with?}, consecutive ranges covering the mesh, unique names
+ * (session.create, and the session.topology reply). */
+drape_err proto_wire_read_objects(proto_wire_dec *d, const msgpack_object *v, uint32_t vertex_count,
+				  const proto_object **out, uint32_t *count)
+{
+	if (v->type != MSGPACK_OBJECT_ARRAY)
+		return proto_wire_fail(d, DRAPE_EPROTO, "objects", "expected an array of maps");
+	const uint32_t n = v->via.array.size;
+	if (n == 0 || n > DRAPE_SIM_MAX_OBJECTS)
+		return proto_wire_fail(d, n == 0 ? DRAPE_EINVAL : DRAPE_ELIMIT, "objects",
+				       "%u objects; 1 to %u", (unsigned)n, DRAPE_SIM_MAX_OBJECTS);
+	proto_object *o = proto_mem_alloc(d->mem, (size_t)n * sizeof *o);
+	if (o == NULL)
+		return proto_wire_fail(d, DRAPE_ENOMEM, "objects", "out of memory");
+	uint64_t next = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const msgpack_object *e = &v->via.array.ptr[i];
+		char path[64];
+		snprintf(path, sizeof path, "objects[%u]", (unsigned)i);
+		drape_err rc = proto_wire_map(d, e, path);
+		if (rc != DRAPE_OK)
+			return rc;
+		const msgpack_object *nm;
+		snprintf(path, sizeof path, "objects[%u].name", (unsigned)i);
+		if ((rc = proto_wire_need(d, e, "name", path, &nm)) != DRAPE_OK ||
+		    (rc = proto_wire_str(d, nm, path, PROTO_MAX_NAME, &o[i].name)) != DRAPE_OK)
+			return rc;
+		const size_t len = strlen(o[i].name);
+		if (len == 0 || proto_utf8_check(o[i].name, len) != len)
+			return proto_wire_fail(d, DRAPE_EINVAL, path, "empty or not valid UTF-8");
+		for (uint32_t j = 0; j < i; j++)
+			if (strcmp(o[j].name, o[i].name) == 0)
+				return proto_wire_fail(d, DRAPE_EINVAL, path,
+						       "\"%s\" is also objects[%u].name", o[i].name,
+						       (unsigned)j);
+		drape_sim_object *r = &o[i].range;
+		r->layer = 1u;
+		r->collides_with = 0xffffffffu;
+		if ((rc = object_u32(d, e, i, "first_vertex", true, &r->first_vertex)) ||
+		    (rc = object_u32(d, e, i, "vertex_count", true, &r->vertex_count)) ||
+		    (rc = object_u32(d, e, i, "layer", false, &r->layer)) ||
+		    (rc = object_u32(d, e, i, "collides_with", false, &r->collides_with)))
+			return rc;
+		if (r->first_vertex != next) {
+			snprintf(path, sizeof path, "objects[%u].first_vertex", (unsigned)i);
+			return proto_wire_fail(d, DRAPE_EINVAL, path,
+					       "%u, expected %llu: objects are consecutive vertex ranges",
+					       (unsigned)r->first_vertex, (unsigned long long)next);
+		}
+		next += r->vertex_count;
+		if (r->vertex_count == 0 || next > vertex_count) {
+			snprintf(path, sizeof path, "objects[%u].vertex_count", (unsigned)i);
+			return proto_wire_fail(d, DRAPE_EINVAL, path, "%u: 0, or past the %u vertices",
+					       (unsigned)r->vertex_count, (unsigned)vertex_count);
+		}
+	}
+	if (next != vertex_count)
+		return proto_wire_fail(d, DRAPE_EINVAL, "objects", "cover %llu of %u vertices",
+				       (unsigned long long)next, (unsigned)vertex_count);
+	*out = o;
+	*count = n;
+	return DRAPE_OK;
+}
+
 static drape_err decode_create(proto_wire_dec *d, const msgpack_object *m, proto_create_req *c)
 {
 	drape_err rc = proto_wire_read_mesh(d, m, &c->mesh);
@@ -205,6 +328,14 @@ static drape_err decode_create(proto_wire_dec *d, const msgpack_object *m, proto
 			}
 		}
 	}
+	rc = decode_vertex_props(d, m, c);
+	if (rc != DRAPE_OK)
+		return rc;
+	v = proto_wire_get(m, "objects");
+	if (v != NULL &&
+	    (rc = proto_wire_read_objects(d, v, c->mesh.vertex_count, &c->objects, &c->object_count)) !=
+		    DRAPE_OK)
+		return rc;
 	const msgpack_object *sv = proto_wire_get(m, "stitch_v"), *st = proto_wire_get(m, "stitch_t");
 	if ((sv == NULL) != (st == NULL))
 		return proto_wire_fail(d, DRAPE_EINVAL, sv == NULL ? "stitch_v" : "stitch_t",
@@ -598,6 +729,27 @@ static void encode_collider_add(proto_wire_enc *e, uint32_t *n, const proto_coll
 	}
 }
 
+void proto_wire_pack_objects(proto_wire_enc *e, const proto_object *objects, uint32_t count)
+{
+	proto_wire_pack_array(e, count);
+	for (uint32_t i = 0; i < count; i++) {
+		const proto_object *o = &objects[i];
+		uint32_t on = 0;
+		size_t at = proto_wire_map_begin(e);
+		proto_wire_kv(e, &on, "name");
+		proto_wire_pack_str(e, "objects.name", o->name, PROTO_MAX_NAME);
+		proto_wire_kv(e, &on, "first_vertex");
+		proto_wire_pack_u64(e, o->range.first_vertex);
+		proto_wire_kv(e, &on, "vertex_count");
+		proto_wire_pack_u64(e, o->range.vertex_count);
+		proto_wire_kv(e, &on, "layer");
+		proto_wire_pack_u64(e, o->range.layer);
+		proto_wire_kv(e, &on, "collides_with");
+		proto_wire_pack_u64(e, o->range.collides_with);
+		proto_wire_map_end(e, at, on);
+	}
+}
+
 static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 {
 	switch (r->op) {
@@ -634,6 +786,23 @@ static void encode_body(proto_wire_enc *e, uint32_t *n, const proto_request *r)
 		if (c->rest_scale != NULL) {
 			proto_wire_kv(e, n, "rest_scale");
 			proto_wire_pack_bin_f32(e, "rest_scale", c->rest_scale, c->mesh.vertex_count);
+		}
+		const struct {
+			const char *key;
+			const float *v;
+			uint32_t tuple;
+		} vf[3] = {{"stiffness_scale", c->stiffness_scale, 3},
+			   {"vertex_thickness", c->vertex_thickness, 1},
+			   {"vertex_friction", c->vertex_friction, 1}};
+		for (int k = 0; k < 3; k++)
+			if (vf[k].v != NULL) {
+				proto_wire_kv(e, n, vf[k].key);
+				proto_wire_pack_bin_f32(e, vf[k].key, vf[k].v,
+							(uint64_t)c->mesh.vertex_count * vf[k].tuple);
+			}
+		if (c->object_count > 0) {
+			proto_wire_kv(e, n, "objects");
+			proto_wire_pack_objects(e, c->objects, c->object_count);
 		}
 		if (c->stitch_count > 0) {
 			proto_wire_kv(e, n, "stitch_v");

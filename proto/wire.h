@@ -109,6 +109,9 @@ drape_err proto_wire_read_stats(proto_wire_dec *d, const msgpack_object *o, cons
 drape_err proto_wire_read_topology(proto_wire_dec *d, const msgpack_object *o, const char *path,
 			     drape_sim_topology *out);
 drape_err proto_wire_read_mesh(proto_wire_dec *d, const msgpack_object *map, proto_mesh *out);
+/* "objects" (request.c): cloth objects over vertex_count vertices. */
+drape_err proto_wire_read_objects(proto_wire_dec *d, const msgpack_object *v, uint32_t vertex_count,
+				  const proto_object **out, uint32_t *count);
 drape_err proto_wire_read_frame(proto_wire_dec *d, const msgpack_object *o, const char *path,
 			  proto_frame *out);
 drape_err proto_wire_read_keyframes(proto_wire_dec *d, const msgpack_object *o, const char *path,
@@ -172,6 +175,7 @@ void proto_wire_pack_bin_f32(proto_wire_enc *e, const char *path, const float *v
 void proto_wire_pack_bin_u32(proto_wire_enc *e, const char *path, const uint32_t *v, uint64_t n);
 
 void proto_wire_pack_params(proto_wire_enc *e, const proto_params *p);
+void proto_wire_pack_objects(proto_wire_enc *e, const proto_object *objects, uint32_t count);
 void proto_wire_pack_stats(proto_wire_enc *e, const drape_sim_stats *s);
 void proto_wire_pack_topology(proto_wire_enc *e, const drape_sim_topology *t);
 void proto_wire_pack_frame(proto_wire_enc *e, const char *path, const proto_frame *f);

@@ -115,6 +115,9 @@ void srv_session_free(srv_session *s)
 	free(s->in_positions);
 	free(s->in_triangles);
 	free(s->in_uvs);
+	for (uint32_t i = 0; s->in_objects != NULL && i < s->in_object_count; i++)
+		free((char *)s->in_objects[i].name);
+	free(s->in_objects);
 	free(s);
 }
 
@@ -202,6 +205,9 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	desc.pin_stiffness = c->pin_stiffness;
 	desc.rest_positions = c->rest_positions;
 	desc.rest_scale = c->rest_scale;
+	desc.stiffness_scale = c->stiffness_scale;
+	desc.vertex_thickness = c->vertex_thickness;
+	desc.vertex_friction = c->vertex_friction;
 	if (c->has_stitch_k)
 		desc.stitch_k = c->stitch_k;
 	if (c->has_sew_speed)
@@ -223,6 +229,22 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 		desc.stitches = stitches;
 		desc.stitch_count = c->stitch_count;
 	}
+	/* The objects' ranges as the solver takes them (its own copy); the
+	 * names stay with the request. */
+	drape_sim_object *objects = NULL;
+	if (c->object_count > 0) {
+		objects = malloc((size_t)c->object_count * sizeof *objects);
+		if (objects == NULL) {
+			free(stitches);
+			drape_error_setf(err, DRAPE_ENOMEM, "session.create: out of memory for %u objects",
+					 c->object_count);
+			return NULL;
+		}
+		for (uint32_t i = 0; i < c->object_count; i++)
+			objects[i] = c->objects[i].range;
+		desc.objects = objects;
+		desc.object_count = c->object_count;
+	}
 	desc.params = *p;
 	/* The shared pool is handed over frame by frame (srv_sched_kick):
 	 * a session solving alone gets it, sessions solving side by side
@@ -232,6 +254,7 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	srv_session *s = calloc(1, sizeof *s);
 	if (s == NULL) {
 		free(stitches);
+		free(objects);
 		drape_error_setf(err, DRAPE_ENOMEM, "session.create: out of memory");
 		return NULL;
 	}
@@ -260,6 +283,7 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	    (c->uvs != NULL && s->in_uvs == NULL) ||
 	    (c->name != NULL && (s->name = strdup(c->name)) == NULL)) {
 		free(stitches);
+		free(objects);
 		goto nomem;
 	}
 	memcpy(s->tri, c->mesh.triangles, (size_t)c->mesh.triangle_count * 3 * sizeof *s->tri);
@@ -267,9 +291,27 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	memcpy(s->in_triangles, c->mesh.triangles, (size_t)s->triangles * 12u);
 	if (c->uvs != NULL)
 		memcpy(s->in_uvs, c->uvs, (size_t)s->vertices * 8u);
+	if (c->object_count > 0) {
+		s->in_objects = calloc(c->object_count, sizeof *s->in_objects);
+		if (s->in_objects == NULL) {
+			free(stitches);
+			free(objects);
+			goto nomem;
+		}
+		s->in_object_count = c->object_count;
+		for (uint32_t i = 0; i < c->object_count; i++) {
+			s->in_objects[i].range = c->objects[i].range;
+			if ((s->in_objects[i].name = strdup(c->objects[i].name)) == NULL) {
+				free(stitches);
+				free(objects);
+				goto nomem;
+			}
+		}
+	}
 	s->state = PROTO_STATE_IDLE;
 	drape_err rc = drape_sim_create(&desc, &s->sim, err);
 	free(stitches);
+	free(objects);
 	if (rc != DRAPE_OK) {
 		srv_session_free(s);
 		return NULL;

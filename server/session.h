@@ -78,6 +78,10 @@ typedef struct srv_session {
 	float *in_positions;
 	uint32_t *in_triangles;
 	float *in_uvs;
+	/* The cloth objects as created (names owned), for session.topology;
+	 * NULL (0) for one cloth. */
+	proto_object *in_objects;
+	uint32_t in_object_count;
 	bool deleted;          /* deleted while busy; freed when the frame lands */
 	bool end_pending;      /* canceled while busy: the end message goes out
 				* once the frame or job in flight lands */

@@ -1,6 +1,7 @@
 /*
  * session.topology: the mesh a session was created with (the input pose,
- * triangles and uvs, in the caller's vertex order) and its frame rate, so a
+ * triangles and uvs, in the caller's vertex order, and its cloth objects)
+ * and its frame rate, so a
  * client that did not create the session (drape attach, drape export) can
  * write complete files. Read-only, and the arrays are the session's own
  * copies, not the solver's, so it is answered while a frame is solving.
@@ -31,5 +32,7 @@ drape_err srv_op_topology(srv_server *srv, srv_session *s, proto_reply *rep, dra
 		t->origin = g->origin;
 		t->current_triangles = g->tris;
 	}
+	t->objects = s->in_objects;
+	t->object_count = s->in_object_count;
 	return DRAPE_OK;
 }

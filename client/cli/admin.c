@@ -445,6 +445,34 @@ static void print_garment(const drape_scene *sc, uint64_t along_seams, int json)
 		       (unsigned long long)along_seams);
 }
 
+/* The cloths of a scene with "cloths": name, vertex range, layers. */
+static void print_cloths(const drape_scene *sc, int json)
+{
+	if (sc->object_count == 0)
+		return;
+	if (json) {
+		printf(",\"cloths\":[");
+		for (uint32_t i = 0; i < sc->object_count; i++) {
+			const drape_object_desc *o = &sc->objects[i];
+			printf("%s{\"name\":", i ? "," : "");
+			cli_json_str(stdout, o->name);
+			printf(",\"first_vertex\":%u,\"vertex_count\":%u,\"layer\":%u,"
+			       "\"collides_with\":%u}",
+			       o->range.first_vertex, o->range.vertex_count, o->range.layer,
+			       o->range.collides_with);
+		}
+		printf("]");
+		return;
+	}
+	printf("cloths:                %u\n", sc->object_count);
+	for (uint32_t i = 0; i < sc->object_count; i++) {
+		const drape_object_desc *o = &sc->objects[i];
+		printf("  %-20s vertices %u to %u, layer bits 0x%x, collides with 0x%x\n", o->name,
+		       o->range.first_vertex, o->range.first_vertex + o->range.vertex_count - 1,
+		       o->range.layer, o->range.collides_with);
+	}
+}
+
 int cli_cmd_check(int argc, char **argv)
 {
 	static const char *const allowed[] = {"--server", "--token-file", "--max-pairs", "--json",
@@ -551,6 +579,7 @@ int cli_cmd_check(int argc, char **argv)
 		printf("],");
 		print_material_json(&sc);
 		print_garment(&sc, along_seams, 1);
+		print_cloths(&sc, 1);
 		printf("}\n");
 	} else {
 		printf("vertices:              %u\n", t.vertices);
@@ -570,6 +599,7 @@ int cli_cmd_check(int argc, char **argv)
 		printf("colliders:             %u\n", (unsigned)sc.collider_count);
 		print_material_text(&sc);
 		print_garment(&sc, along_seams, 0);
+		print_cloths(&sc, 0);
 		printf("intersecting pairs:    %llu\n", (unsigned long long)count);
 		for (uint32_t i = 0; i < shown; i++)
 			printf("  triangles %u and %u\n", pairs[i].a, pairs[i].b);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "drape/cache.h"
 #include "drape/drape.h"
 #include "client/scene.h"
 
@@ -199,6 +200,31 @@ int cli_cmd_export(int argc, char **argv);
  */
 drape_err cli_scene_sim_desc(const drape_scene *sc, drape_sim_desc *d, float **inv_mass,
 			     drape_error *err);
+
+/* One cache per cloth of a session of several (objcache.c): each object's
+ * vertices to DIR/<name>/ with its own triangles (those whose first vertex
+ * is in its range, renumbered). init borrows the arrays (count 0: nothing
+ * to do; paths may be NULL, else each object's OBJ source or NULL); write
+ * opens the writers at the first frame (base: the desc a single cache
+ * would get, its dir the --out folder; previous: the frame before, whole
+ * mesh, or NULL); close finishes them (reporting errors when `report`)
+ * and frees what write allocated. Functions return 0 or an exit code,
+ * with the message printed. */
+typedef struct cli_objcache {
+	const drape_object_desc *objects;
+	uint32_t count;
+	const uint32_t *triangles;
+	uint32_t triangle_count;
+	char *const *paths;
+	drape_cache_writer **cache;
+	uint32_t **tri;
+	uint32_t *tri_count;
+} cli_objcache;
+void cli_objcache_init(cli_objcache *w, const drape_object_desc *objects, uint32_t count,
+		       const uint32_t *triangles, uint32_t triangle_count, char *const *paths);
+int cli_objcache_write(cli_objcache *w, const drape_cache_desc *base, uint32_t index,
+		       const float *positions, const float *previous);
+int cli_objcache_close(cli_objcache *w, bool report);
 
 /* Usage text of a command (NULL = the overview) to stdout or stderr. */
 void cli_usage(const char *cmd, bool to_stderr);

@@ -573,6 +573,11 @@ drape_err cli_scene_sim_desc(const drape_scene *sc, drape_sim_desc *d, float **i
 	d->uvs = sc->cloth.uvs;
 	d->rest_positions = sc->rest_positions;
 	d->rest_scale = sc->rest_scale;
+	d->stiffness_scale = sc->stiffness_scale;
+	d->vertex_thickness = sc->vertex_thickness;
+	d->vertex_friction = sc->vertex_friction;
+	d->objects = sc->object_ranges;
+	d->object_count = sc->object_count;
 	d->stitches = sc->stitches;
 	d->stitch_count = sc->stitch_count;
 	d->stitch_k = sc->stitch_k;

@@ -52,6 +52,8 @@ typedef struct sink {
 	uint32_t last_expected; /* index of the run's last frame; 0 = unknown */
 	double write_ms;    /* time spent writing frames to --out */
 	uint32_t *torn;     /* a torn cloth's triangles (sink_mesh), owned */
+	/* A scene with "cloths": one cache per cloth, in --out/<name>/. */
+	cli_objcache objs;
 } sink;
 
 static void sink_init(sink *k, const cli_opts *o, const drape_obj_mesh *mesh, uint32_t total)
@@ -83,10 +85,12 @@ static void sink_scene(sink *k, const drape_scene *sc, uint32_t last)
 	k->obj_source = sc->cloth_path;
 	k->rest_is_input = true;
 	k->last_expected = last;
+	cli_objcache_init(&k->objs, sc->objects, sc->object_count, sc->cloth.triangles,
+			  sc->cloth.triangle_count, sc->object_paths);
 }
 
-/* Opens the cache writer for a first frame `index`; returns 0 or an exit code. */
-static int sink_open_cache(sink *k, uint32_t index, uint32_t vertex_count)
+/* The cache desc for a first frame `index`. */
+static void sink_cache_desc(const sink *k, uint32_t index, uint32_t vertex_count, drape_cache_desc *out)
 {
 	drape_cache_desc d;
 	drape_cache_desc_default(&d);
@@ -103,6 +107,14 @@ static int sink_open_cache(sink *k, uint32_t index, uint32_t vertex_count)
 		d.previous = k->rest;
 	else if (k->prev != NULL && k->prev_index + 1 == index)
 		d.previous = k->prev;
+	*out = d;
+}
+
+/* Opens the cache writer for a first frame `index`; returns 0 or an exit code. */
+static int sink_open_cache(sink *k, uint32_t index, uint32_t vertex_count)
+{
+	drape_cache_desc d;
+	sink_cache_desc(k, index, vertex_count, &d);
 	drape_error err;
 	drape_err rc = drape_cache_open(&d, &k->cache, &err);
 	if (rc != DRAPE_OK) {
@@ -115,6 +127,8 @@ static int sink_open_cache(sink *k, uint32_t index, uint32_t vertex_count)
 /* Finishes the cache files; returns 0 or an exit code. */
 static int sink_finish(sink *k)
 {
+	if (k->objs.count > 0)
+		return cli_objcache_close(&k->objs, true);
 	if (k->cache == NULL)
 		return 0;
 	drape_error err;
@@ -205,7 +219,17 @@ static int sink_frame(sink *k, uint32_t index, const float *positions, uint32_t 
 		}
 		return 0;
 	}
-	if (k->o->out_dir != NULL) {
+	if (k->o->out_dir != NULL && k->objs.count > 0) {
+		/* Several cloths: one cache each, in a folder named after it. */
+		double w0 = cli_now_ms();
+		drape_cache_desc d;
+		sink_cache_desc(k, index, vertex_count, &d);
+		int x = cli_objcache_write(&k->objs, &d, index, positions,
+					   k->objs.cache == NULL ? d.previous : NULL);
+		k->write_ms += cli_now_ms() - w0;
+		if (x != 0)
+			return x;
+	} else if (k->o->out_dir != NULL) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/frame_%04u.obj", k->o->out_dir, (unsigned)index);
 		struct stat sb;
@@ -301,6 +325,7 @@ static void sink_summary(const sink *k, uint32_t session, double total_ms, const
 
 static void sink_free(sink *k)
 {
+	cli_objcache_close(&k->objs, false);
 	if (k->cache != NULL)
 		drape_cache_close(k->cache, NULL);
 	k->cache = NULL;
@@ -1099,6 +1124,13 @@ static int attach_or_export(int argc, char **argv, bool export)
 	k.obj_source = scene_path != NULL ? sc.cloth_path : NULL;
 	k.rest_is_input = mesh != NULL;
 	k.last_expected = last;
+	/* A session of several cloths: one cache each. */
+	if (scene_path != NULL)
+		cli_objcache_init(&k.objs, sc.objects, sc.object_count, sc.cloth.triangles,
+				  sc.cloth.triangle_count, sc.object_paths);
+	else if (have_topo)
+		cli_objcache_init(&k.objs, topo.objects, topo.object_count, topo.triangles,
+				  topo.triangle_count, NULL);
 	x = receive(c, s, &k, -1, true);
 	if (x == 0)
 		x = sink_finish(&k);
@@ -1242,6 +1274,12 @@ int cli_cmd_resume(int argc, char **argv)
 	k.obj_source = o.scene != NULL ? sc.cloth_path : NULL;
 	k.rest_is_input = mesh != NULL;
 	k.last_expected = info.frames_target;
+	if (o.scene != NULL)
+		cli_objcache_init(&k.objs, sc.objects, sc.object_count, sc.cloth.triangles,
+				  sc.cloth.triangle_count, sc.object_paths);
+	else if (have_topo)
+		cli_objcache_init(&k.objs, topo.objects, topo.object_count, topo.triangles,
+				  topo.triangle_count, NULL);
 	x = receive(c, s, &k, -1, false);
 	if (x == CLI_INTERRUPTED) {
 		/* Unlike `run`, the session was not started by this command's

@@ -304,7 +304,25 @@ typedef struct drape_session_desc {
 	/* optional, vertex_count floats > 0: each vertex's rest scale
 	 * (drape_sim_desc.rest_scale); NULL = 1 everywhere */
 	const float *rest_scale;
+	/* optional: drape_sim_desc's stiffness_scale (vertex_count * 3
+	 * floats, model xpbd), vertex_thickness and vertex_friction
+	 * (vertex_count floats each); NULL = none */
+	const float *stiffness_scale;
+	const float *vertex_thickness;
+	const float *vertex_friction;
+	/* optional cloth objects (several cloths in one session): consecutive
+	 * vertex ranges covering the mesh, each named (unique, <=
+	 * DRAPE_NAME_MAX bytes) so that a client can write each to its own
+	 * cache; see drape_sim_object for the layers. NULL = one cloth */
+	const struct drape_object_desc *objects;
+	uint32_t object_count;
 } drape_session_desc;
+
+/* One cloth object of drape_session_desc.objects. */
+typedef struct drape_object_desc {
+	const char *name;
+	drape_sim_object range;
+} drape_object_desc;
 
 /* Zeroes *d, marks every parameter unset (drape_params_unset) and sets
  * the stitch defaults (rigid, sewn at 0.5 m/s). */

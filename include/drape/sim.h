@@ -193,7 +193,60 @@ typedef struct drape_sim_desc {
 	/* Optional worker pool; NULL steps on the calling thread only.
 	 * drape_sim_set_pool changes it later. */
 	drape_pool *pool;
+	/* Optional per-vertex stiffness scales, vertex_count * 3 floats in
+	 * (0, DRAPE_SIM_MAX_STIFFNESS_SCALE]: each vertex's factor on the
+	 * material's stretch (and compression), shear and bending stiffness,
+	 * model DRAPE_MODEL_XPBD only (the seed's PBD stiffness is one number
+	 * for the cloth). A constraint's stiffness is the material's times
+	 * the harmonic mean of its vertices' factors of its kind (two for an
+	 * edge or a shear wing pair, four for a bending pair), so an edge
+	 * between a stiff and a soft vertex is its two halves in series, as
+	 * springs in series add their compliances. A collar at (4, 4, 4) is
+	 * four times as stiff as the shirt; a second cloth of another fabric
+	 * is the ratios of its constants to the session's. NULL: 1. */
+	const float *stiffness_scale;
+	/* Optional per-vertex collision thickness in metres, vertex_count
+	 * floats in [0, 1]: replaces params.thickness for that vertex against
+	 * every collider (a hem resting higher than the shirt); the
+	 * self-collision keeps params.thickness (or self_thickness). NULL:
+	 * params.thickness everywhere. */
+	const float *vertex_thickness;
+	/* Optional per-vertex friction against colliders, vertex_count floats:
+	 * a value in [0, DRAPE_SIM_MAX_FRICTION] replaces both the collider's
+	 * friction and static_friction for that vertex's contacts (Coulomb:
+	 * cloth rests on a slope of angle theta when tan theta < mu), for
+	 * every collider; -1 keeps the collider's. NULL: the colliders'
+	 * everywhere. */
+	const float *vertex_friction;
+	/* Optional cloth objects (drape_sim_object): consecutive vertex
+	 * ranges covering all vertices in order, a triangle never joining
+	 * two. Cloths of one session meet each other through the
+	 * self-collision (params.self_collision), with its guarantee that no
+	 * two layers cross, when their layers let them (drape_sim_object).
+	 * NULL (object_count 0): one object. */
+	const struct drape_sim_object *objects;
+	uint32_t object_count;
 } drape_sim_desc;
+
+/* Limits of the per-vertex properties and objects above. */
+#define DRAPE_SIM_MAX_STIFFNESS_SCALE 1.0e6f
+#define DRAPE_SIM_MAX_FRICTION 10.0f
+#define DRAPE_SIM_MAX_OBJECTS 256u
+
+/*
+ * One cloth object of a sim holding several (a shirt and a jacket): its
+ * vertices first_vertex .. first_vertex + vertex_count - 1. Two objects
+ * collide (self-collision pairs between them) when each one's layer
+ * shares a bit with the other's collides_with (the rule of Box2D's
+ * category and mask bits); a vertex never stops colliding with its own
+ * object. Layer 1 and collides_with 0xffffffff meet every other object;
+ * layer 0 meets none.
+ */
+typedef struct drape_sim_object {
+	uint32_t first_vertex, vertex_count;
+	uint32_t layer;
+	uint32_t collides_with;
+} drape_sim_object;
 
 void drape_sim_desc_default(drape_sim_desc *d);
 

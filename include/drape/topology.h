@@ -31,6 +31,10 @@ typedef struct drape_topology {
 	uint32_t current_vertex_count;
 	uint32_t *origin;
 	uint32_t *current_triangles;
+	/* The session's cloth objects (drape_session_desc.objects), names
+	 * owned; NULL (0) for a session of one cloth. */
+	drape_object_desc *objects;
+	uint32_t object_count;
 } drape_topology;
 
 /*

@@ -379,6 +379,8 @@ void sim_colliders_init(sim_collider_set *set)
 	set->count = 0;
 	set->cap = 0;
 	set->cloth_n = 0;
+	set->cloth_thickness = NULL;
+	set->cloth_friction = NULL;
 }
 
 void sim_colliders_free(sim_collider_set *set)
@@ -673,8 +675,11 @@ void sim_colliders_begin_contacts(sim_collider_set *set, const sim_vec4 *x, cons
 {
 	for (uint32_t i = 0; i < set->count; i++) {
 		sim_collider *c = set->items[i];
-		if (c->deform != NULL)
+		if (c->deform != NULL) {
+			sim_deform_set_cloth(c->deform, set->cloth_thickness, set->cloth_friction,
+					     c->thickness);
 			sim_deform_begin_contacts(c->deform, x, p, n, thickness + c->thickness, pool);
+		}
 	}
 }
 
@@ -732,11 +737,16 @@ static uint32_t project_range(const sim_collider_set *set, sim_vec4 *restrict p,
 				q[j * 3 + 2] = l.z;
 			}
 			collider_sample(c, q, m, dist, grad);
-			const float r = thickness + c->thickness;
+			const float *vth = set->cloth_thickness, *vfr = set->cloth_friction;
 			for (uint32_t j = 0; j < m; j++) {
 				sim_vec4 *pi = &p[base + j];
+				const float r = (vth ? vth[base + j] : thickness) + c->thickness;
 				if (!(pi->w > 0) || !(dist[j] < r))
 					continue;
+				/* A vertex's own friction replaces the collider's. */
+				float mu_s = c->static_friction, mu_d = c->friction;
+				if (vfr != NULL && vfr[base + j] >= 0.0f)
+					mu_s = mu_d = vfr[base + j];
 				sim_v3 g = v3(grad[j * 3], grad[j * 3 + 1], grad[j * 3 + 2]);
 				float gl = v3_len(g);
 				/* No direction is known (deep inside a field's band):
@@ -752,10 +762,10 @@ static uint32_t project_range(const sim_collider_set *set, sim_vec4 *restrict p,
 				sim_v3 rel = v3_sub(np, xc);
 				sim_v3 tan = v3_sub(rel, v3_scale(nrm, v3_dot(rel, nrm)));
 				float tl = v3_len(tan);
-				if (tl < c->static_friction * depth)
+				if (tl < mu_s * depth)
 					np = v3_sub(np, tan);
 				else if (tl > 0)
-					np = v3_sub(np, v3_scale(tan, fminf(c->friction * depth / tl, 1.0f)));
+					np = v3_sub(np, v3_scale(tan, fminf(mu_d * depth / tl, 1.0f)));
 				if (c->restitution > 0.0f) {
 					/* Restitution acts on velocity, and a PBD velocity is
 					 * (p - x) / dt: the normal displacement relative to the

@@ -26,6 +26,13 @@ typedef struct sim_collider_set {
 	/* The cloth's vertex count, set by the sim (0 when unknown): a
 	 * deforming collider sizes its per-vertex scratch when added. */
 	uint32_t cloth_n;
+	/* Per cloth vertex (internal order; NULL = uniform, owned by the
+	 * sim): the collision thickness replacing the uniform one, and the
+	 * friction replacing the collider's friction and static friction
+	 * (-1: the collider's). Read by every collider (deforming ones
+	 * through sim_deform_set_cloth). */
+	const float *cloth_thickness;
+	const float *cloth_friction;
 } sim_collider_set;
 
 void sim_colliders_init(sim_collider_set *set);

@@ -156,7 +156,27 @@ struct sim_deform {
 	float *eb;
 	float *en;
 	float *ec;
+
+	/* Per cloth vertex, borrowed from the sim (sim_deform_set_cloth;
+	 * NULL: uniform): its thickness, to which the collider's own
+	 * (cloth_extra) is added, and its friction (-1: the collider's). */
+	const float *cloth_th, *cloth_fr;
+	float cloth_extra;
 };
+
+void sim_deform_set_cloth(sim_deform *d, const float *thickness, const float *friction, float extra)
+{
+	d->cloth_th = thickness;
+	d->cloth_fr = friction;
+	d->cloth_extra = extra;
+}
+
+/* The contact distance of cloth vertex i: r, or its own thickness plus
+ * the collider's. */
+static inline float vertex_r(const sim_deform *d, uint32_t i, float r)
+{
+	return d->cloth_th != NULL ? d->cloth_th[i] + d->cloth_extra : r;
+}
 
 /* ---- Frames ------------------------------------------------------------- */
 
@@ -591,7 +611,7 @@ static void gather_range(void *vctx, uint32_t begin, uint32_t end)
 		if (!(c->x[i].w > 0.0f))
 			continue;
 		sim_v3 q = v3_of4(c->x[i]);
-		gather_vertex(d, i, q, v3_len(v3_sub(v3_of4(c->p[i]), q)), c->r);
+		gather_vertex(d, i, q, v3_len(v3_sub(v3_of4(c->p[i]), q)), vertex_r(d, i, c->r));
 	}
 }
 
@@ -775,7 +795,7 @@ static void classify_range(void *vctx, uint32_t begin, uint32_t end)
 {
 	gather_ctx *c = vctx;
 	for (uint32_t i = begin; i < end; i++)
-		classify_vertex(c->d, i, v3_of4(c->x[i]), c->r);
+		classify_vertex(c->d, i, v3_of4(c->x[i]), vertex_r(c->d, i, c->r));
 }
 
 int sim_deform_reserve(sim_deform *d, uint32_t n)
@@ -876,10 +896,16 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 		return 0;
 	if (end > d->n)
 		end = d->n;
-	const float tol = 0.25f * r;
+	const float r_all = r;
 	for (uint32_t i = begin; i < end; i++) {
 		if (!(x[i].w > 0.0f))
 			continue;
+		/* The vertex's own thickness and friction (vertexprops.c). */
+		r = vertex_r(d, i, r_all);
+		const float tol = 0.25f * r;
+		sim_contact_params cpv = *cp;
+		if (d->cloth_fr != NULL && d->cloth_fr[i] >= 0.0f)
+			cpv.friction = cpv.static_friction = d->cloth_fr[i];
 		sim_v3 q = v3_of4(p[i]), x0 = v3_of4(x[i]);
 		/* The iterations carried the vertex beyond what its lists cover:
 		 * gather them again for the longer motion. Only this vertex's
@@ -901,7 +927,7 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 			float s = v3_dot(v3_sub(q, c), n);
 			if (s < r) {
 				sim_v3 xc = v3_add(x0, surface_motion(d, d->etri[i], &d->eb[3 * (size_t)i]));
-				q = respond(q, xc, n, r - s, cp);
+				q = respond(q, xc, n, r - s, &cpv);
 				hit = 1;
 			}
 		} else {
@@ -931,7 +957,7 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 				if (mode == MODE_PINCH)
 					xc = v3_add(x0, v3(d->ec[3 * (size_t)i], d->ec[3 * (size_t)i + 1],
 							   d->ec[3 * (size_t)i + 2]));
-				q = respond(q, xc, T->n, r - s, cp);
+				q = respond(q, xc, T->n, r - s, &cpv);
 				hit = 1;
 			}
 		}

@@ -88,6 +88,12 @@ void sim_deform_begin_substep(sim_deform *d, float t0, float t1, const sim_rigid
 void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 *p, uint32_t n,
 			       float r, drape_pool *pool);
 
+/* Per cloth vertex properties for begin_contacts and project (borrowed,
+ * NULL: none): thickness replaces the cloth part of r (the collider's own
+ * `extra` is added to it), friction in place of cp's friction and static
+ * friction (-1: cp's). */
+void sim_deform_set_cloth(sim_deform *d, const float *thickness, const float *friction, float extra);
+
 /*
  * Keeps p[i] (i in [begin, end)) at distance r outside the body's triangles
  * at the end of the substep, on the side each vertex was at the start, with

@@ -256,6 +256,18 @@ struct drape_sim {
 	/* Tearing (tear.c): what a rebuild of the torn mesh needs, made at
 	 * create when params.tear_strain > 0, else NULL. */
 	struct sim_tear *tear;
+	/* Per-vertex properties (vertexprops.c), internal order, NULL when
+	 * not given: collision thickness and friction against colliders;
+	 * the smallest stiffness scale (1 without), for the tethers. */
+	float *vthick, *vfric;
+	float stiffness_min;
+
+	/* Cloth objects (objects.c), NULL with fewer than two: each internal
+	 * vertex's object, and obj_pass[a * obj_count + b] = 1 when objects a
+	 * and b collide. */
+	uint32_t *obj;
+	uint8_t *obj_pass;
+	uint32_t obj_count;
 };
 
 /* ---- sim.c ---------------------------------------------------------------- */
@@ -459,6 +471,28 @@ size_t sim_softpin_bytes(const drape_sim *sim);
 drape_err sim_rest_scale_validate(const drape_sim_desc *d, drape_error *err);
 void sim_rest_scale_apply(drape_sim *sim, const float *scale,
 			  uint32_t (*caller)(const drape_sim *, uint32_t));
+/* Per-vertex properties (vertexprops.c): validate checks desc's
+ * stiffness_scale, vertex_thickness and vertex_friction; the stiffness
+ * scale multiplies the XPBD geometric factors (after sim_xpbd_build and
+ * before sim_xpbd_derive); build copies thickness and friction in
+ * internal order for the colliders. */
+drape_err sim_vertex_props_validate(const drape_sim_desc *d, drape_error *err);
+void sim_stiffness_scale_apply(drape_sim *sim, const float *scale,
+			       uint32_t (*caller)(const drape_sim *, uint32_t));
+drape_err sim_vertex_props_build(drape_sim *sim, const drape_sim_desc *d,
+				 uint32_t (*caller)(const drape_sim *, uint32_t), drape_error *err);
+void sim_vertex_props_free(drape_sim *sim);
+size_t sim_vertex_props_bytes(const drape_sim *sim);
+
+/* Cloth objects (objects.c): validate checks desc.objects against the
+ * vertices and triangles; build fills sim->obj and obj_pass (nothing for
+ * fewer than two objects). */
+drape_err sim_objects_validate(const drape_sim_desc *d, drape_error *err);
+drape_err sim_objects_build(drape_sim *sim, const drape_sim_desc *d,
+			    uint32_t (*internal)(const drape_sim *, uint32_t), drape_error *err);
+void sim_objects_free(drape_sim *sim);
+size_t sim_objects_bytes(const drape_sim *sim);
+
 /* Bytes held by the XPBD arrays. */
 size_t sim_xpbd_bytes(const drape_sim *sim);
 

@@ -24,7 +24,7 @@ static void vt_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 			uint32_t v, uint32_t t, float reach)
 {
 	const uint32_t *tv = &s->tris[3 * (size_t)t];
-	if (tv[0] == v || tv[1] == v || tv[2] == v)
+	if (tv[0] == v || tv[1] == v || tv[2] == v || self_masked(s, v, tv[0]))
 		return;
 	const uint32_t jidx[4] = {v, tv[0], tv[1], tv[2]};
 	if (self_joined(s, jidx, 0))
@@ -83,7 +83,7 @@ static void ee_consider(const sim_self *s, self_pairs *out, const sim_vec4 *x, c
 {
 	const uint32_t a0 = s->edges[2 * (size_t)i], a1 = s->edges[2 * (size_t)i + 1];
 	const uint32_t b0 = s->edges[2 * (size_t)j], b1 = s->edges[2 * (size_t)j + 1];
-	if (a0 == b0 || a0 == b1 || a1 == b0 || a1 == b1)
+	if (a0 == b0 || a0 == b1 || a1 == b0 || a1 == b1 || self_masked(s, a0, b0))
 		return;
 	const uint32_t jidx[4] = {a0, a1, b0, b1};
 	if (self_joined(s, jidx, 1))

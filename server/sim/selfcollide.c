@@ -498,6 +498,13 @@ int self_reserve(void **arr, uint32_t *cap, size_t size, uint64_t need)
 	return 0;
 }
 
+void sim_self_set_objects(sim_self *s, const uint32_t *obj, const uint8_t *pass, uint32_t count)
+{
+	s->obj = obj;
+	s->obj_pass = pass;
+	s->obj_count = count;
+}
+
 drape_err sim_self_set_joins(sim_self *s, const uint32_t *pairs, uint32_t count, drape_error *err)
 {
 	uint32_t *start = NULL, *join = NULL;

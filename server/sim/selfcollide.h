@@ -35,6 +35,12 @@ void sim_self_destroy(sim_self *s);
  * earlier joins; count 0 removes them. Out of memory keeps the old ones. */
 drape_err sim_self_set_joins(sim_self *s, const uint32_t *pairs, uint32_t count, drape_error *err);
 
+/* Gives the self-collision the cloth objects (objects.c): obj[v] the
+ * object of vertex v, pass[a * count + b] nonzero when objects a and b
+ * collide. The arrays are the caller's and must outlive s; obj NULL
+ * makes every pair collide. */
+void sim_self_set_objects(sim_self *s, const uint32_t *obj, const uint8_t *pass, uint32_t count);
+
 /* Builds the hash over triangle boxes swept from x to p and grown by
  * thickness and collects candidate pairs. The side of each candidate
  * triangle (and edge pair) the vertices are on at the start of the substep,

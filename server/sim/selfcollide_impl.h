@@ -200,7 +200,23 @@ struct sim_self {
 	 * without stitches. A pair whose sides hold two joined vertices is a
 	 * seam, one piece of cloth: never a candidate, never guarded. */
 	uint32_t *join_start, *join;
+	/* Cloth objects (sim_self_set_objects; the sim owns the arrays):
+	 * each vertex's object and the obj_count^2 table of the pairs of
+	 * objects that collide. NULL with one object. */
+	const uint32_t *obj;
+	const uint8_t *obj_pass;
+	uint32_t obj_count;
 };
+
+/* 1 when vertices a and b belong to objects that do not collide: a pair
+ * across them is never a candidate and never guarded (objects.c). */
+static inline int self_masked(const sim_self *s, uint32_t a, uint32_t b)
+{
+	if (s->obj == NULL)
+		return 0;
+	const uint32_t oa = s->obj[a], ob = s->obj[b];
+	return oa != ob && !s->obj_pass[(size_t)oa * s->obj_count + ob];
+}
 
 /* 1 when the pair idx (ee = 0: vertex idx[0] against triangle idx[1..3];
  * ee = 1: edge idx[0..1] against edge idx[2..3]) holds two vertices joined

@@ -137,6 +137,10 @@ static drape_err validate_desc(const drape_sim_desc *d, drape_error *err)
 	rc = sim_stitch_validate(d, err);
 	if (rc == DRAPE_OK)
 		rc = sim_rest_scale_validate(d, err);
+	if (rc == DRAPE_OK)
+		rc = sim_vertex_props_validate(d, err);
+	if (rc == DRAPE_OK)
+		rc = sim_objects_validate(d, err);
 	return rc != DRAPE_OK ? rc : sim_softpin_validate(d, err);
 }
 
@@ -155,6 +159,8 @@ void drape_sim_destroy(drape_sim *sim)
 	free(sim->tri_rest_area);
 	sim_stitch_free(sim);
 	sim_softpin_free(sim);
+	sim_vertex_props_free(sim);
+	sim_objects_free(sim);
 	free(sim->wind_chunk);
 	free(sim->wind_col.start);
 	free(sim->stretch);
@@ -325,8 +331,13 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 	rc = sim_topology_build(sim, err);
 	if (rc == DRAPE_OK)
 		rc = sim_xpbd_build(sim, desc->uvs, err);
-	if (rc == DRAPE_OK)
+	if (rc == DRAPE_OK) {
 		sim_rest_scale_apply(sim, desc->rest_scale, caller_of);
+		sim_stiffness_scale_apply(sim, desc->stiffness_scale, caller_of);
+		rc = sim_vertex_props_build(sim, desc, caller_of, err);
+	}
+	if (rc == DRAPE_OK)
+		rc = sim_objects_build(sim, desc, internal_of, err);
 	if (rc != DRAPE_OK) {
 		drape_sim_destroy(sim);
 		return rc;
@@ -366,6 +377,8 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 		drape_sim_destroy(sim);
 		return rc;
 	}
+	if (sim->self != NULL)
+		sim_self_set_objects(sim->self, sim->obj, sim->obj_pass, sim->obj_count);
 	if (desc->rest_positions != NULL)
 		for (uint32_t i = 0; i < n; i++) {
 			const float *q = &desc->positions[3 * (size_t)caller_of(sim, i)];
@@ -407,6 +420,7 @@ drape_err drape_sim_set_params(drape_sim *sim, const drape_sim_params *p, drape_
 		if ((rc = sim_self_create(sim->tris, sim->ntri, sim->n, sim->x, &sim->self, err)) !=
 		    DRAPE_OK)
 			return rc;
+		sim_self_set_objects(sim->self, sim->obj, sim->obj_pass, sim->obj_count);
 		if ((rc = sim_join_stitches(sim, err)) != DRAPE_OK) {
 			sim_self_destroy(sim->self);
 			sim->self = NULL;
@@ -879,6 +893,8 @@ size_t sim_memory_bytes(const drape_sim *sim)
 	b += sim_softpin_bytes(sim);
 	b += sim_bodypush_bytes(sim->bodypush);
 	b += sim_tear_bytes(sim);
+	b += sim_vertex_props_bytes(sim);
+	b += sim_objects_bytes(sim);
 	return b;
 }
 

@@ -59,6 +59,11 @@ typedef struct sim_tear {
 	float *rest0;   /* n0 * 3: the created rest shape, caller's order */
 	float *uv0;     /* n0 * 2, or NULL */
 	float *scale0;  /* n0, or NULL */
+	/* The created per-vertex properties (vertexprops.c), or NULL: a copy
+	 * takes its origin's. */
+	float *stiff0;  /* n0 * 3 */
+	float *thick0;  /* n0 */
+	float *fric0;   /* n0 */
 	float *w0;      /* n0: inverse masses after create (0 = pinned) */
 	uint32_t *tri0; /* ntri * 3: the created triangles */
 	uint32_t n;     /* vertices now */
@@ -92,6 +97,9 @@ void sim_tear_free(drape_sim *sim)
 	free(t->rest0);
 	free(t->uv0);
 	free(t->scale0);
+	free(t->stiff0);
+	free(t->thick0);
+	free(t->fric0);
 	free(t->w0);
 	free(t->tri0);
 	free(t->tris);
@@ -108,6 +116,8 @@ size_t sim_tear_bytes(const drape_sim *sim)
 	size_t b = sizeof *t + (size_t)t->n0 * (3 + 1) * sizeof(float);
 	b += t->uv0 ? (size_t)t->n0 * 2 * sizeof(float) : 0;
 	b += t->scale0 ? (size_t)t->n0 * sizeof(float) : 0;
+	b += (t->stiff0 ? 3u : 0u) * (size_t)t->n0 * sizeof(float);
+	b += ((t->thick0 ? 1u : 0u) + (t->fric0 ? 1u : 0u)) * (size_t)t->n0 * sizeof(float);
 	b += (size_t)t->ntri * 6 * sizeof(uint32_t) + (size_t)t->n * sizeof(uint32_t);
 	return b;
 }
@@ -115,6 +125,14 @@ size_t sim_tear_bytes(const drape_sim *sim)
 drape_err sim_tear_init(drape_sim *sim, const drape_sim_desc *d, drape_error *err)
 {
 	const uint32_t n = d->vertex_count, nt = d->triangle_count;
+	/* A copy is numbered after every created vertex, which would put it
+	 * outside its object's range of consecutive vertices. */
+	if (d->object_count > 1)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"params.tear_strain: a session of %u cloth objects cannot tear (a torn "
+					"vertex's copy is numbered after every object); tear a cloth in a "
+					"session of its own",
+					(unsigned)d->object_count);
 	sim_tear *t = calloc(1, sizeof *t);
 	if (t == NULL)
 		return drape_error_setf(err, DRAPE_ENOMEM, "tear_strain: out of memory");
@@ -127,9 +145,13 @@ drape_err sim_tear_init(drape_sim *sim, const drape_sim_desc *d, drape_error *er
 	t->origin = malloc((size_t)n * sizeof *t->origin);
 	t->uv0 = d->uvs ? malloc((size_t)n * 2 * sizeof *t->uv0) : NULL;
 	t->scale0 = d->rest_scale ? malloc((size_t)n * sizeof *t->scale0) : NULL;
+	t->stiff0 = d->stiffness_scale ? malloc((size_t)n * 3 * sizeof *t->stiff0) : NULL;
+	t->thick0 = d->vertex_thickness ? malloc((size_t)n * sizeof *t->thick0) : NULL;
+	t->fric0 = d->vertex_friction ? malloc((size_t)n * sizeof *t->fric0) : NULL;
 	sim->tear = t;
 	if (!t->rest0 || !t->w0 || !t->tri0 || !t->tris || !t->origin || (d->uvs && !t->uv0) ||
-	    (d->rest_scale && !t->scale0)) {
+	    (d->rest_scale && !t->scale0) || (d->stiffness_scale && !t->stiff0) ||
+	    (d->vertex_thickness && !t->thick0) || (d->vertex_friction && !t->fric0)) {
 		sim_tear_free(sim);
 		return drape_error_setf(err, DRAPE_ENOMEM,
 					"tear_strain: out of memory for the mesh copy (%u vertices)", n);
@@ -140,6 +162,12 @@ drape_err sim_tear_init(drape_sim *sim, const drape_sim_desc *d, drape_error *er
 		memcpy(t->uv0, d->uvs, (size_t)n * 2 * sizeof *t->uv0);
 	if (t->scale0)
 		memcpy(t->scale0, d->rest_scale, (size_t)n * sizeof *t->scale0);
+	if (t->stiff0)
+		memcpy(t->stiff0, d->stiffness_scale, (size_t)n * 3 * sizeof *t->stiff0);
+	if (t->thick0)
+		memcpy(t->thick0, d->vertex_thickness, (size_t)n * sizeof *t->thick0);
+	if (t->fric0)
+		memcpy(t->fric0, d->vertex_friction, (size_t)n * sizeof *t->fric0);
 	memcpy(t->tri0, d->triangles, (size_t)nt * 3 * sizeof *t->tri0);
 	memcpy(t->tris, d->triangles, (size_t)nt * 3 * sizeof *t->tris);
 	for (uint32_t j = 0; j < n; j++) {
@@ -298,12 +326,16 @@ static drape_err rebuild(drape_sim *sim, uint32_t n, uint32_t *tris, uint32_t *o
 	float *w = malloc((size_t)n * sizeof *w);
 	float *uv = t->uv0 ? malloc((size_t)n * 2 * sizeof *uv) : NULL;
 	float *sc = t->scale0 ? malloc((size_t)n * sizeof *sc) : NULL;
+	float *stiff = t->stiff0 ? malloc((size_t)n * 3 * sizeof *stiff) : NULL;
+	float *thick = t->thick0 ? malloc((size_t)n * sizeof *thick) : NULL;
+	float *fric = t->fric0 ? malloc((size_t)n * sizeof *fric) : NULL;
 	double *area = malloc(((size_t)n + 2 * (size_t)t->n0) * sizeof *area);
 	uint32_t *copies = malloc((size_t)t->n0 * sizeof *copies);
 	int32_t *by_origin = malloc((size_t)t->n0 * sizeof *by_origin);
 	drape_sim *ns = NULL;
 	drape_err rc = DRAPE_OK;
-	if (!pos || !w || (t->uv0 && !uv) || (t->scale0 && !sc) || !area || !copies || !by_origin) {
+	if (!pos || !w || (t->uv0 && !uv) || (t->scale0 && !sc) || (t->stiff0 && !stiff) ||
+	    (t->thick0 && !thick) || (t->fric0 && !fric) || !area || !copies || !by_origin) {
 		rc = drape_error_setf(err, DRAPE_ENOMEM, "tear: out of memory rebuilding %u vertices",
 				      n);
 		goto out;
@@ -315,6 +347,12 @@ static drape_err rebuild(drape_sim *sim, uint32_t n, uint32_t *tris, uint32_t *o
 			memcpy(&uv[2 * (size_t)j], &t->uv0[2 * (size_t)o], 2 * sizeof *uv);
 		if (sc)
 			sc[j] = t->scale0[o];
+		if (stiff)
+			memcpy(&stiff[3 * (size_t)j], &t->stiff0[3 * (size_t)o], 3 * sizeof *stiff);
+		if (thick)
+			thick[j] = t->thick0[o];
+		if (fric)
+			fric[j] = t->fric0[o];
 	}
 	split_masses(t, n, tris, origin, w, area, area + n, copies);
 
@@ -327,6 +365,9 @@ static drape_err rebuild(drape_sim *sim, uint32_t n, uint32_t *tris, uint32_t *o
 	d.inv_mass = w;
 	d.uvs = uv;
 	d.rest_scale = sc;
+	d.stiffness_scale = stiff;
+	d.vertex_thickness = thick;
+	d.vertex_friction = fric;
 	d.params = sim->params;
 	/* The new sim must not make its own copy of the created mesh: it
 	 * takes this one's below. */
@@ -430,6 +471,10 @@ static drape_err rebuild(drape_sim *sim, uint32_t n, uint32_t *tris, uint32_t *o
 	drape_sim old = *sim;
 	*sim = *ns;
 	*ns = old;
+	/* The colliders came from the old sim: they read the new one's
+	 * per-vertex thickness and friction (the old arrays go with ns). */
+	sim->colliders.cloth_thickness = sim->vthick;
+	sim->colliders.cloth_friction = sim->vfric;
 	drape_sim_set_pool(sim, sim->pool);
 out:
 	drape_sim_destroy(ns);
@@ -437,6 +482,9 @@ out:
 	free(w);
 	free(uv);
 	free(sc);
+	free(stiff);
+	free(thick);
+	free(fric);
 	free(area);
 	free(copies);
 	free(by_origin);

@@ -90,7 +90,8 @@ double sim_tether_slack(const drape_sim *sim)
 	double g = sqrt((double)P->gravity[0] * P->gravity[0] + (double)P->gravity[1] * P->gravity[1] +
 			(double)P->gravity[2] * P->gravity[2]);
 	double ku = P->stretch_k, kv = P->stretch_k_weft > 0.0f ? P->stretch_k_weft : P->stretch_k;
-	double kmin = fmin(ku, kv), width = (double)pins * h;
+	/* The softest painted patch (vertexprops.c) sets the bound. */
+	double kmin = fmin(ku, kv) * (double)sim->stiffness_min, width = (double)pins * h;
 	/* The wind's pressure on the whole cloth, drag and lift at most
 	 * 1/2 rho_air |v|^2 (c_d + c_l) per area (wind.c), carried by the
 	 * pins like the weight. */

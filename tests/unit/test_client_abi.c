@@ -20,7 +20,7 @@ static const struct {
 	size_t size;
 } known[] = {
 	ABI_SIZE_(drape_error),        ABI_SIZE_(drape_sim_params),    ABI_SIZE_(drape_sim_desc),
-	ABI_SIZE_(drape_stitch),
+	ABI_SIZE_(drape_stitch),       ABI_SIZE_(drape_sim_object),    ABI_SIZE_(drape_object_desc),
 	ABI_SIZE_(drape_sim_topology), ABI_SIZE_(drape_sim_stats),     ABI_SIZE_(drape_keyframe),
 	ABI_SIZE_(drape_collider_desc), ABI_SIZE_(drape_sdf_info),     ABI_SIZE_(drape_tri_pair),
 	ABI_SIZE_(drape_client_opts),  ABI_SIZE_(drape_server_limits), ABI_SIZE_(drape_server_info),

@@ -683,8 +683,13 @@ static void test_scene_errors(void)
 {
 	static const scene_bad cases[] = {
 		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"strech\": 1}}", DRAPE_EINVAL,
-		 "s.json: cloth.strech: unknown key (expected one of: mesh, scale, translate, stretch, shear, bend, "
-		 "thickness, density, pins, material, model, stitches, seams, rest_mesh, stitch_stiffness, sew_speed, mass_scale, rest_scale)"},
+		 "s.json: cloth.strech: unknown key (did you mean \"stretch\"? expected one of: mesh, scale, "
+		 "translate, stretch, shear, bend, thickness, density, pins, material, model, stitches, seams, "
+		 "rest_mesh, stitch_stiffness, sew_speed, mass_scale, ...)"},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"zzz\": 1}}", DRAPE_EINVAL,
+		 "s.json: cloth.zzz: unknown key (expected one of: mesh, scale, translate, stretch, shear, bend, "
+		 "thickness, density, pins, material, model, stitches, seams, rest_mesh, stitch_stiffness, "
+		 "sew_speed, mass_scale, rest_scale, stiffness_scale, ...)"},
 		{"{\"fsp\": 24, \"cloth\": {}}", DRAPE_EINVAL, NULL},
 		{"{\"fps\": \"24\", \"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}", DRAPE_EINVAL,
 		 "s.json: fps: must be a number, not a string"},
@@ -730,7 +735,7 @@ static void test_scene_errors(void)
 		{"{\"cloth\": {\"mesh\": {\"grid\": {\"size\": [1, 1], \"resolution\": [4, 4], \"normal\": [0,0,0]}}}}",
 		 DRAPE_EINVAL, "s.json: cloth.mesh.grid.normal: must not be zero"},
 		{"{\"cloth\": {\"mesh\": {\"grd\": {}}}}", DRAPE_EINVAL,
-		 "s.json: cloth.mesh.grd: unknown key (expected one of: grid)"},
+		 "s.json: cloth.mesh.grd: unknown key (did you mean \"grid\"? expected one of: grid)"},
 		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": 0}}", DRAPE_ERANGE,
 		 "s.json: cloth.scale: 0 must be > 0"},
 		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": [1, -1, 1]}}", DRAPE_ERANGE,
@@ -771,7 +776,7 @@ static void test_scene_errors(void)
 		{"{\"colliders\": [{\"plane\": {\"point\": [0,0,0], \"normal\": [0,1,0]}, \"keyframes\": "
 		 "[{\"translate\": [0, 0, 0]}]}], \"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}",
 		 DRAPE_EINVAL, "s.json: colliders[0].keyframes[0]: needs \"frame\""},
-		{"{\"fps\": 24}", DRAPE_EINVAL, "s.json: the scene needs \"cloth\""},
+		{"{\"fps\": 24}", DRAPE_EINVAL, "s.json: the scene needs \"cloth\" (or \"cloths\")"},
 		{"[1, 2]", DRAPE_EINVAL, "s.json: the scene must be a JSON object, not an array"},
 		{"{\"fps\": 24,\n \"cloth\": }", DRAPE_EPARSE, "s.json:2:11: JSON syntax error"},
 		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\"}} x", DRAPE_EPARSE, "s.json:1:41: text after the JSON object"},

@@ -124,7 +124,7 @@ static void test_errors_name_the_key(void)
 		{"{\"cloth\": {" GRID ", \"material\": {\"preset\": 1}}}", DRAPE_EINVAL,
 		 "cloth.material.preset: must be a preset name (a string), not a number"},
 		{"{\"cloth\": {" GRID ", \"material\": {\"strech\": 1}}}", DRAPE_EINVAL,
-		 "cloth.material.strech: unknown key (expected one of: preset, stretch, stretch_weft, shear, "
+		 "cloth.material.strech: unknown key (did you mean \"stretch\"? expected one of: preset, stretch, stretch_weft, shear, "
 		 "bend, compression, density, damping)"},
 		{"{\"cloth\": {" GRID ", \"material\": {\"stretch\": 5000, \"shear\": 40, \"bend\": 1e-5}}}",
 		 DRAPE_EINVAL,

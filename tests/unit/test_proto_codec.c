@@ -168,8 +168,27 @@ static void test_request_roundtrip_create(void)
 	r.u.create.has_stitch_k = r.u.create.has_sew_speed = true;
 	fill_params(&r.u.create.params);
 	r.u.create.name = "shirt-take-3";
+	float sscale[27];
+	for (int i = 0; i < 27; i++)
+		sscale[i] = 0.5f + (float)(i % 5);
+	float vthick[9] = { 0.004f, 0.004f, 0.004f, 0.012f, 0.012f, 0.012f, 0, 0, 0 };
+	float vfric[9] = { -1, -1, -1, 0.8f, 0.8f, 0.8f, 0, 0, 0 };
+	r.u.create.stiffness_scale = sscale;
+	r.u.create.vertex_thickness = vthick;
+	r.u.create.vertex_friction = vfric;
+	const proto_object objs[2] = { { "shirt", { 0, 6, 1, 0xffffffffu } },
+				       { "jacket", { 6, 3, 2, 1 } } };
+	r.u.create.objects = objs;
+	r.u.create.object_count = 2;
 	CHECK_OK(request_roundtrip(&r, &d, &err));
 	const proto_create_req *c = &d.u.create;
+	CHECK(c->stiffness_scale != NULL && memcmp(c->stiffness_scale, sscale, sizeof sscale) == 0);
+	CHECK(c->vertex_thickness != NULL && memcmp(c->vertex_thickness, vthick, sizeof vthick) == 0);
+	CHECK(c->vertex_friction != NULL && memcmp(c->vertex_friction, vfric, sizeof vfric) == 0);
+	CHECK(c->object_count == 2 && strcmp(c->objects[0].name, "shirt") == 0 &&
+	      strcmp(c->objects[1].name, "jacket") == 0);
+	CHECK(memcmp(&c->objects[1].range, &objs[1].range, sizeof objs[1].range) == 0 &&
+	      memcmp(&c->objects[0].range, &objs[0].range, sizeof objs[0].range) == 0);
 	CHECK(c->mesh.vertex_count == 9 && c->mesh.triangle_count == 8);
 	CHECK(memcmp(c->mesh.positions, sheet_pos, sizeof sheet_pos) == 0);
 	CHECK(memcmp(c->mesh.triangles, sheet_tri, sizeof sheet_tri) == 0);
@@ -200,6 +219,9 @@ static void test_request_roundtrip_create(void)
 	r.u.create.name = NULL;
 	r.u.create.rest_positions = NULL;
 	r.u.create.rest_scale = NULL;
+	r.u.create.stiffness_scale = r.u.create.vertex_thickness = r.u.create.vertex_friction = NULL;
+	r.u.create.objects = NULL;
+	r.u.create.object_count = 0;
 	r.u.create.stitch_count = 0;
 	r.u.create.has_stitch_k = r.u.create.has_sew_speed = false;
 	CHECK_OK(request_roundtrip(&r, &d, &err));
@@ -209,6 +231,9 @@ static void test_request_roundtrip_create(void)
 	CHECK(d.u.create.uvs == NULL && d.u.create.pin_stiffness == NULL &&
 	      d.u.create.rest_scale == NULL);
 	CHECK(d.u.create.params.mask == 0 && d.u.create.name == NULL);
+	CHECK(d.u.create.stiffness_scale == NULL && d.u.create.vertex_thickness == NULL &&
+	      d.u.create.vertex_friction == NULL && d.u.create.objects == NULL &&
+	      d.u.create.object_count == 0);
 	proto_request_free(&d);
 }
 

@@ -440,6 +440,77 @@ static void test_decode_bad_bulk(void)
 		CHECKF(ok, "%s: %s", c->what, why);
 	}
 	tb t;
+	/* Per-vertex properties: a count short, a value out of range named
+	 * with its vertex; -1 friction is the collider's (accepted below). */
+	float pv9[9] = { 1, 1, 1, 1, 1, 1, 1, 1, 1 }, ss[27];
+	for (int i = 0; i < 27; i++)
+		ss[i] = 1.0f;
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "stiffness_scale", pv9, sizeof pv9);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "stiffness_scale");
+	ss[14] = 0.0f;
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "stiffness_scale", ss, sizeof ss);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "stiffness_scale[4][2]");
+	pv9[4] = 1.5f;
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "vertex_thickness", pv9, sizeof pv9);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "vertex_thickness[4]");
+	pv9[4] = -0.5f;
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_bin(&t, "vertex_friction", pv9, sizeof pv9);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "vertex_friction[4]");
+
+	/* objects: not an array, empty, an element without its name, a
+	 * range that leaves a gap, one that runs past the mesh, two names
+	 * alike, and ranges that leave vertices out */
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_u(&t, "objects", 3);
+	EXPECT_ERR(&t, DRAPE_EPROTO, "objects");
+	tb_request(&t, 6, "session.create");
+	tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+	tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+	tb_key(&t, "objects");
+	msgpack_pack_array(&t.pk, 0);
+	EXPECT_ERR(&t, DRAPE_EINVAL, "objects");
+	const struct {
+		const char *name[2];
+		uint32_t first[2], count[2];
+		drape_err code;
+		const char *field;
+	} ob[] = {
+		{ { NULL, "b" }, { 0, 6 }, { 6, 3 }, DRAPE_EPROTO, "objects[0].name" },
+		{ { "a", "b" }, { 0, 7 }, { 6, 2 }, DRAPE_EINVAL, "objects[1].first_vertex" },
+		{ { "a", "b" }, { 0, 6 }, { 6, 4 }, DRAPE_EINVAL, "objects[1].vertex_count" },
+		{ { "a", "a" }, { 0, 6 }, { 6, 3 }, DRAPE_EINVAL, "objects[1].name" },
+		{ { "a", "b" }, { 0, 6 }, { 6, 2 }, DRAPE_EINVAL, "objects: cover 8 of 9" },
+	};
+	for (size_t k = 0; k < sizeof ob / sizeof ob[0]; k++) {
+		tb_request(&t, 6, "session.create");
+		tb_bin(&t, "positions", sheet_pos, sizeof sheet_pos);
+		tb_bin(&t, "triangles", sheet_tri, sizeof sheet_tri);
+		tb_key(&t, "objects");
+		msgpack_pack_array(&t.pk, 2);
+		for (int i = 0; i < 2; i++) {
+			msgpack_pack_map(&t.pk, ob[k].name[i] ? 3 : 2);
+			if (ob[k].name[i])
+				tb_str(&t, "name", ob[k].name[i]);
+			tb_u(&t, "first_vertex", ob[k].first[i]);
+			tb_u(&t, "vertex_count", ob[k].count[i]);
+		}
+		EXPECT_ERR(&t, ob[k].code, ob[k].field);
+	}
+
 
 	/* material parameters: a string for the model, infinity for a
 	 * stiffness */

@@ -90,8 +90,26 @@ static void test_reply_roundtrip(void)
 	/* uvs are optional. */
 	r.u.topology.uvs = NULL;
 	CHECK_OK(through(&r, &d, &err));
-	CHECK(d.u.topology.uvs == NULL);
+	CHECK(d.u.topology.uvs == NULL && d.u.topology.objects == NULL &&
+	      d.u.topology.object_count == 0);
 	proto_reply_free(&d);
+	/* The cloth objects of a session of several come back as created. */
+	const proto_object obj[2] = {{"shirt", {0, 3, 1, 0xffffffffu}}, {"jacket", {3, 1, 2, 2}}};
+	r.u.topology.objects = obj;
+	r.u.topology.object_count = 2;
+	CHECK_OK(through(&r, &d, &err));
+	t = &d.u.topology;
+	bad = t->object_count != 2 || strcmp(t->objects[0].name, "shirt") != 0 ||
+	      strcmp(t->objects[1].name, "jacket") != 0 ||
+	      memcmp(&t->objects[1].range, &obj[1].range, sizeof obj[1].range) != 0;
+	proto_reply_free(&d);
+	CHECK(!bad);
+	/* Objects that leave a vertex out are refused naming the field. */
+	const proto_object short_obj[1] = {{"shirt", {0, 3, 1, 1}}};
+	r.u.topology.objects = short_obj;
+	r.u.topology.object_count = 1;
+	CHECK(through(&r, &d, &err) == DRAPE_EINVAL);
+	CHECKF(strstr(err.message, "objects: cover 3 of 4") != NULL, "%s", err.message);
 }
 
 static void test_reply_hostile(void)

@@ -87,11 +87,14 @@ static void sheet_free(sheet *s)
 	drape_pool_destroy(s->pool);
 }
 
-/* The sim of the pulled sheet with threshold `tear` (0 = off). */
-static drape_sim *sheet_sim(sheet *s, float tear, int self)
+/* The sim of the pulled sheet with threshold `tear` (0 = off), and per-vertex
+ * thickness and friction when given. */
+static drape_sim *sheet_sim_ex(sheet *s, float tear, int self, const float *thick, const float *fric)
 {
 	drape_sim_desc d;
 	desc_from_grid(&d, &s->g);
+	d.vertex_thickness = thick;
+	d.vertex_friction = fric;
 	uint32_t pins[2 * NZ];
 	memcpy(pins, s->pins_l, sizeof s->pins_l);
 	memcpy(pins + NZ, s->pins_r, sizeof s->pins_r);
@@ -123,6 +126,16 @@ static drape_sim *sheet_sim(sheet *s, float tear, int self)
 		     "attach");
 	}
 	return sim;
+}
+
+static drape_sim *sheet_sim(sheet *s, float tear, int self)
+{
+	return sheet_sim_ex(s, tear, self, NULL, NULL);
+}
+
+static drape_sim *sheet_sim_props(sheet *s, float tear, const float *thick, const float *fric)
+{
+	return sheet_sim_ex(s, tear, 0, thick, fric);
 }
 
 /* The current mesh: triangles and origins (caller-owned copies). */
@@ -595,6 +608,77 @@ static void test_torn_pieces_keep_colliding(void)
 	       (double)gap_self);
 }
 
+/*
+ * Per-vertex properties survive a tear: every vertex, copies included,
+ * keeps its created vertex's thickness and friction, and the colliders read
+ * the rebuilt sim's arrays (not the freed ones). A session of several cloth
+ * objects is refused: a copy would fall outside its object's range.
+ */
+static void test_vertex_props_follow_the_tear(void)
+{
+	sheet s;
+	sheet_make(&s, 1);
+	float *th = malloc((size_t)s.g.nv * sizeof *th), *fr = malloc((size_t)s.g.nv * sizeof *fr);
+	CHECK(th != NULL && fr != NULL);
+	for (uint32_t j = 0; j < s.g.nv; j++) {
+		/* Left and right of the crack differ, so a copy taking the
+		 * wrong vertex's value shows. */
+		th[j] = s.g.pos[3 * j] < 0.0f ? 0.002f : 0.003f;
+		fr[j] = s.g.pos[3 * j] < 0.0f ? 0.25f : 0.75f;
+	}
+	/* Two cloths of one triangle each. */
+	static const float two_pos[18] = {0, 1, 0, 0.1f, 1, 0, 0, 1, 0.1f, 0, 1.1f, 0, 0.1f, 1.1f, 0, 0, 1.1f, 0.1f};
+	static const uint32_t two_tri[6] = {0, 1, 2, 3, 4, 5};
+	drape_sim_desc d;
+	drape_sim_desc_default(&d);
+	d.positions = two_pos;
+	d.vertex_count = 6;
+	d.triangles = two_tri;
+	d.triangle_count = 2;
+	drape_sim_object ob[2] = {{0, 3, 1, 1}, {3, 3, 1, 1}};
+	d.objects = ob;
+	d.object_count = 2;
+	d.params.tear_strain = TEAR;
+	d.params.model = DRAPE_MODEL_XPBD;
+	drape_sim *sim = NULL;
+	drape_error e;
+	drape_err rc = drape_sim_create(&d, &sim, &e);
+	CHECKF(rc == DRAPE_EINVAL && strstr(e.message, "params.tear_strain") != NULL, "%s: %s",
+	       drape_err_name(rc), e.message);
+	if (rc == DRAPE_OK)
+		drape_sim_destroy(sim);
+
+	/* The pulled sheet of the line test, with the arrays. */
+	sim = sheet_sim_props(&s, TEAR, th, fr);
+	uint32_t torn = 0;
+	for (uint32_t f = 1; f <= FRAMES && torn == 0; f++) {
+		drape_sim_stats st;
+		CHECK_OK(drape_sim_step(sim, &st, NULL));
+		torn = st.split_vertices;
+	}
+	CHECKF(torn > 0, "the sheet never tore in %u frames", FRAMES);
+	mesh m;
+	mesh_get(sim, &m);
+	int ok = sim->vthick != NULL && sim->vfric != NULL && sim->colliders.cloth_thickness == sim->vthick &&
+		 sim->colliders.cloth_friction == sim->vfric && m.n > s.g.nv;
+	for (uint32_t j = 0; j < m.n && ok; j++) {
+		uint32_t i = sim->rank ? sim->rank[j] : j;
+		ok = sim->vthick[i] == th[m.origin[j]] && sim->vfric[i] == fr[m.origin[j]];
+		if (!ok)
+			printf("  vertex %u (from %u): thickness %g friction %g\n", j, m.origin[j],
+			       (double)sim->vthick[i], (double)sim->vfric[i]);
+	}
+	/* A few more frames on the rebuilt sim: its colliders read its arrays. */
+	for (int f = 0; f < 3; f++)
+		CHECK_OK(drape_sim_step(sim, NULL, NULL));
+	CHECKF(ok, "per-vertex properties lost or misplaced after the tear (%u vertices)", m.n);
+	mesh_free(&m);
+	drape_sim_destroy(sim);
+	sheet_free(&s);
+	free(th);
+	free(fr);
+}
+
 static const check_test tests[] = {
 	CHECK_TEST(test_sheet_tears_along_a_line),
 	CHECK_TEST(test_threshold_above_strain_never_tears),
@@ -602,6 +686,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_restore_torn_mesh_continues_identically),
 	CHECK_TEST(test_bad_values_refused),
 	CHECK_TEST(test_torn_pieces_keep_colliding),
+	CHECK_TEST(test_vertex_props_follow_the_tear),
 };
 
 int main(int argc, char **argv)

@@ -114,6 +114,11 @@ class drape_session_desc(ctypes.Structure):
         ("sew_speed", ctypes.c_float),
         ("pin_stiffness", ctypes.c_void_p),
         ("rest_scale", ctypes.c_void_p),
+        ("stiffness_scale", ctypes.c_void_p),
+        ("vertex_thickness", ctypes.c_void_p),
+        ("vertex_friction", ctypes.c_void_p),
+        ("objects", ctypes.c_void_p),
+        ("object_count", ctypes.c_uint32),
     ]
 
 
