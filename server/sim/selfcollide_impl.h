@@ -433,6 +433,19 @@ static inline float segment_distance(sim_v3 a0, sim_v3 a1, sim_v3 b0, sim_v3 b1)
  * substep, 40-47 ms with W = 2 r, 38-39 ms with 3 r, 39-47 ms with 4 r. */
 #define SELF_REUSE_WIDEN 3.0f
 
+/* ... but never wider than this many mean edge lengths: a list as wide as
+ * the distance between a flat cloth's neighbours (0.71 edges across a
+ * quad's diagonal) holds a few pairs per vertex that are never candidates,
+ * and collecting and filtering them costs more than searching afresh. On
+ * the bench's fold (1 cm edges, 5 mm thickness, reach 6.5 mm) a 19.5 mm
+ * list doubled the self-collision's CPU time; so there the width is
+ * 0.65 edges, the reach itself, and the search is done afresh. */
+#define SELF_REUSE_EDGES 0.65f
+
+/* A list narrower than this many reaches leaves too small a drift budget
+ * to last: no list is kept. */
+#define SELF_REUSE_MIN_WIDEN 1.5f
+
 /* Slack against the rounding of the drift and distances, which are float
  * differences of coordinates: about 1e-7 m at 1 m, far below 1 % of any
  * budget here. */

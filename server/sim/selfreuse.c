@@ -4,8 +4,10 @@
  * it, instead of searching the whole cloth again.
  *
  * The list: every pair self_collect keeps for the motion X -> X (no motion)
- * within the reach W = SELF_REUSE_WIDEN times the substep's reach r, where
- * X are the positions x of the substep that collected it.
+ * within the reach W = SELF_REUSE_WIDEN times the substep's reach r (at
+ * most SELF_REUSE_EDGES mean edge lengths, and no list when that leaves
+ * less than SELF_REUSE_MIN_WIDEN r), where X are the positions x of the
+ * substep that collected it.
  *
  * Completeness. Write every later start position as x_v = X_v + a + e_v
  * and prediction as p_v = X_v + b + f_v, with a and b translations common
@@ -96,7 +98,7 @@ static int reuse_ok(const sim_self *s, const sim_vec4 *restrict x, const sim_vec
 static void reuse_collect(sim_self *s, const sim_vec4 *restrict x, float reach)
 {
 	memcpy(s->reuse_x, x, (size_t)s->nv * sizeof *x);
-	const float wide = SELF_REUSE_WIDEN * reach;
+	const float wide = s->reuse_wide;
 	self_collect(s, s->reuse_x, s->reuse_x, wide);
 	/* The collection filled vt and ee: they become the list, and the
 	 * list's old arrays the substep's. */
@@ -116,7 +118,6 @@ static void reuse_collect(sim_self *s, const sim_vec4 *restrict x, float reach)
 	s->reuse_ee_count = s->ee_count;
 	s->vt_count = s->ee_count = 0;
 	s->reuse_reach = reach;
-	s->reuse_wide = wide;
 	s->reuse_served = 0;
 	s->reuse_builds++;
 }
@@ -142,8 +143,8 @@ int self_reuse_begin(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *re
 		}
 		/* A list collected at x must also cover this substep's p. */
 		memcpy(s->reuse_x, x, (size_t)s->nv * sizeof *x);
-		s->reuse_wide = SELF_REUSE_WIDEN * reach;
-		if (!reuse_ok(s, x, p, reach))
+		s->reuse_wide = minf(SELF_REUSE_WIDEN * reach, SELF_REUSE_EDGES * s->base_cell);
+		if (!(s->reuse_wide >= SELF_REUSE_MIN_WIDEN * reach) || !reuse_ok(s, x, p, reach))
 			return 0;
 		reuse_collect(s, x, reach);
 	}

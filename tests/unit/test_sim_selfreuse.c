@@ -99,7 +99,7 @@ static int ee_cmp(const void *a, const void *b)
 static void reused_equal_fresh(int approach)
 {
 	layers L;
-	CHECK(layers_make(&L, 24, 0.01f, 0.004f));
+	CHECK(layers_make(&L, 24, 0.02f, 0.004f));
 	sim_self *s = NULL;
 	CHECK_OK(sim_self_create(L.tri, L.nt, L.nv, L.rest, &s, NULL));
 	sim_vec4 *x = malloc((size_t)L.nv * sizeof *x), *p = malloc((size_t)L.nv * sizeof *p);
@@ -107,6 +107,9 @@ static void reused_equal_fresh(int approach)
 	self_ee *ee = malloc(sizeof *ee * 65536);
 	CHECK(x != NULL && p != NULL && vt != NULL && ee != NULL);
 	const float thickness = 0.003f, reach = reach_of(thickness);
+	/* 2 cm edges: the list's full width, SELF_REUSE_WIDEN reaches, is
+	 * under SELF_REUSE_EDGES of them. */
+	CHECK(SELF_REUSE_WIDEN * reach <= SELF_REUSE_EDGES * 0.02f);
 	uint32_t mismatches = 0, steps = 0, busy = 0;
 	for (int k = 0; k < 60; k++) {
 		/* Frames of 20 substeps: the list is dropped at each frame's
