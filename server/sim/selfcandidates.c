@@ -746,21 +746,57 @@ static int ee_boxes_meet(const sim_self *s, const sim_vec4 *restrict x, const si
 	return sim_box_overlap(g, b);
 }
 
+typedef struct self_filter_job {
+	const sim_self *s;
+	const sim_vec4 *x, *p;
+	float reach;
+	const self_vt *vt;
+	const self_ee *ee;
+	uint32_t nvt, nee, parts;
+} self_filter_job;
+
+/* Parts [begin, end) of the list, part b into blocks[b]: its share of the
+ * vertex-triangle pairs and of the edge pairs, each in the list's order. */
+static void filter_parts(void *ctx, uint32_t begin, uint32_t end)
+{
+	const self_filter_job *J = ctx;
+	const sim_self *s = J->s;
+	const sim_vec4 *restrict x = J->x, *restrict p = J->p;
+	for (uint32_t b = begin; b < end; b++) {
+		self_pairs *out = &s->blocks[b];
+		out->vt_count = out->ee_count = out->qn = 0;
+		const uint32_t v0 = (uint32_t)((uint64_t)J->nvt * b / J->parts);
+		const uint32_t v1 = (uint32_t)((uint64_t)J->nvt * (b + 1) / J->parts);
+		const uint32_t e0 = (uint32_t)((uint64_t)J->nee * b / J->parts);
+		const uint32_t e1 = (uint32_t)((uint64_t)J->nee * (b + 1) / J->parts);
+		for (uint32_t k = v0; k < v1; k++)
+			if (vt_boxes_meet(s, x, p, J->vt[k].v, J->vt[k].t, J->reach))
+				vt_consider(s, out, x, p, J->vt[k].v, J->vt[k].t, J->reach);
+		for (uint32_t k = e0; k < e1; k++)
+			if (ee_boxes_meet(s, x, p, J->ee[k].a, J->ee[k].b, J->reach))
+				ee_queue(s, out, x, p, J->ee[k].a, J->ee[k].b, J->reach);
+		ee_flush(s, out, x, p, J->reach);
+	}
+}
+
+/* Pairs of the list per part of the parallel filter: a part is a few
+ * microseconds of work, worth a claim on the pool. */
+#define SELF_FILTER_PART 1024u
+
 void self_filter(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p, float reach,
 		 const self_vt *vt, uint32_t nvt, const self_ee *ee, uint32_t nee)
 {
 	s->vt_count = 0;
 	s->ee_count = 0;
-	self_pairs *out = &s->blocks[0];
-	out->vt_count = out->ee_count = out->qn = 0;
-	for (uint32_t k = 0; k < nvt; k++)
-		if (vt_boxes_meet(s, x, p, vt[k].v, vt[k].t, reach))
-			vt_consider(s, out, x, p, vt[k].v, vt[k].t, reach);
-	for (uint32_t k = 0; k < nee; k++)
-		if (ee_boxes_meet(s, x, p, ee[k].a, ee[k].b, reach))
-			ee_queue(s, out, x, p, ee[k].a, ee[k].b, reach);
-	ee_flush(s, out, x, p, reach);
-	join_blocks(s, 1);
+	/* The parts, and so the order the join gives, depend on the list's
+	 * size alone, never on the threads; the join puts every part's pairs
+	 * in list order, the same as one part would. */
+	uint64_t parts = ((uint64_t)nvt + nee) / SELF_FILTER_PART + 1;
+	if (parts > s->block_count)
+		parts = s->block_count;
+	self_filter_job job = {s, x, p, reach, vt, ee, nvt, nee, (uint32_t)parts};
+	sim_pool_for(s->pool, (uint32_t)parts, 1, filter_parts, &job);
+	join_blocks(s, (uint32_t)parts);
 }
 
 void sim_self_begin_substep(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
