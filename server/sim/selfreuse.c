@@ -92,12 +92,12 @@ static int reuse_ok(const sim_self *s, const sim_vec4 *restrict x, const sim_vec
 	return drift_of(s, x) <= budget && drift_of(s, p) <= budget;
 }
 
-/* Collects the list at X = x for the reach `reach` (within W), keeping the
- * substep's own candidate arrays apart. Out of memory, self_collect drops
- * the pairs that do not fit, as it does for a substep's own collection. */
-static void reuse_collect(sim_self *s, const sim_vec4 *restrict x, float reach)
+/* Collects the list at X = reuse_x (already this substep's x) within
+ * W = reuse_wide, keeping the substep's own candidate arrays apart. Out of
+ * memory, self_collect drops the pairs that do not fit, as it does for a
+ * substep's own collection. */
+static void reuse_collect(sim_self *s, float reach)
 {
-	memcpy(s->reuse_x, x, (size_t)s->nv * sizeof *x);
 	const float wide = s->reuse_wide;
 	self_collect(s, s->reuse_x, s->reuse_x, wide);
 	/* The collection filled vt and ee: they become the list, and the
@@ -146,7 +146,7 @@ int self_reuse_begin(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *re
 		s->reuse_wide = minf(SELF_REUSE_WIDEN * reach, SELF_REUSE_EDGES * s->base_cell);
 		if (!(s->reuse_wide >= SELF_REUSE_MIN_WIDEN * reach) || !reuse_ok(s, x, p, reach))
 			return 0;
-		reuse_collect(s, x, reach);
+		reuse_collect(s, reach);
 	}
 	self_filter(s, x, p, reach, s->reuse_vt, s->reuse_vt_count, s->reuse_ee, s->reuse_ee_count);
 	s->reuse_served++;

@@ -125,8 +125,11 @@ static void reused_equal_fresh(int approach)
 		sim_self_begin_substep(s, x, p, thickness);
 		uint32_t nvt = s->vt_count, nee = s->ee_count;
 		CHECK(nvt <= 65536 && nee <= 65536);
-		memcpy(vt, s->vt, nvt * sizeof *vt);
-		memcpy(ee, s->ee, nee * sizeof *ee);
+		/* A list with no pairs may have no array at all. */
+		if (nvt > 0)
+			memcpy(vt, s->vt, nvt * sizeof *vt);
+		if (nee > 0)
+			memcpy(ee, s->ee, nee * sizeof *ee);
 		self_collect(s, x, p, reach);
 		steps++;
 		busy += nvt + nee > 0;
@@ -136,10 +139,14 @@ static void reused_equal_fresh(int approach)
 			       s->vt_count, s->ee_count);
 			continue;
 		}
-		qsort(vt, nvt, sizeof *vt, vt_cmp);
-		qsort(s->vt, nvt, sizeof *vt, vt_cmp);
-		qsort(ee, nee, sizeof *ee, ee_cmp);
-		qsort(s->ee, nee, sizeof *ee, ee_cmp);
+		if (nvt > 0) {
+			qsort(vt, nvt, sizeof *vt, vt_cmp);
+			qsort(s->vt, nvt, sizeof *vt, vt_cmp);
+		}
+		if (nee > 0) {
+			qsort(ee, nee, sizeof *ee, ee_cmp);
+			qsort(s->ee, nee, sizeof *ee, ee_cmp);
+		}
 		int same = 1;
 		for (uint32_t i = 0; i < nvt; i++)
 			same &= vt[i].v == s->vt[i].v && vt[i].t == s->vt[i].t &&
