@@ -50,6 +50,18 @@
 #define SIM_TILE_VERTICES 4096u
 
 /*
+ * A mesh below SIM_TILE_VERTICES would be one tile, and so one thread's
+ * work: a garment of 1,700 vertices used one core whatever the machine
+ * had (issue 22). Such a mesh is cut into about SIM_SMALL_TILES tiles
+ * instead, of a power of two of at least SIM_TILE_MIN_VERTICES vertices
+ * (sim_tile_vertices). The size depends on the vertex count alone, never
+ * on the threads, so the Gauss-Seidel order, and every result, is the same
+ * for any thread count.
+ */
+#define SIM_SMALL_TILES 8u
+#define SIM_TILE_MIN_VERTICES 128u
+
+/*
  * The tiled layout of one constraint kind's records: the tiles' records
  * first, tile by tile, each tile's in colour runs (no two records of a run
  * share a vertex); then the boundary records, coloured over the whole mesh
@@ -186,6 +198,7 @@ struct drape_sim {
 	 * colours the boundary records, or every record when there are no
 	 * tiles (tiles = 0 with SIM_CREATE_NATURAL). */
 	uint32_t tiles;
+	uint32_t tile_vertices; /* sim_tile_vertices(n) */
 	sim_dist *stretch;
 	uint32_t stretch_count;
 	sim_colouring stretch_col;
@@ -380,6 +393,12 @@ void sim_strain_limit_project_all(sim_vec4 *restrict p, const sim_dist *c,
  * with the scalar expressions when `scalar`); sweep.c calls it per tile. */
 void sim_strain_limit_range(sim_vec4 *restrict p, const sim_dist *c, uint32_t count, float smax,
 			    int scalar);
+
+/* ---- topology.c ----------------------------------------------------------- */
+
+/* Vertices per tile for a mesh of n vertices (SIM_TILE_VERTICES, or less
+ * for a small mesh: see SIM_SMALL_TILES). */
+uint32_t sim_tile_vertices(uint32_t n);
 
 /* ---- sweep.c -------------------------------------------------------------- */
 

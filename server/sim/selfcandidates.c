@@ -571,9 +571,10 @@ static void collect_blocks(void *ctx, uint32_t begin, uint32_t end)
  * cells about the size of a grown chunk box less the reach: the geometric
  * mean of the query and the hashed box sizes, which minimizes the entries a
  * query meets. Returns -1 when out of memory for the entries. */
-static int boxes_and_hash(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
-			  float reach)
+int self_boxes_and_hash(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+			float reach)
 {
+	s->hash_stale = 0;
 	compute_boxes(s, x, p, reach);
 	float cell = maxf(s->chunk_scale + reach, 2.0f * reach);
 	return sim_hash_build(&s->hash, s->chunk_box, s->chunk_count, cell) != 0 ? -1 : 0;
@@ -585,7 +586,7 @@ void self_collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restr
 {
 	s->vt_count = 0;
 	s->ee_count = 0;
-	if (boxes_and_hash(s, x, p, reach) != 0) {
+	if (self_boxes_and_hash(s, x, p, reach) != 0) {
 		/* No memory for the entries: no pairs this substep. */
 		return;
 	}
@@ -688,7 +689,7 @@ int self_recollect_strayed(sim_self *s, const sim_vec4 *restrict x, const sim_ve
 		return 0;
 	if ((uint64_t)marked * 4 > nc)
 		return -1;
-	if (boxes_and_hash(s, x, p, reach) != 0)
+	if (self_boxes_and_hash(s, x, p, reach) != 0)
 		return -1;
 
 	uint32_t kv = 0, ke = 0;
@@ -712,11 +713,100 @@ int self_recollect_strayed(sim_self *s, const sim_vec4 *restrict x, const sim_ve
 }
 
 
+/* Whether the swept boxes of vertex v (grown by reach) and triangle t meet:
+ * the test vt_chunks makes, with the same operations. */
+static int vt_boxes_meet(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+			 uint32_t v, uint32_t t, float reach)
+{
+	const uint32_t *tv = &s->tris[3 * (size_t)t];
+	float g[6], b[6], o[6];
+	swept_box(x[v], p[v], g);
+	box_grow(g, reach);
+	swept_box(x[tv[0]], p[tv[0]], b);
+	swept_box(x[tv[1]], p[tv[1]], o);
+	box_union(b, o);
+	swept_box(x[tv[2]], p[tv[2]], o);
+	box_union(b, o);
+	return sim_box_overlap(g, b);
+}
+
+/* The same for edges i and j (ee_chunks). */
+static int ee_boxes_meet(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+			 uint32_t i, uint32_t j, float reach)
+{
+	const uint32_t *ei = &s->edges[2 * (size_t)i], *ej = &s->edges[2 * (size_t)j];
+	float g[6], b[6], o[6];
+	swept_box(x[ei[0]], p[ei[0]], g);
+	swept_box(x[ei[1]], p[ei[1]], o);
+	box_union(g, o);
+	box_grow(g, reach);
+	swept_box(x[ej[0]], p[ej[0]], b);
+	swept_box(x[ej[1]], p[ej[1]], o);
+	box_union(b, o);
+	return sim_box_overlap(g, b);
+}
+
+typedef struct self_filter_job {
+	const sim_self *s;
+	const sim_vec4 *x, *p;
+	float reach;
+	const self_vt *vt;
+	const self_ee *ee;
+	uint32_t nvt, nee, parts;
+} self_filter_job;
+
+/* Parts [begin, end) of the list, part b into blocks[b]: its share of the
+ * vertex-triangle pairs and of the edge pairs, each in the list's order. */
+static void filter_parts(void *ctx, uint32_t begin, uint32_t end)
+{
+	const self_filter_job *J = ctx;
+	const sim_self *s = J->s;
+	const sim_vec4 *restrict x = J->x, *restrict p = J->p;
+	for (uint32_t b = begin; b < end; b++) {
+		self_pairs *out = &s->blocks[b];
+		out->vt_count = out->ee_count = out->qn = 0;
+		const uint32_t v0 = (uint32_t)((uint64_t)J->nvt * b / J->parts);
+		const uint32_t v1 = (uint32_t)((uint64_t)J->nvt * (b + 1) / J->parts);
+		const uint32_t e0 = (uint32_t)((uint64_t)J->nee * b / J->parts);
+		const uint32_t e1 = (uint32_t)((uint64_t)J->nee * (b + 1) / J->parts);
+		for (uint32_t k = v0; k < v1; k++)
+			if (vt_boxes_meet(s, x, p, J->vt[k].v, J->vt[k].t, J->reach))
+				vt_consider(s, out, x, p, J->vt[k].v, J->vt[k].t, J->reach);
+		for (uint32_t k = e0; k < e1; k++)
+			if (ee_boxes_meet(s, x, p, J->ee[k].a, J->ee[k].b, J->reach))
+				ee_queue(s, out, x, p, J->ee[k].a, J->ee[k].b, J->reach);
+		ee_flush(s, out, x, p, J->reach);
+	}
+}
+
+/* Pairs of the list per part of the parallel filter: a part is a few
+ * microseconds of work, worth a claim on the pool. */
+#define SELF_FILTER_PART 1024u
+
+void self_filter(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p, float reach,
+		 const self_vt *vt, uint32_t nvt, const self_ee *ee, uint32_t nee)
+{
+	s->vt_count = 0;
+	s->ee_count = 0;
+	/* The parts, and so the order the join gives, depend on the list's
+	 * size alone, never on the threads; the join puts every part's pairs
+	 * in list order, the same as one part would. */
+	uint64_t parts = ((uint64_t)nvt + nee) / SELF_FILTER_PART + 1;
+	if (parts > s->block_count)
+		parts = s->block_count;
+	self_filter_job job = {s, x, p, reach, vt, ee, nvt, nee, (uint32_t)parts};
+	sim_pool_for(s->pool, (uint32_t)parts, 1, filter_parts, &job);
+	join_blocks(s, (uint32_t)parts);
+}
+
 void sim_self_begin_substep(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
 			    float thickness)
 {
 	memcpy(s->p_pred, p, (size_t)s->nv * sizeof *p);
 	s->thickness = thickness > 0.0f && isfinite(thickness) ? thickness : 0.0f;
+	if (self_reuse_begin(s, x, p, reach_of(thickness)))
+		return;
+	s->fresh_collects++;
 	self_collect(s, x, p, reach_of(thickness));
 }
 

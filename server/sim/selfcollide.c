@@ -275,6 +275,10 @@ void sim_self_destroy(sim_self *s)
 	free(s->vtri_start);
 	free(s->vtri);
 	free(s->tri_mark);
+	free(s->reuse_x);
+	free(s->reuse_vt);
+	free(s->reuse_ee);
+	free(s->p_end);
 	free(s);
 }
 
@@ -297,10 +301,13 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 	s->dirty = calloc(nv + 1, 1);
 	s->dirty_next = calloc(nv + 1, 1);
 	s->carried = calloc(nv + 1, 1);
+	s->reuse_x = malloc(nv * sizeof *s->reuse_x + 1);
+	s->p_end = malloc(nv * sizeof *s->p_end + 1);
 	self_half_edge *he = malloc(3 * nt * sizeof *he + 1);
 	if (s->tris == NULL || s->tri_skip == NULL || s->tri_edges == NULL || s->tri_box == NULL ||
 	    s->tri_stamp == NULL || s->p_pred == NULL || s->x0 == NULL || s->dirty == NULL ||
-	    s->dirty_next == NULL || s->carried == NULL || he == NULL) {
+	    s->dirty_next == NULL || s->carried == NULL || s->reuse_x == NULL || s->p_end == NULL ||
+	    he == NULL) {
 		free(he);
 		sim_self_destroy(s);
 		return drape_error_setf(err, DRAPE_ENOMEM, "self-collision: out of memory");

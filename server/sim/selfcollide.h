@@ -63,6 +63,15 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
  * pairs and their order do not depend on it). The caller keeps it alive. */
 void sim_self_set_pool(sim_self *s, drape_pool *pool);
 
+/* The start of a frame: the candidate list kept over substeps
+ * (selfreuse.c) is dropped, so that a frame depends on its start state
+ * alone. */
+void sim_self_begin_frame(sim_self *s);
+
+/* Since create: substeps whose candidates were filtered from a kept list,
+ * lists collected, and substeps collected afresh. */
+void sim_self_reuse_counts(const sim_self *s, uint64_t *hits, uint64_t *builds, uint64_t *fresh);
+
 /* Candidate pairs collected in the current substep. */
 uint32_t sim_self_pair_count(const sim_self *s);
 

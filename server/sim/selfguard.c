@@ -589,6 +589,12 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 			self_collect(s, x, p, reach);
 	}
 
+	/* Served from the kept list, the substep has no hash yet: it is built
+	 * over x -> p as it is now, the segments the guard moves back along,
+	 * when a round first needs it. */
+	if (s->hash_stale)
+		memcpy(s->p_end, p, (size_t)nv * sizeof *p);
+
 	memset(s->dirty, 1, nv);
 	memset(s->carried, 0, nv);
 	for (int round = 0;; round++) {
@@ -623,8 +629,11 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 		}
 		/* Round 0's dirty set is every vertex: nothing has been moved
 		 * back yet, so the candidates are complete. */
-		if (round > 0)
+		if (round > 0) {
+			if (s->hash_stale)
+				self_boxes_and_hash(s, x, s->p_end, reach);
 			changed += guard_neighbourhood(s, p, x, backoff);
+		}
 		if (!changed)
 			break;
 		if (round + 1 == SELF_GUARD_MAX_ROUNDS)

@@ -636,6 +636,8 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 	const int selfc = P->self_collision && sim->self != NULL;
 	const float sth = P->self_thickness > 0.0f ? P->self_thickness : P->thickness;
 	sim_pool_for(sim->pool, n, SIM_VERTEX_BLOCK, save_range, sim);
+	if (selfc)
+		sim_self_begin_frame(sim->self);
 
 	for (int32_t s = 0; s < substeps; s++) {
 		sim_wind_forces(sim, dt, sim->force);

@@ -118,7 +118,7 @@ drape_err sim_colour_records(void *records, size_t size, uint32_t count, uint32_
  * starts are then made absolute.
  */
 static drape_err tile_records(void *records, size_t size, uint32_t count, uint32_t arity,
-			      uint64_t *mask, uint32_t n, uint32_t tiles, sim_tiling *tl,
+			      uint64_t *mask, uint32_t n, uint32_t tiles, uint32_t tv, sim_tiling *tl,
 			      sim_colouring *col)
 {
 	unsigned char *rec = records;
@@ -133,9 +133,9 @@ static drape_err tile_records(void *records, size_t size, uint32_t count, uint32
 		goto done;
 	for (uint32_t i = 0; i < count; i++) {
 		const uint32_t *v = (const uint32_t *)(const void *)(rec + (size_t)i * size);
-		uint32_t t = v[0] / SIM_TILE_VERTICES;
+		uint32_t t = v[0] / tv;
 		for (uint32_t j = 1; j < arity; j++)
-			if (v[j] / SIM_TILE_VERTICES != t)
+			if (v[j] / tv != t)
 				t = tiles;
 		tile[i] = t;
 		at[t + 1]++;
@@ -178,6 +178,16 @@ done:
 	free(at);
 	free(tmp);
 	return rc;
+}
+
+uint32_t sim_tile_vertices(uint32_t n)
+{
+	if (n >= SIM_TILE_VERTICES)
+		return SIM_TILE_VERTICES;
+	uint32_t tv = SIM_TILE_MIN_VERTICES;
+	while (tv < SIM_TILE_VERTICES && (uint64_t)tv * SIM_SMALL_TILES < n)
+		tv *= 2;
+	return tv;
 }
 
 /* Colours of the busiest tile plus the boundary colours: the most colour
@@ -478,15 +488,17 @@ drape_err sim_topology_build(drape_sim *sim, drape_error *err)
 	/* Tiles of the locality order, each coloured Box2D v3-style
 	 * (constraint_graph.c): greedy in record order, so each colour keeps
 	 * the records sorted by vertex and walks the positions forwards. */
-	const uint32_t tiles = (n + SIM_TILE_VERTICES - 1) / SIM_TILE_VERTICES;
+	const uint32_t tv = sim_tile_vertices(n);
+	const uint32_t tiles = (n + tv - 1) / tv;
 	sim->tiles = tiles;
-	rc = tile_records(sim->stretch, sizeof *sim->stretch, ns, 2, mask, n, tiles,
+	sim->tile_vertices = tv;
+	rc = tile_records(sim->stretch, sizeof *sim->stretch, ns, 2, mask, n, tiles, tv,
 			  &sim->stretch_tiles, &sim->stretch_col);
 	if (rc == DRAPE_OK)
-		rc = tile_records(sim->bend, sizeof *sim->bend, nb, 4, mask, n, tiles, &sim->bend_tiles,
-				  &sim->bend_col);
+		rc = tile_records(sim->bend, sizeof *sim->bend, nb, 4, mask, n, tiles, tv,
+				  &sim->bend_tiles, &sim->bend_col);
 	if (rc == DRAPE_OK)
-		rc = tile_records(sim->shear, sizeof *sim->shear, nsh, 2, mask, n, tiles,
+		rc = tile_records(sim->shear, sizeof *sim->shear, nsh, 2, mask, n, tiles, tv,
 				  &sim->shear_tiles, &sim->shear_col);
 	if (rc == DRAPE_OK)
 		rc = wind_order(sim, mask);
