@@ -76,7 +76,8 @@ munged --force --socket="$T/munge.sock" --key-file="$T/munge.key" --pid-file="$T
 HOST=$(hostname -s)
 NODE=$(slurmd -C 2>/dev/null | head -1)
 [ -n "$NODE" ] || cannot_run "slurmd -C printed no node line"
-BASEPORT=$((20000 + $$ % 20000))
+# Below the ephemeral range (32768 and up): no outgoing connection holds them.
+BASEPORT=$((10000 + $$ % 20000))
 mkdir -p "$T/ctld" "$T/spool"
 cat >"$T/slurm.conf" <<CONF
 ClusterName=drapetest

@@ -66,7 +66,8 @@ fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
 
 # A port from the process id, so parallel runs rarely collide; start_daemon
 # tries the next pair of ports when a start fails.
-PORT=$((20000 + ($$ % 15000) * 2))
+# Below the ephemeral range (32768 and up): no outgoing connection holds it.
+PORT=$((10000 + ($$ % 10000) * 2))
 
 # start_daemon ARGS...: starts draped on tcp loopback, sets URL and
 # daemon_pid; returns 1 if it never answered.

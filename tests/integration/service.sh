@@ -91,7 +91,10 @@ wait_for() {
 	return 1
 }
 
-PORT=$((20000 + ($$ % 15000) * 2))
+# Below Linux's ephemeral range (32768 and up), so that no outgoing
+# connection of another program can hold a port this test listens on; the
+# sections use PORT up to PORT + 300.
+PORT=$((10000 + ($$ % 10000) * 2))
 
 # start_daemon LOG ARGS...: starts draped on tcp loopback (URL) with a
 # metrics listener (MURL); returns 1 if it never answered.
@@ -436,12 +439,27 @@ if openssl req -x509 $ec -keyout "$T/k1.pem" -out "$T/c1.pem" -subj /CN=localhos
 	cp "$T/c1.pem" "$T/cert.pem"
 	cp "$T/k1.pem" "$T/key.pem"
 	echo "tok-T" >"$T/tokT"
+	# The port may be taken by another program's connection (ports here
+	# overlap the ephemeral range): like start_daemon, try the next ones.
 	TPORT=$((PORT + 200))
-	TURL="tls+tcp://127.0.0.1:$TPORT"
-	"$DRAPED" --listen "$TURL" --state-dir "$T/tstate" --tls-cert "$T/cert.pem" --tls-key "$T/key.pem" \
-		--auth-token-file "$T/tokT" >"$T/tls.log" 2>&1 &
-	daemon_pid=$!
-	wait_for 10 grep -q "ready:" "$T/tls.log"
+	tries=0
+	while :; do
+		TURL="tls+tcp://127.0.0.1:$TPORT"
+		"$DRAPED" --listen "$TURL" --state-dir "$T/tstate" --tls-cert "$T/cert.pem" --tls-key "$T/key.pem" \
+			--auth-token-file "$T/tokT" >"$T/tls.log" 2>&1 &
+		daemon_pid=$!
+		if wait_for 10 grep -q "ready:" "$T/tls.log"; then
+			break
+		fi
+		tries=$((tries + 1))
+		if [ $tries -ge 5 ]; then
+			echo "  the TLS daemon did not start on 5 ports; its log:"
+			sed 's/^/    /' "$T/tls.log"
+			break
+		fi
+		stop_daemon
+		TPORT=$((TPORT + 2))
+	done
 	tstatus() { "$DRAPE" status --server "$TURL" --token-file "$T/tokT" --tls-ca "$1" --timeout 3000 >/dev/null 2>&1; }
 	tstatus "$T/c1.pem"
 	r0=$?
