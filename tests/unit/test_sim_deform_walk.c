@@ -1,0 +1,299 @@
+/*
+ * The casual suit on the MakeHuman body walking (tests/data/anim/walk.pc2,
+ * all 96 frames): no cloth vertex deeper than a tenth of the thickness
+ * inside the body at any frame, measured against that frame's own
+ * triangles by ray parity (deform_geometry.h), never against the solver's
+ * field; and, with DRAPE_DEFORM_TIMING=1, the static body against the
+ * walking one in ms per frame.
+ *
+ * Run from the repository root (tests/run.sh does): the body, its walk and
+ * the suit are read from tests/data/.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "drape/sim.h"
+#include "sim_fixtures.h"
+#include "deform_geometry.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define DEFORM_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DEFORM_SANITIZED 1
+#endif
+#endif
+#ifndef DEFORM_SANITIZED
+#define DEFORM_SANITIZED 0
+#endif
+
+/* ---- The walking body ----------------------------------------------------------- */
+
+/* A minimal OBJ reader: v lines and f lines (polygons as fans, v/vt/vn
+ * indices take the first number). */
+static int read_obj(const char *path, mesh *m, double scale)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	size_t cv = 1024, ct = 1024;
+	m->v = malloc(cv * 12);
+	m->t = malloc(ct * 12);
+	m->nv = m->nt = 0;
+	char line[1024];
+	while (fgets(line, sizeof line, f)) {
+		if (line[0] == 'v' && line[1] == ' ') {
+			if (m->nv == cv)
+				m->v = realloc(m->v, (cv *= 2) * 12);
+			double a, b, c;
+			if (sscanf(line + 2, "%lf %lf %lf", &a, &b, &c) != 3)
+				return fclose(f), 0;
+			m->v[3 * m->nv] = (float)(a * scale);
+			m->v[3 * m->nv + 1] = (float)(b * scale);
+			m->v[3 * m->nv + 2] = (float)(c * scale);
+			m->nv++;
+		} else if (line[0] == 'f' && line[1] == ' ') {
+			uint32_t idx[16], k = 0;
+			char *s = line + 2;
+			while (k < 16) {
+				while (*s == ' ' || *s == '\t')
+					s++;
+				if (*s < '0' || *s > '9')
+					break;
+				idx[k++] = (uint32_t)strtoul(s, &s, 10) - 1;
+				while (*s && *s != ' ' && *s != '\t' && *s != '\n')
+					s++;
+			}
+			for (uint32_t j = 1; j + 1 < k; j++) {
+				if (m->nt == ct)
+					m->t = realloc(m->t, (ct *= 2) * 12);
+				m->t[3 * m->nt] = idx[0];
+				m->t[3 * m->nt + 1] = idx[j];
+				m->t[3 * m->nt + 2] = idx[j + 1];
+				m->nt++;
+			}
+		}
+	}
+	fclose(f);
+	return 1;
+}
+
+/* A PC2 point cache: 32-byte little-endian header ("POINTCACHE2\0", int32
+ * version 1, int32 points, float32 start, float32 rate, int32 samples),
+ * then samples x points x 3 float32. Returns the frames or NULL. */
+static float *read_pc2(const char *path, uint32_t points, uint32_t *samples)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		return NULL;
+	unsigned char h[32];
+	float *out = NULL;
+	if (fread(h, 1, 32, f) == 32 && memcmp(h, "POINTCACHE2\0", 12) == 0) {
+		int32_t ver, pts, smp;
+		memcpy(&ver, h + 12, 4);
+		memcpy(&pts, h + 16, 4);
+		memcpy(&smp, h + 28, 4);
+		if (ver == 1 && pts == (int32_t)points && smp > 0) {
+			size_t n = (size_t)smp * points * 3;
+			out = malloc(n * sizeof *out);
+			if (fread(out, sizeof *out, n, f) != n) {
+				free(out);
+				out = NULL;
+			} else {
+				*samples = (uint32_t)smp;
+			}
+		}
+	}
+	fclose(f);
+	return out;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* This thread's CPU time: on a shared machine the wall time of a frame
+ * includes waiting for a core. */
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct walk_scene {
+	mesh body, suit;
+	float *anim;
+	uint32_t frames;
+} walk_scene;
+
+static int walk_load(walk_scene *w)
+{
+	memset(w, 0, sizeof *w);
+	if (!read_obj("tests/data/anim/body_rest_m.obj", &w->body, 1.0) ||
+	    !read_obj("tests/data/meshes/mh_male_casualsuit04.obj", &w->suit, 0.1))
+		return 0;
+	w->anim = read_pc2("tests/data/anim/walk.pc2", w->body.nv, &w->frames);
+	return w->anim != NULL;
+}
+
+static void walk_free(walk_scene *w)
+{
+	mesh_free(&w->body);
+	mesh_free(&w->suit);
+	free(w->anim);
+}
+
+/* examples/garment.json's cloth and collider, without self-collision. The
+ * PC2 starts at frame 1 = sim frame 0 (the input pose, the rest pose). */
+static drape_err walk_sim(const walk_scene *w, int animated, drape_sim **out, drape_error *err)
+{
+	drape_sim_desc sd;
+	drape_sim_desc_default(&sd);
+	sd.positions = w->suit.v;
+	sd.vertex_count = w->suit.nv;
+	sd.triangles = w->suit.t;
+	sd.triangle_count = w->suit.nt;
+	sd.params.fps = 24;
+	sd.params.substeps = 8;
+	sd.params.iterations = 20;
+	sd.params.stretch = 1.0f;
+	sd.params.shear = 0.9f;
+	sd.params.bend = 0.1f;
+	sd.params.thickness = 0.003f;
+	sd.params.density = 0.2f;
+	drape_err rc = drape_sim_create(&sd, out, err);
+	if (rc != DRAPE_OK || animated < 0)
+		return rc;
+	drape_collider_desc cd;
+	drape_collider_desc_default(&cd);
+	cd.shape = DRAPE_SHAPE_MESH;
+	cd.vertices = w->body.v;
+	cd.vertex_count = w->body.nv;
+	cd.triangles = w->body.t;
+	cd.triangle_count = w->body.nt;
+	cd.friction = 0.5f;
+	cd.static_friction = 0.7f;
+	cd.voxel_size = 0.005f;
+	if (animated) {
+		cd.frames = w->anim;
+		cd.frame_count = w->frames;
+	}
+	return drape_sim_add_collider(*out, &cd, NULL, err);
+}
+
+/*
+ * The casual suit on the walking body, every frame of walk.pc2: no NaN,
+ * and no cloth vertex deeper than a tenth of the cloth thickness inside the
+ * body's triangles of that frame (ray parity, then the distance to the
+ * nearest triangle). Strain statistics are printed. Under the sanitizers
+ * (about ten times slower) it stops after frame 60, the arms lowered and
+ * the first stride begun.
+ */
+static void test_walk(void)
+{
+	walk_scene w;
+	CHECKF(walk_load(&w), "cannot read tests/data/anim/ or the suit");
+	CHECK(w.body.nv == 13652 && w.frames == 96);
+	drape_sim *sim = NULL;
+	drape_error err;
+	CHECKF(walk_sim(&w, 1, &sim, &err) == DRAPE_OK, "%s", err.message);
+	const uint32_t n = w.suit.nv, last = DEFORM_SANITIZED ? 60 : w.frames;
+	float *x = malloc((size_t)n * 12);
+	double deep = 0, ms = 0, cms = 0, smax = 0, smean = 0;
+	uint32_t deep_frame = 0, inside_frames = 0;
+	const float thickness = 0.003f;
+	for (uint32_t f = 1; f < last; f++) {
+		drape_sim_stats st;
+		CHECKF(drape_sim_step(sim, &st, &err) == DRAPE_OK, "frame %u: %s", f, err.message);
+		ms += st.solve_ms;
+		cms += st.collide_ms;
+		smax = st.max_strain > smax ? st.max_strain : smax;
+		smean += st.mean_strain;
+		drape_sim_get_positions(sim, x);
+		CHECKF(all_finite(x, n), "frame %u: not finite", f);
+		uint32_t inside;
+		double d = deepest_inside(x, n, &w.anim[(size_t)f * w.body.nv * 3], w.body.t, w.body.nv,
+					  w.body.nt, &inside);
+		if (inside)
+			inside_frames++;
+		if (d > deep)
+			deep = d, deep_frame = f + 1;
+		CHECKF(d <= 0.1 * thickness, "PC2 frame %u: %u vertices inside the body, deepest %.3g m > %.3g",
+		       f + 1, inside, d, 0.1 * thickness);
+	}
+	printf("  walk: %u frames, %.1f ms/frame (%.1f ms colliders, %.0f %%), deepest %.3g m (PC2 frame "
+	       "%u), frames with a vertex inside %u; strain max %.4f, mean of means %.5f\n",
+	       last - 1, ms / (last - 1), cms / (last - 1), 100.0 * cms / ms, deep, deep_frame,
+	       inside_frames, smax, smean / (last - 1));
+	free(x);
+	drape_sim_destroy(sim);
+	walk_free(&w);
+}
+
+/*
+ * Timing only, run when DRAPE_DEFORM_TIMING is set: ms per frame of the
+ * suit on the static body (field) and the walking body (surface), same
+ * process, same settings, frames 2..n. Nothing asserted: speed is reported,
+ * never tested.
+ */
+static void test_walk_timing(void)
+{
+	if (getenv("DRAPE_DEFORM_TIMING") == NULL) {
+		printf("  (set DRAPE_DEFORM_TIMING=1 to time static against walking)\n");
+		return;
+	}
+	walk_scene w;
+	CHECK(walk_load(&w));
+	double ms[3] = {0, 0, 0}, cms[3] = {0, 0, 0}, cpu[3] = {0, 0, 0};
+	float smax[3] = {0, 0, 0};
+	/* Run 2 is the cloth without any collider (falling freely): the
+	 * solver's own work, so that a run's CPU minus it is its collider's
+	 * work, without the waits a loaded machine adds to wall times. */
+	for (int run = 0; run < 3; run++) {
+		int animated = run == 2 ? -1 : run;
+		drape_sim *sim = NULL;
+		drape_error err;
+		double t0 = now_s();
+		CHECKF(walk_sim(&w, animated, &sim, &err) == DRAPE_OK, "%s", err.message);
+		double setup = now_s() - t0, c0 = cpu_s();
+		for (uint32_t f = 1; f < w.frames; f++) {
+			drape_sim_stats st;
+			CHECK_OK(drape_sim_step(sim, &st, &err));
+			ms[run] += st.solve_ms;
+			cms[run] += st.collide_ms;
+			smax[run] = st.max_strain > smax[run] ? st.max_strain : smax[run];
+		}
+		cpu[run] = (cpu_s() - c0) * 1e3;
+		printf("  %s: setup %.2f s, %.2f ms/frame wall (%.2f ms CPU), colliders %.2f ms/frame (%.1f "
+		       "%%), max strain %.3f\n",
+		       run == 2 ? "no collider      " : run ? "walking (surface)" : "static (field)   ", setup,
+		       ms[run] / (w.frames - 1), cpu[run] / (w.frames - 1), cms[run] / (w.frames - 1),
+		       100.0 * cms[run] / ms[run], smax[run]);
+		drape_sim_destroy(sim);
+	}
+	printf("  walking / static = %.2f wall, %.2f CPU; collider share of the CPU (run minus no "
+	       "collider): static %.0f %%, walking %.0f %%\n",
+	       ms[1] / ms[0], cpu[1] / cpu[0], 100.0 * (cpu[0] - cpu[2]) / cpu[0],
+	       100.0 * (cpu[1] - cpu[2]) / cpu[1]);
+	walk_free(&w);
+}
+
+
+static const check_test tests[] = {
+	CHECK_TEST(test_walk),
+	CHECK_TEST(test_walk_timing),
+};
+
+int main(int argc, char **argv)
+{
+	return check_main(argc, argv, tests, CHECK_COUNT(tests));
+}
