@@ -111,7 +111,6 @@ void srv_session_free(srv_session *s)
 	srv_ckpt_snap_free(s->out_ckpt);
 	free(s->name);
 	free(s->dir);
-	free(s->tri);
 	free(s->in_positions);
 	free(s->in_triangles);
 	free(s->in_uvs);
@@ -270,23 +269,20 @@ srv_session *srv_session_build(srv_server *srv, uint32_t id, const proto_create_
 	/* A tearing cloth's frames may hold up to this many vertices. */
 	s->cap_vertices = p->tear_strain > 0.0f ? srv_tear_capacity(s->vertices, s->triangles)
 						: s->vertices;
-	/* The frames.get mesh reply (web view) reads tri; a client that did
-	 * not create the session (attach, export) asks for its mesh with
-	 * session.topology, which reads in_*: the solver renumbers vertices,
-	 * so the caller's arrays are kept as they came. */
-	s->tri = malloc((size_t)c->mesh.triangle_count * 3 * sizeof *s->tri + 1);
+	/* The mesh as the caller sent it, for the frames.get mesh reply (web
+	 * view) and for session.topology (attach, export): the solver
+	 * renumbers vertices, so the caller's arrays are kept as they came. */
 	s->in_positions = malloc((size_t)s->vertices * 12u);
 	s->in_triangles = malloc((size_t)s->triangles * 12u);
 	if (c->uvs != NULL)
 		s->in_uvs = malloc((size_t)s->vertices * 8u);
-	if (s->tri == NULL || s->in_positions == NULL || s->in_triangles == NULL ||
+	if (s->in_positions == NULL || s->in_triangles == NULL ||
 	    (c->uvs != NULL && s->in_uvs == NULL) ||
 	    (c->name != NULL && (s->name = strdup(c->name)) == NULL)) {
 		free(stitches);
 		free(objects);
 		goto nomem;
 	}
-	memcpy(s->tri, c->mesh.triangles, (size_t)c->mesh.triangle_count * 3 * sizeof *s->tri);
 	memcpy(s->in_positions, c->mesh.positions, (size_t)s->vertices * 12u);
 	memcpy(s->in_triangles, c->mesh.triangles, (size_t)s->triangles * 12u);
 	if (c->uvs != NULL)
@@ -691,7 +687,7 @@ drape_err srv_op_frames_get(srv_server *srv, srv_session *s, const proto_request
 	r->frames_done = s->frames_done;
 	r->count = 0;
 	if (g->mesh) {
-		r->triangles = s->tri;
+		r->triangles = s->in_triangles;
 		r->triangle_count = s->triangles;
 	}
 	if (g->first == 0)

@@ -35,9 +35,6 @@ typedef struct srv_session {
 	drape_sim_params params;
 	drape_sim_topology topology;
 	uint32_t vertices, triangles, colliders;
-	/* The creation mesh's triangles (triangles * 3, caller's order), for
-	 * frames.get with "mesh" (the browser view draws the cloth with them). */
-	uint32_t *tri;
 	/* Estimate, bytes: memory_base (srv_session_estimate: the cloth, its
 	 * constraints and frame ring) plus what its deforming colliders hold
 	 * (poses, tree, scratch: srv_session_collider_bytes). Loop-owned; a
@@ -73,8 +70,10 @@ typedef struct srv_session {
 	 * copy, answered by session.colliders while a frame solves. */
 	srv_colview colview;
 	uint64_t intersections; /* preflight count of the input mesh */
-	/* The mesh as created, for session.topology (topology.c): the input
-	 * pose, the triangles, and the uvs (NULL when it came without). */
+	/* The mesh as created, for session.topology (topology.c) and
+	 * frames.get with "mesh" (the browser view draws the cloth with its
+	 * triangles): the input pose, the triangles (triangles * 3, caller's
+	 * order), and the uvs (NULL when it came without). */
 	float *in_positions;
 	uint32_t *in_triangles;
 	float *in_uvs;

@@ -5,7 +5,7 @@
  * creator's triangle order, split vertices numbered after the created
  * ones) and the vertex count, to hand a frame's mesh to whoever reads it
  * (frames.get, the stream, session.topology). Generation 0 is the created
- * mesh, which the session already holds (srv_session.tri); the table holds
+ * mesh, which the session already holds (srv_session.in_triangles); the table holds
  * the later ones in order. Loop thread.
  */
 #ifndef DRAPE_SRV_TEAR_H

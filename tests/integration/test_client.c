@@ -8,6 +8,7 @@
  * mesh and parameters stepped in process with drape_sim_create/step.
  */
 #include "tests/unit/check.h"
+#include "tests/integration/grid.h"
 #include "tests/integration/itest.h"
 
 #include <dirent.h>
@@ -89,12 +90,8 @@ static bool daemon_spawn(itest_daemon *d, const char *opt, const char *val)
 /* ---- The reference scene ------------------------------------------------------------- */
 
 typedef struct scene {
-	uint32_t nx, ny, nv, nt;
-	float *pos;
-	uint32_t *tri;
-	uint32_t *pins;
-	uint32_t npins;
-	float *uvs; /* NULL unless a test sets it */
+	itest_sheet m;      /* the mesh and its top-row pins (grid.h) */
+	float *uvs;         /* NULL unless a test sets it */
 	drape_sim_params params;
 } scene;
 
@@ -103,31 +100,10 @@ typedef struct scene {
 static void scene_make(scene *s, uint32_t nx, uint32_t ny, float wind_x, int32_t substeps)
 {
 	memset(s, 0, sizeof *s);
-	s->nx = nx;
-	s->ny = ny;
-	s->nv = nx * ny;
-	s->nt = 2 * (nx - 1) * (ny - 1);
-	s->pos = malloc(s->nv * 3 * sizeof *s->pos);
-	s->tri = malloc(s->nt * 3 * sizeof *s->tri);
-	s->pins = malloc(nx * sizeof *s->pins);
-	for (uint32_t j = 0; j < ny; j++)
-		for (uint32_t i = 0; i < nx; i++) {
-			float *p = &s->pos[3 * (j * nx + i)];
-			p[0] = (float)i / (float)(nx - 1) - 0.5f;
-			p[1] = 1.0f + (float)j / (float)(ny - 1);
-			p[2] = 0.0f;
-		}
-	uint32_t t = 0;
-	for (uint32_t j = 0; j + 1 < ny; j++)
-		for (uint32_t i = 0; i + 1 < nx; i++) {
-			uint32_t a = j * nx + i, b = a + 1, c = a + nx, d = c + 1;
-			uint32_t q[6] = {a, b, d, a, d, c};
-			memcpy(&s->tri[3 * t], q, sizeof q);
-			t += 2;
-		}
-	for (uint32_t i = 0; i < nx; i++)
-		s->pins[i] = (ny - 1) * nx + i;
-	s->npins = nx;
+	if (!itest_sheet_make(&s->m, nx, ny)) {
+		fprintf(stderr, "test_client: out of memory for a %ux%u sheet\n", nx, ny);
+		exit(1);
+	}
 	drape_sim_params_default(&s->params);
 	s->params.wind[0] = wind_x;
 	s->params.wind[2] = 1.0f;
@@ -136,9 +112,7 @@ static void scene_make(scene *s, uint32_t nx, uint32_t ny, float wind_x, int32_t
 
 static void scene_free(scene *s)
 {
-	free(s->pos);
-	free(s->tri);
-	free(s->pins);
+	itest_sheet_free(&s->m);
 	free(s->uvs);
 }
 
@@ -147,25 +121,25 @@ static float *reference(const scene *s, uint32_t n)
 {
 	drape_sim_desc d;
 	drape_sim_desc_default(&d);
-	d.positions = s->pos;
-	d.vertex_count = s->nv;
-	d.triangles = s->tri;
-	d.triangle_count = s->nt;
-	d.pins = s->pins;
-	d.pin_count = s->npins;
+	d.positions = s->m.pos;
+	d.vertex_count = s->m.nv;
+	d.triangles = s->m.tri;
+	d.triangle_count = s->m.nt;
+	d.pins = s->m.pins;
+	d.pin_count = s->m.nx;
 	d.uvs = s->uvs;
 	d.params = s->params;
 	drape_sim *sim;
 	if (drape_sim_create(&d, &sim, NULL) != DRAPE_OK)
 		return NULL;
-	float *ref = malloc((size_t)n * s->nv * 3 * sizeof *ref);
+	float *ref = malloc((size_t)n * s->m.nv * 3 * sizeof *ref);
 	for (uint32_t k = 0; k < n; k++) {
 		if (drape_sim_step(sim, NULL, NULL) != DRAPE_OK) {
 			free(ref);
 			drape_sim_destroy(sim);
 			return NULL;
 		}
-		drape_sim_get_positions(sim, ref + (size_t)k * s->nv * 3);
+		drape_sim_get_positions(sim, ref + (size_t)k * s->m.nv * 3);
 	}
 	drape_sim_destroy(sim);
 	return ref;
@@ -175,12 +149,12 @@ static drape_err create(drape_client *c, const scene *s, const char *name, drape
 {
 	drape_session_desc d;
 	drape_session_desc_default(&d);
-	d.positions = s->pos;
-	d.vertex_count = s->nv;
-	d.triangles = s->tri;
-	d.triangle_count = s->nt;
-	d.pins = s->pins;
-	d.pin_count = s->npins;
+	d.positions = s->m.pos;
+	d.vertex_count = s->m.nv;
+	d.triangles = s->m.tri;
+	d.triangle_count = s->m.nt;
+	d.pins = s->m.pins;
+	d.pin_count = s->m.nx;
 	d.uvs = s->uvs;
 	d.params = s->params;
 	d.name = name;
@@ -205,9 +179,9 @@ static uint32_t receive_and_compare(drape_client *c, drape_session s, const scen
 			printf("  frame %u: %s (%s)\n", k, e.message, drape_err_name(rc));
 			return ok;
 		}
-		bool same = f.index == k && f.vertex_count == sc->nv &&
-			    memcmp(f.positions, ref + (size_t)(k - 1) * sc->nv * 3,
-				   (size_t)sc->nv * 3 * sizeof(float)) == 0;
+		bool same = f.index == k && f.vertex_count == sc->m.nv &&
+			    memcmp(f.positions, ref + (size_t)(k - 1) * sc->m.nv * 3,
+				   (size_t)sc->m.nv * 3 * sizeof(float)) == 0;
 		if (!same)
 			printf("  frame %u: got index %u, %u vertices, positions %s\n", k, f.index,
 			       f.vertex_count, f.index == k ? "differ" : "-");
@@ -343,11 +317,11 @@ static void test_frames_bitwise_material_and_uvs(void)
 	scene sc;
 	scene_make(&sc, 24, 16, 2.0f, 4);
 	CHECK_OK(drape_material_preset("denim", &sc.params, NULL));
-	sc.uvs = malloc((size_t)sc.nv * 2 * sizeof *sc.uvs);
+	sc.uvs = malloc((size_t)sc.m.nv * 2 * sizeof *sc.uvs);
 	CHECK(sc.uvs != NULL);
-	for (uint32_t v = 0; v < sc.nv; v++) {
-		sc.uvs[2 * v] = sc.pos[3 * v + 1];
-		sc.uvs[2 * v + 1] = -sc.pos[3 * v];
+	for (uint32_t v = 0; v < sc.m.nv; v++) {
+		sc.uvs[2 * v] = sc.m.pos[3 * v + 1];
+		sc.uvs[2 * v + 1] = -sc.m.pos[3 * v];
 	}
 	const uint32_t n = 12;
 	float *ref = reference(&sc, n);
@@ -365,10 +339,10 @@ static void test_frames_bitwise_material_and_uvs(void)
 	sc.params.stretch_k = -5.0f;
 	drape_session_desc d;
 	drape_session_desc_default(&d);
-	d.positions = sc.pos;
-	d.vertex_count = sc.nv;
-	d.triangles = sc.tri;
-	d.triangle_count = sc.nt;
+	d.positions = sc.m.pos;
+	d.vertex_count = sc.m.nv;
+	d.triangles = sc.m.tri;
+	d.triangle_count = sc.m.nt;
 	d.params = sc.params;
 	drape_error e;
 	drape_session bad;
@@ -727,8 +701,8 @@ static void test_late_slow_reader(void)
 			printf("  frame %u: %s\n", k, e.message);
 			break;
 		}
-		bool same = f.index == k && memcmp(f.positions, ref + (size_t)(k - 1) * sc.nv * 3,
-						   (size_t)sc.nv * 3 * sizeof(float)) == 0;
+		bool same = f.index == k && memcmp(f.positions, ref + (size_t)(k - 1) * sc.m.nv * 3,
+						   (size_t)sc.m.nv * 3 * sizeof(float)) == 0;
 		if (!same)
 			printf("  frame %u: got %u\n", k, f.index);
 		drape_frame_free(&f);
@@ -815,8 +789,8 @@ static void test_frames_get_ranges(void)
 		CHECK(got >= 1 && got <= 9 - next + 1);
 		for (uint32_t i = 0; i < got; i++) {
 			bool same = fr[i].index == next + i &&
-				    memcmp(fr[i].positions, ref + (size_t)(next + i - 1) * sc.nv * 3,
-					   (size_t)sc.nv * 3 * sizeof(float)) == 0;
+				    memcmp(fr[i].positions, ref + (size_t)(next + i - 1) * sc.m.nv * 3,
+					   (size_t)sc.m.nv * 3 * sizeof(float)) == 0;
 			if (!same) {
 				drape_frames_free(fr, got);
 				CHECKF(false, "frame %u differs", next + i);
@@ -864,14 +838,14 @@ static void test_list_update_and_bad_mesh(void)
 	CHECK(drape_session_update(c, s, &p, &err) == DRAPE_EINVAL);
 	CHECK_OK(drape_session_delete(c, s, NULL));
 
-	sc.tri[4] = 99; /* triangle 1, corner 1: out of range */
+	sc.m.tri[4] = 99; /* triangle 1, corner 1: out of range */
 	drape_session bad;
 	drape_session_desc d;
 	drape_session_desc_default(&d);
-	d.positions = sc.pos;
-	d.vertex_count = sc.nv;
-	d.triangles = sc.tri;
-	d.triangle_count = sc.nt;
+	d.positions = sc.m.pos;
+	d.vertex_count = sc.m.nv;
+	d.triangles = sc.m.tri;
+	d.triangle_count = sc.m.nt;
 	drape_err rc = drape_session_create(c, &d, &bad, NULL, &err);
 	CHECK(rc == DRAPE_ERANGE || rc == DRAPE_EINVAL);
 	CHECKF(strstr(err.message, "triangles") != NULL, "message: %s", err.message);
@@ -901,23 +875,23 @@ static void test_colliders_and_pins(void)
 
 	drape_sim_desc d;
 	drape_sim_desc_default(&d);
-	d.positions = sc.pos;
-	d.vertex_count = sc.nv;
-	d.triangles = sc.tri;
-	d.triangle_count = sc.nt;
-	d.pins = sc.pins;
-	d.pin_count = sc.npins;
+	d.positions = sc.m.pos;
+	d.vertex_count = sc.m.nv;
+	d.triangles = sc.m.tri;
+	d.triangle_count = sc.m.nt;
+	d.pins = sc.m.pins;
+	d.pin_count = sc.m.nx;
 	d.params = sc.params;
 	drape_sim *sim;
 	CHECK_OK(drape_sim_create(&d, &sim, NULL));
 	uint32_t idx;
 	CHECK_OK(drape_sim_add_collider(sim, &sphere, &idx, NULL));
 	CHECK_OK(drape_sim_set_keyframes(sim, idx, keys, 2, NULL));
-	CHECK_OK(drape_sim_attach_pins(sim, sc.pins, sc.npins, idx, NULL));
-	float *ref = malloc((size_t)n * sc.nv * 3 * sizeof *ref);
+	CHECK_OK(drape_sim_attach_pins(sim, sc.m.pins, sc.m.nx, idx, NULL));
+	float *ref = malloc((size_t)n * sc.m.nv * 3 * sizeof *ref);
 	for (uint32_t k = 0; k < n; k++) {
 		CHECK_OK(drape_sim_step(sim, NULL, NULL));
-		drape_sim_get_positions(sim, ref + (size_t)k * sc.nv * 3);
+		drape_sim_get_positions(sim, ref + (size_t)k * sc.m.nv * 3);
 	}
 	drape_sim_destroy(sim);
 
@@ -934,7 +908,7 @@ static void test_colliders_and_pins(void)
 	CHECK_OK(drape_collider_add(c, s, &wire, &widx, NULL));
 	CHECK(widx == 0);
 	CHECK_OK(drape_collider_transform(c, s, widx, keys, 2, NULL));
-	CHECK_OK(drape_pins_attach(c, s, sc.pins, sc.npins, widx, NULL));
+	CHECK_OK(drape_pins_attach(c, s, sc.m.pins, sc.m.nx, widx, NULL));
 	drape_status st;
 	CHECK_OK(drape_session_status(c, s, &st, NULL));
 	CHECK(st.colliders == 1);
@@ -978,7 +952,7 @@ static void test_server_preflight(void)
 	CHECK((pairs[0].a == 0 && pairs[0].b == 1) || (pairs[0].a == 1 && pairs[0].b == 0));
 	scene sc;
 	scene_make(&sc, 6, 6, 0.0f, 1);
-	rc = drape_server_preflight(c, sc.pos, sc.nv, sc.tri, sc.nt, pairs, 4, &np, &count, NULL);
+	rc = drape_server_preflight(c, sc.m.pos, sc.m.nv, sc.m.tri, sc.m.nt, pairs, 4, &np, &count, NULL);
 	scene_free(&sc);
 	drape_close(c);
 	CHECK(rc == DRAPE_OK && count == 0 && np == 0);
@@ -1053,8 +1027,8 @@ static uint32_t fetch_and_compare(drape_client *c, drape_session s, const scene 
 		bool same = got > 0;
 		for (uint32_t i = 0; same && i < got; i++)
 			same = fr[i].index == next + i &&
-			       memcmp(fr[i].positions, ref + (size_t)(next + i - 1) * sc->nv * 3,
-				      (size_t)sc->nv * 3 * sizeof(float)) == 0;
+			       memcmp(fr[i].positions, ref + (size_t)(next + i - 1) * sc->m.nv * 3,
+				      (size_t)sc->m.nv * 3 * sizeof(float)) == 0;
 		drape_frames_free(fr, got);
 		if (!same) {
 			printf("  frames.get %u: %u frames, not the reference's\n", next, got);
@@ -1096,7 +1070,7 @@ static void test_cancel_during_output(void)
 	drape_err rc;
 	while ((rc = drape_next_frame(c, s, &f, 10000, NULL)) == DRAPE_OK) {
 		bool same = f.index == seen + 1 && seen < nref &&
-			    memcmp(f.positions, ref + (size_t)seen * sc.nv * 3, (size_t)sc.nv * 3 * sizeof(float)) == 0;
+			    memcmp(f.positions, ref + (size_t)seen * sc.m.nv * 3, (size_t)sc.m.nv * 3 * sizeof(float)) == 0;
 		drape_frame_free(&f);
 		CHECKF(same, "frame after %u is not the next reference frame", seen);
 		seen++;
