@@ -147,6 +147,7 @@ typedef enum scene_kind {
 	SCENE_TSHIRT,
 	SCENE_GARMENT,        /* examples/garment.json as it is: cotton, the material's schedule */
 	SCENE_GARMENT_NOSELF, /* the same without self-collision */
+	SCENE_GARMENT_LARGE,  /* SCENE_GARMENT with every triangle cut in nine (bench_large.inc) */
 	SCENE_IPC,
 	SCENE_WALK,
 } scene_kind;
@@ -320,6 +321,8 @@ static const char *mesh_dir(void)
 	return d ? d : "tests/data/meshes";
 }
 
+#include "tests/bench/bench_large.inc"
+
 static void run_tshirt(const scene *sc, bench_result *r)
 {
 	char shirt_path[512], body_path[512];
@@ -340,6 +343,10 @@ static void run_tshirt(const scene *sc, bench_result *r)
 		shirt.positions[i] *= 0.1f;
 	for (uint32_t i = 0; i < 3 * body.vertex_count; i++)
 		body.positions[i] *= 0.1f;
+	if (sc->kind == SCENE_GARMENT_LARGE && !subdivide_in_three(&shirt)) {
+		snprintf(r->note, sizeof r->note, "out of memory subdividing the garment");
+		goto out_mesh;
+	}
 	drape_pool *pool = NULL;
 	if (sc->threads > 1 && drape_pool_create(sc->threads, &pool, &err) != DRAPE_OK) {
 		snprintf(r->note, sizeof r->note, "pool: %s", err.message);
@@ -357,7 +364,9 @@ static void run_tshirt(const scene *sc, bench_result *r)
 	d.triangle_count = shirt.triangle_count;
 	d.uvs = shirt.uvs;
 	d.pool = pool;
-	const int garment = sc->kind == SCENE_GARMENT || sc->kind == SCENE_GARMENT_NOSELF;
+	const int garment = sc->kind == SCENE_GARMENT || sc->kind == SCENE_GARMENT_NOSELF ||
+			    sc->kind == SCENE_GARMENT_LARGE;
+
 	if (garment && drape_material_preset("cotton", &d.params, &err) != DRAPE_OK) {
 		snprintf(r->note, sizeof r->note, "preset: %s", err.message);
 		goto out_mesh_pool;
@@ -432,7 +441,7 @@ static child start_scene(const scene *sc, bench_result *r)
 		bench_result c;
 		memset(&c, 0, sizeof c);
 		if (sc->kind == SCENE_TSHIRT || sc->kind == SCENE_GARMENT ||
-		    sc->kind == SCENE_GARMENT_NOSELF)
+		    sc->kind == SCENE_GARMENT_NOSELF || sc->kind == SCENE_GARMENT_LARGE)
 			run_tshirt(sc, &c);
 		else if (sc->kind == SCENE_IPC)
 			run_ipc(sc, &c);
@@ -569,6 +578,7 @@ int main(void)
 		R_GARMENT_1,
 		R_GARMENT_NOSELF,
 		R_GARMENT_NOSELF_1,
+		R_GARMENT_LARGE,
 		R_IPC,
 		R_WALK,
 	};
@@ -591,6 +601,8 @@ int main(void)
 		{"garment cotton on body, no self", SCENE_GARMENT_NOSELF, 0, T, 0, -1, 3, 15, 0.0f},
 		{"garment cotton on body, no self 1 thread", SCENE_GARMENT_NOSELF, 0, 1, 0, -1, 3, 15,
 		 0.0f},
+		/* Issue 22's large garment: the same cut to about 15,000 vertices. */
+		{"garment15k cotton on body", SCENE_GARMENT_LARGE, 0, T, 0, -1, 1, 5, 0.0f},
 		{"sheet300 through draped (ipc)", SCENE_IPC, 300, T, 0, -1, 3, 21, 0.0f},
 		/* Frames 1-48 are the rest pose and the arms lowering; the
 		 * timed ones are walking. */
@@ -663,6 +675,12 @@ int main(void)
 		       res[R_GARMENT_NOSELF_1].ok && res[R_GARMENT_1].ok
 			       ? res[R_GARMENT_1].ms / res[R_GARMENT_NOSELF_1].ms
 			       : 0.0);
+	if (res[R_GARMENT_LARGE].ok)
+		printf("garment15k cotton on body: %u vertices, %.0f ms per frame on %u threads (target <= "
+		       "1000: %s); collisions %.0f ms, self-collision %.0f ms\n",
+		       res[R_GARMENT_LARGE].vertices, res[R_GARMENT_LARGE].ms, T,
+		       res[R_GARMENT_LARGE].ms <= 1000.0 ? "met" : "NOT met", res[R_GARMENT_LARGE].collide_ms,
+		       res[R_GARMENT_LARGE].self_ms);
 	/* Two ratios: against the in-process row, run a minute apart and so
 	 * exposed to the machine's swings, and against draped's own step in
 	 * the same frames, which isolates what the transport adds (encode,
