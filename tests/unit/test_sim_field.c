@@ -17,6 +17,8 @@
  *   voxel, and its gradient points at the nearest surface point.
  * - The collider's projection moves that point out through the nearest
  *   surface, to the contact distance, in one call.
+ * - The build's stage times (drape_sdf_info) add up within its build_ms,
+ *   and a field read back from bytes reports none.
  */
 #include <math.h>
 #include <stdint.h>
@@ -281,12 +283,42 @@ static void test_deep_point_pushed_out_nearest_side(void)
 	sim_colliders_free(&set);
 }
 
+static void test_build_stages_account_for_the_build(void)
+{
+	CHECK(body_field() == 0);
+	const drape_sdf_info *i = &g_info;
+	/* Each stage OpenVDB runs for this field was seen: voxelising, the
+	 * sign, growing the band (5 voxels, and the interior) and the
+	 * renormalisation; together they are the build less our own checks. */
+	CHECKF(i->voxelize_ms > 0 && i->sign_ms > 0 && i->expand_ms > 0 && i->renormalize_ms > 0,
+	       "stages %g %g %g %g ms", i->voxelize_ms, i->sign_ms, i->expand_ms, i->renormalize_ms);
+	double sum = i->voxelize_ms + i->sign_ms + i->expand_ms + i->renormalize_ms;
+	CHECKF(sum <= i->build_ms && sum >= 0.5 * i->build_ms, "stages %g ms of a %g ms build", sum,
+	       i->build_ms);
+	CHECK(i->threads >= 1);
+	void *data = NULL;
+	size_t size = 0;
+	drape_error err;
+	drape_sdf *back = NULL;
+	CHECK_OK(drape_sdf_serialize(g_sdf, &data, &size, &err));
+	drape_err rc = drape_sdf_deserialize(data, size, &back, &err);
+	free(data);
+	CHECK_OK(rc);
+	drape_sdf_info b;
+	drape_sdf_get_info(back, &b);
+	drape_sdf_release(back);
+	CHECK(b.voxelize_ms == 0 && b.sign_ms == 0 && b.expand_ms == 0 && b.renormalize_ms == 0 &&
+	      b.threads == 0);
+	CHECK(b.build_ms == i->build_ms && b.voxels == i->voxels);
+}
+
 int main(int argc, char **argv)
 {
 	static const check_test tests[] = {
 		CHECK_TEST(test_band_matches_exact_distance),
 		CHECK_TEST(test_deep_point_reads_true_depth),
 		CHECK_TEST(test_deep_point_pushed_out_nearest_side),
+		CHECK_TEST(test_build_stages_account_for_the_build),
 	};
 	int rc = check_main(argc, argv, tests, CHECK_COUNT(tests));
 	drape_sdf_release(g_sdf);
