@@ -521,6 +521,15 @@ typedef struct drape_sdf_info {
 	float bbox_min[3], bbox_max[3];
 	double build_ms;
 	uint64_t bytes;      /* memory held by the grid */
+	/* Where build_ms went, by OpenVDB's stages (all 0 for a field read back
+	 * from bytes): voxelising the triangles' neighbourhood; classifying
+	 * inside and outside (sign of the voxels the surface crosses, removal
+	 * of self-intersection artefacts, the sign flood fill); growing the band
+	 * to its width and filling the interior; renormalising the values. The
+	 * rest of build_ms is our own (checks, capping holes). threads is how
+	 * many threads OpenVDB's TBB could use for the build. */
+	double voxelize_ms, sign_ms, expand_ms, renormalize_ms;
+	uint32_t threads;
 } drape_sdf_info;
 
 /*

@@ -32,6 +32,8 @@
 #include <openvdb/openvdb.h>
 #include <openvdb/io/Stream.h>
 #include <openvdb/tools/MeshToVolume.h>
+#include <openvdb/util/NullInterrupter.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
@@ -68,6 +70,43 @@ constexpr double kAutoVoxelDivisions = 256.0;
 constexpr int kMinBandVoxels = 3;
 
 std::once_flag g_vdb_once;
+
+/*
+ * Times meshToVolume's stages. OpenVDB reports its progress through the
+ * interrupter from the calling thread between its parallel stages: 30 after
+ * the voxelisation, 54 after the sign flood fill, 54 and up while the band
+ * grows, 94 after it, 99 after the renormalisation. The calls without a
+ * percentage come from its worker threads, once per triangle; they only
+ * ask whether to stop and touch nothing here.
+ */
+class StageClock : public openvdb::util::NullInterrupter {
+public:
+	using clock = std::chrono::steady_clock;
+	explicit StageClock(clock::time_point t0) : t0_(t0), at_{} {}
+	bool wasInterrupted(int percent = -1) override
+	{
+		const int marks[4] = {30, 54, 94, 99};
+		for (int i = 0; i < 4; i++)
+			if (percent == marks[i] && at_[i] == 0)
+				at_[i] = std::chrono::duration<double, std::milli>(clock::now() - t0_).count();
+		return false;
+	}
+	/* The stages' durations from the marks seen (0 for a stage skipped). */
+	void stages(drape_sdf_info &info, double start_ms) const
+	{
+		double prev = start_ms, *out[4] = {&info.voxelize_ms, &info.sign_ms, &info.expand_ms,
+						   &info.renormalize_ms};
+		for (int i = 0; i < 4; i++) {
+			*out[i] = at_[i] > 0 ? at_[i] - prev : 0;
+			if (at_[i] > 0)
+				prev = at_[i];
+		}
+	}
+
+private:
+	clock::time_point t0_;
+	double at_[4];
+};
 
 void vdb_init() { std::call_once(g_vdb_once, [] { openvdb::initialize(); }); }
 
@@ -276,8 +315,11 @@ drape_err build(const float *vertices, uint32_t vertex_count, const uint32_t *tr
 
 	vdb_init();
 	openvdb::math::Transform::Ptr xform = openvdb::math::Transform::createLinearTransform(voxel);
+	const double vdb_start =
+		std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
+	StageClock stage_clock(t_start);
 	openvdb::FloatGrid::Ptr grid = openvdb::tools::meshToSignedDistanceField<openvdb::FloatGrid>(
-		*xform, points, tris, quads, float(bw), std::numeric_limits<float>::max());
+		stage_clock, *xform, points, tris, quads, float(bw), std::numeric_limits<float>::max());
 	if (!grid || grid->activeVoxelCount() == 0)
 		return drape_error_setf(err, DRAPE_ESDF,
 					"triangles: the mesh gave an empty field (voxel size %g m)", voxel);
@@ -295,6 +337,8 @@ drape_err build(const float *vertices, uint32_t vertex_count, const uint32_t *tr
 		info.bbox_max[k] = float(box.max()[k] * voxel);
 	}
 	info.bytes = grid->memUsage();
+	stage_clock.stages(info, vdb_start);
+	info.threads = uint32_t(tbb::this_task_arena::max_concurrency());
 	info.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
 								  t_start)
 				.count();
