@@ -37,8 +37,9 @@ ARCHFLAGS := -mavx2 -mfma
 # AVX-512 for the solver's objects only (server/sim/*.c, the pattern rule
 # below): libdrape.so and the CLI's own code keep the AVX2 baseline, so a
 # client built here still loads on an artist's desktop without AVX-512.
-# 16 lanes and 32 registers: sheet300 on one thread 20 % less CPU per frame
-# than the avx2 build, the same bits (README, "Performance").
+# 16 lanes, 32 registers and mask registers: sheet300 on one thread takes
+# about 15 % less CPU per frame than the avx2 build, with the same bits
+# (README, "Known limits").
 SIM_ARCHFLAGS := -mavx512f -mavx512vl -mavx512dq -mavx512bw
 else ifeq ($(SIMD),avx2)
 ARCHFLAGS := -mavx2 -mfma
