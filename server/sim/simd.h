@@ -1,8 +1,9 @@
 /*
  * The solver's one thin wide-float layer (after Box2D v3's b2FloatW): a
- * handful of lane-wise operations on SIMD_W floats, AVX2 (8 lanes), SSE2 (4)
- * or plain C (1), chosen at build time by the Makefile's SIMD knob, plus the
- * gather and scatter of sim_vec4 records by a transpose in registers.
+ * handful of lane-wise operations on SIMD_W floats, AVX-512 (16 lanes), AVX2
+ * (8), SSE2 (4) or plain C (1), chosen at build time by the Makefile's SIMD
+ * knob, plus the gather and scatter of sim_vec4 records by a transpose in
+ * registers.
  *
  * Every operation here is one correctly rounded IEEE operation per lane (add,
  * subtract, multiply, divide, square root) or an exact one (compare, select,
@@ -10,7 +11,7 @@
  * reciprocal estimates: a kernel written on this layer computes, lane by
  * lane, bit for bit what the same expression computes in scalar C with
  * contraction off (the build uses -std=c17, whose default is
- * -ffp-contract=off). So the avx2, sse2 and scalar builds, and the scalar
+ * -ffp-contract=off). So the avx512, avx2, sse2 and scalar builds, and the scalar
  * reference kernels in stretch.c and bend.c, give identical results in the
  * same colour order; test_sim_speed.c checks it.
  */
@@ -27,7 +28,93 @@
  * last group's scatter drops out. */
 #define SIMD_KERNEL static inline __attribute__((always_inline))
 
-#if defined(DRAPE_SIMD_avx2) && defined(__AVX2__)
+#if defined(DRAPE_SIMD_avx512) && defined(__AVX512F__)
+#include <immintrin.h>
+/*
+ * AVX-512 (16 lanes). The same correctly rounded operations as the other
+ * widths, lane by lane (vdivps and vsqrtps, never the rcp14/rsqrt14
+ * estimates); the masks live in mask registers, so a select is one blend.
+ * Only AVX-512F intrinsics: the negation flips the sign bit with an integer
+ * xor rather than AVX-512DQ's vxorps.
+ */
+#define SIMD_W 16
+#define SIMD_NAME "avx512"
+typedef __m512 simd_f;
+typedef __mmask16 simd_m;
+static inline simd_f simd_splat(float a) { return _mm512_set1_ps(a); }
+static inline simd_f simd_add(simd_f a, simd_f b) { return _mm512_add_ps(a, b); }
+static inline simd_f simd_sub(simd_f a, simd_f b) { return _mm512_sub_ps(a, b); }
+static inline simd_f simd_mul(simd_f a, simd_f b) { return _mm512_mul_ps(a, b); }
+static inline simd_f simd_div(simd_f a, simd_f b) { return _mm512_div_ps(a, b); }
+static inline simd_f simd_sqrt(simd_f a) { return _mm512_sqrt_ps(a); }
+static inline simd_f simd_min(simd_f a, simd_f b) { return _mm512_min_ps(a, b); }
+static inline simd_f simd_max(simd_f a, simd_f b) { return _mm512_max_ps(a, b); }
+static inline simd_f simd_neg(simd_f a)
+{
+	return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN)));
+}
+static inline simd_f simd_abs(simd_f a) { return _mm512_abs_ps(a); }
+static inline simd_m simd_gt(simd_f a, simd_f b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+static inline simd_m simd_lt(simd_f a, simd_f b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+static inline simd_m simd_le(simd_f a, simd_f b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
+static inline simd_m simd_ne(simd_f a, simd_f b) { return _mm512_cmp_ps_mask(a, b, _CMP_NEQ_UQ); }
+static inline simd_m simd_and(simd_m a, simd_m b) { return _kand_mask16(a, b); }
+static inline simd_m simd_andnot(simd_m a, simd_m b) { return _kandn_mask16(a, b); }
+static inline int simd_any(simd_m m) { return m != 0; }
+static inline simd_f simd_select(simd_m m, simd_f a, simd_f b) { return _mm512_mask_blend_ps(m, b, a); }
+
+/* Records idx[j s], idx[(j + 4) s], idx[(j + 8) s], idx[(j + 12) s] in the
+ * four 128-bit lanes of one register. */
+static inline __m512 simd_rec4_(const sim_vec4 *p, const uint32_t *idx, uint32_t s, uint32_t j)
+{
+	__m512 t = _mm512_castps128_ps512(_mm_loadu_ps(&p[idx[j * s]].x));
+	t = _mm512_insertf32x4(t, _mm_loadu_ps(&p[idx[(j + 4) * s]].x), 1);
+	t = _mm512_insertf32x4(t, _mm_loadu_ps(&p[idx[(j + 8) * s]].x), 2);
+	return _mm512_insertf32x4(t, _mm_loadu_ps(&p[idx[(j + 12) * s]].x), 3);
+}
+
+/* As the AVX2 version: a 4 x 4 transpose within each 128-bit lane, lane k
+ * holding records 4k .. 4k + 3, so the lanes come out in record order. */
+static inline void simd_gather_s(const sim_vec4 *p, const uint32_t *idx, uint32_t s, simd_f *x,
+				 simd_f *y, simd_f *z, simd_f *w)
+{
+	__m512 t0 = simd_rec4_(p, idx, s, 0), t1 = simd_rec4_(p, idx, s, 1);
+	__m512 t2 = simd_rec4_(p, idx, s, 2), t3 = simd_rec4_(p, idx, s, 3);
+	__m512 u0 = _mm512_unpacklo_ps(t0, t1), u1 = _mm512_unpackhi_ps(t0, t1);
+	__m512 u2 = _mm512_unpacklo_ps(t2, t3), u3 = _mm512_unpackhi_ps(t2, t3);
+	*x = _mm512_shuffle_ps(u0, u2, _MM_SHUFFLE(1, 0, 1, 0));
+	*y = _mm512_shuffle_ps(u0, u2, _MM_SHUFFLE(3, 2, 3, 2));
+	*z = _mm512_shuffle_ps(u1, u3, _MM_SHUFFLE(1, 0, 1, 0));
+	*w = _mm512_shuffle_ps(u1, u3, _MM_SHUFFLE(3, 2, 3, 2));
+}
+
+static inline void simd_scatter_s(sim_vec4 *p, const uint32_t *idx, uint32_t s, uint32_t n,
+				  simd_f x, simd_f y, simd_f z, simd_f w)
+{
+	__m512 u0 = _mm512_unpacklo_ps(x, y), u1 = _mm512_unpackhi_ps(x, y);
+	__m512 u2 = _mm512_unpacklo_ps(z, w), u3 = _mm512_unpackhi_ps(z, w);
+	/* r[l] holds record 4k + l in its 128-bit lane k. */
+	__m512 r[4] = {_mm512_shuffle_ps(u0, u2, _MM_SHUFFLE(1, 0, 1, 0)),
+		       _mm512_shuffle_ps(u0, u2, _MM_SHUFFLE(3, 2, 3, 2)),
+		       _mm512_shuffle_ps(u1, u3, _MM_SHUFFLE(1, 0, 1, 0)),
+		       _mm512_shuffle_ps(u1, u3, _MM_SHUFFLE(3, 2, 3, 2))};
+	if (n == SIMD_W) {
+		for (uint32_t l = 0; l < 4; l++) {
+			_mm_storeu_ps(&p[idx[l * s]].x, _mm512_castps512_ps128(r[l]));
+			_mm_storeu_ps(&p[idx[(l + 4) * s]].x, _mm512_extractf32x4_ps(r[l], 1));
+			_mm_storeu_ps(&p[idx[(l + 8) * s]].x, _mm512_extractf32x4_ps(r[l], 2));
+			_mm_storeu_ps(&p[idx[(l + 12) * s]].x, _mm512_extractf32x4_ps(r[l], 3));
+		}
+		return;
+	}
+	float t[4][16];
+	for (uint32_t l = 0; l < 4; l++)
+		_mm512_storeu_ps(t[l], r[l]);
+	for (uint32_t l = 0; l < n; l++)
+		_mm_storeu_ps(&p[idx[l * s]].x, _mm_loadu_ps(&t[l % 4][4 * (l / 4)]));
+}
+
+#elif (defined(DRAPE_SIMD_avx2) || defined(DRAPE_SIMD_avx512)) && defined(__AVX2__)
 #include <immintrin.h>
 #define SIMD_W 8
 #define SIMD_NAME "avx2"
@@ -99,7 +186,8 @@ static inline void simd_scatter_s(sim_vec4 *p, const uint32_t *idx, uint32_t s, 
 			      l < 4 ? _mm256_castps256_ps128(r[l]) : _mm256_extractf128_ps(r[l - 4], 1));
 }
 
-#elif (defined(DRAPE_SIMD_avx2) || defined(DRAPE_SIMD_sse2)) && defined(__SSE2__)
+#elif (defined(DRAPE_SIMD_avx512) || defined(DRAPE_SIMD_avx2) || defined(DRAPE_SIMD_sse2)) && \
+	defined(__SSE2__)
 #include <emmintrin.h>
 #define SIMD_W 4
 #define SIMD_NAME "sse2"
@@ -210,7 +298,15 @@ static inline void simd_scatter(sim_vec4 *p, const uint32_t *idx, uint32_t n, si
  * compiler keeps it in registers, so a gather reads its indices straight
  * from the constraint records instead of through a copy on the stack.
  */
-#if SIMD_W == 8
+#if SIMD_W == 16
+#define SIMD_LANES_T(type, r, field)                                                             \
+	((const type[16]){(r)[0] field, (r)[1] field, (r)[2] field, (r)[3] field, (r)[4] field,  \
+			  (r)[5] field, (r)[6] field, (r)[7] field, (r)[8] field, (r)[9] field,  \
+			  (r)[10] field, (r)[11] field, (r)[12] field, (r)[13] field,            \
+			  (r)[14] field, (r)[15] field})
+static inline simd_f simd_load(const float *f) { return _mm512_loadu_ps(f); }
+static inline void simd_store(float *f, simd_f a) { _mm512_storeu_ps(f, a); }
+#elif SIMD_W == 8
 #define SIMD_LANES_T(type, r, field)                                                            \
 	((const type[8]){(r)[0] field, (r)[1] field, (r)[2] field, (r)[3] field, (r)[4] field, \
 			 (r)[5] field, (r)[6] field, (r)[7] field})

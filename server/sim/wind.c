@@ -126,7 +126,7 @@ static inline void wind_group(const wind_job *restrict J, sim_vec4 *restrict for
 	 * scalar code skips: a sum of forces starts at +0 and never becomes
 	 * -0, so adding +0 leaves it exactly as skipping does, and the w sum
 	 * stays +0. A record is added with one four-wide operation. */
-	static const uint32_t lanes[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	static const uint32_t lanes[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 	sim_vec4 fq[SIMD_W];
 	simd_scatter(fq, lanes, SIMD_W, simd_select(ok, f.x, zero), simd_select(ok, f.y, zero),
 		     simd_select(ok, f.z, zero), zero);

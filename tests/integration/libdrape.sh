@@ -52,6 +52,19 @@ fi
 soname=$(readelf -d "$SO" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 if [ "$soname" = libdrape.so.1 ]; then pass soname; else fail soname "SONAME is '$soname'"; fi
 
+# No AVX-512 (zmm or mask registers, the EVEX-only registers 16-31): with
+# SIMD=avx512 only the solver's kernels use it, and a plugin's library must
+# load on a desktop CPU without it.
+objdump -d "$SO" >"$T/dis" 2>&1
+evex='%zmm|%k[1-7]|%[xy]mm(1[6-9]|2[0-9]|3[01])'
+if ! grep -q 'drape_client' "$T/dis"; then
+	fail no_avx512 "objdump -d gave no code: $(head -c 200 "$T/dis")"
+elif grep -Eq "$evex" "$T/dis"; then
+	fail no_avx512 "$(grep -E "$evex" "$T/dis" | head -3 | tr '\n' ' ')"
+else
+	pass no_avx512
+fi
+
 # ---- What it exports ----------------------------------------------------------
 # The version node (LIBDRAPE_1, an absolute symbol) names no code.
 nm -D --defined-only "$SO" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' | sort >"$T/exports"
