@@ -253,12 +253,23 @@ static void test_walk_timing(void)
 	}
 	walk_scene w;
 	CHECK(walk_load(&w));
+	/* DRAPE_DEFORM_TIMING_FRAMES=n times the first n frames only (under
+	 * callgrind, where all 96 take an hour). */
+	const char *fe = getenv("DRAPE_DEFORM_TIMING_FRAMES");
+	if (fe != NULL && atoi(fe) > 1 && (uint32_t)atoi(fe) < w.frames)
+		w.frames = (uint32_t)atoi(fe);
 	double ms[3] = {0, 0, 0}, cms[3] = {0, 0, 0}, cpu[3] = {0, 0, 0};
 	float smax[3] = {0, 0, 0};
 	/* Run 2 is the cloth without any collider (falling freely): the
 	 * solver's own work, so that a run's CPU minus it is its collider's
 	 * work, without the waits a loaded machine adds to wall times. */
+	/* DRAPE_DEFORM_TIMING_ONLY=static, walking or none runs that one
+	 * alone (a profile of one body). */
+	const char *only = getenv("DRAPE_DEFORM_TIMING_ONLY");
+	const char *names[3] = {"static", "walking", "none"};
 	for (int run = 0; run < 3; run++) {
+		if (only != NULL && strcmp(only, names[run]) != 0)
+			continue;
 		int animated = run == 2 ? -1 : run;
 		drape_sim *sim = NULL;
 		drape_error err;
@@ -280,7 +291,8 @@ static void test_walk_timing(void)
 		       100.0 * cms[run] / ms[run], smax[run]);
 		drape_sim_destroy(sim);
 	}
-	printf("  walking / static = %.2f wall, %.2f CPU; collider share of the CPU (run minus no "
+	if (only == NULL)
+		printf("  walking / static = %.2f wall, %.2f CPU; collider share of the CPU (run minus no "
 	       "collider): static %.0f %%, walking %.0f %%\n",
 	       ms[1] / ms[0], cpu[1] / cpu[0], 100.0 * (cpu[0] - cpu[2]) / cpu[0],
 	       100.0 * (cpu[1] - cpu[2]) / cpu[1]);
