@@ -55,8 +55,6 @@
 #include "server/sim/deform.h"
 
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,21 +167,19 @@ struct sim_deform {
 	/* Kept candidates, per cloth vertex: up to DEFORM_KEEP triangles
 	 * sorted by (distance kd from X at the gather's start pose, index),
 	 * how many (kn), X itself (kx, 3 floats), and the radius km within
-	 * which the list holds every triangle. fresh: gathered from the tree
-	 * in this substep. B: the body's start pose P0 at the gather. */
+	 * which the list holds every triangle, and kb, the body's drift
+	 * from B when it was gathered. fresh: the vertex's list was gathered
+	 * in this substep. B: the body's start pose P0 when the tree was last
+	 * refit (the tree's boxes hold it). */
 	uint32_t *keep;
-	float *kd, *kx, *km;
+	float *kd, *kx, *km, *kb;
 	uint8_t *kn, *fresh;
 	float *B;
-	int kept, rekeep;
+	int kept;
 	float kdrift;     /* this substep: max over body vertices of |P0 - B| */
 	float keep_scale; /* tests only: the drift allowed, times this (1) */
 	int keep_off;     /* tests only: every substep gathers from the tree */
 	uint64_t n_filtered, n_fresh, n_rekeep;
-	/* The tree is refit lazily, when a vertex first needs it in a
-	 * substep: tree_epoch is the epoch it was last refit for. */
-	_Atomic uint32_t tree_epoch;
-	pthread_mutex_t tree_mu;
 
 	/* Per cloth vertex, borrowed from the sim (sim_deform_set_cloth;
 	 * NULL: uniform): its thickness, to which the collider's own
@@ -268,11 +264,12 @@ static void free_cloth(sim_deform *d)
 	free(d->kd);
 	free(d->kx);
 	free(d->km);
+	free(d->kb);
 	free(d->kn);
 	free(d->fresh);
 	d->cand = d->near = d->etri = d->keep = NULL;
 	d->cdist = d->ndist = d->reach = d->safe = d->clear = d->eb = d->en = d->ec = NULL;
-	d->kd = d->kx = d->km = NULL;
+	d->kd = d->kx = d->km = d->kb = NULL;
 	d->nc = d->nn = d->mode = d->kn = d->fresh = NULL;
 	d->kept = 0;
 	d->n = 0;
@@ -295,7 +292,6 @@ void sim_deform_free(sim_deform *d)
 	free(d->B);
 	sim_bvh_free(&d->bvh);
 	free_cloth(d);
-	pthread_mutex_destroy(&d->tree_mu);
 	free(d);
 }
 
@@ -305,11 +301,6 @@ sim_deform *sim_deform_create(const float *rest, uint32_t nv, const uint32_t *tr
 	sim_deform *d = calloc(1, sizeof *d);
 	if (d == NULL)
 		return NULL;
-	if (pthread_mutex_init(&d->tree_mu, NULL) != 0) {
-		free(d);
-		return NULL;
-	}
-	atomic_init(&d->tree_epoch, 0);
 	d->keep_scale = 1.0f;
 	size_t pb = (size_t)nv * 3 * sizeof(float), fb = (size_t)count * pb;
 	d->nv = nv;
@@ -451,37 +442,30 @@ void sim_deform_begin_substep(sim_deform *d, float t0, float t1, const sim_rigid
 		mx = l > mx ? l : mx;
 	}
 	d->maxdisp = mx;
-	/* A new epoch invalidates every triangle's cached geometry and the
-	 * tree's boxes (refit when first needed: ensure_tree); on wrap, clear
-	 * the stamps so no stale one matches. */
+	/* A new epoch invalidates every triangle's cached geometry; on wrap,
+	 * clear the stamps so no stale one matches. */
 	if (++d->epoch == 0) {
 		memset(d->stamp, 0, (size_t)d->nt * sizeof *d->stamp);
-		atomic_store(&d->tree_epoch, 0);
 		d->epoch = 1;
 	}
 }
 
-/* Refits the tree to the boxes the triangles sweep in this substep, once,
- * the first time a vertex needs the tree. Inside the iterations several
- * threads may ask at once: the first refits under the lock, the others
- * wait for it; the boxes are a function of the poses alone. */
-static void ensure_tree(sim_deform *d)
+/* Refits the tree to the boxes the triangles sweep in this substep, and
+ * makes this substep's start pose B, from which later substeps measure
+ * the body's drift (kdrift): between refits, the boxes hold every
+ * triangle's B pose, and a query grown by kdrift holds its pose now. */
+static void refit_tree(sim_deform *d)
 {
-	if (atomic_load_explicit(&d->tree_epoch, memory_order_acquire) == d->epoch)
-		return;
-	pthread_mutex_lock(&d->tree_mu);
-	if (atomic_load_explicit(&d->tree_epoch, memory_order_relaxed) != d->epoch) {
-		for (uint32_t i = 0; i < d->nv; i++) {
-			const float *a = &d->P0[3 * (size_t)i], *b = &d->P1[3 * (size_t)i];
-			for (int k = 0; k < 3; k++) {
-				d->vlo[4 * (size_t)i + k] = fmin2(a[k], b[k]);
-				d->vhi[4 * (size_t)i + k] = fmax2(a[k], b[k]);
-			}
+	for (uint32_t i = 0; i < d->nv; i++) {
+		const float *a = &d->P0[3 * (size_t)i], *b = &d->P1[3 * (size_t)i];
+		for (int k = 0; k < 3; k++) {
+			d->vlo[4 * (size_t)i + k] = fmin2(a[k], b[k]);
+			d->vhi[4 * (size_t)i + k] = fmax2(a[k], b[k]);
 		}
-		sim_bvh_refit_boxes(&d->bvh, d->vlo, d->vhi, d->tris);
-		atomic_store_explicit(&d->tree_epoch, d->epoch, memory_order_release);
 	}
-	pthread_mutex_unlock(&d->tree_mu);
+	sim_bvh_refit_boxes(&d->bvh, d->vlo, d->vhi, d->tris);
+	memcpy(d->B, d->P0, (size_t)d->nv * 3 * sizeof *d->B);
+	d->kdrift = 0.0f;
 }
 
 void sim_deform_view(const sim_deform *d, uint32_t *nv, uint32_t *nt, const uint32_t **tris,
@@ -657,16 +641,15 @@ static float gather_setup(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r
 /* Gathers vertex i's lists from the tree: every triangle gather_visit
  * accepts, whose distance from x at the start pose is at most base plus
  * the motion of its vertices, hence at most base + maxdisp. The query box
- * is grown by that and the rounding, so the tree only saves work and never
- * decides which triangles are kept: the lists are those gather_visit would
- * keep of all the body's triangles (which is what lets a kept list give
- * the same bits). */
+ * is grown by that, the body's drift since the tree's pose B and the
+ * rounding, so the tree only saves work and never decides which triangles
+ * are kept: the lists are those gather_visit would keep of all the body's
+ * triangles (which is what lets a kept list give the same bits). */
 static void gather_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r)
 {
 	gather_one g;
 	float base = gather_setup(d, i, q, mv, r, &g);
-	ensure_tree(d);
-	float ext = base + d->maxdisp + DEFORM_ROUND;
+	float ext = base + d->maxdisp + d->kdrift + DEFORM_ROUND;
 	float lo[3] = {q.x - ext, q.y - ext, q.z - ext}, hi[3] = {q.x + ext, q.y + ext, q.z + ext};
 	sim_bvh_query(&d->bvh, lo, hi, gather_visit, &g);
 	d->nn[i] = (uint8_t)g.kn;
@@ -686,7 +669,7 @@ static int keep_covers(const sim_deform *d, uint32_t i, sim_v3 q, float mv, floa
 		return 0;
 	float base = 2.0f * r + 1e-3f + 1.5f * mv;
 	sim_v3 X = v3(d->kx[3 * (size_t)i], d->kx[3 * (size_t)i + 1], d->kx[3 * (size_t)i + 2]);
-	float drift = v3_len(v3_sub(q, X)) + d->kdrift;
+	float drift = v3_len(v3_sub(q, X)) + d->kdrift + d->kb[i];
 	return base + d->maxdisp + DEFORM_ROUND + drift / d->keep_scale <= d->km[i];
 }
 
@@ -727,13 +710,15 @@ static void keep_visit(void *ctx, uint32_t t)
  * DEFORM_KEEP_SLACK. When more than DEFORM_KEEP are, the nearest are kept
  * and M shrinks to the distance of the first one left out (every triangle
  * nearer than that is in the list). kd and keep have DEFORM_KEEP + 1
- * entries per vertex, the last one scratch. */
+ * entries per vertex, the last one scratch. The tree holds the pose B:
+ * the query is grown by the body's drift since. Only vertex i's entries
+ * change, so the iterations may call it on several threads. */
 static void keep_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r)
 {
 	float m = 2.0f * r + 1e-3f + 1.5f * mv + d->maxdisp + DEFORM_KEEP_SLACK;
 	keep_one g = {d, q, m, &d->keep[(size_t)i * (DEFORM_KEEP + 1u)],
 		      &d->kd[(size_t)i * (DEFORM_KEEP + 1u)], 0};
-	float ext = m + DEFORM_ROUND;
+	float ext = m + d->kdrift + DEFORM_ROUND;
 	float lo[3] = {q.x - ext, q.y - ext, q.z - ext}, hi[3] = {q.x + ext, q.y + ext, q.z + ext};
 	sim_bvh_query(&d->bvh, lo, hi, keep_visit, &g);
 	if (g.k > DEFORM_KEEP) {
@@ -742,6 +727,7 @@ static void keep_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r)
 	}
 	d->kn[i] = (uint8_t)g.k;
 	d->km[i] = m;
+	d->kb[i] = d->kdrift;
 	d->kx[3 * (size_t)i] = q.x;
 	d->kx[3 * (size_t)i + 1] = q.y;
 	d->kx[3 * (size_t)i + 2] = q.z;
@@ -757,7 +743,7 @@ static void filter_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r
 	gather_one g;
 	float base = gather_setup(d, i, q, mv, r, &g);
 	sim_v3 X = v3(d->kx[3 * (size_t)i], d->kx[3 * (size_t)i + 1], d->kx[3 * (size_t)i + 2]);
-	float far = base + d->maxdisp + v3_len(v3_sub(q, X)) + d->kdrift + DEFORM_ROUND;
+	float far = base + d->maxdisp + v3_len(v3_sub(q, X)) + d->kdrift + d->kb[i] + DEFORM_ROUND;
 	const uint32_t *keep = &d->keep[(size_t)i * (DEFORM_KEEP + 1u)];
 	const float *kd = &d->kd[(size_t)i * (DEFORM_KEEP + 1u)];
 	for (uint32_t j = 0; j < d->kn[i] && kd[j] <= far; j++)
@@ -767,14 +753,24 @@ static void filter_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r
 }
 
 /* Vertex i's lists for a motion of mv from q, from its kept list when that
- * covers it, else from the tree. Returns 1 when from the tree. */
+ * covers it; else its kept list is gathered again here, and serves when it
+ * covers (it does unless the list overflowed), or the tree gives them.
+ * Returns 1 when the kept list was gathered again. */
 static int lists_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r)
 {
+	if (d->keep_off) {
+		gather_vertex(d, i, q, mv, r);
+		return 1;
+	}
 	if (keep_covers(d, i, q, mv, r)) {
 		filter_vertex(d, i, q, mv, r);
 		return 0;
 	}
-	gather_vertex(d, i, q, mv, r);
+	keep_vertex(d, i, q, mv, r);
+	if (keep_covers(d, i, q, mv, r))
+		filter_vertex(d, i, q, mv, r);
+	else
+		gather_vertex(d, i, q, mv, r);
 	return 1;
 }
 
@@ -803,7 +799,7 @@ static void gather_range(void *vctx, uint32_t begin, uint32_t end)
 		float mv = v3_len(v3_sub(v3_of4(c->p[i]), q)), r = vertex_r(d, i, c->r);
 		if (c->rekeep)
 			keep_vertex(d, i, q, mv, r);
-		d->fresh[i] = (uint8_t)lists_vertex(d, i, q, mv, r);
+		d->fresh[i] = (uint8_t)(lists_vertex(d, i, q, mv, r) | c->rekeep);
 	}
 }
 
@@ -1015,12 +1011,13 @@ int sim_deform_reserve(sim_deform *d, uint32_t n)
 	d->kd = malloc(m * (DEFORM_KEEP + 1u) * sizeof *d->kd);
 	d->kx = calloc(m * 3, sizeof *d->kx);
 	d->km = calloc(m, sizeof *d->km);
+	d->kb = calloc(m, sizeof *d->kb);
 	d->kn = calloc(m, 1);
 	d->fresh = calloc(m, 1);
 	if (d->cand == NULL || d->cdist == NULL || d->near == NULL || d->ndist == NULL ||
 	    d->nc == NULL || d->nn == NULL || d->mode == NULL || d->reach == NULL ||
 	    d->safe == NULL || d->clear == NULL || d->pl == NULL || d->etri == NULL || d->eb == NULL || d->en == NULL || d->ec == NULL ||
-	    d->keep == NULL || d->kd == NULL || d->kx == NULL || d->km == NULL || d->kn == NULL || d->fresh == NULL) {
+	    d->keep == NULL || d->kd == NULL || d->kx == NULL || d->km == NULL || d->kb == NULL || d->kn == NULL || d->fresh == NULL) {
 		free_cloth(d);
 		return -1;
 	}
@@ -1043,7 +1040,7 @@ uint64_t sim_deform_bytes(uint32_t nv, uint32_t nt, uint32_t frames, uint32_t cl
 				   DEFORM_NEAR * (sizeof(uint32_t) + sizeof(float)) + DEFORM_K * sizeof(deform_plane) +
 				   3u + 3u * sizeof(float) +
 				   sizeof(uint32_t) + 9u * sizeof(float) +
-				   (DEFORM_KEEP + 1u) * (sizeof(uint32_t) + sizeof(float)) + 4u * sizeof(float) + 2u;
+				   (DEFORM_KEEP + 1u) * (sizeof(uint32_t) + sizeof(float)) + 5u * sizeof(float) + 2u;
 	return (uint64_t)frames * nv * 12u + (uint64_t)nv * per_body + (uint64_t)nt * per_tri +
 	       (uint64_t)(cloth_n ? cloth_n : 1) * per_cloth + sizeof(sim_deform);
 }
@@ -1056,7 +1053,7 @@ void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 
 	 * no contact (d->n stays 0 and project() does nothing). */
 	if (d->n != n && sim_deform_reserve(d, n) != 0)
 		return;
-	/* The body's drift since the kept lists were gathered. */
+	/* The body's drift since the tree's pose B. */
 	float drift = 0.0f;
 	if (d->kept) {
 		float m2 = 0.0f;
@@ -1068,21 +1065,19 @@ void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 
 		/* NaN never passes a budget. */
 		drift = m2 == m2 ? sqrtf(m2) : INFINITY;
 	}
-	/* Gather new lists when there are none, when the last substep found
-	 * too many vertices not covered, or when the body alone drifted past
-	 * half the slack (most lists would fail). Which substeps do changes
-	 * no result: a covered vertex's lists are a fresh gather's. */
+	d->kdrift = drift;
+	/* Refit the tree and gather every list again when there are none, or
+	 * when the body drifted past half the slack since the tree's pose
+	 * (every list would need gathering again, and the queries grow by the
+	 * drift). Which substeps do changes no result: a vertex's lists are a
+	 * fresh gather's, whichever way they were found. */
 	gather_ctx c = {d, x, p, r, 0};
-	if (!d->keep_off &&
-	    (!d->kept || d->rekeep || !(drift <= 0.5f * DEFORM_KEEP_SLACK * d->keep_scale))) {
-		ensure_tree(d);
-		memcpy(d->B, d->P0, (size_t)d->nv * 3 * sizeof *d->B);
-		d->kept = 1;
-		drift = 0.0f;
-		c.rekeep = 1;
+	if (d->keep_off || !d->kept || !(drift <= 0.5f * DEFORM_KEEP_SLACK * d->keep_scale)) {
+		refit_tree(d);
+		d->kept = !d->keep_off;
+		c.rekeep = d->kept;
 		d->n_rekeep++;
 	}
-	d->kdrift = drift;
 	sim_pool_for(pool, n, DEFORM_BLOCK, gather_range, &c);
 	uint32_t fresh = 0, active = 0;
 	for (uint32_t i = 0; i < n; i++) {
@@ -1091,7 +1086,6 @@ void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 
 	}
 	d->n_fresh += fresh;
 	d->n_filtered += active - fresh;
-	d->rekeep = fresh > active / 8u;
 	for (uint32_t i = 0; i < n; i++)
 		prepare_vertex(d, i);
 	sim_pool_for(pool, n, DEFORM_BLOCK, classify_range, &c);
