@@ -8,12 +8,13 @@
  *
  *  1. The body's world positions at the start (P0) and end (P1) of the
  *     substep are interpolated from the frames; a triangle tree built once
- *     is refit to the boxes the triangles sweep from P0 to P1 (bvh.h).
+ *     is refit, when needed, to the boxes the triangles sweep from P0 to P1
+ *     (bvh.h; "Kept candidates" below says when).
  *  2. For every free cloth vertex, from its start position x (where the
- *     previous substep left it, outside the body) and its predicted p, the
- *     tree gives the triangles it may meet: those within base = 2 r + 1 mm
- *     + 1.5 |p - x| of x at the end pose (the tree's boxes hold it), sorted
- *     by their distance to x at the start pose. The DEFORM_NEAR nearest of
+ *     previous substep left it, outside the body) and its predicted p, a
+ *     list kept from an earlier substep or the tree gives the triangles it
+ *     may meet: those within base = 2 r + 1 mm + 1.5 |p - x| plus their
+ *     vertices' motion of x at the start pose, sorted by that distance. The DEFORM_NEAR nearest of
  *     any side are kept for step 3, and the DEFORM_K nearest that x is in
  *     front of (its side of their plane at P0) for step 4. A vertex the
  *     iterations later carry further than base - r from x could meet
@@ -51,6 +52,60 @@
  *
  * Every vertex's result depends only on its own x and p and the body, so
  * the pool's split of the vertices never changes a bit.
+ *
+ * Kept candidates (issue 16). Step 2 searched the tree for every cloth
+ * vertex in every substep, and the tree was refit every substep for it;
+ * most substeps now filter a list kept from an earlier one instead.
+ *
+ *  - What step 2 keeps. For vertex i with start x, motion mv = |p - x| and
+ *    base = 2 r + 1 mm + 1.5 mv, gather_visit keeps (of the lists' nearest)
+ *    triangles t whose computed distance from x at P0 is at most
+ *    lim_t = base + D_t, D_t the largest |P1 - P0| of t's vertices, so at
+ *    most base + D with D = max over the body. The tree's query box is
+ *    grown to base + D + the body's drift since the tree's pose (below) +
+ *    DEFORM_ROUND, so the tree only saves work: the lists are what
+ *    gather_visit keeps of all the body's triangles, and since the lists
+ *    are sorted by (distance, index), of any superset of them, in any
+ *    order.
+ *  - The kept list of vertex i, gathered at its start X with the body's
+ *    start pose then (Q): every triangle whose computed distance from X
+ *    at Q is at most M (keep_vertex: M = base + D + DEFORM_KEEP_SLACK then,
+ *    or when more than DEFORM_KEEP triangles are that near, the distance of
+ *    the nearest one left out), sorted by that distance kd.
+ *  - The bound. Later, with start x, moving every corner of a triangle by
+ *    at most e moves each of its points by at most e (a point is a convex
+ *    combination of the corners), so dist(X, t at Q) <= dist(x, t at P0)
+ *    + |x - X| + max_v |P0_v - Q_v|. The tree was refit at pose B, the
+ *    body's drift since is kdrift = max_v |P0_v - B_v| (begin_contacts),
+ *    and the list recorded kb = max_v |Q_v - B_v| when gathered, so
+ *    max_v |P0_v - Q_v| <= kdrift + kb. A triangle step 2 keeps has true
+ *    distance at most lim_t + rounding <= base + D + rounding, hence is
+ *    within base + D + |x - X| + kdrift + kb + rounding of X at Q. So while
+ *
+ *        base + D + |x - X| + kdrift + kb + DEFORM_ROUND <= M   (keep_covers)
+ *
+ *    every triangle step 2 would keep is in the list (its computed
+ *    distance from X is below M; DEFORM_ROUND = 10 um is far above the
+ *    float rounding of distances for coordinates of a few metres), and
+ *    filter_vertex runs gather_visit, the very same operations, on the
+ *    list: the lists are the same set with the same bits, whatever thread
+ *    runs it and whenever the list was gathered. A kept triangle with
+ *    kd > base + D + |x - X| + kdrift + kb + DEFORM_ROUND is at least
+ *    that less the drifts from x now, past lim_t, so gather_visit would
+ *    refuse it: the sorted list is cut there. So the results do not depend
+ *    on which substeps gathered what: a run resumed from a checkpoint gives
+ *    the bits of one never stopped, and so do 1, 2 or 3 threads.
+ *  - A vertex not covered (it drifted, or its iterations carried it past
+ *    its safe radius further than the list covers) gathers its own list
+ *    again from the tree at its x (only its own entries change, so the
+ *    iterations may do it on several threads). The tree is not refit for
+ *    it: its boxes hold B, and a triangle within M of x now is within
+ *    M + kdrift at B, so the query grows by kdrift. When the body drifted
+ *    more than half the slack since B, begin_contacts refits the tree at
+ *    the current pose and gathers every list again.
+ *  - test_sim_deformkeep compares every vertex's lists and projection with
+ *    a collider searching the tree every substep, bit for bit, and finds
+ *    them different when the drift allowed is four times the bound.
  */
 #include "server/sim/deform.h"
 
