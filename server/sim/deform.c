@@ -76,7 +76,7 @@
  *    at most e moves each of its points by at most e (a point is a convex
  *    combination of the corners), so dist(X, t at Q) <= dist(x, t at P0)
  *    + |x - X| + max_v |P0_v - Q_v|. The tree was refit at pose B, the
- *    body's drift since is kdrift = max_v |P0_v - B_v| (begin_contacts),
+ *    body's drift since is kdrift = max_v |P0_v - B_v| (begin_substep),
  *    and the list recorded kb = max_v |Q_v - B_v| when gathered, so
  *    max_v |P0_v - Q_v| <= kdrift + kb. A triangle step 2 keeps has true
  *    distance at most lim_t + rounding <= base + D + rounding, hence is
@@ -489,14 +489,25 @@ void sim_deform_begin_substep(sim_deform *d, float t0, float t1, const sim_rigid
 	d->have_end = 1;
 	d->t_end = t1;
 	d->x_end = *x1;
-	float mx = 0.0f;
+	/* Each vertex's motion over the substep and the largest, and while
+	 * lists are kept, the body's drift since the tree's pose B (the
+	 * largest |P0 - B|, "Kept candidates"), in the same pass. */
+	float mx = 0.0f, m2 = 0.0f;
+	const int kept = d->kept;
 	for (uint32_t i = 0; i < d->nv; i++) {
 		const float *a = &d->P0[3 * (size_t)i], *b = &d->P1[3 * (size_t)i];
 		float l = v3_len(v3(b[0] - a[0], b[1] - a[1], b[2] - a[2]));
 		d->vdisp[i] = l;
 		mx = l > mx ? l : mx;
+		if (kept) {
+			const float *c = &d->B[3 * (size_t)i];
+			sim_v3 e = v3(a[0] - c[0], a[1] - c[1], a[2] - c[2]);
+			m2 = fmax2(m2, v3_dot(e, e));
+		}
 	}
 	d->maxdisp = mx;
+	/* NaN never passes a budget. */
+	d->kdrift = m2 == m2 ? sqrtf(m2) : INFINITY;
 	/* A new epoch invalidates every triangle's cached geometry; on wrap,
 	 * clear the stamps so no stale one matches. */
 	if (++d->epoch == 0) {
@@ -1108,19 +1119,8 @@ void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 
 	 * no contact (d->n stays 0 and project() does nothing). */
 	if (d->n != n && sim_deform_reserve(d, n) != 0)
 		return;
-	/* The body's drift since the tree's pose B. */
-	float drift = 0.0f;
-	if (d->kept) {
-		float m2 = 0.0f;
-		for (uint32_t v = 0; v < d->nv; v++) {
-			const float *a = &d->P0[3 * (size_t)v], *b = &d->B[3 * (size_t)v];
-			sim_v3 e = v3(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
-			m2 = fmax2(m2, v3_dot(e, e));
-		}
-		/* NaN never passes a budget. */
-		drift = m2 == m2 ? sqrtf(m2) : INFINITY;
-	}
-	d->kdrift = drift;
+	/* The body's drift since the tree's pose B (begin_substep). */
+	const float drift = d->kdrift;
 	/* Refit the tree and gather every list again when there are none, or
 	 * when the body drifted past half the slack since the tree's pose
 	 * (every list would need gathering again, and the queries grow by the
