@@ -103,6 +103,11 @@
  *    M + kdrift at B, so the query grows by kdrift. When the body drifted
  *    more than half the slack since B, begin_contacts refits the tree at
  *    the current pose and gathers every list again.
+ *  - While a body vertex moves more than DEFORM_KEEP_MAXDISP in a
+ *    substep, no list is kept: the tree is refit every substep and
+ *    searched for every vertex with the box of base alone (what the end
+ *    pose needs, as before the lists), which is cheaper than lists that
+ *    serve a substep or two.
  *  - test_sim_deformkeep compares every vertex's lists and projection with
  *    a collider searching the tree every substep, bit for bit, and finds
  *    them different when the drift allowed is four times the bound.
@@ -128,6 +133,12 @@
  * cloth vertex, gathered this much further than the substep needs. */
 #define DEFORM_KEEP 32u
 #define DEFORM_KEEP_SLACK 0.012f
+/* Lists are kept only while no body vertex moves more than this in a
+ * substep: past it the drift bound spends the slack in a substep or two,
+ * and gathering lists with the slack costs more than searching the tree
+ * for what the substep needs (the walk's strides: feet and hands move 8 to
+ * 11 mm a substep at 8 substeps a frame). */
+#define DEFORM_KEEP_MAXDISP (DEFORM_KEEP_SLACK / 4.0f)
 /* Covers the rounding of distances computed in float for coordinates of a
  * few metres (each well under a micrometre): 10 micrometres. */
 #define DEFORM_ROUND 1e-5f
@@ -715,7 +726,12 @@ static void gather_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r
 {
 	gather_one g;
 	float base = gather_setup(d, i, q, mv, r, &g);
-	float ext = base + d->maxdisp + d->kdrift + DEFORM_ROUND;
+	/* Without kept lists (a fast body), the tree refit in this substep
+	 * holds the end pose, and a vertex within base - r of x meets only
+	 * triangles within base of x there: the box need not grow. The lists
+	 * are then those of the triangles the tree lets through, which is
+	 * still a function of x, p and the poses alone. */
+	float ext = d->kept || d->keep_off ? base + d->maxdisp + d->kdrift + DEFORM_ROUND : base;
 	float lo[3] = {q.x - ext, q.y - ext, q.z - ext}, hi[3] = {q.x + ext, q.y + ext, q.z + ext};
 	sim_bvh_query(&d->bvh, lo, hi, gather_visit, &g);
 	d->nn[i] = (uint8_t)g.kn;
@@ -824,7 +840,7 @@ static void filter_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r
  * Returns 1 when the kept list was gathered again. */
 static int lists_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r)
 {
-	if (d->keep_off) {
+	if (d->keep_off || !d->kept) {
 		gather_vertex(d, i, q, mv, r);
 		return 1;
 	}
@@ -1124,12 +1140,15 @@ void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 
 	/* Refit the tree and gather every list again when there are none, or
 	 * when the body drifted past half the slack since the tree's pose
 	 * (every list would need gathering again, and the queries grow by the
-	 * drift). Which substeps do changes no result: a vertex's lists are a
-	 * fresh gather's, whichever way they were found. */
+	 * drift); while the body moves faster than DEFORM_KEEP_MAXDISP, keep
+	 * none and search the tree, refit, for every vertex. Which substeps do
+	 * what changes no result: a vertex's lists are a fresh gather's,
+	 * whichever way they were found. */
 	gather_ctx c = {d, x, p, r, 0};
-	if (d->keep_off || !d->kept || !(drift <= 0.5f * DEFORM_KEEP_SLACK * d->keep_scale)) {
+	const int keep = !d->keep_off && d->maxdisp <= DEFORM_KEEP_MAXDISP;
+	if (!keep || !d->kept || !(drift <= 0.5f * DEFORM_KEEP_SLACK * d->keep_scale)) {
 		refit_tree(d);
-		d->kept = !d->keep_off;
+		d->kept = keep;
 		c.rekeep = d->kept;
 		d->n_rekeep++;
 	}
