@@ -7,7 +7,8 @@
  * that wobble, and every substep every point's lists (nearest triangles,
  * front-facing candidates, their distances, mode, reach, safe and clear
  * radii) and its projected position are compared bit for bit with a
- * collider that gathers from the tree every substep. Allowing four times
+ * collider that gathers from the tree every substep, with the keeping
+ * collider on 1, 2 and 3 threads. Allowing four times
  * the proven drift must break it, or the test could not fail.
  */
 #include "check.h"
@@ -115,8 +116,8 @@ static int same_bits(const void *a, const void *b, size_t n)
  * keeping its lists with the drift budget times `scale` over all
  * substeps; returns the number of (point, substep) whose lists or
  * projection differ, and the keeping collider's counters. */
-static uint32_t compare_run(const body *b, float scale, uint64_t *filtered, uint64_t *fresh,
-			    uint64_t *gathers)
+static uint32_t compare_run(const body *b, float scale, drape_pool *pool, uint64_t *filtered,
+			    uint64_t *fresh, uint64_t *gathers)
 {
 	sim_deform *ref = sim_deform_create(b->rest, b->nv, b->tris, b->nt, b->frames, NF, 0.0f);
 	sim_deform *kp = sim_deform_create(b->rest, b->nv, b->tris, b->nt, b->frames, NF, 0.0f);
@@ -138,7 +139,7 @@ static uint32_t compare_run(const body *b, float scale, uint64_t *filtered, uint
 		sim_deform_begin_substep(ref, t0, t1, &id, &id);
 		sim_deform_begin_substep(kp, t0, t1, &id, &id);
 		sim_deform_begin_contacts(ref, x, p, n, r, NULL);
-		sim_deform_begin_contacts(kp, x, p, n, r, NULL);
+		sim_deform_begin_contacts(kp, x, p, n, r, pool);
 		memcpy(pr, p, n * sizeof *p);
 		memcpy(pk, p, n * sizeof *p);
 		for (uint32_t it = 0; it < 4; it++) {
@@ -171,8 +172,21 @@ static void test_keep_exact(void)
 	body b;
 	CHECK(body_make(&b));
 	uint64_t filtered = 0, fresh = 0, gathers = 0;
-	uint32_t bad = compare_run(&b, 1.0f, &filtered, &fresh, &gathers);
+	uint32_t bad = compare_run(&b, 1.0f, NULL, &filtered, &fresh, &gathers);
+	/* The same with the keeping collider's passes split over 2 and 3
+	 * threads. */
+	uint32_t bad_t[2] = {0, 0};
+	for (uint32_t t = 2; t <= 3; t++) {
+		drape_pool *pool = NULL;
+		drape_error err;
+		CHECK(drape_pool_create(t, &pool, &err) == DRAPE_OK);
+		uint64_t f2, g2, k2;
+		bad_t[t - 2] = compare_run(&b, 1.0f, pool, &f2, &g2, &k2);
+		drape_pool_destroy(pool);
+	}
 	body_free(&b);
+	CHECKF(bad_t[0] == 0 && bad_t[1] == 0, "%u and %u point-substeps differ on 2 and 3 threads",
+	       bad_t[0], bad_t[1]);
 	printf("  kept lists: %llu point-substeps filtered, %llu gathered, %llu refits over %u "
 	       "substeps; %u differ\n",
 	       (unsigned long long)filtered, (unsigned long long)fresh, (unsigned long long)gathers,
@@ -194,7 +208,7 @@ static void test_keep_loose_breaks(void)
 	body b;
 	CHECK(body_make(&b));
 	uint64_t filtered = 0, fresh = 0, gathers = 0;
-	uint32_t bad = compare_run(&b, 4.0f, &filtered, &fresh, &gathers);
+	uint32_t bad = compare_run(&b, 4.0f, NULL, &filtered, &fresh, &gathers);
 	body_free(&b);
 	printf("  4x the budget: %u point-substeps differ (%llu gathers)\n", bad,
 	       (unsigned long long)gathers);
