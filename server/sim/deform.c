@@ -8,12 +8,13 @@
  *
  *  1. The body's world positions at the start (P0) and end (P1) of the
  *     substep are interpolated from the frames; a triangle tree built once
- *     is refit to the boxes the triangles sweep from P0 to P1 (bvh.h).
+ *     is refit, when needed, to the boxes the triangles sweep from P0 to P1
+ *     (bvh.h; "Kept candidates" below says when).
  *  2. For every free cloth vertex, from its start position x (where the
- *     previous substep left it, outside the body) and its predicted p, the
- *     tree gives the triangles it may meet: those within base = 2 r + 1 mm
- *     + 1.5 |p - x| of x at the end pose (the tree's boxes hold it), sorted
- *     by their distance to x at the start pose. The DEFORM_NEAR nearest of
+ *     previous substep left it, outside the body) and its predicted p, a
+ *     list kept from an earlier substep or the tree gives the triangles it
+ *     may meet: those within base = 2 r + 1 mm + 1.5 |p - x| plus their
+ *     vertices' motion of x at the start pose, sorted by that distance. The DEFORM_NEAR nearest of
  *     any side are kept for step 3, and the DEFORM_K nearest that x is in
  *     front of (its side of their plane at P0) for step 4. A vertex the
  *     iterations later carry further than base - r from x could meet
@@ -51,6 +52,65 @@
  *
  * Every vertex's result depends only on its own x and p and the body, so
  * the pool's split of the vertices never changes a bit.
+ *
+ * Kept candidates (issue 16). Step 2 searched the tree for every cloth
+ * vertex in every substep, and the tree was refit every substep for it;
+ * most substeps now filter a list kept from an earlier one instead.
+ *
+ *  - What step 2 keeps. For vertex i with start x, motion mv = |p - x| and
+ *    base = 2 r + 1 mm + 1.5 mv, gather_visit keeps (of the lists' nearest)
+ *    triangles t whose computed distance from x at P0 is at most
+ *    lim_t = base + D_t, D_t the largest |P1 - P0| of t's vertices, so at
+ *    most base + D with D = max over the body. The tree's query box is
+ *    grown to base + D + the body's drift since the tree's pose (below) +
+ *    DEFORM_ROUND, so the tree only saves work: the lists are what
+ *    gather_visit keeps of all the body's triangles, and since the lists
+ *    are sorted by (distance, index), of any superset of them, in any
+ *    order.
+ *  - The kept list of vertex i, gathered at its start X with the body's
+ *    start pose then (Q): every triangle whose computed distance from X
+ *    at Q is at most M (keep_vertex: M = base + D + DEFORM_KEEP_SLACK then,
+ *    or when more than DEFORM_KEEP triangles are that near, the distance of
+ *    the nearest one left out), sorted by that distance kd.
+ *  - The bound. Later, with start x, moving every corner of a triangle by
+ *    at most e moves each of its points by at most e (a point is a convex
+ *    combination of the corners), so dist(X, t at Q) <= dist(x, t at P0)
+ *    + |x - X| + max_v |P0_v - Q_v|. The tree was refit at pose B, the
+ *    body's drift since is kdrift = max_v |P0_v - B_v| (begin_substep),
+ *    and the list recorded kb = max_v |Q_v - B_v| when gathered, so
+ *    max_v |P0_v - Q_v| <= kdrift + kb. A triangle step 2 keeps has true
+ *    distance at most lim_t + rounding <= base + D + rounding, hence is
+ *    within base + D + |x - X| + kdrift + kb + rounding of X at Q. So while
+ *
+ *        base + D + |x - X| + kdrift + kb + DEFORM_ROUND <= M   (keep_covers)
+ *
+ *    every triangle step 2 would keep is in the list (its computed
+ *    distance from X is below M; DEFORM_ROUND = 10 um is far above the
+ *    float rounding of distances for coordinates of a few metres), and
+ *    filter_vertex runs gather_visit, the very same operations, on the
+ *    list: the lists are the same set with the same bits, whatever thread
+ *    runs it and whenever the list was gathered. A kept triangle with
+ *    kd > base + D + |x - X| + kdrift + kb + DEFORM_ROUND is at least
+ *    that less the drifts from x now, past lim_t, so gather_visit would
+ *    refuse it: the sorted list is cut there. So the results do not depend
+ *    on which substeps gathered what: a run resumed from a checkpoint gives
+ *    the bits of one never stopped, and so do 1, 2 or 3 threads.
+ *  - A vertex not covered (it drifted, or its iterations carried it past
+ *    its safe radius further than the list covers) gathers its own list
+ *    again from the tree at its x (only its own entries change, so the
+ *    iterations may do it on several threads). The tree is not refit for
+ *    it: its boxes hold B, and a triangle within M of x now is within
+ *    M + kdrift at B, so the query grows by kdrift. When the body drifted
+ *    more than half the slack since B, begin_contacts refits the tree at
+ *    the current pose and gathers every list again.
+ *  - While a body vertex moves more than DEFORM_KEEP_MAXDISP in a
+ *    substep, no list is kept: the tree is refit every substep and
+ *    searched for every vertex with the box of base alone (what the end
+ *    pose needs, as before the lists), which is cheaper than lists that
+ *    serve a substep or two.
+ *  - test_sim_deformkeep compares every vertex's lists and projection with
+ *    a collider searching the tree every substep, bit for bit, and finds
+ *    them different when the drift allowed is four times the bound.
  */
 #include "server/sim/deform.h"
 
@@ -69,6 +129,19 @@
 #define DEFORM_NEAR 8u
 /* Cloth vertices per block of the parallel passes. */
 #define DEFORM_BLOCK 256u
+/* Kept candidates (see "Kept candidates" above): at most this many per
+ * cloth vertex, gathered this much further than the substep needs. */
+#define DEFORM_KEEP 32u
+#define DEFORM_KEEP_SLACK 0.012f
+/* Lists are kept only while no body vertex moves more than this in a
+ * substep: past it the drift bound spends the slack in a substep or two,
+ * and gathering lists with the slack costs more than searching the tree
+ * for what the substep needs (the walk's strides: feet and hands move 8 to
+ * 11 mm a substep at 8 substeps a frame). */
+#define DEFORM_KEEP_MAXDISP (DEFORM_KEEP_SLACK / 4.0f)
+/* Covers the rounding of distances computed in float for coordinates of a
+ * few metres (each well under a micrometre): 10 micrometres. */
+#define DEFORM_ROUND 1e-5f
 
 /* MODE_PINCH is MODE_FACES for a vertex between two body surfaces that
  * face each other (between the thighs, in an armpit): see classify_vertex. */
@@ -157,6 +230,23 @@ struct sim_deform {
 	float *en;
 	float *ec;
 
+	/* Kept candidates, per cloth vertex: up to DEFORM_KEEP triangles
+	 * sorted by (distance kd from X at the gather's start pose, index),
+	 * how many (kn), X itself (kx, 3 floats), and the radius km within
+	 * which the list holds every triangle, and kb, the body's drift
+	 * from B when it was gathered. fresh: the vertex's list was gathered
+	 * in this substep. B: the body's start pose P0 when the tree was last
+	 * refit (the tree's boxes hold it). */
+	uint32_t *keep;
+	float *kd, *kx, *km, *kb;
+	uint8_t *kn, *fresh;
+	float *B;
+	int kept;
+	float kdrift;     /* this substep: max over body vertices of |P0 - B| */
+	float keep_scale; /* tests only: the drift allowed, times this (1) */
+	int keep_off;     /* tests only: every substep gathers from the tree */
+	uint64_t n_filtered, n_fresh, n_rekeep;
+
 	/* Per cloth vertex, borrowed from the sim (sim_deform_set_cloth;
 	 * NULL: uniform): its thickness, to which the collider's own
 	 * (cloth_extra) is added, and its friction (-1: the collider's). */
@@ -236,9 +326,18 @@ static void free_cloth(sim_deform *d)
 	free(d->eb);
 	free(d->en);
 	free(d->ec);
-	d->cand = d->near = d->etri = NULL;
+	free(d->keep);
+	free(d->kd);
+	free(d->kx);
+	free(d->km);
+	free(d->kb);
+	free(d->kn);
+	free(d->fresh);
+	d->cand = d->near = d->etri = d->keep = NULL;
 	d->cdist = d->ndist = d->reach = d->safe = d->clear = d->eb = d->en = d->ec = NULL;
-	d->nc = d->nn = d->mode = NULL;
+	d->kd = d->kx = d->km = d->kb = NULL;
+	d->nc = d->nn = d->mode = d->kn = d->fresh = NULL;
+	d->kept = 0;
 	d->n = 0;
 }
 
@@ -256,6 +355,7 @@ void sim_deform_free(sim_deform *d)
 	free(d->vhi);
 	free(d->td);
 	free(d->stamp);
+	free(d->B);
 	sim_bvh_free(&d->bvh);
 	free_cloth(d);
 	free(d);
@@ -267,6 +367,7 @@ sim_deform *sim_deform_create(const float *rest, uint32_t nv, const uint32_t *tr
 	sim_deform *d = calloc(1, sizeof *d);
 	if (d == NULL)
 		return NULL;
+	d->keep_scale = 1.0f;
 	size_t pb = (size_t)nv * 3 * sizeof(float), fb = (size_t)count * pb;
 	d->nv = nv;
 	d->nt = nt;
@@ -281,8 +382,10 @@ sim_deform *sim_deform_create(const float *rest, uint32_t nv, const uint32_t *tr
 	d->vhi = calloc((size_t)nv * 4, sizeof(float));
 	d->td = calloc(nt, sizeof *d->td);
 	d->stamp = calloc(nt, sizeof *d->stamp);
+	d->B = malloc(pb);
 	if (d->rest == NULL || d->tris == NULL || d->frames == NULL || d->P0 == NULL ||
-	    d->P1 == NULL || d->vdisp == NULL || d->vlo == NULL || d->vhi == NULL || d->td == NULL || d->stamp == NULL)
+	    d->P1 == NULL || d->vdisp == NULL || d->vlo == NULL || d->vhi == NULL || d->td == NULL ||
+	    d->stamp == NULL || d->B == NULL)
 		goto fail;
 	memcpy(d->rest, rest, pb);
 	memcpy(d->tris, tris, (size_t)nt * 3 * sizeof *d->tris);
@@ -397,25 +500,49 @@ void sim_deform_begin_substep(sim_deform *d, float t0, float t1, const sim_rigid
 	d->have_end = 1;
 	d->t_end = t1;
 	d->x_end = *x1;
-	float mx = 0.0f;
+	/* Each vertex's motion over the substep and the largest, and while
+	 * lists are kept, the body's drift since the tree's pose B (the
+	 * largest |P0 - B|, "Kept candidates"), in the same pass. */
+	float mx = 0.0f, m2 = 0.0f;
+	const int kept = d->kept;
 	for (uint32_t i = 0; i < d->nv; i++) {
 		const float *a = &d->P0[3 * (size_t)i], *b = &d->P1[3 * (size_t)i];
 		float l = v3_len(v3(b[0] - a[0], b[1] - a[1], b[2] - a[2]));
 		d->vdisp[i] = l;
 		mx = l > mx ? l : mx;
-		for (int k = 0; k < 3; k++) {
-			d->vlo[4 * (size_t)i + k] = fmin2(a[k], b[k]);
-			d->vhi[4 * (size_t)i + k] = fmax2(a[k], b[k]);
+		if (kept) {
+			const float *c = &d->B[3 * (size_t)i];
+			sim_v3 e = v3(a[0] - c[0], a[1] - c[1], a[2] - c[2]);
+			m2 = fmax2(m2, v3_dot(e, e));
 		}
 	}
 	d->maxdisp = mx;
-	sim_bvh_refit_boxes(&d->bvh, d->vlo, d->vhi, d->tris);
+	/* NaN never passes a budget. */
+	d->kdrift = m2 == m2 ? sqrtf(m2) : INFINITY;
 	/* A new epoch invalidates every triangle's cached geometry; on wrap,
 	 * clear the stamps so no stale one matches. */
 	if (++d->epoch == 0) {
 		memset(d->stamp, 0, (size_t)d->nt * sizeof *d->stamp);
 		d->epoch = 1;
 	}
+}
+
+/* Refits the tree to the boxes the triangles sweep in this substep, and
+ * makes this substep's start pose B, from which later substeps measure
+ * the body's drift (kdrift): between refits, the boxes hold every
+ * triangle's B pose, and a query grown by kdrift holds its pose now. */
+static void refit_tree(sim_deform *d)
+{
+	for (uint32_t i = 0; i < d->nv; i++) {
+		const float *a = &d->P0[3 * (size_t)i], *b = &d->P1[3 * (size_t)i];
+		for (int k = 0; k < 3; k++) {
+			d->vlo[4 * (size_t)i + k] = fmin2(a[k], b[k]);
+			d->vhi[4 * (size_t)i + k] = fmax2(a[k], b[k]);
+		}
+	}
+	sim_bvh_refit_boxes(&d->bvh, d->vlo, d->vhi, d->tris);
+	memcpy(d->B, d->P0, (size_t)d->nv * 3 * sizeof *d->B);
+	d->kdrift = 0.0f;
 }
 
 void sim_deform_view(const sim_deform *d, uint32_t *nv, uint32_t *nt, const uint32_t **tris,
@@ -563,10 +690,11 @@ static void gather_visit(void *ctx, uint32_t t)
 		list_insert(g->cand, g->cdist, &g->kc, DEFORM_K, t, dist);
 }
 
-/* Gathers vertex i's lists for a motion of up to `mv` from x, and sets its
+/* The start of vertex i's gather for a motion of up to `mv` from x: its
  * reach (the largest push allowed) and safe radius (how far it may move in
- * the iterations before the lists must be gathered again). */
-static void gather_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r)
+ * the iterations before the lists must be gathered again), and the
+ * visitor. Returns base. */
+static float gather_setup(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r, gather_one *g)
 {
 	/* r to touch, 2 r + 1 mm of margin, twice the motion (the constraints
 	 * may carry a vertex further than its prediction). A triangle left out
@@ -575,29 +703,164 @@ static void gather_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r
 	float base = 2.0f * r + 1e-3f + 1.5f * mv;
 	d->reach[i] = base + d->maxdisp;
 	d->safe[i] = base - r;
-	/* A vertex within base - r of x meets only triangles within base of x
-	 * at the end pose, and the tree's boxes hold the end pose: the query
-	 * box need not grow by the body's motion. */
-	float ext = base;
+	*g = (gather_one){d,
+			  q,
+			  base,
+			  &d->near[(size_t)i * DEFORM_NEAR],
+			  &d->cand[(size_t)i * DEFORM_K],
+			  &d->ndist[(size_t)i * DEFORM_NEAR],
+			  &d->cdist[(size_t)i * DEFORM_K],
+			  0,
+			  0};
+	return base;
+}
+
+/* Gathers vertex i's lists from the tree: every triangle gather_visit
+ * accepts, whose distance from x at the start pose is at most base plus
+ * the motion of its vertices, hence at most base + maxdisp. The query box
+ * is grown by that, the body's drift since the tree's pose B and the
+ * rounding, so the tree only saves work and never decides which triangles
+ * are kept: the lists are those gather_visit would keep of all the body's
+ * triangles (which is what lets a kept list give the same bits). */
+static void gather_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r)
+{
+	gather_one g;
+	float base = gather_setup(d, i, q, mv, r, &g);
+	/* Without kept lists (a fast body), the tree refit in this substep
+	 * holds the end pose, and a vertex within base - r of x meets only
+	 * triangles within base of x there: the box need not grow. The lists
+	 * are then those of the triangles the tree lets through, which is
+	 * still a function of x, p and the poses alone. */
+	float ext = d->kept || d->keep_off ? base + d->maxdisp + d->kdrift + DEFORM_ROUND : base;
 	float lo[3] = {q.x - ext, q.y - ext, q.z - ext}, hi[3] = {q.x + ext, q.y + ext, q.z + ext};
-	gather_one g = {d,
-			q,
-			base,
-			&d->near[(size_t)i * DEFORM_NEAR],
-			&d->cand[(size_t)i * DEFORM_K],
-			&d->ndist[(size_t)i * DEFORM_NEAR],
-			&d->cdist[(size_t)i * DEFORM_K],
-			0,
-			0};
 	sim_bvh_query(&d->bvh, lo, hi, gather_visit, &g);
 	d->nn[i] = (uint8_t)g.kn;
 	d->nc[i] = (uint8_t)g.kc;
+}
+
+/* ---- Kept candidates ---------------------------------------------------------- */
+
+/* Whether vertex i's kept list holds every triangle a gather for a
+ * motion of mv from q would keep (see "Kept candidates" above): with base
+ * and the body's motion in this substep, the vertex's drift from X and
+ * the body's drift from B must fit in the list's radius. keep_scale > 1
+ * (tests only) allows more drift than is proven. */
+static int keep_covers(const sim_deform *d, uint32_t i, sim_v3 q, float mv, float r)
+{
+	if (d->keep_off || !d->kept)
+		return 0;
+	float base = 2.0f * r + 1e-3f + 1.5f * mv;
+	sim_v3 X = v3(d->kx[3 * (size_t)i], d->kx[3 * (size_t)i + 1], d->kx[3 * (size_t)i + 2]);
+	float drift = v3_len(v3_sub(q, X)) + d->kdrift + d->kb[i];
+	return base + d->maxdisp + DEFORM_ROUND + drift / d->keep_scale <= d->km[i];
+}
+
+typedef struct keep_one {
+	const sim_deform *d;
+	sim_v3 q;
+	float m;
+	uint32_t *id;
+	float *dist;
+	uint32_t k;
+} keep_one;
+
+/* A triangle within m of q at the start pose joins the kept list, which
+ * keeps the DEFORM_KEEP + 1 nearest. */
+static void keep_visit(void *ctx, uint32_t t)
+{
+	keep_one *g = ctx;
+	const sim_deform *d = g->d;
+	const uint32_t *v = &d->tris[3 * (size_t)t];
+	sim_v3 a = vat(d->P0, v[0]), b = vat(d->P0, v[1]), c = vat(d->P0, v[2]);
+	const sim_v3 q = g->q;
+	float lx = fmin2(a.x, fmin2(b.x, c.x)) - q.x, hx = q.x - fmax2(a.x, fmax2(b.x, c.x));
+	float ly = fmin2(a.y, fmin2(b.y, c.y)) - q.y, hy = q.y - fmax2(a.y, fmax2(b.y, c.y));
+	float lz = fmin2(a.z, fmin2(b.z, c.z)) - q.z, hz = q.z - fmax2(a.z, fmax2(b.z, c.z));
+	float ex = fmax2(fmax2(lx, hx), 0.0f), ey = fmax2(fmax2(ly, hy), 0.0f);
+	float ez = fmax2(fmax2(lz, hz), 0.0f);
+	if (ex * ex + ey * ey + ez * ez > g->m * g->m)
+		return;
+	float bary[3];
+	float d2 = sim_closest_on_triangle(q, a, b, c, bary);
+	if (!(d2 <= g->m * g->m))
+		return;
+	list_insert(g->id, g->dist, &g->k, DEFORM_KEEP + 1u, t, sqrtf(d2));
+}
+
+/* Gathers vertex i's kept list at its start position q: the triangles
+ * within M of q at the start pose, M = what this substep needs plus
+ * DEFORM_KEEP_SLACK. When more than DEFORM_KEEP are, the nearest are kept
+ * and M shrinks to the distance of the first one left out (every triangle
+ * nearer than that is in the list). kd and keep have DEFORM_KEEP + 1
+ * entries per vertex, the last one scratch. The tree holds the pose B:
+ * the query is grown by the body's drift since. Only vertex i's entries
+ * change, so the iterations may call it on several threads. */
+static void keep_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r)
+{
+	float m = 2.0f * r + 1e-3f + 1.5f * mv + d->maxdisp + DEFORM_KEEP_SLACK;
+	keep_one g = {d, q, m, &d->keep[(size_t)i * (DEFORM_KEEP + 1u)],
+		      &d->kd[(size_t)i * (DEFORM_KEEP + 1u)], 0};
+	float ext = m + d->kdrift + DEFORM_ROUND;
+	float lo[3] = {q.x - ext, q.y - ext, q.z - ext}, hi[3] = {q.x + ext, q.y + ext, q.z + ext};
+	sim_bvh_query(&d->bvh, lo, hi, keep_visit, &g);
+	if (g.k > DEFORM_KEEP) {
+		m = g.dist[DEFORM_KEEP];
+		g.k = DEFORM_KEEP;
+	}
+	d->kn[i] = (uint8_t)g.k;
+	d->km[i] = m;
+	d->kb[i] = d->kdrift;
+	d->kx[3 * (size_t)i] = q.x;
+	d->kx[3 * (size_t)i + 1] = q.y;
+	d->kx[3 * (size_t)i + 2] = q.z;
+}
+
+/* Vertex i's lists from its kept list (keep_covers holds): gather_visit on
+ * the kept triangles, in the list's order. One whose distance kd from X at
+ * B is past base + maxdisp + the drifts cannot be within base + maxdisp
+ * of q now (its distance shrank by at most the drifts), so gather_visit
+ * would refuse it, and as the list is sorted by kd, the rest too. */
+static void filter_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r)
+{
+	gather_one g;
+	float base = gather_setup(d, i, q, mv, r, &g);
+	sim_v3 X = v3(d->kx[3 * (size_t)i], d->kx[3 * (size_t)i + 1], d->kx[3 * (size_t)i + 2]);
+	float far = base + d->maxdisp + v3_len(v3_sub(q, X)) + d->kdrift + d->kb[i] + DEFORM_ROUND;
+	const uint32_t *keep = &d->keep[(size_t)i * (DEFORM_KEEP + 1u)];
+	const float *kd = &d->kd[(size_t)i * (DEFORM_KEEP + 1u)];
+	for (uint32_t j = 0; j < d->kn[i] && kd[j] <= far; j++)
+		gather_visit(&g, keep[j]);
+	d->nn[i] = (uint8_t)g.kn;
+	d->nc[i] = (uint8_t)g.kc;
+}
+
+/* Vertex i's lists for a motion of mv from q, from its kept list when that
+ * covers it; else its kept list is gathered again here, and serves when it
+ * covers (it does unless the list overflowed), or the tree gives them.
+ * Returns 1 when the kept list was gathered again. */
+static int lists_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r)
+{
+	if (d->keep_off || !d->kept) {
+		gather_vertex(d, i, q, mv, r);
+		return 1;
+	}
+	if (keep_covers(d, i, q, mv, r)) {
+		filter_vertex(d, i, q, mv, r);
+		return 0;
+	}
+	keep_vertex(d, i, q, mv, r);
+	if (keep_covers(d, i, q, mv, r))
+		filter_vertex(d, i, q, mv, r);
+	else
+		gather_vertex(d, i, q, mv, r);
+	return 1;
 }
 
 typedef struct gather_ctx {
 	sim_deform *d;
 	const sim_vec4 *x, *p;
 	float r;
+	int rekeep;
 } gather_ctx;
 
 static void gather_range(void *vctx, uint32_t begin, uint32_t end)
@@ -608,10 +871,17 @@ static void gather_range(void *vctx, uint32_t begin, uint32_t end)
 		d->nc[i] = 0;
 		d->nn[i] = 0;
 		d->mode[i] = MODE_NONE;
-		if (!(c->x[i].w > 0.0f))
+		d->fresh[i] = 0;
+		if (!(c->x[i].w > 0.0f)) {
+			d->kn[i] = 0;
+			d->km[i] = -1.0f;
 			continue;
+		}
 		sim_v3 q = v3_of4(c->x[i]);
-		gather_vertex(d, i, q, v3_len(v3_sub(v3_of4(c->p[i]), q)), vertex_r(d, i, c->r));
+		float mv = v3_len(v3_sub(v3_of4(c->p[i]), q)), r = vertex_r(d, i, c->r);
+		if (c->rekeep)
+			keep_vertex(d, i, q, mv, r);
+		d->fresh[i] = (uint8_t)(lists_vertex(d, i, q, mv, r) | c->rekeep);
 	}
 }
 
@@ -819,13 +1089,22 @@ int sim_deform_reserve(sim_deform *d, uint32_t n)
 	d->eb = calloc(m * 3, sizeof *d->eb);
 	d->en = calloc(m * 3, sizeof *d->en);
 	d->ec = calloc(m * 3, sizeof *d->ec);
+	d->keep = malloc(m * (DEFORM_KEEP + 1u) * sizeof *d->keep);
+	d->kd = malloc(m * (DEFORM_KEEP + 1u) * sizeof *d->kd);
+	d->kx = calloc(m * 3, sizeof *d->kx);
+	d->km = calloc(m, sizeof *d->km);
+	d->kb = calloc(m, sizeof *d->kb);
+	d->kn = calloc(m, 1);
+	d->fresh = calloc(m, 1);
 	if (d->cand == NULL || d->cdist == NULL || d->near == NULL || d->ndist == NULL ||
 	    d->nc == NULL || d->nn == NULL || d->mode == NULL || d->reach == NULL ||
-	    d->safe == NULL || d->clear == NULL || d->pl == NULL || d->etri == NULL || d->eb == NULL || d->en == NULL || d->ec == NULL) {
+	    d->safe == NULL || d->clear == NULL || d->pl == NULL || d->etri == NULL || d->eb == NULL || d->en == NULL || d->ec == NULL ||
+	    d->keep == NULL || d->kd == NULL || d->kx == NULL || d->km == NULL || d->kb == NULL || d->kn == NULL || d->fresh == NULL) {
 		free_cloth(d);
 		return -1;
 	}
 	d->n = n;
+	d->kept = 0;
 	return 0;
 }
 
@@ -836,13 +1115,14 @@ uint64_t sim_deform_bytes(uint32_t nv, uint32_t nt, uint32_t frames, uint32_t cl
 	 * displacements per body vertex; per triangle its indices, its cached
 	 * geometry and stamp, and the tree (at most 2 nt nodes, bvh.c, and its
 	 * leaf order); per cloth vertex the lists of reserve(). */
-	const uint64_t per_body = 12u + 24u + sizeof(float) + 32u;
+	const uint64_t per_body = 12u + 24u + sizeof(float) + 32u + 12u;
 	const uint64_t per_tri = 12u + sizeof(deform_tri) + sizeof(uint32_t) + 2u * sizeof(sim_bvh_node) +
 				 sizeof(uint32_t);
 	const uint64_t per_cloth = DEFORM_K * (sizeof(uint32_t) + sizeof(float)) +
 				   DEFORM_NEAR * (sizeof(uint32_t) + sizeof(float)) + DEFORM_K * sizeof(deform_plane) +
 				   3u + 3u * sizeof(float) +
-				   sizeof(uint32_t) + 9u * sizeof(float);
+				   sizeof(uint32_t) + 9u * sizeof(float) +
+				   (DEFORM_KEEP + 1u) * (sizeof(uint32_t) + sizeof(float)) + 5u * sizeof(float) + 2u;
 	return (uint64_t)frames * nv * 12u + (uint64_t)nv * per_body + (uint64_t)nt * per_tri +
 	       (uint64_t)(cloth_n ? cloth_n : 1) * per_cloth + sizeof(sim_deform);
 }
@@ -855,8 +1135,31 @@ void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 
 	 * no contact (d->n stays 0 and project() does nothing). */
 	if (d->n != n && sim_deform_reserve(d, n) != 0)
 		return;
-	gather_ctx c = {d, x, p, r};
+	/* The body's drift since the tree's pose B (begin_substep). */
+	const float drift = d->kdrift;
+	/* Refit the tree and gather every list again when there are none, or
+	 * when the body drifted past half the slack since the tree's pose
+	 * (every list would need gathering again, and the queries grow by the
+	 * drift); while the body moves faster than DEFORM_KEEP_MAXDISP, keep
+	 * none and search the tree, refit, for every vertex. Which substeps do
+	 * what changes no result: a vertex's lists are a fresh gather's,
+	 * whichever way they were found. */
+	gather_ctx c = {d, x, p, r, 0};
+	const int keep = !d->keep_off && d->maxdisp <= DEFORM_KEEP_MAXDISP;
+	if (!keep || !d->kept || !(drift <= 0.5f * DEFORM_KEEP_SLACK * d->keep_scale)) {
+		refit_tree(d);
+		d->kept = keep;
+		c.rekeep = d->kept;
+		d->n_rekeep++;
+	}
 	sim_pool_for(pool, n, DEFORM_BLOCK, gather_range, &c);
+	uint32_t fresh = 0, active = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		fresh += d->fresh[i];
+		active += x[i].w > 0.0f;
+	}
+	d->n_fresh += fresh;
+	d->n_filtered += active - fresh;
 	for (uint32_t i = 0; i < n; i++)
 		prepare_vertex(d, i);
 	sim_pool_for(pool, n, DEFORM_BLOCK, classify_range, &c);
@@ -914,7 +1217,7 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 		 * whoever computes it. */
 		float mv = v3_len(v3_sub(q, x0));
 		if (mv > d->safe[i]) {
-			gather_vertex(d, i, x0, mv, r);
+			lists_vertex(d, i, x0, mv, r);
 			classify_vertex(d, i, x0, r);
 		}
 		uint8_t mode = d->mode[i];
@@ -969,6 +1272,36 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 		}
 	}
 	return contacts;
+}
+
+void sim_deform_keep_stats(const sim_deform *d, uint64_t *filtered, uint64_t *fresh, uint64_t *gathers)
+{
+	*filtered = d->n_filtered;
+	*fresh = d->n_fresh;
+	*gathers = d->n_rekeep;
+}
+
+void sim_deform_keep_test(sim_deform *d, int off, float scale)
+{
+	d->keep_off = off;
+	d->keep_scale = scale > 0.0f ? scale : 1.0f;
+	d->kept = 0;
+}
+
+void sim_deform_lists(const sim_deform *d, uint32_t i, sim_deform_vertex_lists *out)
+{
+	memset(out, 0, sizeof *out);
+	if (i >= d->n)
+		return;
+	out->nn = d->nn[i];
+	out->nc = d->nc[i];
+	out->mode = d->mode[i];
+	memcpy(out->near, &d->near[(size_t)i * DEFORM_NEAR], out->nn * sizeof(uint32_t));
+	memcpy(out->ndist, &d->ndist[(size_t)i * DEFORM_NEAR], out->nn * sizeof(float));
+	memcpy(out->cand, &d->cand[(size_t)i * DEFORM_K], out->nc * sizeof(uint32_t));
+	out->reach = d->reach[i];
+	out->safe = d->safe[i];
+	out->clear = d->clear[i];
 }
 
 /* ---- Skin ------------------------------------------------------------------- */

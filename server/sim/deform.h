@@ -105,6 +105,28 @@ void sim_deform_set_cloth(sim_deform *d, const float *thickness, const float *fr
 uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 *restrict x,
 			    uint32_t begin, uint32_t end, float r, const sim_contact_params *cp);
 
+/* How the candidate lists were found since the collider was made: vertex
+ * substeps served from a kept list, vertex substeps gathered from the
+ * tree, and gathers of kept lists (deform.c, "Kept candidates"). */
+void sim_deform_keep_stats(const sim_deform *d, uint64_t *filtered, uint64_t *fresh, uint64_t *gathers);
+
+/* Tests only: off = 1 gathers every vertex from the tree every substep
+ * (the lists a kept list must reproduce); scale > 1 lets a kept list serve
+ * scale times the drift proven safe (a test that must then fail). Drops
+ * the kept lists. */
+void sim_deform_keep_test(sim_deform *d, int off, float scale);
+
+/* Tests only: cloth vertex i's lists as the last begin_contacts or
+ * project left them (the capacities are deform.c's DEFORM_NEAR and
+ * DEFORM_K, both 8). */
+typedef struct sim_deform_vertex_lists {
+	uint32_t nn, nc, mode;
+	uint32_t near[8], cand[8];
+	float ndist[8];
+	float reach, safe, clear;
+} sim_deform_vertex_lists;
+void sim_deform_lists(const sim_deform *d, uint32_t i, sim_deform_vertex_lists *out);
+
 /* The body as the current substep has it: vertex and triangle counts, the
  * triangles (wound outward), the world poses at the start and end. */
 void sim_deform_view(const sim_deform *d, uint32_t *nv, uint32_t *nt, const uint32_t **tris,

@@ -245,6 +245,14 @@ static void test_walk(void)
  * process, same settings, frames 2..n. Nothing asserted: speed is reported,
  * never tested.
  */
+/* The timed frames' step, apart so that a profile can collect these
+ * alone (valgrind --tool=callgrind --toggle-collect=timed_step). */
+__attribute__((noinline)) static drape_err timed_step(drape_sim *sim, drape_sim_stats *st,
+						      drape_error *err)
+{
+	return drape_sim_step(sim, st, err);
+}
+
 static void test_walk_timing(void)
 {
 	if (getenv("DRAPE_DEFORM_TIMING") == NULL) {
@@ -253,34 +261,57 @@ static void test_walk_timing(void)
 	}
 	walk_scene w;
 	CHECK(walk_load(&w));
+	/* DRAPE_DEFORM_TIMING_FRAMES=n times the first n frames only (under
+	 * callgrind, where all 96 take an hour). */
+	const char *fe = getenv("DRAPE_DEFORM_TIMING_FRAMES");
+	if (fe != NULL && atoi(fe) > 1 && (uint32_t)atoi(fe) < w.frames)
+		w.frames = (uint32_t)atoi(fe);
 	double ms[3] = {0, 0, 0}, cms[3] = {0, 0, 0}, cpu[3] = {0, 0, 0};
+	uint32_t nf = 1;
 	float smax[3] = {0, 0, 0};
 	/* Run 2 is the cloth without any collider (falling freely): the
 	 * solver's own work, so that a run's CPU minus it is its collider's
 	 * work, without the waits a loaded machine adds to wall times. */
+	/* DRAPE_DEFORM_TIMING_ONLY=static, walking or none runs that one
+	 * alone (a profile of one body). */
+	const char *only = getenv("DRAPE_DEFORM_TIMING_ONLY");
+	const char *names[3] = {"static", "walking", "none"};
 	for (int run = 0; run < 3; run++) {
+		if (only != NULL && strcmp(only, names[run]) != 0)
+			continue;
 		int animated = run == 2 ? -1 : run;
 		drape_sim *sim = NULL;
 		drape_error err;
 		double t0 = now_s();
 		CHECKF(walk_sim(&w, animated, &sim, &err) == DRAPE_OK, "%s", err.message);
+		/* DRAPE_DEFORM_TIMING_FROM=k steps frames 1 .. k-1 untimed
+		 * (frames 1-48 are the rest pose and the arms lowering; the
+		 * bench times walking frames from 51). */
+		const char *fr = getenv("DRAPE_DEFORM_TIMING_FROM");
+		uint32_t from = fr != NULL && atoi(fr) > 1 ? (uint32_t)atoi(fr) : 1;
+		if (from >= w.frames)
+			from = 1;
+		for (uint32_t f = 1; f < from; f++)
+			CHECK_OK(drape_sim_step(sim, NULL, &err));
 		double setup = now_s() - t0, c0 = cpu_s();
-		for (uint32_t f = 1; f < w.frames; f++) {
+		for (uint32_t f = from; f < w.frames; f++) {
 			drape_sim_stats st;
-			CHECK_OK(drape_sim_step(sim, &st, &err));
+			CHECK_OK(timed_step(sim, &st, &err));
 			ms[run] += st.solve_ms;
 			cms[run] += st.collide_ms;
 			smax[run] = st.max_strain > smax[run] ? st.max_strain : smax[run];
 		}
 		cpu[run] = (cpu_s() - c0) * 1e3;
+		nf = w.frames - from;
 		printf("  %s: setup %.2f s, %.2f ms/frame wall (%.2f ms CPU), colliders %.2f ms/frame (%.1f "
 		       "%%), max strain %.3f\n",
 		       run == 2 ? "no collider      " : run ? "walking (surface)" : "static (field)   ", setup,
-		       ms[run] / (w.frames - 1), cpu[run] / (w.frames - 1), cms[run] / (w.frames - 1),
+		       ms[run] / nf, cpu[run] / nf, cms[run] / nf,
 		       100.0 * cms[run] / ms[run], smax[run]);
 		drape_sim_destroy(sim);
 	}
-	printf("  walking / static = %.2f wall, %.2f CPU; collider share of the CPU (run minus no "
+	if (only == NULL)
+		printf("  walking / static = %.2f wall, %.2f CPU; collider share of the CPU (run minus no "
 	       "collider): static %.0f %%, walking %.0f %%\n",
 	       ms[1] / ms[0], cpu[1] / cpu[0], 100.0 * (cpu[0] - cpu[2]) / cpu[0],
 	       100.0 * (cpu[1] - cpu[2]) / cpu[1]);
