@@ -318,6 +318,48 @@ static inline void ee_queue(const sim_self *s, self_pairs *out, const sim_vec4 *
 		ee_flush(s, out, x, p, reach);
 }
 
+/*
+ * The members of one chunk whose boxes meet a box, gathered into a small
+ * structure of arrays in their order, for member_hits to test against
+ * many query boxes. A query box of chunk C's own members (a vertex's or
+ * an edge's swept box grown by the reach) lies inside C's grown chunk box:
+ * each bound is a member's bound less (or plus) the reach, and the chunk's
+ * the extreme of its members' less (plus) the same reach, and rounding is
+ * monotonic. So a member that misses C's grown box misses every such query
+ * box, and testing the gathered members gives the same hits, in the same
+ * order, as testing them all.
+ */
+#define SELF_COMPACT_STRIDE (SELF_CHUNK_MEMBERS + SELF_PAD)
+
+typedef struct self_compact {
+	float box[6 * SELF_COMPACT_STRIDE];
+	uint32_t v[3 * SELF_COMPACT_STRIDE];
+	uint32_t idx[SELF_COMPACT_STRIDE]; /* the member's index in the full arrays */
+	uint32_t n;
+} self_compact;
+
+static inline void compact_members(const float *restrict soa, size_t stride,
+				   const uint32_t *restrict vrows, int nv, uint32_t j0, uint32_t j1,
+				   const float g[6], self_compact *restrict c)
+{
+	c->n = member_hits(soa, stride, NULL, 0, 0, 0, j0, j1, g, c->idx);
+	for (uint32_t k = 0; k < c->n; k++) {
+		const uint32_t j = c->idx[k];
+		for (int a = 0; a < 6; a++)
+			c->box[a * SELF_COMPACT_STRIDE + k] = soa[(size_t)a * stride + j];
+		for (int r = 0; r < nv; r++)
+			c->v[r * SELF_COMPACT_STRIDE + k] = vrows[(size_t)r * stride + j];
+	}
+	/* The lanes member_hits reads past the end are masked off; zeroed so
+	 * that no uninitialised value is ever compared. */
+	for (uint32_t k = c->n; k < c->n + SELF_PAD; k++) {
+		for (int a = 0; a < 6; a++)
+			c->box[a * SELF_COMPACT_STRIDE + k] = 0.0f;
+		for (int r = 0; r < nv; r++)
+			c->v[r * SELF_COMPACT_STRIDE + k] = 0u;
+	}
+}
+
 /* Owned vertices of chunk V against the triangles of chunk T (the vertices
  * that cannot reach T's box dropped first), less the triangles that have
  * the vertex. */
@@ -328,14 +370,30 @@ static void vt_chunks(const sim_self *s, self_pairs *out, const sim_vec4 *restri
 	const size_t nvo = s->cv_start[s->chunk_count];
 	uint32_t nvi = member_hits(s->vsbox, nvo, NULL, 0, 0, 0, s->cv_start[V], s->cv_start[V + 1],
 				   &s->chunk_box[6 * (size_t)T], vi);
+	if (nvi == 0)
+		return;
+	/* With several vertices to test, T's triangles that V's grown box
+	 * misses are dropped once rather than once per vertex. */
+	self_compact ct;
+	const float *tsoa = s->sbox;
+	const uint32_t *tv = s->ct_v;
+	size_t tstride = s->nh;
+	uint32_t t0 = T * SELF_CHUNK, t1 = chunk_end(s, T);
+	const uint32_t *tmap = NULL;
+	if (nvi > 1 && V != T) {
+		compact_members(s->sbox, s->nh, s->ct_v, 3, t0, t1, &s->chunk_box[6 * (size_t)V], &ct);
+		if (ct.n == 0)
+			return;
+		tsoa = ct.box, tv = ct.v, tstride = SELF_COMPACT_STRIDE;
+		t0 = 0, t1 = ct.n, tmap = ct.idx;
+	}
 	for (uint32_t a = 0; a < nvi; a++) {
 		float g[6];
 		soa_box(s->vsbox, nvo, vi[a], reach, g);
 		const uint32_t v = s->cv[vi[a]];
-		uint32_t nh = member_hits(s->sbox, s->nh, s->ct_v, 3, v, v, T * SELF_CHUNK,
-					  chunk_end(s, T), g, hit);
+		uint32_t nh = member_hits(tsoa, tstride, tv, 3, v, v, t0, t1, g, hit);
 		for (uint32_t b = 0; b < nh; b++)
-			vt_consider(s, out, x, p, v, s->chunk_tri[hit[b]], reach);
+			vt_consider(s, out, x, p, v, s->chunk_tri[tmap ? tmap[hit[b]] : hit[b]], reach);
 	}
 }
 
@@ -357,15 +415,29 @@ static void ee_chunks(const sim_self *s, self_pairs *out, const sim_vec4 *restri
 		na = member_hits(s->esbox, neo, NULL, 0, 0, 0, s->ce_start[A], s->ce_start[A + 1],
 				 &s->chunk_box[6 * (size_t)B], ai);
 	}
+	/* With several edges of A to test, B's edges that A's grown box
+	 * misses are dropped once rather than once per edge. */
+	self_compact cb;
+	const float *bsoa = s->esbox;
+	const uint32_t *bv = s->ce_v;
+	size_t bstride = neo;
+	const uint32_t *bmap = NULL;
+	if (A != B && na > 1) {
+		compact_members(s->esbox, neo, s->ce_v, 2, s->ce_start[B], s->ce_start[B + 1],
+				&s->chunk_box[6 * (size_t)A], &cb);
+		if (cb.n == 0)
+			return;
+		bsoa = cb.box, bv = cb.v, bstride = SELF_COMPACT_STRIDE, bmap = cb.idx;
+	}
 	for (uint32_t a = 0; a < na; a++) {
 		float g[6];
 		soa_box(s->esbox, neo, ai[a], reach, g);
-		uint32_t j0 = A == B ? ai[a] + 1 : s->ce_start[B];
-		uint32_t nh = member_hits(s->esbox, neo, s->ce_v, 2, v0[ai[a]], v1[ai[a]], j0,
-					  s->ce_start[B + 1], g, hit);
+		uint32_t j0 = A == B ? ai[a] + 1 : bmap ? 0 : s->ce_start[B];
+		uint32_t j1 = bmap ? cb.n : s->ce_start[B + 1];
+		uint32_t nh = member_hits(bsoa, bstride, bv, 2, v0[ai[a]], v1[ai[a]], j0, j1, g, hit);
 		const uint32_t i = s->ce[ai[a]];
 		for (uint32_t b = 0; b < nh; b++) {
-			const uint32_t j = s->ce[hit[b]];
+			const uint32_t j = s->ce[bmap ? bmap[hit[b]] : hit[b]];
 			ee_queue(s, out, x, p, i < j ? i : j, i < j ? j : i, reach);
 		}
 	}
