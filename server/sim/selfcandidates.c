@@ -318,6 +318,57 @@ static inline void ee_queue(const sim_self *s, self_pairs *out, const sim_vec4 *
 		ee_flush(s, out, x, p, reach);
 }
 
+/*
+ * The edges of chunk B whose boxes meet chunk A's grown box, gathered into
+ * a small structure of arrays in their order, for member_hits to test
+ * against each of A's edges (ee_chunks). An owned edge's query box (its
+ * swept box grown by the reach) lies inside A's grown chunk box: each bound
+ * is the edge's bound less (or plus) the reach, the chunk's the extreme of
+ * its triangles' less (plus) the same reach, and rounding is monotonic. So
+ * an edge of B that misses A's grown box misses every such query box, and
+ * testing the gathered edges gives the same hits, in the same order, as
+ * testing them all. Measured with callgrind on a 120 x 120 sheet folding on
+ * a sphere (30 frames, one thread): 3.9 % fewer instructions in ee_chunks,
+ * 1.2 % fewer in the step, same positions to the bit. The same gathering
+ * for vt_chunks (16 triangles, two groups of eight) cost more than it
+ * saved (+16 % in vt_chunks), and gathering for fewer than
+ * SELF_COMPACT_MIN query edges as well.
+ */
+#define SELF_COMPACT_STRIDE (SELF_CHUNK_MEMBERS + SELF_PAD)
+
+/* Queries from which gathering pays: below, each query tests all members. */
+#define SELF_COMPACT_MIN 4u
+
+typedef struct self_compact {
+	float box[6 * SELF_COMPACT_STRIDE];
+	uint32_t v[2 * SELF_COMPACT_STRIDE]; /* the edges' two vertices */
+	uint32_t idx[SELF_COMPACT_STRIDE]; /* the member's index in the full arrays */
+	uint32_t n;
+} self_compact;
+
+static inline void compact_members(const float *restrict soa, size_t stride,
+				   const uint32_t *restrict vrows, int nv, uint32_t j0, uint32_t j1,
+				   const float g[6], self_compact *restrict c)
+{
+	c->n = member_hits(soa, stride, NULL, 0, 0, 0, j0, j1, g, c->idx);
+	for (uint32_t k = 0; k < c->n; k++) {
+		const uint32_t j = c->idx[k];
+		for (int a = 0; a < 6; a++)
+			c->box[a * SELF_COMPACT_STRIDE + k] = soa[(size_t)a * stride + j];
+		for (int r = 0; r < nv; r++)
+			c->v[r * SELF_COMPACT_STRIDE + k] = vrows[(size_t)r * stride + j];
+	}
+	/* The lanes member_hits reads past the end (up to the next multiple
+	 * of eight) are masked off; zeroed so that no uninitialised value is
+	 * ever compared. */
+	for (uint32_t k = c->n; k % 8u != 0; k++) {
+		for (int a = 0; a < 6; a++)
+			c->box[a * SELF_COMPACT_STRIDE + k] = 0.0f;
+		for (int r = 0; r < nv; r++)
+			c->v[r * SELF_COMPACT_STRIDE + k] = 0u;
+	}
+}
+
 /* Owned vertices of chunk V against the triangles of chunk T (the vertices
  * that cannot reach T's box dropped first), less the triangles that have
  * the vertex. */
@@ -357,15 +408,29 @@ static void ee_chunks(const sim_self *s, self_pairs *out, const sim_vec4 *restri
 		na = member_hits(s->esbox, neo, NULL, 0, 0, 0, s->ce_start[A], s->ce_start[A + 1],
 				 &s->chunk_box[6 * (size_t)B], ai);
 	}
+	/* With several edges of A to test, B's edges that A's grown box
+	 * misses are dropped once rather than once per edge. */
+	self_compact cb;
+	const float *bsoa = s->esbox;
+	const uint32_t *bv = s->ce_v;
+	size_t bstride = neo;
+	const uint32_t *bmap = NULL;
+	if (A != B && na >= SELF_COMPACT_MIN) {
+		compact_members(s->esbox, neo, s->ce_v, 2, s->ce_start[B], s->ce_start[B + 1],
+				&s->chunk_box[6 * (size_t)A], &cb);
+		if (cb.n == 0)
+			return;
+		bsoa = cb.box, bv = cb.v, bstride = SELF_COMPACT_STRIDE, bmap = cb.idx;
+	}
 	for (uint32_t a = 0; a < na; a++) {
 		float g[6];
 		soa_box(s->esbox, neo, ai[a], reach, g);
-		uint32_t j0 = A == B ? ai[a] + 1 : s->ce_start[B];
-		uint32_t nh = member_hits(s->esbox, neo, s->ce_v, 2, v0[ai[a]], v1[ai[a]], j0,
-					  s->ce_start[B + 1], g, hit);
+		uint32_t j0 = A == B ? ai[a] + 1 : bmap ? 0 : s->ce_start[B];
+		uint32_t j1 = bmap ? cb.n : s->ce_start[B + 1];
+		uint32_t nh = member_hits(bsoa, bstride, bv, 2, v0[ai[a]], v1[ai[a]], j0, j1, g, hit);
 		const uint32_t i = s->ce[ai[a]];
 		for (uint32_t b = 0; b < nh; b++) {
-			const uint32_t j = s->ce[hit[b]];
+			const uint32_t j = s->ce[bmap ? bmap[hit[b]] : hit[b]];
 			ee_queue(s, out, x, p, i < j ? i : j, i < j ? j : i, reach);
 		}
 	}
