@@ -376,8 +376,91 @@ static void test_weld_masses_and_pins(void)
 	uint32_t rep = b->weld_rep[b->rank ? b->rank[s.g.nv] : s.g.nv];
 	CHECKF(b->x[rep].w == 0.5f, "welded inverse mass %g, want 0.5", (double)b->x[rep].w);
 	drape_sim_destroy(b);
+
+	/* Painted properties meet at the seam: the copies (second panel) 6 mm
+	 * thick and of friction 0.4, the first panel 2 mm and 0.2: a weld
+	 * keeps the larger thickness and the mean friction. */
+	float *th = malloc(s.nv * sizeof *th), *fr = malloc(s.nv * sizeof *fr);
+	need(th && fr, "out of memory");
+	for (uint32_t i = 0; i < s.nv; i++) {
+		th[i] = i >= s.g.nv ? 0.006f : 0.002f;
+		fr[i] = i >= s.g.nv ? 0.4f : 0.2f;
+	}
+	strip_desc(&d, &s, NULL);
+	d.vertex_thickness = th;
+	d.vertex_friction = fr;
+	CHECK_OK(drape_sim_create(&d, &b, &err));
+	rep = b->weld_rep[b->rank ? b->rank[s.g.nv] : s.g.nv];
+	CHECKF(b->vthick[rep] == 0.006f && fabsf(b->vfric[rep] - 0.3f) < 1e-6f,
+	       "welded thickness %g friction %g", (double)b->vthick[rep], (double)b->vfric[rep]);
+	/* A vertex away from the seam keeps its own. */
+	uint32_t far = b->rank ? b->rank[0] : 0;
+	CHECK(b->vthick[far] == 0.002f && b->vfric[far] == 0.2f);
+	drape_sim_destroy(b);
+	free(th);
+	free(fr);
 	free(w);
 	free(x);
+	strip_free(&u);
+	strip_free(&s);
+}
+
+static int float_cmp(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x > y) - (x < y);
+}
+
+/* The fabric's warp direction beside a seam comes from the triangle's own
+ * uvs: the second panel's uv island moved 5 units along u (as a pattern
+ * layout places panels apart) leaves every edge's warp fraction as in the
+ * uncut strip, whose uvs are one island. */
+static void test_weld_keeps_each_panels_uvs(void)
+{
+	strip u, s;
+	strip_make(&u, 0.03f, 0);
+	strip_make(&s, 0.03f, 7);
+	float *uvu = malloc(u.nv * 2 * sizeof *uvu), *uvs = malloc(s.nv * 2 * sizeof *uvs);
+	need(uvu && uvs, "out of memory");
+	for (uint32_t i = 0; i < u.nv; i++) {
+		uvu[2 * i] = u.pos[3 * i] * 40.0f;
+		uvu[2 * i + 1] = u.pos[3 * i + 2] * 40.0f;
+	}
+	for (uint32_t i = 0; i < s.nv; i++) {
+		/* The second panel: the copies and every grid vertex past the cut. */
+		int second = i >= s.g.nv || i % s.nx > 7;
+		uvs[2 * i] = s.pos[3 * i] * 40.0f + (second ? 5.0f : 0.0f);
+		uvs[2 * i + 1] = s.pos[3 * i + 2] * 40.0f;
+	}
+	drape_error err;
+	drape_sim_desc d;
+	drape_sim *a = NULL, *b = NULL;
+	strip_desc(&d, &u, NULL);
+	d.uvs = uvu;
+	CHECK_OK(drape_sim_create(&d, &a, &err));
+	strip_desc(&d, &s, NULL);
+	d.uvs = uvs;
+	CHECK_OK(drape_sim_create(&d, &b, &err));
+	CHECK(a->stretch_count == b->stretch_count);
+	uint32_t n = a->stretch_count;
+	float *wa = malloc(n * sizeof *wa), *wb = malloc(n * sizeof *wb);
+	need(wa && wb, "out of memory");
+	memcpy(wa, a->xpbd.stretch_warp, n * sizeof *wa);
+	memcpy(wb, b->xpbd.stretch_warp, n * sizeof *wb);
+	qsort(wa, n, sizeof *wa, float_cmp);
+	qsort(wb, n, sizeof *wb, float_cmp);
+	double worst = 0.0;
+	for (uint32_t i = 0; i < n; i++)
+		worst = fmax(worst, fabs((double)wa[i] - wb[i]));
+	printf("  warp fractions of %u edges, welded against uncut: largest difference %.2g\n", n,
+	       worst);
+	CHECK(worst < 1e-4);
+	drape_sim_destroy(a);
+	drape_sim_destroy(b);
+	free(wa);
+	free(wb);
+	free(uvu);
+	free(uvs);
 	strip_free(&u);
 	strip_free(&s);
 }
@@ -450,6 +533,7 @@ int main(int argc, char **argv)
 		CHECK_TEST(test_welded_cantilever_bends_like_uncut),
 		CHECK_TEST(test_weld_same_bits_threads_and_restore),
 		CHECK_TEST(test_weld_masses_and_pins),
+		CHECK_TEST(test_weld_keeps_each_panels_uvs),
 		CHECK_TEST(test_weld_refusals_and_non_welds),
 	};
 	return check_main(argc, argv, tests, CHECK_COUNT(tests));
