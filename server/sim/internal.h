@@ -510,6 +510,12 @@ size_t sim_softpin_bytes(const drape_sim *sim);
 #define SIM_WELD_HARMONIC 1
 #define SIM_WELD_MAX 2
 int sim_weld_is_weld(const drape_sim_desc *d, uint32_t i);
+/* 1 when internal vertex i is a weld's follower: w = 0 without being a pin
+ * (the tethers and the pin counts leave it out). */
+static inline int sim_weld_follower(const drape_sim *sim, uint32_t i)
+{
+	return sim->weld_rep != NULL && sim->weld_rep[i] != i;
+}
 drape_err sim_weld_build(drape_sim *sim, const drape_sim_desc *d,
 			 uint32_t (*internal)(const drape_sim *, uint32_t), drape_error *err);
 void sim_weld_free(drape_sim *sim);
