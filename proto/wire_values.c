@@ -233,7 +233,7 @@ static const struct {
 	TF(bends),          TF(boundary_edges),     TF(nonmanifold_edges),
 	TF(zero_area_triangles), TF(degenerate_edges), TF(unreferenced_vertices),
 	TF(pinned_vertices), TF(long_range),        TF(colours),
-	TF(stitches),
+	TF(stitches),       TF(welds),
 };
 #undef TF
 

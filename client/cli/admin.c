@@ -556,10 +556,11 @@ int cli_cmd_check(int argc, char **argv)
 		printf("{\"vertices\":%u,\"triangles\":%u,\"edges\":%u,\"bends\":%u,"
 		       "\"boundary_edges\":%u,\"nonmanifold_edges\":%u,\"zero_area_triangles\":%u,"
 		       "\"degenerate_edges\":%u,\"unreferenced_vertices\":%u,\"pinned_vertices\":%u,"
+		       "\"welded_vertices\":%u,"
 		       "\"colliders\":%u,\"intersecting_pairs\":%llu,\"pairs\":[",
 		       t.vertices, t.triangles, t.edges, t.bends, t.boundary_edges, t.nonmanifold_edges,
 		       t.zero_area_triangles, t.degenerate_edges, t.unreferenced_vertices,
-		       t.pinned_vertices, (unsigned)sc.collider_count, (unsigned long long)count);
+		       t.pinned_vertices, t.welds, (unsigned)sc.collider_count, (unsigned long long)count);
 		for (uint32_t i = 0; i < shown; i++)
 			printf("%s[%u,%u]", i ? "," : "", pairs[i].a, pairs[i].b);
 		printf("],\"frames\":%u,\"start_frame\":%u,\"animations\":[", (unsigned)sc.frames,
@@ -590,6 +591,8 @@ int cli_cmd_check(int argc, char **argv)
 		printf("zero-area triangles:   %u\n", t.zero_area_triangles);
 		printf("unreferenced vertices: %u\n", t.unreferenced_vertices);
 		printf("pinned vertices:       %u\n", t.pinned_vertices);
+		if (t.welds > 0)
+			printf("welded vertices:       %u (one particle with their partners)\n", t.welds);
 		if (sc.pin_stiffness != NULL) {
 			uint32_t soft = 0;
 			for (uint32_t i = 0; i < sc.pin_count; i++)

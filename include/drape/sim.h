@@ -264,7 +264,8 @@ typedef struct drape_sim_topology {
 	uint32_t pinned_vertices;
 	uint32_t long_range;            /* long-range attachment records */
 	uint32_t colours;               /* colour groups over all constraint kinds */
-	uint32_t stitches;              /* stitches kept (desc.stitches) */
+	uint32_t stitches;              /* stitches kept (desc.stitches less the welds) */
+	uint32_t welds;                 /* vertices merged into another by a weld */
 } drape_sim_topology;
 
 /* Per-frame figures filled by drape_sim_step. */

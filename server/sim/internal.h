@@ -281,6 +281,15 @@ struct drape_sim {
 	uint32_t *obj;
 	uint8_t *obj_pass;
 	uint32_t obj_count;
+
+	/* Welds (weld.c), NULL and 0 without: weld_rep[i] the representative
+	 * of internal vertex i (i itself unless i is a follower), the
+	 * followers in increasing order, and the first stitch that is a weld
+	 * (for errors). */
+	uint32_t *weld_rep;
+	uint32_t *weld_follower;
+	uint32_t weld_count;
+	uint32_t weld_first;
 };
 
 /* ---- sim.c ---------------------------------------------------------------- */
@@ -303,6 +312,9 @@ struct drape_sim {
 /* Leaves out the body-feature contact (bodypush.c): the solver as it was
  * before issue 19, for the measurements and tests that compare with it. */
 #define SIM_CREATE_NO_BODYPUSH 8u
+/* Keeps every weld a rigid stitch (weld.c): the solver as it was before
+ * welds merged vertices, for the tests that compare with that hinge. */
+#define SIM_CREATE_NO_WELD 16u
 
 drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **out,
 			drape_error *err);
@@ -483,6 +495,38 @@ void sim_softpin_free(drape_sim *sim);
 void sim_softpin_reset(drape_sim *sim);
 void sim_softpin_project(drape_sim *sim, float dt);
 size_t sim_softpin_bytes(const drape_sim *sim);
+
+/* Welds (weld.c): a rigid vertex-vertex stitch whose ends are within
+ * SIM_WELD_TOLERANCE metres in the start and the rest shape merges them.
+ * is_weld says whether desc's stitch i is one; build makes sim->weld_*
+ * (`internal` maps a caller's vertex) before the triangles are copied;
+ * masses moves the followers' masses to their representatives (after the
+ * masses, before the pins); sync copies the representatives' x, p and v to
+ * the followers; combine merges a per-vertex array over each class
+ * (SIM_WELD_MEAN, _HARMONIC or _MAX; NULL means use src); warp retakes the
+ * fabric direction of the stretch edges beside a seam from the uvs. */
+#define SIM_WELD_TOLERANCE 1e-4f
+#define SIM_WELD_MEAN 0
+#define SIM_WELD_HARMONIC 1
+#define SIM_WELD_MAX 2
+int sim_weld_is_weld(const drape_sim_desc *d, uint32_t i);
+/* 1 when internal vertex i is a weld's follower: w = 0 without being a pin
+ * (the tethers and the pin counts leave it out). */
+static inline int sim_weld_follower(const drape_sim *sim, uint32_t i)
+{
+	return sim->weld_rep != NULL && sim->weld_rep[i] != i;
+}
+drape_err sim_weld_build(drape_sim *sim, const drape_sim_desc *d,
+			 uint32_t (*internal)(const drape_sim *, uint32_t), drape_error *err);
+void sim_weld_free(drape_sim *sim);
+size_t sim_weld_bytes(const drape_sim *sim);
+void sim_weld_masses(drape_sim *sim, const float *inv_mass,
+		     uint32_t (*caller)(const drape_sim *, uint32_t));
+void sim_weld_sync(drape_sim *sim);
+float *sim_weld_combine(const drape_sim *sim, const float *src, uint32_t tuple, int how,
+			uint32_t (*caller)(const drape_sim *, uint32_t), int *oom);
+drape_err sim_weld_warp(drape_sim *sim, const drape_sim_desc *d,
+			uint32_t (*internal)(const drape_sim *, uint32_t), drape_error *err);
 
 /* Rest scale (restscale.c): validate checks desc.rest_scale; apply scales
  * the stretch and shear rest lengths (after sim_xpbd_build, before the

@@ -505,6 +505,21 @@ int self_reserve(void **arr, uint32_t *cap, size_t size, uint64_t need)
 	return 0;
 }
 
+void sim_self_drop_orphans(sim_self *s, const uint32_t *vertices, uint32_t count)
+{
+	/* Both lists are increasing: one merge pass. */
+	uint32_t kept = 0, k = 0;
+	for (uint32_t i = 0; i < s->orphan_count; i++) {
+		uint32_t v = s->orphans[i];
+		while (k < count && vertices[k] < v)
+			k++;
+		if (k < count && vertices[k] == v)
+			continue;
+		s->orphans[kept++] = v;
+	}
+	s->orphan_count = kept;
+}
+
 void sim_self_set_objects(sim_self *s, const uint32_t *obj, const uint8_t *pass, uint32_t count)
 {
 	s->obj = obj;

@@ -35,6 +35,11 @@ void sim_self_destroy(sim_self *s);
  * earlier joins; count 0 removes them. Out of memory keeps the old ones. */
 drape_err sim_self_set_joins(sim_self *s, const uint32_t *pairs, uint32_t count, drape_error *err);
 
+/* Leaves vertices[0 .. count - 1] (increasing) out of the vertices in no
+ * triangle, which are otherwise tested against every triangle: a weld's
+ * followers (weld.c) are in no triangle and move with a vertex that is. */
+void sim_self_drop_orphans(sim_self *s, const uint32_t *vertices, uint32_t count);
+
 /* Gives the self-collision the cloth objects (objects.c): obj[v] the
  * object of vertex v, pass[a * count + b] nonzero when objects a and b
  * collide. The arrays are the caller's and must outlive s; obj NULL

@@ -161,6 +161,7 @@ void drape_sim_destroy(drape_sim *sim)
 	sim_softpin_free(sim);
 	sim_vertex_props_free(sim);
 	sim_objects_free(sim);
+	sim_weld_free(sim);
 	free(sim->wind_chunk);
 	free(sim->wind_col.start);
 	free(sim->stretch);
@@ -245,6 +246,14 @@ static inline uint32_t internal_of(const drape_sim *sim, uint32_t j)
 	return sim->rank ? sim->rank[j] : j;
 }
 
+/* The internal vertex that moves for the caller's vertex j: its weld's
+ * representative (weld.c), or its own internal vertex. */
+static uint32_t welded_of(const drape_sim *sim, uint32_t j)
+{
+	uint32_t i = internal_of(sim, j);
+	return sim->weld_rep ? sim->weld_rep[i] : i;
+}
+
 /* Tells the self-collision which vertices the stitches join (a with b0,
  * and with b1 for an edge point), so that a seam is not pushed open. */
 drape_err sim_join_stitches(drape_sim *sim, drape_error *err)
@@ -325,33 +334,78 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 		const float *q = &rest[3 * (size_t)caller_of(sim, i)];
 		sim->x[i] = (sim_vec4){q[0], q[1], q[2], 0.0f};
 	}
+	/* Welded vertices are one particle: the triangles name each weld's
+	 * representative, so the topology joins the panels (weld.c). */
+	if (!(flags & SIM_CREATE_NO_WELD) && (rc = sim_weld_build(sim, desc, internal_of, err)) != DRAPE_OK) {
+		drape_sim_destroy(sim);
+		return rc;
+	}
+	if (sim->weld_count > 0 && desc->params.tear_strain > 0.0f) {
+		const drape_stitch *w = &desc->stitches[sim->weld_first];
+		drape_sim_destroy(sim);
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"params.tear_strain: a cloth with welded seams cannot tear "
+					"(stitches[%u] welds vertices %u and %u); give the stitches a "
+					"stitch_k > 0 or tear the panels unwelded",
+					(uint32_t)(w - desc->stitches), w->a, w->b0);
+	}
 	for (size_t k = 0; k < (size_t)nt * 3; k++)
-		sim->tris[k] = internal_of(sim, desc->triangles[k]);
+		sim->tris[k] = welded_of(sim, desc->triangles[k]);
 
-	rc = sim_topology_build(sim, err);
+	/* A weld class's per-vertex properties, combined (weld.c says how). */
+	int oom[4];
+	float *c_rest = sim_weld_combine(sim, desc->rest_scale, 1, SIM_WELD_MEAN, caller_of, &oom[0]);
+	float *c_stiff = sim_weld_combine(sim, desc->stiffness_scale, 3, SIM_WELD_HARMONIC, caller_of,
+					  &oom[1]);
+	float *c_thick = sim_weld_combine(sim, desc->vertex_thickness, 1, SIM_WELD_MAX, caller_of,
+					  &oom[2]);
+	float *c_fric = sim_weld_combine(sim, desc->vertex_friction, 1, SIM_WELD_MEAN, caller_of,
+					 &oom[3]);
+	drape_sim_desc wd = *desc;
+	wd.rest_scale = c_rest ? c_rest : desc->rest_scale;
+	wd.stiffness_scale = c_stiff ? c_stiff : desc->stiffness_scale;
+	wd.vertex_thickness = c_thick ? c_thick : desc->vertex_thickness;
+	wd.vertex_friction = c_fric ? c_fric : desc->vertex_friction;
+	if (oom[0] || oom[1] || oom[2] || oom[3])
+		rc = drape_error_setf(err, DRAPE_ENOMEM, "stitches: out of memory for the welds");
+	if (rc == DRAPE_OK)
+		rc = sim_topology_build(sim, err);
 	if (rc == DRAPE_OK)
 		rc = sim_xpbd_build(sim, desc->uvs, err);
+	if (rc == DRAPE_OK)
+		rc = sim_weld_warp(sim, desc, internal_of, err);
 	if (rc == DRAPE_OK) {
-		sim_rest_scale_apply(sim, desc->rest_scale, caller_of);
-		sim_stiffness_scale_apply(sim, desc->stiffness_scale, caller_of);
-		rc = sim_vertex_props_build(sim, desc, caller_of, err);
+		sim_rest_scale_apply(sim, wd.rest_scale, caller_of);
+		sim_stiffness_scale_apply(sim, wd.stiffness_scale, caller_of);
+		rc = sim_vertex_props_build(sim, &wd, caller_of, err);
 	}
+	free(c_rest);
+	free(c_stiff);
+	free(c_thick);
+	free(c_fric);
 	if (rc == DRAPE_OK)
 		rc = sim_objects_build(sim, desc, internal_of, err);
 	if (rc != DRAPE_OK) {
 		drape_sim_destroy(sim);
 		return rc;
 	}
+	/* Followers are in no triangle; the topology counted them as
+	 * unreferenced. */
+	sim->topo.unreferenced_vertices -= sim->weld_count;
+	sim->topo.welds = sim->weld_count;
 	if (desc->inv_mass != NULL)
 		for (uint32_t i = 0; i < n; i++)
 			sim->x[i].w = desc->inv_mass[caller_of(sim, i)];
 	else
 		area_masses(sim);
+	sim_weld_masses(sim, desc->inv_mass, caller_of);
+	/* A pinned follower pins its representative. */
 	for (uint32_t i = 0; i < desc->pin_count; i++)
 		if (!sim_softpin_is_soft(desc, i))
-			sim->x[internal_of(sim, desc->pins[i])].w = 0.0f;
+			sim->x[welded_of(sim, desc->pins[i])].w = 0.0f;
 	for (uint32_t i = 0; i < n; i++) {
-		sim->topo.pinned_vertices += sim->x[i].w == 0.0f;
+		int follower = sim->weld_rep != NULL && sim->weld_rep[i] != i;
+		sim->topo.pinned_vertices += sim->x[i].w == 0.0f && !follower;
 		sim->p[i] = sim->x[i];
 	}
 	rc = sim_lra_build(sim, err);
@@ -377,17 +431,21 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 		drape_sim_destroy(sim);
 		return rc;
 	}
-	if (sim->self != NULL)
+	if (sim->self != NULL) {
 		sim_self_set_objects(sim->self, sim->obj, sim->obj_pass, sim->obj_count);
+		sim_self_drop_orphans(sim->self, sim->weld_follower, sim->weld_count);
+	}
 	if (desc->rest_positions != NULL)
 		for (uint32_t i = 0; i < n; i++) {
 			const float *q = &desc->positions[3 * (size_t)caller_of(sim, i)];
 			sim->x[i] = (sim_vec4){q[0], q[1], q[2], sim->x[i].w};
 			sim->p[i] = sim->x[i];
 		}
-	if ((rc = sim_stitch_build(sim, desc, internal_of, err)) != DRAPE_OK ||
+	/* Welded vertices start where their representative does, to the bit. */
+	sim_weld_sync(sim);
+	if ((rc = sim_stitch_build(sim, desc, welded_of, err)) != DRAPE_OK ||
 	    (rc = sim_join_stitches(sim, err)) != DRAPE_OK ||
-	    (rc = sim_softpin_build(sim, desc, internal_of, err)) != DRAPE_OK ||
+	    (rc = sim_softpin_build(sim, desc, welded_of, err)) != DRAPE_OK ||
 	    (sim->params.tear_strain > 0.0f && (rc = sim_tear_init(sim, desc, err)) != DRAPE_OK)) {
 		drape_sim_destroy(sim);
 		return rc;
@@ -421,6 +479,7 @@ drape_err drape_sim_set_params(drape_sim *sim, const drape_sim_params *p, drape_
 		    DRAPE_OK)
 			return rc;
 		sim_self_set_objects(sim->self, sim->obj, sim->obj_pass, sim->obj_count);
+		sim_self_drop_orphans(sim->self, sim->weld_follower, sim->weld_count);
 		if ((rc = sim_join_stitches(sim, err)) != DRAPE_OK) {
 			sim_self_destroy(sim->self);
 			sim->self = NULL;
@@ -722,6 +781,8 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 		/* commit() leaves w = 0 vertices alone; attached pins moved. */
 		for (uint32_t a = 0; a < sim->attach_count; a++)
 			sim->x[sim->attach[a].vertex] = sim->p[sim->attach[a].vertex];
+		/* Welded vertices move with their representative (weld.c). */
+		sim_weld_sync(sim);
 	}
 
 	uint32_t bad = count_nonfinite(sim);
@@ -867,6 +928,9 @@ drape_err drape_sim_set_state(drape_sim *sim, const float *xyz, const float *vel
 		sim->v[i] = w == 0.0f ? (sim_vec4){0.0f, 0.0f, 0.0f, 0.0f}
 				      : (sim_vec4){vel[j], vel[j + 1], vel[j + 2], 0.0f};
 	}
+	/* A weld is one particle: its followers take the representative's
+	 * state, whatever the caller gave them. */
+	sim_weld_sync(sim);
 	sim->frame = frame;
 	return DRAPE_OK;
 }
@@ -897,6 +961,7 @@ size_t sim_memory_bytes(const drape_sim *sim)
 	b += sim_tear_bytes(sim);
 	b += sim_vertex_props_bytes(sim);
 	b += sim_objects_bytes(sim);
+	b += sim_weld_bytes(sim);
 	return b;
 }
 
@@ -1061,7 +1126,7 @@ drape_err drape_sim_attach_pins(drape_sim *sim, const uint32_t *vertices, uint32
 			return drape_error_setf(err, DRAPE_ERANGE,
 						"pins.attach.vertices[%u]: %u >= vertex count %u", i,
 						vertices[i], sim->n);
-		if (sim->x[internal_of(sim, vertices[i])].w != 0.0f)
+		if (sim->x[welded_of(sim, vertices[i])].w != 0.0f)
 			return drape_error_setf(err, DRAPE_EINVAL,
 						"pins.attach.vertices[%u]: vertex %u is not pinned", i,
 						vertices[i]);
@@ -1080,7 +1145,8 @@ drape_err drape_sim_attach_pins(drape_sim *sim, const uint32_t *vertices, uint32
 		tmp[a] = (attach_sort){sim->attach[a], a};
 	/* attach[].vertex is internal (the step indexes p with it). */
 	for (uint32_t i = 0; i < count; i++) {
-		uint32_t vi = internal_of(sim, vertices[i]);
+		/* A welded vertex attaches its weld's representative. */
+		uint32_t vi = welded_of(sim, vertices[i]);
 		const sim_vec4 *x = &sim->x[vi];
 		sim_attach at = {vi, index, {x->x, x->y, x->z}, 0, {0, {0, 0, 0}, {0, 0, 0}}};
 		/* Bound to the skin too, so the pin follows if the collider

@@ -78,6 +78,8 @@ static inline sim_v3 stitch_point(const sim_stitch *s, const sim_vec4 *p)
 	return v3_add(v3_scale(b0, 1.0f - s->t), v3_scale(b1, s->t));
 }
 
+/* `internal` maps a caller's vertex to the one that moves for it (a weld's
+ * representative, weld.c): the welds' own stitches are left out. */
 drape_err sim_stitch_build(drape_sim *sim, const drape_sim_desc *d, uint32_t (*internal)(
 				   const drape_sim *, uint32_t), drape_error *err)
 {
@@ -90,19 +92,25 @@ drape_err sim_stitch_build(drape_sim *sim, const drape_sim_desc *d, uint32_t (*i
 	if (sim->stitch == NULL)
 		return drape_error_setf(err, DRAPE_ENOMEM, "stitches: cannot allocate %u",
 					d->stitch_count);
+	uint32_t kept = 0;
 	for (uint32_t i = 0; i < d->stitch_count; i++) {
 		const drape_stitch *in = &d->stitches[i];
-		sim_stitch *s = &sim->stitch[i];
+		sim_stitch *s = &sim->stitch[kept];
 		s->a = internal(sim, in->a);
 		s->b0 = internal(sim, in->b0);
 		s->b1 = internal(sim, in->b1);
+		/* A weld made its ends one vertex (weld.c); a stitch whose end
+		 * is welded to its own edge would only collapse that edge. */
+		if (s->a == s->b0 || s->a == s->b1)
+			continue;
 		/* A vertex-vertex stitch is the edge point at t = 0. */
 		s->t = in->b1 == in->b0 ? 0.0f : in->t;
 		s->lambda = 0.0f;
 		s->d0 = v3_len(v3_sub(v3_of4(sim->x[s->a]), stitch_point(s, sim->x)));
+		kept++;
 	}
-	sim->stitch_count = d->stitch_count;
-	sim->topo.stitches = d->stitch_count;
+	sim->stitch_count = kept;
+	sim->topo.stitches = kept;
 	return DRAPE_OK;
 }
 

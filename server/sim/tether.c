@@ -82,7 +82,7 @@ double sim_tether_slack(const drape_sim *sim)
 		if (sim->x[i].w > 0.0f)
 			mass += 1.0 / (double)sim->x[i].w;
 		else
-			pins++;
+			pins += !sim_weld_follower(sim, i);
 	}
 	for (uint32_t e = 0; e < sim->stretch_count; e++)
 		h += (double)sim->stretch[e].rest;

@@ -561,7 +561,7 @@ drape_err sim_lra_build(drape_sim *sim, drape_error *err)
 	const uint32_t n = sim->n, ne = sim->stretch_count;
 	uint32_t pins = 0;
 	for (uint32_t i = 0; i < n; i++)
-		pins += sim->x[i].w == 0.0f;
+		pins += sim->x[i].w == 0.0f && !sim_weld_follower(sim, i);
 	sim->lra = NULL;
 	sim->lra_count = 0;
 	if (pins == 0 || pins == n)
@@ -599,7 +599,7 @@ drape_err sim_lra_build(drape_sim *sim, drape_error *err)
 	for (uint32_t i = 0; i < n; i++) {
 		dist[i] = HUGE_VAL;
 		src[i] = UINT32_MAX;
-		if (sim->x[i].w == 0.0f) {
+		if (sim->x[i].w == 0.0f && !sim_weld_follower(sim, i)) {
 			dist[i] = 0.0;
 			src[i] = i;
 			heap_push(heap, &hn, (heap_item){0.0, i});

@@ -496,7 +496,7 @@ static void test_reply_roundtrip_create_run_cancel(void)
 	proto_reply_init(&r, PROTO_OP_SESSION_CREATE, 1);
 	r.u.create.session = 12;
 	memcpy(r.u.create.token, token16, 16);
-	r.u.create.topology = (drape_sim_topology){ 9, 8, 16, 8, 8, 1, 2, 3, 4, 3, 10, 7, 6 };
+	r.u.create.topology = (drape_sim_topology){ 9, 8, 16, 8, 8, 1, 2, 3, 4, 3, 10, 7, 6, 5 };
 	r.u.create.intersections = 5;
 	CHECK_OK(reply_roundtrip(&r, &d, &err));
 	CHECK(d.u.create.session == 12 && memcmp(d.u.create.token, token16, 16) == 0);

@@ -126,7 +126,7 @@ class drape_sim_topology(ctypes.Structure):
     _fields_ = [(n, ctypes.c_uint32) for n in (
         "vertices", "triangles", "edges", "bends", "boundary_edges", "nonmanifold_edges",
         "zero_area_triangles", "degenerate_edges", "unreferenced_vertices", "pinned_vertices",
-        "long_range", "colours", "stitches")]
+        "long_range", "colours", "stitches", "welds")]
 
 
 class drape_create_info(ctypes.Structure):
