@@ -29,7 +29,12 @@
 typedef struct demo_run {
 	uint32_t frames;
 	uint32_t max_through, max_frame, last_through;
+	/* Body edges through a cloth triangle, cloth edges through a body
+	 * triangle (bodythrough.h): most in a frame (that frame), last frame. */
+	uint32_t max_edges, max_edges_frame, last_edges;
+	uint32_t max_cedges, max_cedges_frame, last_cedges;
 	float deepest; /* over all frames, metres */
+	uint32_t deepest_frame, deepest_vertex, deepest_tri; /* where it was */
 	double ms;     /* solve ms per frame (wall) */
 	double cpu_ms; /* this thread's CPU ms per frame: the solve, without the waits of a loaded machine */
 } demo_run;
@@ -111,9 +116,19 @@ static int demo(const char *path, uint32_t frames, uint32_t flags, demo_run *r, 
 		}
 		if (bt.through > r->max_through)
 			r->max_through = bt.through, r->max_frame = f;
-		if (bt.deepest > r->deepest)
+		if (bt.deepest > r->deepest && bt.through > 0) {
 			r->deepest = bt.deepest;
+			r->deepest_frame = f;
+			r->deepest_vertex = bt.deepest_vertex;
+			r->deepest_tri = bt.deepest_tri;
+		}
 		r->last_through = bt.through;
+		if (bt.edges_through > r->max_edges)
+			r->max_edges = bt.edges_through, r->max_edges_frame = f;
+		if (bt.cloth_edges_in > r->max_cedges)
+			r->max_cedges = bt.cloth_edges_in, r->max_cedges_frame = f;
+		r->last_edges = bt.edges_through;
+		r->last_cedges = bt.cloth_edges_in;
 	}
 	r->ms /= r->frames;
 	r->cpu_ms /= r->frames;
@@ -131,6 +146,14 @@ static void print_run(const char *name, const char *how, const demo_run *r)
 	       "last frame %u; deepest %.1f mm; %.1f ms/frame wall, %.1f ms CPU\n",
 	       name, how, r->frames, r->max_through, r->max_frame, r->last_through,
 	       1e3 * r->deepest, r->ms, r->cpu_ms);
+	printf("    body edges through a cloth triangle: max %u (frame %u), last frame %u; cloth edges "
+	       "through a body triangle: max %u (frame %u), last frame %u\n",
+	       r->max_edges, r->max_edges_frame, r->last_edges, r->max_cedges, r->max_cedges_frame,
+	       r->last_cedges);
+	if (r->max_through > 0)
+		printf("    deepest through: body vertex %u at frame %u over cloth "
+		       "triangle %u\n",
+		       r->deepest_vertex, r->deepest_frame, r->deepest_tri);
 }
 
 /*
