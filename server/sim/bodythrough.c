@@ -131,7 +131,6 @@ typedef struct cross_ctx {
 	const uint32_t *tris;
 	dv3 p0, p1;            /* the segment */
 	dv3 out;               /* body edge: its outward normal; cloth edge: unused */
-	const float *face_nrm; /* cloth edge against the body: 3 per body triangle, outward */
 	double tol;
 	int hit;
 } cross_ctx;
@@ -168,11 +167,7 @@ static void cloth_edge_visit(void *vctx, uint32_t t)
 	dv3 n;
 	if (!seg_crosses(c->p0, c->p1, dat(c->pos, v[0]), dat(c->pos, v[1]), dat(c->pos, v[2]), d, &n))
 		return;
-	const float *o = &c->face_nrm[3 * (size_t)t];
-	double f = ddot(n, (dv3){o[0], o[1], o[2]});
-	double inside = f > 0.0 ? fmax(-d[0], -d[1]) : fmax(d[0], d[1]);
-	if (inside > c->tol)
-		c->hit = 1;
+	c->hit = 1;
 }
 
 /*
@@ -208,7 +203,7 @@ static int count_edges(const float *body, uint32_t nbv, const uint32_t *btris, u
 		}
 		for (uint32_t k = 0; k < nbe; k++) {
 			cross_ctx c = {cloth, ctris, dat(body, be[k].a), dat(body, be[k].b), {0, 0, 0},
-				       NULL, tol, 0};
+				       tol, 0};
 			const float *n0 = &fn[3 * (size_t)be[k].f0];
 			c.out = (dv3){n0[0], n0[1], n0[2]};
 			if (be[k].f1 != UINT32_MAX) {
@@ -226,7 +221,7 @@ static int count_edges(const float *body, uint32_t nbv, const uint32_t *btris, u
 		}
 		for (uint32_t k = 0; k < nce; k++) {
 			cross_ctx c = {body, btris, dat(cloth, ce[k].a), dat(cloth, ce[k].b), {0, 0, 0},
-				       fn, tol, 0};
+				       tol, 0};
 			float lo[3], hi[3];
 			const double e[2][3] = {{c.p0.x, c.p0.y, c.p0.z}, {c.p1.x, c.p1.y, c.p1.z}};
 			for (int j = 0; j < 3; j++) {

@@ -31,11 +31,13 @@
  *     normals, points to; the farther end when the triangle is seen within
  *     6 degrees of edge-on) more than tol beyond its plane;
  *   - cloth_edges_in: cloth edges (each once) that cross the interior of a
- *     body triangle with their inner end (behind the triangle's outward
- *     plane) more than tol inside. A ridge that went through the cloth
- *     shows here: the cloth's edges pass under its apex, in through one
- *     side and out through the other. So does a cloth vertex more than tol
- *     inside the body.
+ *     body triangle, by any amount: the cloth keeps its thickness off the
+ *     body, so a crossing at all is the body through the cloth, and the
+ *     distance of the edge's inner end behind the face's plane says
+ *     nothing of how far (under a knife edge it is the blade's width). A
+ *     ridge that went through the cloth shows here: the cloth's edges pass
+ *     under its apex, in through one side and out through the other. So
+ *     does a cloth vertex inside the body.
  */
 #ifndef DRAPE_SIM_BODYTHROUGH_H
 #define DRAPE_SIM_BODYTHROUGH_H
@@ -51,7 +53,7 @@ typedef struct sim_body_through {
 	uint32_t deepest_vertex; /* its body vertex (UINT32_MAX when no covered vertex is outside) */
 	uint32_t deepest_tri;    /* the cloth triangle it is over (UINT32_MAX with it) */
 	uint32_t edges_through;  /* body edges through a cloth triangle by more than tol */
-	uint32_t cloth_edges_in; /* cloth edges through a body triangle by more than tol */
+	uint32_t cloth_edges_in; /* cloth edges through a body triangle */
 } sim_body_through;
 
 /*
