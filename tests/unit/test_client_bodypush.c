@@ -35,6 +35,7 @@ typedef struct demo_run {
 	uint32_t max_cedges, max_cedges_frame, last_cedges;
 	float deepest; /* over all frames, metres */
 	uint32_t deepest_frame, deepest_vertex, deepest_tri; /* where it was */
+	float deepest_at[3], deepest_cloth[9]; /* the body vertex and the cloth triangle then */
 	double ms;     /* solve ms per frame (wall) */
 	double cpu_ms; /* this thread's CPU ms per frame: the solve, without the waits of a loaded machine */
 } demo_run;
@@ -121,6 +122,12 @@ static int demo(const char *path, uint32_t frames, uint32_t flags, demo_run *r, 
 			r->deepest_frame = f;
 			r->deepest_vertex = bt.deepest_vertex;
 			r->deepest_tri = bt.deepest_tri;
+			memcpy(r->deepest_at, body_pose(body, f) + 3 * (size_t)bt.deepest_vertex,
+			       sizeof r->deepest_at);
+			for (int k = 0; k < 3; k++)
+				memcpy(&r->deepest_cloth[3 * k],
+				       &x[3 * (size_t)sc.cloth.triangles[3 * (size_t)bt.deepest_tri + k]],
+				       3 * sizeof(float));
 		}
 		r->last_through = bt.through;
 		if (bt.edges_through > r->max_edges)
@@ -151,15 +158,18 @@ static void print_run(const char *name, const char *how, const demo_run *r)
 	       r->max_edges, r->max_edges_frame, r->last_edges, r->max_cedges, r->max_cedges_frame,
 	       r->last_cedges);
 	if (r->max_through > 0)
-		printf("    deepest through: body vertex %u at frame %u over cloth "
-		       "triangle %u\n",
-		       r->deepest_vertex, r->deepest_frame, r->deepest_tri);
+		printf("    deepest through: body vertex %u (%.3f %.3f %.3f) at frame %u over cloth "
+		       "triangle %u (%.3f %.3f %.3f / %.3f %.3f %.3f / %.3f %.3f %.3f)\n",
+		       r->deepest_vertex, r->deepest_at[0], r->deepest_at[1], r->deepest_at[2],
+		       r->deepest_frame, r->deepest_tri, r->deepest_cloth[0], r->deepest_cloth[1],
+		       r->deepest_cloth[2], r->deepest_cloth[3], r->deepest_cloth[4], r->deepest_cloth[5],
+		       r->deepest_cloth[6], r->deepest_cloth[7], r->deepest_cloth[8]);
 }
 
 /*
  * The figures of the README and the closing note, when
- * DRAPE_BODYPUSH_FIGURES is set: both demos in full, without the contact
- * and with it, in the same process. Nothing asserted (the short runs below
+ * DRAPE_BODYPUSH_FIGURES is set: both demos in full, without the contacts,
+ * with the vertex-face one and with both, in the same process. Nothing asserted (the short runs below
  * assert).
  */
 static void test_demo_figures(void)
@@ -172,13 +182,19 @@ static void test_demo_figures(void)
 	/* DRAPE_BODYPUSH_FIGURES=N (N > 1) stops after N frames. */
 	uint32_t frames = (uint32_t)atoi(getenv("DRAPE_BODYPUSH_FIGURES"));
 	frames = frames > 1 ? frames : 0;
+	/* Without the body-feature contacts, with the body's vertices against
+	 * the cloth's faces only (bodypush.c), and with the body's edges
+	 * against the cloth's edges too (bodyedge.c, the default). */
+	static const uint32_t flags[3] = {SIM_CREATE_NO_BODYPUSH, SIM_CREATE_NO_BODYEDGE, 0};
+	static const char *how[3] = {"without", "with the vertex-face body contact",
+				     "with the vertex-face and edge-edge body contacts"};
 	for (int s = 0; s < 2; s++)
-		for (int with = 0; with < 2; with++) {
+		for (int k = 0; k < 3; k++) {
 			demo_run r;
 			char msg[400];
-			CHECKF(demo(scenes[s], frames, with ? 0 : SIM_CREATE_NO_BODYPUSH, &r, msg, sizeof msg),
-			       "%s", msg);
-			print_run(scenes[s], with ? "with the body contact" : "without", &r);
+			CHECKF(demo(scenes[s], frames, flags[k], &r, msg, sizeof msg), "%s", msg);
+			print_run(scenes[s], how[k], &r);
+			fflush(stdout);
 		}
 }
 
