@@ -97,6 +97,12 @@ typedef struct be_body {
 	uint32_t nt, nv;
 	be_bedge *e;
 	uint32_t ne;
+	/* 3 per face: unit outward normals at the start pose (0 when
+	 * degenerate), once per substep for a moving body, once per pose
+	 * (its start positions and version) for a still one. */
+	float *fn;
+	const float *still_q0;
+	uint32_t still_version;
 } be_body;
 
 typedef struct be_pair {
@@ -178,8 +184,10 @@ void sim_bodyedge_free(sim_bodyedge *b)
 	free(b->side_at);
 	free(b->pinched);
 	sim_hash_free(&b->hash);
-	for (uint32_t i = 0; i < b->body_cap; i++)
+	for (uint32_t i = 0; i < b->body_cap; i++) {
 		free(b->body[i].e);
+		free(b->body[i].fn);
+	}
 	free(b->body);
 	free(b->pair);
 	free(b);
@@ -210,12 +218,15 @@ static int half_cmp(const void *pa, const void *pb)
 static int body_edges(be_body *bd, const sim_body_view *bv)
 {
 	free(bd->e);
+	free(bd->fn);
 	memset(bd, 0, sizeof *bd);
 	half_edge *h = malloc(3 * (size_t)bv->nt * sizeof *h + 1);
 	be_bedge *e = malloc(3 * (size_t)bv->nt / 2 * sizeof *e + sizeof *e);
-	if (h == NULL || e == NULL) {
+	float *fn = malloc(3 * (size_t)bv->nt * sizeof *fn + 1);
+	if (h == NULL || e == NULL || fn == NULL) {
 		free(h);
 		free(e);
+		free(fn);
 		return 0;
 	}
 	for (uint32_t t = 0; t < bv->nt; t++)
@@ -241,21 +252,26 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	bd->nv = bv->nv;
 	bd->e = e;
 	bd->ne = n;
+	bd->fn = fn;
 	return 1;
 }
 
-/* The unit outward normal of body face f at the start pose, 0 when
- * degenerate. */
-static int face_normal(const sim_body_view *bv, uint32_t f, sim_v3 *n)
+/* The unit outward normals of the body's faces at the start pose. */
+static void face_normals(be_body *bd, const sim_body_view *bv)
 {
-	const uint32_t *v = &bv->tris[3 * (size_t)f];
-	sim_v3 a = at3(bv->q0, v[0]);
-	sim_v3 c = v3_cross(v3_sub(at3(bv->q0, v[1]), a), v3_sub(at3(bv->q0, v[2]), a));
-	float l = v3_len(c);
-	if (!(l > 0.0f))
-		return 0;
-	*n = v3_scale(c, bv->orient / l);
-	return 1;
+	if (!bv->moving && bd->still_q0 == bv->q0 && bd->still_version == bv->version)
+		return;
+	bd->still_q0 = bv->moving ? NULL : bv->q0;
+	bd->still_version = bv->version;
+	for (uint32_t f = 0; f < bv->nt; f++) {
+		const uint32_t *v = &bv->tris[3 * (size_t)f];
+		sim_v3 a = at3(bv->q0, v[0]);
+		sim_v3 c = v3_cross(v3_sub(at3(bv->q0, v[1]), a), v3_sub(at3(bv->q0, v[2]), a));
+		float l = v3_len(c);
+		sim_v3 n = l > 0.0f ? v3_scale(c, bv->orient / l) : v3(0, 0, 0);
+		float *o = &bd->fn[3 * (size_t)f];
+		o[0] = n.x, o[1] = n.y, o[2] = n.z;
+	}
 }
 
 /* Appends a pair, growing the array by half again when full. 0 when out of
@@ -432,6 +448,7 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		 * which are then found by their triangles. */
 		if ((bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv) && !body_edges(bd, &bv))
 			continue;
+		face_normals(bd, &bv);
 		ridge r;
 		r.h = thickness + bv.thickness;
 		r.bv = &bv;
@@ -452,8 +469,8 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			}
 			if (!sim_box_overlap(pb, cloth_box))
 				continue;
-			sim_v3 n0, n1;
-			if (!face_normal(&bv, e->f0, &n0) || !face_normal(&bv, e->f1, &n1))
+			sim_v3 n0 = at3(bd->fn, e->f0), n1 = at3(bd->fn, e->f1);
+			if (!(v3_dot(n0, n0) > 0.0f && v3_dot(n1, n1) > 0.0f))
 				continue;
 			/* Convex: each face's far vertex below the other's plane. */
 			if (!(v3_dot(n0, v3_sub(at3(bv.q0, e->o1), r.q0a)) < 0.0f &&
@@ -595,6 +612,6 @@ size_t sim_bodyedge_bytes(const sim_bodyedge *b)
 						  2 * sizeof(uint32_t) + 3 * sizeof(float) + 1) +
 		   (size_t)b->pair_cap * sizeof(be_pair) + (size_t)b->body_cap * sizeof(be_body);
 	for (uint32_t i = 0; i < b->body_cap; i++)
-		s += (size_t)b->body[i].ne * sizeof(be_bedge);
+		s += (size_t)b->body[i].ne * sizeof(be_bedge) + 3 * (size_t)b->body[i].nt * sizeof(float);
 	return s;
 }
