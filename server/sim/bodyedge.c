@@ -19,11 +19,15 @@
  *     those boxes (selfhash.h, cells the boxes' mean size).
  *     Only ridges take part: the edge must be convex (each face's far
  *     vertex below the other face's plane) and sharp at the cloth's scale,
- *     the body falling away from it across half the cloth edge's length by
- *     more than BODYPUSH_SHARP h as in bodypush.c (sin(a/2) over that half
- *     for an exterior dihedral angle a, scaled by half / w past a face of
- *     width w < half). A flat or concave body edge cannot rise between the
- *     cloth's vertices, which rest on the faces beside it.
+ *     the body falling away from it across half the cloth edge's length
+ *     (sin(a/2) over that half for an exterior dihedral angle a) by more
+ *     than the contact distance h: the cloth edge's vertices resting on
+ *     the two faces then leave its middle under the crest. A flat or
+ *     concave body edge cannot rise between the cloth's vertices, which
+ *     rest on the faces beside it. And the ridge
+ *     must be at least half as long as the cloth edge: a shorter one has
+ *     its own vertices under the faces beside the cloth edge, which the
+ *     vertex-face contact keeps off them (see consider()).
  *  2. With the closest points of the two lines at the start (parameters s
  *     on the body edge, t on the cloth edge, both inside [0, 1]: a closest
  *     point at a vertex belongs to a vertex contact), the contact normal is
@@ -73,8 +77,14 @@
 
 #include "server/sim/selfhash.h"
 
-/* As in bodypush.c: the fall that makes a feature, and the largest lever. */
-#define BODYEDGE_SHARP 0.25f
+/* The fall across a ridge, over half the cloth edge, as a fraction of the
+ * contact distance, from which the crest comes through a cloth edge whose
+ * vertices rest on its two faces: 1, the crest through the cloth, not
+ * merely closer than the contact distance (bodypush.c takes 0.25 for its
+ * vertices; at 0.25 the demo body's fine edges made 10,000 ridges to look
+ * up every substep, doubling the solve, for crossings the vertex-face
+ * contact already prevents). As in bodypush.c, the largest lever. */
+#define BODYEDGE_SHARP 1.0f
 #define BODYEDGE_LEVER 2.0f
 /* sin^2 of the angle below which two edges are taken as parallel (11.5
  * degrees). */
@@ -103,6 +113,13 @@ typedef struct be_body {
 	float *fn;
 	const float *still_q0;
 	uint32_t still_version;
+	/* The edges that are ridges at contact distance ridge_h (convex, and
+	 * sharp at their own length: see classify()), for the pose whose
+	 * face normals fn holds. */
+	uint32_t *ridge;
+	uint32_t nridge;
+	float ridge_h;
+	int ridge_valid;
 } be_body;
 
 typedef struct be_pair {
@@ -187,6 +204,7 @@ void sim_bodyedge_free(sim_bodyedge *b)
 	for (uint32_t i = 0; i < b->body_cap; i++) {
 		free(b->body[i].e);
 		free(b->body[i].fn);
+		free(b->body[i].ridge);
 	}
 	free(b->body);
 	free(b->pair);
@@ -219,14 +237,17 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 {
 	free(bd->e);
 	free(bd->fn);
+	free(bd->ridge);
 	memset(bd, 0, sizeof *bd);
 	half_edge *h = malloc(3 * (size_t)bv->nt * sizeof *h + 1);
 	be_bedge *e = malloc(3 * (size_t)bv->nt / 2 * sizeof *e + sizeof *e);
 	float *fn = malloc(3 * (size_t)bv->nt * sizeof *fn + 1);
-	if (h == NULL || e == NULL || fn == NULL) {
+	uint32_t *rg = malloc(3 * (size_t)bv->nt / 2 * sizeof *rg + sizeof *rg);
+	if (h == NULL || e == NULL || fn == NULL || rg == NULL) {
 		free(h);
 		free(e);
 		free(fn);
+		free(rg);
 		return 0;
 	}
 	for (uint32_t t = 0; t < bv->nt; t++)
@@ -253,6 +274,7 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	bd->e = e;
 	bd->ne = n;
 	bd->fn = fn;
+	bd->ridge = rg;
 	return 1;
 }
 
@@ -263,6 +285,7 @@ static void face_normals(be_body *bd, const sim_body_view *bv)
 		return;
 	bd->still_q0 = bv->moving ? NULL : bv->q0;
 	bd->still_version = bv->version;
+	bd->ridge_valid = 0;
 	for (uint32_t f = 0; f < bv->nt; f++) {
 		const uint32_t *v = &bv->tris[3 * (size_t)f];
 		sim_v3 a = at3(bv->q0, v[0]);
@@ -311,11 +334,11 @@ static int closest_lines(sim_v3 a, sim_v3 u, sim_v3 c, sim_v3 v, float *s, float
 }
 
 /* The ridge (q0a - q0b at the start, q1a - q1b at the end, outward normal
- * nb, exterior angle's half-sine sh, narrower face's width w) against
+ * nb, exterior angle's half-sine sh, length len) against
  * cloth edge k: kept as step 2 of the header says. */
 typedef struct ridge {
 	sim_v3 q0a, q0b, q1a, q1b, nb;
-	float sh, w, h, motion;
+	float sh, h, motion, len;
 	const sim_body_view *bv;
 } ridge;
 
@@ -325,11 +348,20 @@ static void consider(sim_bodyedge *b, uint32_t k, const sim_vec4 *x, const sim_v
 	const be_cedge *ce = &b->ce[k];
 	sim_v3 xa = v3_of4(x[ce->a]), xb = v3_of4(x[ce->b]);
 	sim_v3 v = v3_sub(xb, xa);
-	/* Sharp for this cloth edge: the body falls away across half its
-	 * length by more than BODYEDGE_SHARP h. */
+	/* A body edge shorter than half the cloth edge has both its vertices
+	 * within a quarter of the cloth edge's length of the crossing, under
+	 * the two faces beside the cloth edge, where the body's vertices
+	 * against the cloth's faces (bodypush.c) hold them; the cloth over a
+	 * crest is a roof, so the crest between them stays under it too. Only
+	 * ridges long against the cloth need this contact (and the demo's fine
+	 * body under its coarse suit would otherwise make tens of thousands
+	 * of pairs for nothing). */
 	float half = 0.5f * v3_len(v);
-	float drop = half * r->sh * (r->w > half ? 1.0f : half / r->w);
-	if (!(drop > BODYEDGE_SHARP * r->h))
+	if (!(r->len >= half))
+		return;
+	/* Sharp for this cloth edge: the body falls away from the crest
+	 * across half its length by more than BODYEDGE_SHARP h. */
+	if (!(half * r->sh > BODYEDGE_SHARP * r->h))
 		return;
 	float s, t;
 	sim_v3 n;
@@ -378,6 +410,41 @@ static void consider(sim_bodyedge *b, uint32_t k, const sim_vec4 *x, const sim_v
 	pair_push(b, &pr);
 }
 
+/* The half-sine of edge e's exterior dihedral angle when it is convex
+ * (each face's far vertex below the other face's plane), else -1. */
+static float ridge_sharpness(const be_body *bd, const sim_body_view *bv, const be_bedge *e)
+{
+	sim_v3 n0 = at3(bd->fn, e->f0), n1 = at3(bd->fn, e->f1);
+	if (!(v3_dot(n0, n0) > 0.0f && v3_dot(n1, n1) > 0.0f))
+		return -1.0f;
+	sim_v3 a = at3(bv->q0, e->a);
+	if (!(v3_dot(n0, v3_sub(at3(bv->q0, e->o1), a)) < 0.0f &&
+	      v3_dot(n1, v3_sub(at3(bv->q0, e->o0), a)) < 0.0f))
+		return -1.0f;
+	return sqrtf(fmaxf(0.0f, 0.5f * (1.0f - v3_dot(n0, n1))));
+}
+
+/* Lists the ridges of the start pose: convex edges sharp at their own
+ * length (consider() pairs an edge only with cloth edges at most twice as
+ * long, so len sh bounds the fall it can test), for contact distance h.
+ * Once per pose for a still body, every substep for a moving one. */
+static void classify(be_body *bd, const sim_body_view *bv, float h)
+{
+	if (bd->ridge_valid && bd->ridge_h == h)
+		return;
+	uint32_t n = 0;
+	for (uint32_t k = 0; k < bd->ne; k++) {
+		const be_bedge *e = &bd->e[k];
+		float sh = ridge_sharpness(bd, bv, e);
+		float len = v3_len(v3_sub(at3(bv->q0, e->b), at3(bv->q0, e->a)));
+		if (sh > 0.0f && len * sh > BODYEDGE_SHARP * h)
+			bd->ridge[n++] = k;
+	}
+	bd->nridge = n;
+	bd->ridge_h = h;
+	bd->ridge_valid = !bv->moving;
+}
+
 void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
 			const sim_vec4 *p, float thickness)
 {
@@ -403,8 +470,11 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 	const float grow = hmax + 1e-3f;
 	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
 	double size = 0.0;
+	float half_max = 0.0f; /* the longest cloth edge at x, halved below */
 	for (uint32_t k = 0; k < b->nce; k++) {
 		float *bx = &b->box[6 * (size_t)k];
+		float el = v3_len(v3_sub(v3_of4(x[b->ce[k].a]), v3_of4(x[b->ce[k].b])));
+		half_max = el > half_max ? el : half_max;
 		const sim_vec4 *q[4] = {&x[b->ce[k].a], &x[b->ce[k].b], &p[b->ce[k].a], &p[b->ce[k].b]};
 		for (int j = 0; j < 3; j++)
 			bx[j] = INFINITY, bx[j + 3] = -INFINITY;
@@ -424,6 +494,7 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			hi[j] = fmaxf(hi[j], bx[j + 3]);
 		}
 	}
+	half_max *= 0.5f;
 	float cell = (float)(size / b->nce) + grow;
 	if (!(cell > 1e-4f) || !isfinite(cell))
 		cell = 1e-4f;
@@ -452,8 +523,9 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		ridge r;
 		r.h = thickness + bv.thickness;
 		r.bv = &bv;
-		for (uint32_t k = 0; k < bd->ne; k++) {
-			const be_bedge *e = &bd->e[k];
+		classify(bd, &bv, r.h);
+		for (uint32_t ri = 0; ri < bd->nridge; ri++) {
+			const be_bedge *e = &bd->e[bd->ridge[ri]];
 			r.q0a = at3(bv.q0, e->a), r.q0b = at3(bv.q0, e->b);
 			r.q1a = at3(bv.q1, e->a), r.q1b = at3(bv.q1, e->b);
 			float pb[6];
@@ -470,22 +542,18 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			if (!sim_box_overlap(pb, cloth_box))
 				continue;
 			sim_v3 n0 = at3(bd->fn, e->f0), n1 = at3(bd->fn, e->f1);
-			if (!(v3_dot(n0, n0) > 0.0f && v3_dot(n1, n1) > 0.0f))
-				continue;
-			/* Convex: each face's far vertex below the other's plane. */
-			if (!(v3_dot(n0, v3_sub(at3(bv.q0, e->o1), r.q0a)) < 0.0f &&
-			      v3_dot(n1, v3_sub(at3(bv.q0, e->o0), r.q0a)) < 0.0f))
-				continue;
-			float c = v3_dot(n0, n1);
-			r.sh = sqrtf(fmaxf(0.0f, 0.5f * (1.0f - c)));
+			r.sh = ridge_sharpness(bd, &bv, e);
 			sim_v3 u = v3_sub(r.q0b, r.q0a);
 			float ul = v3_len(u);
 			if (!(ul > 0.0f))
 				continue;
-			float w0 = v3_len(v3_cross(u, v3_sub(at3(bv.q0, e->o0), r.q0a))) / ul;
-			float w1 = v3_len(v3_cross(u, v3_sub(at3(bv.q0, e->o1), r.q0a))) / ul;
-			r.w = fminf(w0, w1);
-			if (!(r.w > 0.0f))
+			r.len = ul;
+			/* The sharpness of consider() at the longest cloth edge
+			 * this ridge may pair with (half of it at most its own
+			 * length, and the cloth's longest): the fall grows with
+			 * the half, so a ridge too smooth there is too smooth for
+			 * every cloth edge, and is not looked up. */
+			if (!(fminf(ul, half_max) * r.sh > BODYEDGE_SHARP * r.h))
 				continue;
 			sim_v3 nb = v3_add(n0, n1);
 			float nl = v3_len(nb);
@@ -612,6 +680,7 @@ size_t sim_bodyedge_bytes(const sim_bodyedge *b)
 						  2 * sizeof(uint32_t) + 3 * sizeof(float) + 1) +
 		   (size_t)b->pair_cap * sizeof(be_pair) + (size_t)b->body_cap * sizeof(be_body);
 	for (uint32_t i = 0; i < b->body_cap; i++)
-		s += (size_t)b->body[i].ne * sizeof(be_bedge) + 3 * (size_t)b->body[i].nt * sizeof(float);
+		s += (size_t)b->body[i].ne * (sizeof(be_bedge) + sizeof(uint32_t)) +
+		     3 * (size_t)b->body[i].nt * sizeof(float);
 	return s;
 }
