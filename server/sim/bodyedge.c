@@ -7,8 +7,8 @@
  * crossing a cloth edge: a ridge finer than the cloth (a shin's crest, a
  * finger, a knife edge) whose two vertices lie beyond the cloth's span,
  * with the cloth's edges passing over its crest between its ends. This is
- * the edge-edge half of the contact pair (Bridson, Fedkiw, Anderson 2002,
- * section 7.1; the same constraint as cloth-cloth edge contact with one
+ * the edge-edge half of the contact pair (the edge-edge proximity test of
+ * Bridson, Fedkiw, Anderson 2002; the same constraint as cloth-cloth edge contact with one
  * edge kinematic):
  *
  *  1. Once per substep, for each edge of every mesh collider (static, rigid
@@ -53,8 +53,8 @@
  *  3. Each iteration, for each pair in order: the closest points again at
  *     p and q1, n as above; when C = h - n . (c - b) > 0 the cloth edge's
  *     vertices move along n by w_k b_k / (w_0 b_0^2 + w_1 b_1^2) C, with
- *     b = (1 - t, t) (the edge-edge projection of PBD with the body's
- *     inverse mass 0; Müller et al. 2006 section 3.3). A push larger than
+ *     b = (1 - t, t) (a PBD projection of the edge point with the body's
+ *     inverse mass 0, Müller et al. 2006). A push larger than
  *     the motion possible in the substep is refused, and so is one that
  *     moves a vertex by more than BODYPUSH_LEVER times C (next to a pin).
  *  4. Friction: the tangential motion of the cloth point relative to the
