@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "drape/sim.h"
+#include "server/sim/bodyedge.h"
 #include "server/sim/bodypush.h"
 #include "server/sim/collider.h"
 #include "server/sim/selfcollide.h"
@@ -265,6 +266,9 @@ struct drape_sim {
 	/* The body's vertices against the cloth's triangles (bodypush.c);
 	 * NULL with SIM_CREATE_NO_BODYPUSH. */
 	sim_bodypush *bodypush;
+	/* The body's edges against the cloth's edges (bodyedge.c); NULL with
+	 * SIM_CREATE_NO_BODYPUSH or SIM_CREATE_NO_BODYEDGE. */
+	sim_bodyedge *bodyedge;
 
 	/* Tearing (tear.c): what a rebuild of the torn mesh needs, made at
 	 * create when params.tear_strain > 0, else NULL. */
@@ -315,6 +319,10 @@ struct drape_sim {
 /* Keeps every weld a rigid stitch (weld.c): the solver as it was before
  * welds merged vertices, for the tests that compare with that hinge. */
 #define SIM_CREATE_NO_WELD 16u
+/* Leaves out only the body's edges against the cloth's edges (bodyedge.c),
+ * for the tests and figures that compare with the vertex-face contacts
+ * alone. */
+#define SIM_CREATE_NO_BODYEDGE 32u
 
 drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **out,
 			drape_error *err);

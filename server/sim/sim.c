@@ -179,6 +179,7 @@ void drape_sim_destroy(drape_sim *sim)
 	}
 	sim_colliders_free(&sim->colliders);
 	sim_bodypush_free(sim->bodypush);
+	sim_bodyedge_free(sim->bodyedge);
 	sim_self_destroy(sim->self);
 	free(sim->attach);
 	free(sim->order);
@@ -425,6 +426,11 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 	if (!(flags & SIM_CREATE_NO_BODYPUSH) && (sim->bodypush = sim_bodypush_create(nt)) == NULL) {
 		drape_sim_destroy(sim);
 		return drape_error_setf(err, DRAPE_ENOMEM, "sim: out of memory for the body contact");
+	}
+	if (!(flags & (SIM_CREATE_NO_BODYPUSH | SIM_CREATE_NO_BODYEDGE)) &&
+	    (sim->bodyedge = sim_bodyedge_create(sim->tris, nt)) == NULL) {
+		drape_sim_destroy(sim);
+		return drape_error_setf(err, DRAPE_ENOMEM, "sim: out of memory for the body edge contact");
 	}
 	if (sim->params.self_collision &&
 	    (rc = sim_self_create(sim->tris, sim->ntri, sim->n, sim->x, &sim->self, err)) != DRAPE_OK) {
@@ -720,6 +726,9 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			if (sim->bodypush != NULL)
 				sim_bodypush_begin(sim->bodypush, &sim->colliders, sim->tris, sim->ntri,
 						   sim->x, sim->p, P->thickness, s == 0);
+			if (sim->bodyedge != NULL)
+				sim_bodyedge_begin(sim->bodyedge, &sim->colliders, sim->x, sim->p,
+						   P->thickness);
 			collide_ms += now_ms() - tc;
 		}
 		if (selfc) {
@@ -754,13 +763,20 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			if (sim->colliders.count > 0) {
 				double tc = now_ms();
 				/* The body's features against the cloth's faces first,
-				 * serially (bodypush.c), then the cloth's vertices
-				 * against the body: where the two disagree (cloth
+				 * serially (bodypush.c), then the body's ridges against
+				 * the cloth's edges (bodyedge.c), then the cloth's
+				 * vertices against the body: where they disagree (cloth
 				 * pinched in a closing crease) the vertex contact has
-				 * the last word and no cloth vertex ends inside. */
+				 * the last word and no cloth vertex ends inside. The
+				 * edge pass follows the face pass because a face push
+				 * moves whole triangles by what a vertex lacks, and the
+				 * edge pass then corrects the edges those moves left
+				 * under a crest. */
 				uint32_t c = 0;
 				if (sim->bodypush != NULL)
 					c = sim_bodypush_project(sim->bodypush, sim->p, sim->x);
+				if (sim->bodyedge != NULL)
+					c += sim_bodyedge_project(sim->bodyedge, sim->p, sim->x);
 				c += sim_colliders_project_pool(&sim->colliders, sim->p, sim->x, n,
 								P->thickness, sim->pool);
 				/* The first iteration pushes most contacts out, so
@@ -958,6 +974,7 @@ size_t sim_memory_bytes(const drape_sim *sim)
 	b += sim_stitch_bytes(sim);
 	b += sim_softpin_bytes(sim);
 	b += sim_bodypush_bytes(sim->bodypush);
+	b += sim_bodyedge_bytes(sim->bodyedge);
 	b += sim_tear_bytes(sim);
 	b += sim_vertex_props_bytes(sim);
 	b += sim_objects_bytes(sim);

@@ -1,0 +1,686 @@
+/*
+ * The body's edges against the cloth's edges (bodyedge.h).
+ *
+ * Two triangle meshes meet vertex to face or edge to edge. The vertex
+ * contact keeps the cloth's vertices off the body's faces and bodypush.c
+ * the body's vertices off the cloth's faces; what is left is a body edge
+ * crossing a cloth edge: a ridge finer than the cloth (a shin's crest, a
+ * finger, a knife edge) whose two vertices lie beyond the cloth's span,
+ * with the cloth's edges passing over its crest between its ends. This is
+ * the edge-edge half of the contact pair (the edge-edge proximity test of
+ * Bridson, Fedkiw, Anderson 2002; the same constraint as cloth-cloth edge contact with one
+ * edge kinematic):
+ *
+ *  1. Once per substep, for each edge of every mesh collider (static, rigid
+ *     or deforming; ends q0 at the start and q1 at the end of the substep)
+ *     whose swept box meets the cloth's box, the cloth edges whose box over
+ *     their start and predicted positions (grown by h + 1 mm, h the cloth
+ *     thickness plus the collider's) meets it come from a spatial hash of
+ *     those boxes (selfhash.h, cells the boxes' mean size).
+ *     Only ridges take part: the edge must be convex (each face's far
+ *     vertex below the other face's plane) and sharp at the cloth's scale,
+ *     the body falling away from it across half the cloth edge's length
+ *     (sin(a/2) over that half for an exterior dihedral angle a) by more
+ *     than the contact distance h: the cloth edge's vertices resting on
+ *     the two faces then leave its middle under the crest. A flat or
+ *     concave body edge cannot rise between the cloth's vertices, which
+ *     rest on the faces beside it. And the ridge
+ *     must be at least half as long as the cloth edge: a shorter one has
+ *     its own vertices under the faces beside the cloth edge, which the
+ *     vertex-face contact keeps off them (see consider()).
+ *  2. With the closest points of the two lines at the start (parameters s
+ *     on the body edge, t on the cloth edge, both inside [0, 1]: a closest
+ *     point at a vertex belongs to a vertex contact), the contact normal is
+ *     n = u x v / |u x v| (u, v the edges' directions), turned to the
+ *     body's outer side: n . nb > 0 with nb the edge's outward normal, the
+ *     mean of its two faces' unit normals (outward by the mesh's enclosed
+ *     volume, as the collider holds it). Edges within 11.5 degrees of
+ *     parallel have no such normal (a cloth edge along a ridge has its
+ *     vertices on the ridge, for the vertex contact), nor has a pair whose
+ *     n is more than 60 degrees from nb (the cloth edge crossing the ridge
+ *     down one of its sides, held by that side's faces). The gap
+ *     g0 = n . (cloth point - body point) is the cloth edge's height over
+ *     the ridge; the pair is kept when g0 >= -h (on the outer side, or at
+ *     most h inside, which is brought back out) and small enough to close
+ *     in this substep. Since the side comes from the start and is enforced
+ *     at the end, a ridge that sweeps through the cloth edge within the
+ *     substep, however fast, pushes it back to the side it came from: the
+ *     continuous test linearised, as in bodypush.c and deform.c. A cloth
+ *     edge deeper inside is never pulled through.
+ *     A cloth edge met by ridges from opposite sides (n . n' < 0: between
+ *     two fingers closing, in a crease) is dropped as bodypush.c drops a
+ *     pinched face, and left to the vertex contact.
+ *  3. Each iteration, for each pair in order: the closest points again at
+ *     p and q1, n as above; when C = h - n . (c - b) > 0 the cloth edge's
+ *     vertices move along n by w_k b_k / (w_0 b_0^2 + w_1 b_1^2) C, with
+ *     b = (1 - t, t) (a PBD projection of the edge point with the body's
+ *     inverse mass 0, Müller et al. 2006). A push larger than
+ *     the motion possible in the substep is refused, and so is one that
+ *     moves a vertex by more than BODYPUSH_LEVER times C (next to a pin).
+ *  4. Friction: the tangential motion of the cloth point relative to the
+ *     body point over the substep, removed below static_friction C and
+ *     reduced by friction C otherwise (Macklin et al. 2014, eq. 24), as the
+ *     collider's other contacts do, so a sleeve is carried by the moving
+ *     arm's crest.
+ *
+ * It runs after bodypush.c and before the vertex contact (sim.c), which has
+ * the last word: where an edge push and a vertex disagree no cloth vertex
+ * is left inside the body. Serial, in a fixed order (bodies, their edges,
+ * the hash's order of cloth edges, each once), so the result is the same
+ * for any thread count and SIMD width.
+ */
+#include "server/sim/bodyedge.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/sim/selfhash.h"
+
+/* The fall across a ridge, over half the cloth edge, as a fraction of the
+ * contact distance, from which the crest comes through a cloth edge whose
+ * vertices rest on its two faces: 1, the crest through the cloth, not
+ * merely closer than the contact distance (bodypush.c takes 0.25 for its
+ * vertices; at 0.25 the demo body's fine edges made 10,000 ridges to look
+ * up every substep, doubling the solve, for crossings the vertex-face
+ * contact already prevents). As in bodypush.c, the largest lever. */
+#define BODYEDGE_SHARP 1.0f
+#define BODYEDGE_LEVER 2.0f
+/* sin^2 of the angle below which two edges are taken as parallel (11.5
+ * degrees). */
+#define BODYEDGE_PARALLEL 0.04f
+/* n . nb below which the cloth edge meets the ridge from its side. */
+#define BODYEDGE_FACING 0.5f
+
+typedef struct be_cedge {
+	uint32_t a, b;
+} be_cedge;
+
+/* A body edge: its ends, its two faces and their far vertices. */
+typedef struct be_bedge {
+	uint32_t a, b, f0, f1, o0, o1;
+} be_bedge;
+
+/* One collider's edge list, built for the triangle array it was made from. */
+typedef struct be_body {
+	const uint32_t *tris;
+	uint32_t nt, nv;
+	be_bedge *e;
+	uint32_t ne;
+	/* 3 per face: unit outward normals at the start pose (0 when
+	 * degenerate), once per substep for a moving body, once per pose
+	 * (its start positions and version) for a still one. */
+	float *fn;
+	const float *still_q0;
+	uint32_t still_version;
+	/* The edges that are ridges at contact distance ridge_h (convex, and
+	 * sharp at their own length: see classify()), for the pose whose
+	 * face normals fn holds. */
+	uint32_t *ridge;
+	uint32_t nridge;
+	float ridge_h;
+	int ridge_valid;
+} be_body;
+
+typedef struct be_pair {
+	uint32_t edge;  /* cloth edge */
+	sim_v3 b0, b1;  /* the body edge's ends at the end of the substep */
+	sim_v3 d0, d1;  /* and their motion over it */
+	sim_v3 nb;      /* the body's outward unit normal at the edge */
+	float h, reach; /* contact distance, the largest push accepted */
+	float mu, mus;
+} be_pair;
+
+struct sim_bodyedge {
+	uint32_t nce;
+	be_cedge *ce;
+	float *box;       /* 6 per cloth edge: the boxes hashed */
+	uint32_t *stamp;  /* per cloth edge: the last query that met it */
+	uint32_t epoch;
+	float *side;      /* 3 per cloth edge: the first pair's normal this substep */
+	uint32_t *side_at;/* per cloth edge: 1 + the substep's count when side is set */
+	uint8_t *pinched; /* per cloth edge: met from both sides this substep */
+	uint32_t substep;
+	sim_hash hash;
+	be_body *body;
+	uint32_t body_cap;
+	be_pair *pair;
+	uint32_t pair_count, pair_cap;
+};
+
+static int cedge_cmp(const void *pa, const void *pb)
+{
+	const be_cedge *x = pa, *y = pb;
+	if (x->a != y->a)
+		return x->a < y->a ? -1 : 1;
+	return x->b < y->b ? -1 : x->b > y->b;
+}
+
+sim_bodyedge *sim_bodyedge_create(const uint32_t *tris, uint32_t ntri)
+{
+	sim_bodyedge *b = calloc(1, sizeof *b);
+	if (b == NULL)
+		return NULL;
+	b->ce = malloc(3 * (size_t)ntri * sizeof *b->ce + 1);
+	if (b->ce == NULL) {
+		sim_bodyedge_free(b);
+		return NULL;
+	}
+	for (uint32_t t = 0; t < ntri; t++)
+		for (int k = 0; k < 3; k++) {
+			uint32_t u = tris[3 * (size_t)t + k], v = tris[3 * (size_t)t + (k + 1) % 3];
+			b->ce[3 * (size_t)t + k] = (be_cedge){u < v ? u : v, u < v ? v : u};
+		}
+	qsort(b->ce, 3 * (size_t)ntri, sizeof *b->ce, cedge_cmp);
+	uint32_t n = 0;
+	for (size_t k = 0; k < 3 * (size_t)ntri; k++)
+		if (n == 0 || b->ce[n - 1].a != b->ce[k].a || b->ce[n - 1].b != b->ce[k].b)
+			b->ce[n++] = b->ce[k];
+	b->nce = n;
+	b->box = malloc(6 * (size_t)n * sizeof *b->box + 1);
+	b->stamp = calloc((size_t)n + 1, sizeof *b->stamp);
+	b->side = malloc(3 * (size_t)n * sizeof *b->side + 1);
+	b->side_at = calloc((size_t)n + 1, sizeof *b->side_at);
+	b->pinched = calloc((size_t)n + 1, 1);
+	if (b->box == NULL || b->stamp == NULL || b->side == NULL || b->side_at == NULL ||
+	    b->pinched == NULL || sim_hash_init(&b->hash, n) != DRAPE_OK) {
+		sim_bodyedge_free(b);
+		return NULL;
+	}
+	return b;
+}
+
+void sim_bodyedge_free(sim_bodyedge *b)
+{
+	if (b == NULL)
+		return;
+	free(b->ce);
+	free(b->box);
+	free(b->stamp);
+	free(b->side);
+	free(b->side_at);
+	free(b->pinched);
+	sim_hash_free(&b->hash);
+	for (uint32_t i = 0; i < b->body_cap; i++) {
+		free(b->body[i].e);
+		free(b->body[i].fn);
+		free(b->body[i].ridge);
+	}
+	free(b->body);
+	free(b->pair);
+	free(b);
+}
+
+static inline sim_v3 at3(const float *pos, uint32_t v)
+{
+	return v3(pos[3 * (size_t)v], pos[3 * (size_t)v + 1], pos[3 * (size_t)v + 2]);
+}
+
+typedef struct half_edge {
+	uint32_t a, b, f, o;
+} half_edge;
+
+static int half_cmp(const void *pa, const void *pb)
+{
+	const half_edge *x = pa, *y = pb;
+	if (x->a != y->a)
+		return x->a < y->a ? -1 : 1;
+	if (x->b != y->b)
+		return x->b < y->b ? -1 : 1;
+	return x->f < y->f ? -1 : x->f > y->f;
+}
+
+/* The edges with exactly two faces of a collider's mesh (a border edge,
+ * or a non-manifold one, has no ridge to speak of), sorted; 0 when out of
+ * memory (the collider then takes no part). */
+static int body_edges(be_body *bd, const sim_body_view *bv)
+{
+	free(bd->e);
+	free(bd->fn);
+	free(bd->ridge);
+	memset(bd, 0, sizeof *bd);
+	half_edge *h = malloc(3 * (size_t)bv->nt * sizeof *h + 1);
+	be_bedge *e = malloc(3 * (size_t)bv->nt / 2 * sizeof *e + sizeof *e);
+	float *fn = malloc(3 * (size_t)bv->nt * sizeof *fn + 1);
+	uint32_t *rg = malloc(3 * (size_t)bv->nt / 2 * sizeof *rg + sizeof *rg);
+	if (h == NULL || e == NULL || fn == NULL || rg == NULL) {
+		free(h);
+		free(e);
+		free(fn);
+		free(rg);
+		return 0;
+	}
+	for (uint32_t t = 0; t < bv->nt; t++)
+		for (int k = 0; k < 3; k++) {
+			uint32_t u = bv->tris[3 * (size_t)t + k], v = bv->tris[3 * (size_t)t + (k + 1) % 3];
+			uint32_t o = bv->tris[3 * (size_t)t + (k + 2) % 3];
+			h[3 * (size_t)t + k] = (half_edge){u < v ? u : v, u < v ? v : u, t, o};
+		}
+	size_t nh = 3 * (size_t)bv->nt;
+	qsort(h, nh, sizeof *h, half_cmp);
+	uint32_t n = 0;
+	for (size_t k = 0; k < nh;) {
+		size_t j = k + 1;
+		while (j < nh && h[j].a == h[k].a && h[j].b == h[k].b)
+			j++;
+		if (j - k == 2 && n < 3 * (size_t)bv->nt / 2 + 1)
+			e[n++] = (be_bedge){h[k].a, h[k].b, h[k].f, h[k + 1].f, h[k].o, h[k + 1].o};
+		k = j;
+	}
+	free(h);
+	bd->tris = bv->tris;
+	bd->nt = bv->nt;
+	bd->nv = bv->nv;
+	bd->e = e;
+	bd->ne = n;
+	bd->fn = fn;
+	bd->ridge = rg;
+	return 1;
+}
+
+/* The unit outward normals of the body's faces at the start pose. */
+static void face_normals(be_body *bd, const sim_body_view *bv)
+{
+	if (!bv->moving && bd->still_q0 == bv->q0 && bd->still_version == bv->version)
+		return;
+	bd->still_q0 = bv->moving ? NULL : bv->q0;
+	bd->still_version = bv->version;
+	bd->ridge_valid = 0;
+	for (uint32_t f = 0; f < bv->nt; f++) {
+		const uint32_t *v = &bv->tris[3 * (size_t)f];
+		sim_v3 a = at3(bv->q0, v[0]);
+		sim_v3 c = v3_cross(v3_sub(at3(bv->q0, v[1]), a), v3_sub(at3(bv->q0, v[2]), a));
+		float l = v3_len(c);
+		sim_v3 n = l > 0.0f ? v3_scale(c, bv->orient / l) : v3(0, 0, 0);
+		float *o = &bd->fn[3 * (size_t)f];
+		o[0] = n.x, o[1] = n.y, o[2] = n.z;
+	}
+}
+
+/* Appends a pair, growing the array by half again when full. 0 when out of
+ * memory: the pair is dropped and the contact is weaker this substep. */
+static int pair_push(sim_bodyedge *b, const be_pair *pr)
+{
+	if (b->pair_count == b->pair_cap) {
+		uint32_t cap = b->pair_cap + b->pair_cap / 2 + 64;
+		be_pair *p = realloc(b->pair, (size_t)cap * sizeof *p);
+		if (p == NULL)
+			return 0;
+		b->pair = p;
+		b->pair_cap = cap;
+	}
+	b->pair[b->pair_count++] = *pr;
+	return 1;
+}
+
+/*
+ * The closest points of the lines through a + s u and c + t v: 0 when the
+ * two are within BODYEDGE_PARALLEL of parallel, else s, t and the unit
+ * normal u x v / |u x v|.
+ */
+static int closest_lines(sim_v3 a, sim_v3 u, sim_v3 c, sim_v3 v, float *s, float *t, sim_v3 *n)
+{
+	sim_v3 w = v3_sub(a, c);
+	float uu = v3_dot(u, u), uv = v3_dot(u, v), vv = v3_dot(v, v);
+	float uw = v3_dot(u, w), vw = v3_dot(v, w);
+	sim_v3 x = v3_cross(u, v);
+	float D = v3_dot(x, x);
+	if (!(D > BODYEDGE_PARALLEL * uu * vv))
+		return 0;
+	*s = (uv * vw - vv * uw) / D;
+	*t = (uu * vw - uv * uw) / D;
+	*n = v3_scale(x, 1.0f / sqrtf(D));
+	return 1;
+}
+
+/* The ridge (q0a - q0b at the start, q1a - q1b at the end, outward normal
+ * nb, exterior angle's half-sine sh, length len) against
+ * cloth edge k: kept as step 2 of the header says. */
+typedef struct ridge {
+	sim_v3 q0a, q0b, q1a, q1b, nb;
+	float sh, h, motion, len;
+	const sim_body_view *bv;
+} ridge;
+
+static void consider(sim_bodyedge *b, uint32_t k, const sim_vec4 *x, const sim_vec4 *p,
+		     const ridge *r)
+{
+	const be_cedge *ce = &b->ce[k];
+	sim_v3 xa = v3_of4(x[ce->a]), xb = v3_of4(x[ce->b]);
+	sim_v3 v = v3_sub(xb, xa);
+	/* A body edge shorter than half the cloth edge has both its vertices
+	 * within a quarter of the cloth edge's length of the crossing, under
+	 * the two faces beside the cloth edge, where the body's vertices
+	 * against the cloth's faces (bodypush.c) hold them; the cloth over a
+	 * crest is a roof, so the crest between them stays under it too. Only
+	 * ridges long against the cloth need this contact (and the demo's fine
+	 * body under its coarse suit would otherwise make tens of thousands
+	 * of pairs for nothing). */
+	float half = 0.5f * v3_len(v);
+	if (!(r->len >= half))
+		return;
+	/* Sharp for this cloth edge: the body falls away from the crest
+	 * across half its length by more than BODYEDGE_SHARP h. */
+	if (!(half * r->sh > BODYEDGE_SHARP * r->h))
+		return;
+	float s, t;
+	sim_v3 n;
+	if (!closest_lines(r->q0a, v3_sub(r->q0b, r->q0a), xa, v, &s, &t, &n))
+		return;
+	if (!(s >= 0.0f && s <= 1.0f && t >= 0.0f && t <= 1.0f))
+		return;
+	float f = v3_dot(n, r->nb);
+	if (f < 0.0f) {
+		n = v3_scale(n, -1.0f);
+		f = -f;
+	}
+	if (!(f >= BODYEDGE_FACING))
+		return;
+	sim_v3 bp = v3_add(r->q0a, v3_scale(v3_sub(r->q0b, r->q0a), s));
+	sim_v3 cp = v3_add(xa, v3_scale(v, t));
+	float g0 = v3_dot(n, v3_sub(cp, bp));
+	if (!(g0 >= -r->h))
+		return;
+	float motion = fmaxf(v3_len(v3_sub(v3_of4(p[ce->a]), xa)), v3_len(v3_sub(v3_of4(p[ce->b]), xb)));
+	/* The iterations may carry the cloth further than its prediction:
+	 * twice its motion, as bodypush.c and deform.c allow. */
+	float reach = r->h + r->motion + 2.0f * motion + 1e-3f;
+	if (!(g0 <= reach))
+		return;
+	/* Met from both sides in this substep: pinched (see the header). */
+	float *sd = &b->side[3 * (size_t)k];
+	if (b->side_at[k] != b->substep) {
+		b->side_at[k] = b->substep;
+		sd[0] = n.x, sd[1] = n.y, sd[2] = n.z;
+		b->pinched[k] = 0;
+	} else if (v3_dot(n, v3(sd[0], sd[1], sd[2])) < 0.0f) {
+		b->pinched[k] = 1;
+	}
+	const sim_body_view *bv = r->bv;
+	be_pair pr = {k,
+		      r->q1a,
+		      r->q1b,
+		      v3_sub(r->q1a, r->q0a),
+		      v3_sub(r->q1b, r->q0b),
+		      r->nb,
+		      r->h,
+		      reach + r->h,
+		      bv->friction,
+		      bv->static_friction};
+	pair_push(b, &pr);
+}
+
+/* The half-sine of edge e's exterior dihedral angle when it is convex
+ * (each face's far vertex below the other face's plane), else -1. */
+static float ridge_sharpness(const be_body *bd, const sim_body_view *bv, const be_bedge *e)
+{
+	sim_v3 n0 = at3(bd->fn, e->f0), n1 = at3(bd->fn, e->f1);
+	if (!(v3_dot(n0, n0) > 0.0f && v3_dot(n1, n1) > 0.0f))
+		return -1.0f;
+	sim_v3 a = at3(bv->q0, e->a);
+	if (!(v3_dot(n0, v3_sub(at3(bv->q0, e->o1), a)) < 0.0f &&
+	      v3_dot(n1, v3_sub(at3(bv->q0, e->o0), a)) < 0.0f))
+		return -1.0f;
+	return sqrtf(fmaxf(0.0f, 0.5f * (1.0f - v3_dot(n0, n1))));
+}
+
+/* Lists the ridges of the start pose: convex edges sharp at their own
+ * length (consider() pairs an edge only with cloth edges at most twice as
+ * long, so len sh bounds the fall it can test), for contact distance h.
+ * Once per pose for a still body, every substep for a moving one. */
+static void classify(be_body *bd, const sim_body_view *bv, float h)
+{
+	if (bd->ridge_valid && bd->ridge_h == h)
+		return;
+	uint32_t n = 0;
+	for (uint32_t k = 0; k < bd->ne; k++) {
+		const be_bedge *e = &bd->e[k];
+		float sh = ridge_sharpness(bd, bv, e);
+		float len = v3_len(v3_sub(at3(bv->q0, e->b), at3(bv->q0, e->a)));
+		if (sh > 0.0f && len * sh > BODYEDGE_SHARP * h)
+			bd->ridge[n++] = k;
+	}
+	bd->nridge = n;
+	bd->ridge_h = h;
+	bd->ridge_valid = !bv->moving;
+}
+
+void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
+			const sim_vec4 *p, float thickness)
+{
+	b->pair_count = 0;
+	/* A new stamp for the pinch marks; 0 is never a substep's. */
+	if (++b->substep == 0) {
+		memset(b->side_at, 0, (size_t)b->nce * sizeof *b->side_at);
+		b->substep = 1;
+	}
+	float hmax = 0.0f;
+	uint32_t bodies = 0;
+	for (uint32_t ci = 0; ci < set->count; ci++) {
+		sim_body_view bv;
+		if (!sim_colliders_body(set, ci, &bv))
+			continue;
+		bodies++;
+		hmax = fmaxf(hmax, thickness + bv.thickness);
+	}
+	if (bodies == 0 || b->nce == 0)
+		return;
+	/* The cloth edges' boxes over x and p, grown by the largest contact
+	 * distance and a millimetre; the cell is their mean size. */
+	const float grow = hmax + 1e-3f;
+	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+	double size = 0.0;
+	float half_max = 0.0f; /* the longest cloth edge at x, halved below */
+	for (uint32_t k = 0; k < b->nce; k++) {
+		float *bx = &b->box[6 * (size_t)k];
+		float el = v3_len(v3_sub(v3_of4(x[b->ce[k].a]), v3_of4(x[b->ce[k].b])));
+		half_max = el > half_max ? el : half_max;
+		const sim_vec4 *q[4] = {&x[b->ce[k].a], &x[b->ce[k].b], &p[b->ce[k].a], &p[b->ce[k].b]};
+		for (int j = 0; j < 3; j++)
+			bx[j] = INFINITY, bx[j + 3] = -INFINITY;
+		for (int m = 0; m < 4; m++) {
+			float c[3] = {q[m]->x, q[m]->y, q[m]->z};
+			for (int j = 0; j < 3; j++) {
+				bx[j] = fminf(bx[j], c[j]);
+				bx[j + 3] = fmaxf(bx[j + 3], c[j]);
+			}
+		}
+		float ext = fmaxf(bx[3] - bx[0], fmaxf(bx[4] - bx[1], bx[5] - bx[2]));
+		size += isfinite(ext) ? ext : 0.0f;
+		for (int j = 0; j < 3; j++) {
+			bx[j] -= grow;
+			bx[j + 3] += grow;
+			lo[j] = fminf(lo[j], bx[j]);
+			hi[j] = fmaxf(hi[j], bx[j + 3]);
+		}
+	}
+	half_max *= 0.5f;
+	float cell = (float)(size / b->nce) + grow;
+	if (!(cell > 1e-4f) || !isfinite(cell))
+		cell = 1e-4f;
+	if (sim_hash_build(&b->hash, b->box, b->nce, cell) != 0)
+		return;
+	const float cloth_box[6] = {lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]};
+	const sim_hash *H = &b->hash;
+	if (b->body_cap < set->count) {
+		be_body *nb = realloc(b->body, (size_t)set->count * sizeof *nb);
+		if (nb == NULL)
+			return;
+		memset(nb + b->body_cap, 0, (size_t)(set->count - b->body_cap) * sizeof *nb);
+		b->body = nb;
+		b->body_cap = set->count;
+	}
+	for (uint32_t ci = 0; ci < set->count; ci++) {
+		sim_body_view bv;
+		if (!sim_colliders_body(set, ci, &bv))
+			continue;
+		be_body *bd = &b->body[ci];
+		/* Built once per mesh: a removed collider shifts the others,
+		 * which are then found by their triangles. */
+		if ((bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv) && !body_edges(bd, &bv))
+			continue;
+		face_normals(bd, &bv);
+		ridge r;
+		r.h = thickness + bv.thickness;
+		r.bv = &bv;
+		classify(bd, &bv, r.h);
+		for (uint32_t ri = 0; ri < bd->nridge; ri++) {
+			const be_bedge *e = &bd->e[bd->ridge[ri]];
+			r.q0a = at3(bv.q0, e->a), r.q0b = at3(bv.q0, e->b);
+			r.q1a = at3(bv.q1, e->a), r.q1b = at3(bv.q1, e->b);
+			float pb[6];
+			const sim_v3 *c4[4] = {&r.q0a, &r.q0b, &r.q1a, &r.q1b};
+			for (int j = 0; j < 3; j++)
+				pb[j] = INFINITY, pb[j + 3] = -INFINITY;
+			for (int m = 0; m < 4; m++) {
+				const float c[3] = {c4[m]->x, c4[m]->y, c4[m]->z};
+				for (int j = 0; j < 3; j++) {
+					pb[j] = fminf(pb[j], c[j]);
+					pb[j + 3] = fmaxf(pb[j + 3], c[j]);
+				}
+			}
+			if (!sim_box_overlap(pb, cloth_box))
+				continue;
+			sim_v3 n0 = at3(bd->fn, e->f0), n1 = at3(bd->fn, e->f1);
+			r.sh = ridge_sharpness(bd, &bv, e);
+			sim_v3 u = v3_sub(r.q0b, r.q0a);
+			float ul = v3_len(u);
+			if (!(ul > 0.0f))
+				continue;
+			r.len = ul;
+			/* The sharpness of consider() at the longest cloth edge
+			 * this ridge may pair with (half of it at most its own
+			 * length, and the cloth's longest): the fall grows with
+			 * the half, so a ridge too smooth there is too smooth for
+			 * every cloth edge, and is not looked up. */
+			if (!(fminf(ul, half_max) * r.sh > BODYEDGE_SHARP * r.h))
+				continue;
+			sim_v3 nb = v3_add(n0, n1);
+			float nl = v3_len(nb);
+			if (!(nl > 0.0f))
+				continue;
+			r.nb = v3_scale(nb, 1.0f / nl);
+			r.motion = fmaxf(v3_len(v3_sub(r.q1a, r.q0a)), v3_len(v3_sub(r.q1b, r.q0b)));
+			if (++b->epoch == 0) {
+				memset(b->stamp, 0, (size_t)b->nce * sizeof *b->stamp);
+				b->epoch = 1;
+			}
+			sim_cellbox cb = sim_hash_cells(H, pb);
+			if (sim_cellbox_count(&cb) > SIM_HASH_MAX_CELLS) {
+				/* A body edge spanning more cells than the hash
+				 * walks (a long ridge over a fine cloth): every
+				 * cloth edge, in order. */
+				for (uint32_t ck = 0; ck < b->nce; ck++)
+					if (sim_box_overlap(&b->box[6 * (size_t)ck], pb))
+						consider(b, ck, x, p, &r);
+				continue;
+			}
+			for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
+				for (int32_t y = cb.lo[1]; y <= cb.hi[1]; y++)
+					for (int32_t xx = cb.lo[0]; xx <= cb.hi[0]; xx++) {
+						uint32_t slot = sim_hash_slot(H, xx, y, z);
+						for (uint32_t j = H->start[slot]; j < H->start[slot + 1]; j++) {
+							uint32_t ck = H->entries[j];
+							if (b->stamp[ck] == b->epoch)
+								continue;
+							b->stamp[ck] = b->epoch;
+							if (sim_box_overlap(&b->box[6 * (size_t)ck], pb))
+								consider(b, ck, x, p, &r);
+						}
+					}
+			for (uint32_t j = 0; j < H->big_count; j++) {
+				uint32_t ck = H->big[j];
+				if (b->stamp[ck] != b->epoch && sim_box_overlap(&b->box[6 * (size_t)ck], pb)) {
+					b->stamp[ck] = b->epoch;
+					consider(b, ck, x, p, &r);
+				}
+			}
+		}
+	}
+	/* Drop the pinched cloth edges' pairs; the others keep their order. */
+	uint32_t kept = 0;
+	for (uint32_t k = 0; k < b->pair_count; k++)
+		if (!b->pinched[b->pair[k].edge])
+			b->pair[kept++] = b->pair[k];
+	b->pair_count = kept;
+}
+
+uint32_t sim_bodyedge_project(sim_bodyedge *b, sim_vec4 *restrict p, const sim_vec4 *restrict x)
+{
+	uint32_t pushed = 0;
+	for (uint32_t k = 0; k < b->pair_count; k++) {
+		const be_pair *pr = &b->pair[k];
+		const be_cedge *ce = &b->ce[pr->edge];
+		sim_vec4 *P[2] = {&p[ce->a], &p[ce->b]};
+		sim_v3 ca = v3_of4(*P[0]), v = v3_sub(v3_of4(*P[1]), ca);
+		sim_v3 u = v3_sub(pr->b1, pr->b0);
+		float s, t;
+		sim_v3 n;
+		if (!closest_lines(pr->b0, u, ca, v, &s, &t, &n))
+			continue;
+		/* Past either end the contact is a vertex's. */
+		if (!(s >= 0.0f && s <= 1.0f && t >= 0.0f && t <= 1.0f))
+			continue;
+		if (v3_dot(n, pr->nb) < 0.0f)
+			n = v3_scale(n, -1.0f);
+		sim_v3 bp = v3_add(pr->b0, v3_scale(u, s));
+		sim_v3 cp = v3_add(ca, v3_scale(v, t));
+		float c = pr->h - v3_dot(n, v3_sub(cp, bp));
+		if (!(c > 0.0f) || c > pr->reach)
+			continue;
+		const float bc[2] = {1.0f - t, t};
+		float W = P[0]->w * bc[0] * bc[0] + P[1]->w * bc[1] * bc[1];
+		if (!(W > 0.0f))
+			continue;
+		/* Next to a pinned vertex the free one would move by C / b,
+		 * many times the push: left to the pin and the vertex contact. */
+		if (fmaxf(P[0]->w * bc[0], P[1]->w * bc[1]) / W > BODYEDGE_LEVER)
+			continue;
+		for (int j = 0; j < 2; j++) {
+			float m = P[j]->w * bc[j] / W * c;
+			P[j]->x += m * n.x;
+			P[j]->y += m * n.y;
+			P[j]->z += m * n.z;
+		}
+		/* Friction on the cloth point's motion over the substep relative
+		 * to the body point's. */
+		sim_v3 dc = v3(0, 0, 0);
+		const uint32_t vi[2] = {ce->a, ce->b};
+		for (int j = 0; j < 2; j++)
+			dc = v3_add(dc, v3_scale(v3_sub(v3_of4(*P[j]), v3_of4(x[vi[j]])), bc[j]));
+		sim_v3 dq = v3_add(v3_scale(pr->d0, 1.0f - s), v3_scale(pr->d1, s));
+		sim_v3 rel = v3_sub(dc, dq);
+		sim_v3 tan = v3_sub(rel, v3_scale(n, v3_dot(rel, n)));
+		float tl = v3_len(tan);
+		if (tl > 0.0f) {
+			float keep = tl < pr->mus * c ? 0.0f : 1.0f - fminf(pr->mu * c / tl, 1.0f);
+			sim_v3 corr = v3_scale(tan, 1.0f - keep);
+			for (int j = 0; j < 2; j++) {
+				float m = P[j]->w * bc[j] / W;
+				P[j]->x -= m * corr.x;
+				P[j]->y -= m * corr.y;
+				P[j]->z -= m * corr.z;
+			}
+		}
+		pushed++;
+	}
+	return pushed;
+}
+
+uint32_t sim_bodyedge_pair_count(const sim_bodyedge *b)
+{
+	return b->pair_count;
+}
+
+size_t sim_bodyedge_bytes(const sim_bodyedge *b)
+{
+	if (b == NULL)
+		return 0;
+	size_t s = sizeof *b + (size_t)b->nce * (sizeof(be_cedge) + 6 * sizeof(float) +
+						  2 * sizeof(uint32_t) + 3 * sizeof(float) + 1) +
+		   (size_t)b->pair_cap * sizeof(be_pair) + (size_t)b->body_cap * sizeof(be_body);
+	for (uint32_t i = 0; i < b->body_cap; i++)
+		s += (size_t)b->body[i].ne * (sizeof(be_bedge) + sizeof(uint32_t)) +
+		     3 * (size_t)b->body[i].nt * sizeof(float);
+	return s;
+}

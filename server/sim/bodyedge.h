@@ -1,0 +1,46 @@
+/*
+ * The body's edges against the cloth's edges (issues 16 and 19): a thin
+ * ridge of a mesh collider (a shin, a finger, a knife edge) whose two
+ * vertices lie beyond the cloth's span can cut a cloth face between cloth
+ * vertices with no vertex of either inside the other's triangles, where
+ * neither the vertex contact (collider.c, deform.c) nor the body's vertices
+ * against the cloth's faces (bodypush.c) see anything. bodyedge.c has the
+ * method.
+ */
+#ifndef DRAPE_SIM_BODYEDGE_H
+#define DRAPE_SIM_BODYEDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/sim/collider.h"
+#include "server/sim/vec.h"
+
+typedef struct sim_bodyedge sim_bodyedge;
+
+/* The cloth's unique edges from its ntri triangles (internal numbering),
+ * and scratch for them; NULL when out of memory. */
+sim_bodyedge *sim_bodyedge_create(const uint32_t *tris, uint32_t ntri);
+void sim_bodyedge_free(sim_bodyedge *b);
+
+/*
+ * Once per substep, after sim_colliders_begin_substep and the prediction
+ * (x the cloth at the start of the substep, p predicted): finds the (body
+ * edge, cloth edge) pairs that may meet in this substep and keeps those
+ * whose cloth edge starts on the body's outer side of the body edge (or
+ * at most the contact distance inside). thickness is the cloth's. A mesh
+ * collider's edge list is built at its first substep and kept.
+ */
+void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
+			const sim_vec4 *p, float thickness);
+
+/* Once per iteration: pushes every pair's cloth edge out by what it
+ * lacks, with friction; serial, in the pairs' fixed order. Returns the
+ * pairs that pushed. Touches only p. */
+uint32_t sim_bodyedge_project(sim_bodyedge *b, sim_vec4 *restrict p, const sim_vec4 *restrict x);
+
+/* Pairs kept at the last begin (for tests and statistics). */
+uint32_t sim_bodyedge_pair_count(const sim_bodyedge *b);
+size_t sim_bodyedge_bytes(const sim_bodyedge *b);
+
+#endif
