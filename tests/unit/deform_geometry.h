@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,60 @@ static inline void mesh_free(mesh *m)
 	free(m->v);
 	free(m->t);
 	memset(m, 0, sizeof *m);
+}
+
+/* Reads the 'v' and 'f' lines of an OBJ file (polygons as triangle fans),
+ * scaled. -1 when the file is missing or malformed. */
+static inline int mesh_read_obj(const char *path, float scale, mesh *out)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	uint32_t capv = 1024, capt = 1024;
+	mesh m = {malloc(capv * 3 * sizeof(float)), malloc(capt * 3 * sizeof(uint32_t)), 0, 0};
+	char line[1024];
+	int bad = 0;
+	while (!bad && fgets(line, sizeof line, f)) {
+		if (line[0] == 'v' && line[1] == ' ') {
+			float x, y, z;
+			if (sscanf(line + 2, "%f %f %f", &x, &y, &z) != 3) {
+				bad = 1;
+				break;
+			}
+			if (m.nv == capv)
+				m.v = realloc(m.v, (capv *= 2) * 3 * sizeof(float));
+			m.v[m.nv * 3] = x * scale, m.v[m.nv * 3 + 1] = y * scale, m.v[m.nv * 3 + 2] = z * scale;
+			m.nv++;
+		} else if (line[0] == 'f' && line[1] == ' ') {
+			uint32_t idx[64], n = 0;
+			char *s = line + 2;
+			while (n < 64) {
+				char *end;
+				long i = strtol(s, &end, 10);
+				if (end == s)
+					break;
+				idx[n++] = (uint32_t)(i < 0 ? (long)m.nv + i : i - 1);
+				s = end;
+				while (*s && *s != ' ' && *s != '\t' && *s != '\n')
+					s++;
+			}
+			for (uint32_t j = 1; j + 1 < n; j++) {
+				if (m.nt == capt)
+					m.t = realloc(m.t, (capt *= 2) * 3 * sizeof(uint32_t));
+				m.t[m.nt * 3] = idx[0], m.t[m.nt * 3 + 1] = idx[j], m.t[m.nt * 3 + 2] = idx[j + 1];
+				m.nt++;
+			}
+		}
+	}
+	fclose(f);
+	for (uint32_t i = 0; !bad && i < m.nt * 3; i++)
+		bad = m.t[i] >= m.nv;
+	if (bad || m.nt == 0) {
+		mesh_free(&m);
+		return -1;
+	}
+	*out = m;
+	return 0;
 }
 
 /* The 8 corners and 12 outward triangles of the box c +- h. */

@@ -5,6 +5,7 @@
 #ifndef DRAPE_TEST_SIM_FIXTURES_H
 #define DRAPE_TEST_SIM_FIXTURES_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -85,6 +86,29 @@ static inline double kinetic_energy(const drape_sim *sim)
 		e += 0.5 / sim->x[i].w * ((double)v->x * v->x + (double)v->y * v->y + (double)v->z * v->z);
 	}
 	return e;
+}
+
+/* The height of the cloth over the horizontal point (px, pz): the first
+ * triangle (in the xz projection) holding it, interpolated; 0 when none
+ * holds it (the cloth does not cover the point). */
+static inline int cloth_height(const float *x, const uint32_t *tri, uint32_t nt, double px, double pz,
+			double *y)
+{
+	for (uint32_t t = 0; t < nt; t++) {
+		const float *a = &x[3 * tri[3 * t]], *b = &x[3 * tri[3 * t + 1]], *c = &x[3 * tri[3 * t + 2]];
+		double d = ((double)b[2] - c[2]) * ((double)a[0] - c[0]) +
+			   ((double)c[0] - b[0]) * ((double)a[2] - c[2]);
+		if (fabs(d) < 1e-12)
+			continue;
+		double l0 = (((double)b[2] - c[2]) * (px - c[0]) + ((double)c[0] - b[0]) * (pz - c[2])) / d;
+		double l1 = (((double)c[2] - a[2]) * (px - c[0]) + ((double)a[0] - c[0]) * (pz - c[2])) / d;
+		double l2 = 1.0 - l0 - l1;
+		if (l0 >= 0 && l1 >= 0 && l2 >= 0) {
+			*y = l0 * a[1] + l1 * b[1] + l2 * c[1];
+			return 1;
+		}
+	}
+	return 0;
 }
 
 #endif

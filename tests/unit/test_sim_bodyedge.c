@@ -21,6 +21,7 @@
 #include "server/sim/bodythrough.h"
 #include "server/sim/internal.h"
 #include "tests/unit/check.h"
+#include "tests/unit/deform_geometry.h"
 #include "tests/unit/sim_fixtures.h"
 
 /* ---- Geometry ------------------------------------------------------------------ */
@@ -56,40 +57,6 @@ static void prism_mesh(prism *m, float dy)
 	memcpy(m->t, t, sizeof t);
 }
 
-static double signed_volume(const float *v, const uint32_t *t, uint32_t nt)
-{
-	double s = 0.0;
-	for (uint32_t i = 0; i < nt; i++) {
-		const float *a = &v[3 * t[3 * i]], *b = &v[3 * t[3 * i + 1]], *c = &v[3 * t[3 * i + 2]];
-		s += (double)a[0] * ((double)b[1] * c[2] - (double)b[2] * c[1]) -
-		     (double)a[1] * ((double)b[0] * c[2] - (double)b[2] * c[0]) +
-		     (double)a[2] * ((double)b[0] * c[1] - (double)b[1] * c[0]);
-	}
-	return s / 6.0;
-}
-
-/* The height of the cloth over the horizontal point (px, pz): the first
- * triangle (in the xz projection) holding it, interpolated; 0 when none
- * holds it (the cloth does not cover the point). */
-static int cloth_height(const float *x, const uint32_t *tri, uint32_t nt, double px, double pz,
-			double *y)
-{
-	for (uint32_t t = 0; t < nt; t++) {
-		const float *a = &x[3 * tri[3 * t]], *b = &x[3 * tri[3 * t + 1]], *c = &x[3 * tri[3 * t + 2]];
-		double d = ((double)b[2] - c[2]) * ((double)a[0] - c[0]) +
-			   ((double)c[0] - b[0]) * ((double)a[2] - c[2]);
-		if (fabs(d) < 1e-12)
-			continue;
-		double l0 = (((double)b[2] - c[2]) * (px - c[0]) + ((double)c[0] - b[0]) * (pz - c[2])) / d;
-		double l1 = (((double)c[2] - a[2]) * (px - c[0]) + ((double)a[0] - c[0]) * (pz - c[2])) / d;
-		double l2 = 1.0 - l0 - l1;
-		if (l0 >= 0 && l1 >= 0 && l2 >= 0) {
-			*y = l0 * a[1] + l1 * b[1] + l2 * c[1];
-			return 1;
-		}
-	}
-	return 0;
-}
 
 /* ---- The measure ----------------------------------------------------------------- */
 

@@ -14,6 +14,7 @@
 #include "server/sim/collider.h"
 #include "server/sim/shapes.h"
 #include "tests/unit/check.h"
+#include "tests/unit/deform_geometry.h"
 
 #define PI 3.14159265358979323846
 
@@ -42,20 +43,6 @@ static sim_v3 rnd_dir(void)
 static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
 
 /* ---- Test meshes ------------------------------------------------------------ */
-
-typedef struct mesh {
-	float *v;
-	uint32_t nv;
-	uint32_t *t;
-	uint32_t nt;
-} mesh;
-
-static void mesh_free(mesh *m)
-{
-	free(m->v);
-	free(m->t);
-	memset(m, 0, sizeof *m);
-}
 
 /* A UV sphere wound outwards: two poles, `rings` - 1 rings of `seg` vertices. */
 static mesh uv_sphere(float radius, uint32_t seg, uint32_t rings)
@@ -90,50 +77,6 @@ static mesh uv_sphere(float radius, uint32_t seg, uint32_t rings)
 		*t++ = south, *t++ = RING(rings - 1, s + 1), *t++ = RING(rings - 1, s);
 #undef RING
 	return m;
-}
-
-/* Reads the 'v' and 'f' lines of an OBJ file; polygons become triangle fans. */
-static int load_obj(const char *path, float scale, mesh *out)
-{
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return -1;
-	uint32_t capv = 1024, capt = 1024;
-	mesh m = {malloc(capv * 3 * sizeof(float)), 0, malloc(capt * 3 * sizeof(uint32_t)), 0};
-	char line[1024];
-	while (fgets(line, sizeof line, f)) {
-		if (line[0] == 'v' && line[1] == ' ') {
-			if (m.nv == capv)
-				m.v = realloc(m.v, (capv *= 2) * 3 * sizeof(float));
-			float x, y, z;
-			if (sscanf(line + 2, "%f %f %f", &x, &y, &z) != 3)
-				continue;
-			m.v[m.nv * 3] = x * scale, m.v[m.nv * 3 + 1] = y * scale, m.v[m.nv * 3 + 2] = z * scale;
-			m.nv++;
-		} else if (line[0] == 'f' && line[1] == ' ') {
-			uint32_t idx[64], n = 0;
-			char *s = line + 2;
-			while (n < 64) {
-				char *end;
-				long i = strtol(s, &end, 10);
-				if (end == s)
-					break;
-				idx[n++] = (uint32_t)(i < 0 ? (long)m.nv + i : i - 1);
-				s = end;
-				while (*s && *s != ' ' && *s != '\t' && *s != '\n')
-					s++;
-			}
-			for (uint32_t j = 1; j + 1 < n; j++) {
-				if (m.nt == capt)
-					m.t = realloc(m.t, (capt *= 2) * 3 * sizeof(uint32_t));
-				m.t[m.nt * 3] = idx[0], m.t[m.nt * 3 + 1] = idx[j], m.t[m.nt * 3 + 2] = idx[j + 1];
-				m.nt++;
-			}
-		}
-	}
-	fclose(f);
-	*out = m;
-	return 0;
 }
 
 /* ---- Analytic shapes ---------------------------------------------------------- */
@@ -1017,7 +960,7 @@ static void test_body_field_cost(void)
 	mesh m;
 	int found = -1;
 	for (int i = 0; i < 2 && found < 0; i++)
-		if (load_obj(paths[i], 0.1f, &m) == 0)
+		if (mesh_read_obj(paths[i], 0.1f, &m) == 0)
 			found = i;
 	if (found < 0) {
 		printf("  body mesh not found; skipped\n");

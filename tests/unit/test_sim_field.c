@@ -39,60 +39,6 @@ static double rnd(void)
 	return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* Reads the 'v' and 'f' lines of an OBJ file (polygons as triangle fans),
- * scaled. -1 when the file is missing or malformed. */
-static int read_obj(const char *path, float scale, mesh *out)
-{
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return -1;
-	uint32_t capv = 1024, capt = 1024;
-	mesh m = {malloc(capv * 3 * sizeof(float)), malloc(capt * 3 * sizeof(uint32_t)), 0, 0};
-	char line[1024];
-	int bad = 0;
-	while (!bad && fgets(line, sizeof line, f)) {
-		if (line[0] == 'v' && line[1] == ' ') {
-			float x, y, z;
-			if (sscanf(line + 2, "%f %f %f", &x, &y, &z) != 3) {
-				bad = 1;
-				break;
-			}
-			if (m.nv == capv)
-				m.v = realloc(m.v, (capv *= 2) * 3 * sizeof(float));
-			m.v[m.nv * 3] = x * scale, m.v[m.nv * 3 + 1] = y * scale, m.v[m.nv * 3 + 2] = z * scale;
-			m.nv++;
-		} else if (line[0] == 'f' && line[1] == ' ') {
-			uint32_t idx[64], n = 0;
-			char *s = line + 2;
-			while (n < 64) {
-				char *end;
-				long i = strtol(s, &end, 10);
-				if (end == s)
-					break;
-				idx[n++] = (uint32_t)(i < 0 ? (long)m.nv + i : i - 1);
-				s = end;
-				while (*s && *s != ' ' && *s != '\t' && *s != '\n')
-					s++;
-			}
-			for (uint32_t j = 1; j + 1 < n; j++) {
-				if (m.nt == capt)
-					m.t = realloc(m.t, (capt *= 2) * 3 * sizeof(uint32_t));
-				m.t[m.nt * 3] = idx[0], m.t[m.nt * 3 + 1] = idx[j], m.t[m.nt * 3 + 2] = idx[j + 1];
-				m.nt++;
-			}
-		}
-	}
-	fclose(f);
-	for (uint32_t i = 0; !bad && i < m.nt * 3; i++)
-		bad = m.t[i] >= m.nv;
-	if (bad || m.nt == 0) {
-		mesh_free(&m);
-		return -1;
-	}
-	*out = m;
-	return 0;
-}
-
 /* The body of examples/garment.json (decimetres to metres) and its field at
  * the scene's voxel size and the collider's exterior band (the cloth's 3 mm
  * plus 2 cm). Built once for all the tests. */
@@ -107,7 +53,7 @@ static int body_field(void)
 {
 	if (g_sdf != NULL)
 		return 0;
-	if (read_obj("tests/data/meshes/mh_proxy_male_generic.obj", 0.1f, &g_body) != 0)
+	if (mesh_read_obj("tests/data/meshes/mh_proxy_male_generic.obj", 0.1f, &g_body) != 0)
 		return -1;
 	drape_error err;
 	if (drape_sdf_build(g_body.v, g_body.nv, g_body.t, g_body.nt, 0.005f, 0.023f, 0, &g_sdf, &err) !=
@@ -117,7 +63,7 @@ static int body_field(void)
 	}
 	drape_sdf_get_info(g_sdf, &g_info);
 	mesh cloth;
-	if (read_obj("tests/data/meshes/mh_male_casualsuit04.obj", 0.1f, &cloth) != 0)
+	if (mesh_read_obj("tests/data/meshes/mh_male_casualsuit04.obj", 0.1f, &cloth) != 0)
 		return -1;
 	for (int k = 0; k < 3; k++)
 		g_lo[k] = INFINITY, g_hi[k] = -INFINITY;
