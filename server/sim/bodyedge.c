@@ -75,6 +75,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/sim/bodypush.h"
 #include "server/sim/selfhash.h"
 
 /* The fall across a ridge, over half the cloth edge, as a fraction of the
@@ -636,32 +637,9 @@ uint32_t sim_bodyedge_project(sim_bodyedge *b, sim_vec4 *restrict p, const sim_v
 		 * many times the push: left to the pin and the vertex contact. */
 		if (fmaxf(P[0]->w * bc[0], P[1]->w * bc[1]) / W > BODYEDGE_LEVER)
 			continue;
-		for (int j = 0; j < 2; j++) {
-			float m = P[j]->w * bc[j] / W * c;
-			P[j]->x += m * n.x;
-			P[j]->y += m * n.y;
-			P[j]->z += m * n.z;
-		}
-		/* Friction on the cloth point's motion over the substep relative
-		 * to the body point's. */
-		sim_v3 dc = v3(0, 0, 0);
 		const uint32_t vi[2] = {ce->a, ce->b};
-		for (int j = 0; j < 2; j++)
-			dc = v3_add(dc, v3_scale(v3_sub(v3_of4(*P[j]), v3_of4(x[vi[j]])), bc[j]));
 		sim_v3 dq = v3_add(v3_scale(pr->d0, 1.0f - s), v3_scale(pr->d1, s));
-		sim_v3 rel = v3_sub(dc, dq);
-		sim_v3 tan = v3_sub(rel, v3_scale(n, v3_dot(rel, n)));
-		float tl = v3_len(tan);
-		if (tl > 0.0f) {
-			float keep = tl < pr->mus * c ? 0.0f : 1.0f - fminf(pr->mu * c / tl, 1.0f);
-			sim_v3 corr = v3_scale(tan, 1.0f - keep);
-			for (int j = 0; j < 2; j++) {
-				float m = P[j]->w * bc[j] / W;
-				P[j]->x -= m * corr.x;
-				P[j]->y -= m * corr.y;
-				P[j]->z -= m * corr.z;
-			}
-		}
+		sim_body_contact_push(P, vi, bc, 2, W, n, c, dq, pr->mu, pr->mus, x);
 		pushed++;
 	}
 	return pushed;

@@ -477,6 +477,33 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 	drop_pinched(b);
 }
 
+void sim_body_contact_push(sim_vec4 *const *P, const uint32_t *vi, const float *bc, int k, float W,
+			   sim_v3 n, float c, sim_v3 dq, float mu, float mus, const sim_vec4 *x)
+{
+	for (int j = 0; j < k; j++) {
+		float s = P[j]->w * bc[j] / W * c;
+		P[j]->x += s * n.x;
+		P[j]->y += s * n.y;
+		P[j]->z += s * n.z;
+	}
+	sim_v3 dc = v3(0, 0, 0);
+	for (int j = 0; j < k; j++)
+		dc = v3_add(dc, v3_scale(v3_sub(v3_of4(*P[j]), v3_of4(x[vi[j]])), bc[j]));
+	sim_v3 rel = v3_sub(dc, dq);
+	sim_v3 tan = v3_sub(rel, v3_scale(n, v3_dot(rel, n)));
+	float tl = v3_len(tan);
+	if (tl > 0.0f) {
+		float keep = tl < mus * c ? 0.0f : 1.0f - fminf(mu * c / tl, 1.0f);
+		sim_v3 corr = v3_scale(tan, 1.0f - keep);
+		for (int j = 0; j < k; j++) {
+			float s = P[j]->w * bc[j] / W;
+			P[j]->x -= s * corr.x;
+			P[j]->y -= s * corr.y;
+			P[j]->z -= s * corr.z;
+		}
+	}
+}
+
 uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_vec4 *restrict x)
 {
 	uint32_t pushed = 0;
@@ -519,30 +546,7 @@ uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_v
 		 * point is left to the pin and the vertex contact. */
 		if (big > BODYPUSH_LEVER)
 			continue;
-		for (int j = 0; j < 3; j++) {
-			float s = P[j]->w * bc[j] / W * c;
-			P[j]->x += s * n.x;
-			P[j]->y += s * n.y;
-			P[j]->z += s * n.z;
-		}
-		/* Friction on the motion of the point over q1 relative to the
-		 * body vertex over the substep. */
-		sim_v3 dc = v3(0, 0, 0);
-		for (int j = 0; j < 3; j++)
-			dc = v3_add(dc, v3_scale(v3_sub(v3_of4(*P[j]), v3_of4(x[v[j]])), bc[j]));
-		sim_v3 rel = v3_sub(dc, pr->dq);
-		sim_v3 tan = v3_sub(rel, v3_scale(n, v3_dot(rel, n)));
-		float tl = v3_len(tan);
-		if (tl > 0.0f) {
-			float keep = tl < pr->mus * c ? 0.0f : 1.0f - fminf(pr->mu * c / tl, 1.0f);
-			sim_v3 corr = v3_scale(tan, 1.0f - keep);
-			for (int j = 0; j < 3; j++) {
-				float s = P[j]->w * bc[j] / W;
-				P[j]->x -= s * corr.x;
-				P[j]->y -= s * corr.y;
-				P[j]->z -= s * corr.z;
-			}
-		}
+		sim_body_contact_push(P, v, bc, 3, W, n, c, pr->dq, pr->mu, pr->mus, x);
 		pushed++;
 	}
 	return pushed;

@@ -43,6 +43,18 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
  * that pushed. Touches only p. */
 uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_vec4 *restrict x);
 
+/*
+ * The push and friction of one body contact on a point of k cloth vertices
+ * (k = 3 a face's, bodypush.c; 2 an edge's, bodyedge.c): the point
+ * sum_j bc[j] P[j], W = sum_j w_j bc[j]^2 > 0, moves along the unit normal
+ * n by c (each vertex by w_j bc[j] / W c), then its motion over the
+ * substep (from x[vi[j]]) relative to the body's dq loses its tangential
+ * part below static friction mus c and is reduced by mu c otherwise
+ * (Macklin et al. 2014, eq. 24), as the vertex contact's friction does.
+ */
+void sim_body_contact_push(sim_vec4 *const *P, const uint32_t *vi, const float *bc, int k, float W,
+			   sim_v3 n, float c, sim_v3 dq, float mu, float mus, const sim_vec4 *x);
+
 /* Pairs found at the last begin (for tests and statistics). */
 uint32_t sim_bodypush_pair_count(const sim_bodypush *b);
 size_t sim_bodypush_bytes(const sim_bodypush *b);
