@@ -279,6 +279,40 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	return 1;
 }
 
+/* One body slot per collider; 0 when out of memory. */
+static int body_slots(sim_bodyedge *b, uint32_t count)
+{
+	if (b->body_cap >= count)
+		return 1;
+	be_body *nb = realloc(b->body, (size_t)count * sizeof *nb);
+	if (nb == NULL)
+		return 0;
+	memset(nb + b->body_cap, 0, (size_t)(count - b->body_cap) * sizeof *nb);
+	b->body = nb;
+	b->body_cap = count;
+	return 1;
+}
+
+drape_err sim_bodyedge_reserve(sim_bodyedge *b, const sim_collider_set *set, drape_error *err)
+{
+	if (!body_slots(b, set->count))
+		return drape_error_setf(err, DRAPE_ENOMEM,
+					"colliders: out of memory for the body edge contact of %u colliders",
+					set->count);
+	for (uint32_t ci = 0; ci < set->count; ci++) {
+		sim_body_view bv;
+		memset(&bv, 0, sizeof bv);
+		if (!sim_colliders_body_mesh(set, ci, &bv.tris, &bv.nt, &bv.nv))
+			continue;
+		be_body *bd = &b->body[ci];
+		if ((bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv) && !body_edges(bd, &bv))
+			return drape_error_setf(err, DRAPE_ENOMEM,
+						"colliders[%u]: out of memory for the edges of its %u triangles",
+						ci, bv.nt);
+	}
+	return DRAPE_OK;
+}
+
 /* The unit outward normals of the body's faces at the start pose. */
 static void face_normals(be_body *bd, const sim_body_view *bv)
 {
@@ -503,14 +537,8 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		return;
 	const float cloth_box[6] = {lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]};
 	const sim_hash *H = &b->hash;
-	if (b->body_cap < set->count) {
-		be_body *nb = realloc(b->body, (size_t)set->count * sizeof *nb);
-		if (nb == NULL)
-			return;
-		memset(nb + b->body_cap, 0, (size_t)(set->count - b->body_cap) * sizeof *nb);
-		b->body = nb;
-		b->body_cap = set->count;
-	}
+	if (!body_slots(b, set->count))
+		return;
 	for (uint32_t ci = 0; ci < set->count; ci++) {
 		sim_body_view bv;
 		if (!sim_colliders_body(set, ci, &bv))

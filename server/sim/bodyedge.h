@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "drape/error.h"
 #include "server/sim/collider.h"
 #include "server/sim/vec.h"
 
@@ -24,12 +25,21 @@ sim_bodyedge *sim_bodyedge_create(const uint32_t *tris, uint32_t ntri);
 void sim_bodyedge_free(sim_bodyedge *b);
 
 /*
+ * Builds the edge list of every mesh collider of set that has none (at
+ * collider add and remove, and when a torn sim takes the colliders over),
+ * so a step does not build it. DRAPE_ENOMEM naming the collider when out
+ * of memory.
+ */
+drape_err sim_bodyedge_reserve(sim_bodyedge *b, const sim_collider_set *set, drape_error *err);
+
+/*
  * Once per substep, after sim_colliders_begin_substep and the prediction
  * (x the cloth at the start of the substep, p predicted): finds the (body
  * edge, cloth edge) pairs that may meet in this substep and keeps those
  * whose cloth edge starts on the body's outer side of the body edge (or
  * at most the contact distance inside). thickness is the cloth's. A mesh
- * collider's edge list is built at its first substep and kept.
+ * collider's edge list comes from sim_bodyedge_reserve (built here only
+ * if that was not called or ran out of memory).
  */
 void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
 			const sim_vec4 *p, float thickness);

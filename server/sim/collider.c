@@ -883,6 +883,23 @@ drape_err sim_colliders_append_frames(sim_collider_set *set, uint32_t index, con
 	return DRAPE_OK;
 }
 
+int sim_colliders_body_mesh(const sim_collider_set *set, uint32_t index, const uint32_t **tris,
+			    uint32_t *nt, uint32_t *nv)
+{
+	const sim_collider *c = set->items[index];
+	if (c->deform != NULL) {
+		const float *q0, *q1;
+		sim_deform_view(c->deform, nv, nt, tris, &q0, &q1);
+		return 1;
+	}
+	if (c->w0 == NULL)
+		return 0;
+	*nv = c->vertex_count;
+	*nt = c->triangle_count;
+	*tris = c->triangles;
+	return 1;
+}
+
 uint32_t sim_colliders_body_size(const sim_collider_set *set, uint32_t index)
 {
 	const sim_collider *c = set->items[index];

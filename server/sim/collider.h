@@ -136,6 +136,10 @@ typedef struct sim_body_view {
  * holds (static, rigid or deforming), 0 for a shape or a field given
  * without its mesh. */
 int sim_colliders_body(const sim_collider_set *set, uint32_t index, sim_body_view *out);
+/* The triangles (nt, over nv vertices) such a view of collider `index`
+ * will have, known before its first pose; 0 for none. */
+int sim_colliders_body_mesh(const sim_collider_set *set, uint32_t index, const uint32_t **tris,
+			    uint32_t *nt, uint32_t *nv);
 /* The vertex count such a view of collider `index` will have (0 for none). */
 uint32_t sim_colliders_body_size(const sim_collider_set *set, uint32_t index);
 

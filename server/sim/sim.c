@@ -1049,8 +1049,10 @@ drape_err drape_sim_add_collider(drape_sim *sim, const drape_collider_desc *d, u
 		return rc;
 	/* The body contact's scratch grows with the largest body, here and
 	 * never inside a step; without it the collider is not kept. */
-	if (sim->bodypush != NULL &&
-	    (rc = sim_bodypush_reserve(sim->bodypush, &sim->colliders, err)) != DRAPE_OK) {
+	if ((sim->bodypush != NULL &&
+	     (rc = sim_bodypush_reserve(sim->bodypush, &sim->colliders, err)) != DRAPE_OK) ||
+	    (sim->bodyedge != NULL &&
+	     (rc = sim_bodyedge_reserve(sim->bodyedge, &sim->colliders, err)) != DRAPE_OK)) {
 		sim_colliders_remove(&sim->colliders, at, NULL);
 		return rc;
 	}
@@ -1078,6 +1080,11 @@ drape_err drape_sim_remove_collider(drape_sim *sim, uint32_t index, drape_error 
 		sim->attach[kept++] = at;
 	}
 	sim->attach_count = kept;
+	/* The later colliders moved down a slot: their edge lists follow
+	 * now rather than inside the next step (out of memory here leaves
+	 * that to the step, which then builds them). */
+	if (sim->bodyedge != NULL)
+		sim_bodyedge_reserve(sim->bodyedge, &sim->colliders, NULL);
 	return DRAPE_OK;
 }
 

@@ -455,6 +455,8 @@ static drape_err rebuild(drape_sim *sim, uint32_t n, uint32_t *tris, uint32_t *o
 	}
 	if (ns->bodypush != NULL && (rc = sim_bodypush_reserve(ns->bodypush, &sim->colliders, err)) != DRAPE_OK)
 		goto out;
+	if (ns->bodyedge != NULL && (rc = sim_bodyedge_reserve(ns->bodyedge, &sim->colliders, err)) != DRAPE_OK)
+		goto out;
 	sim_collider_set cs = ns->colliders;
 	ns->colliders = sim->colliders;
 	sim->colliders = cs;

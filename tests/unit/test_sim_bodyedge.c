@@ -249,6 +249,47 @@ out:
 	grid_free(&g);
 }
 
+/* A collider's edge list is built when it is added (and by the remove
+ * that shifts it), for a static and a deforming mesh alike, so that the
+ * step does not allocate it. */
+static void test_edges_built_at_add(void)
+{
+	grid g;
+	const float o[3] = {-0.15f, 0.03f, -0.15f}, u[3] = {0.3f, 0, 0}, w[3] = {0, 0, 0.3f};
+	CHECK(grid_make(&g, 4, 4, o, u, w));
+	drape_sim_desc sd;
+	desc_from_grid(&sd, &g);
+	drape_sim *sim = NULL;
+	drape_error err;
+	CHECK(sim_create_ex(&sd, 0, &sim, &err) == DRAPE_OK);
+	prism m;
+	prism_mesh(&m, 0.0f);
+	drape_collider_desc cd;
+	drape_collider_desc_default(&cd);
+	cd.shape = DRAPE_SHAPE_MESH;
+	cd.vertices = m.v;
+	cd.vertex_count = 6;
+	cd.triangles = m.t;
+	cd.triangle_count = 8;
+	cd.voxel_size = 0.002f;
+	size_t b0 = sim_bodyedge_bytes(sim->bodyedge);
+	CHECK(drape_sim_add_collider(sim, &cd, NULL, &err) == DRAPE_OK);
+	size_t b1 = sim_bodyedge_bytes(sim->bodyedge);
+	cd.frames = m.v;
+	cd.frame_count = 1;
+	CHECK(drape_sim_add_collider(sim, &cd, NULL, &err) == DRAPE_OK);
+	size_t b2 = sim_bodyedge_bytes(sim->bodyedge);
+	printf("  edge contact bytes: %zu, %zu after the static ridge, %zu after the deforming one\n", b0,
+	       b1, b2);
+	/* Each ridge: 12 edges of 2 faces, their face normals and ridge list. */
+	CHECK(b1 >= b0 + 12 * (6 * sizeof(uint32_t) + sizeof(uint32_t)) + 8 * 3 * sizeof(float));
+	CHECK(b2 >= b1 + 12 * (6 * sizeof(uint32_t) + sizeof(uint32_t)) + 8 * 3 * sizeof(float));
+	CHECK(drape_sim_remove_collider(sim, 0, &err) == DRAPE_OK);
+	CHECK(drape_sim_step(sim, NULL, &err) == DRAPE_OK);
+	drape_sim_destroy(sim);
+	grid_free(&g);
+}
+
 static void check_ridge(int rising)
 {
 	ridge_result with, without;
@@ -316,6 +357,7 @@ static void test_threads(void)
 
 static const check_test tests[] = {
 	CHECK_TEST(test_measure_edges),
+	CHECK_TEST(test_edges_built_at_add),
 	CHECK_TEST(test_ridge_static),
 	CHECK_TEST(test_ridge_rising),
 	CHECK_TEST(test_threads),
