@@ -261,6 +261,9 @@ void sim_self_destroy(sim_self *s)
 	free(s->ee);
 	free(s->p_pred);
 	free(s->x0);
+	free(s->vh);
+	free(s->th);
+	free(s->eh);
 	free(s->adj_start);
 	free(s->adj);
 	free(s->join_start);

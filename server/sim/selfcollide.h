@@ -46,6 +46,23 @@ void sim_self_drop_orphans(sim_self *s, const uint32_t *vertices, uint32_t count
  * makes every pair collide. */
 void sim_self_set_objects(sim_self *s, const uint32_t *obj, const uint8_t *pass, uint32_t count);
 
+/* Gives each vertex its own thickness h[v] (s's vertex order, nv floats,
+ * finite and >= 0; copied): a vertex-triangle pair is then kept apart by the
+ * mean of the vertex's and the triangle's (its corners' mean), an edge pair
+ * by the mean of the edges' (their ends' mean); see selfproject.c. NULL,
+ * or every value the same, leaves one thickness for every pair (the one
+ * the calls below pass). Out of memory keeps the old values. */
+drape_err sim_self_set_thickness(sim_self *s, const float *h, drape_error *err);
+
+/* 1 when per-vertex values were given to sim_self_set_thickness (uniform
+ * ones too), with *max their largest: the thickness the caller must pass
+ * to the calls below, which size the search for the thickest pair. */
+int sim_self_vertex_thickness(const sim_self *s, float *max);
+
+/* Whether the projections read the per-vertex values (default on): off
+ * while the session's self_thickness overrides them. */
+void sim_self_use_vertex_thickness(sim_self *s, int on);
+
 /* Builds the hash over triangle boxes swept from x to p and grown by
  * thickness and collects candidate pairs. The side of each candidate
  * triangle (and edge pair) the vertices are on at the start of the substep,

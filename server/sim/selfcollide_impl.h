@@ -232,6 +232,20 @@ struct sim_self {
 	 * them over x -> p_end, p as the guard found it, when it needs them. */
 	int hash_stale;
 	sim_vec4 *p_end;
+	/*
+	 * Thickness per vertex (selfthick.c, sim_self_set_thickness): each
+	 * vertex's own (vh), the mean of each triangle's corners (th) and of
+	 * each edge's ends (eh); a pair is kept apart by the mean of its two
+	 * sides (self_vt_h, self_ee_h). NULL when none was given or every
+	 * vertex has the same: then the thickness the step passes is every
+	 * pair's, to the bit as before. vh_on is 0 while the session's
+	 * self_thickness overrides them; vh_max is the largest, what the step
+	 * passes as the thickness, so that the reach, the hash, the guard
+	 * and the kept list are sized for the thickest pair.
+	 */
+	float *vh, *th, *eh;
+	float vh_max;
+	int vh_given, vh_on;
 };
 
 /* 1 when vertices a and b belong to objects that do not collide: a pair
@@ -533,6 +547,19 @@ static inline float guard_tol(sim_v3 a, sim_v3 b, sim_v3 c)
 {
 	sim_v3 ab = v3_sub(b, a), ac = v3_sub(c, a), bc = v3_sub(c, b);
 	return SELF_GUARD_TOL * sqrtf(maxf(v3_dot(ab, ab), maxf(v3_dot(ac, ac), v3_dot(bc, bc))));
+}
+
+/* The distance kept between vertex v and triangle t, and between edges a
+ * and b: the mean of the two sides' thickness with per-vertex values, else
+ * the substep's `h` itself. */
+static inline float self_vt_h(const sim_self *s, uint32_t v, uint32_t t, float h)
+{
+	return s->vh_on ? 0.5f * (s->vh[v] + s->th[t]) : h;
+}
+
+static inline float self_ee_h(const sim_self *s, uint32_t a, uint32_t b, float h)
+{
+	return s->vh_on ? 0.5f * (s->eh[a] + s->eh[b]) : h;
 }
 
 static inline float reach_of(float thickness)

@@ -163,12 +163,12 @@ static inline int apart_now(const sim_vec4 *restrict x, const sim_vec4 *restrict
  * Returns rest_close.
  */
 static int settle_vt(const sim_self *s, self_vt *r, const sim_vec4 *restrict x,
-		     const uint32_t *tv)
+		     const uint32_t *tv, float h)
 {
 	/* Hashed triangles are not degenerate at rest, so the distance is
 	 * defined. */
 	r->rest_close = point_triangle_distance(s->x0[r->v], s->x0[tv[0]], s->x0[tv[1]],
-						s->x0[tv[2]]) < s->thickness &&
+						s->x0[tv[2]]) < h &&
 			neighbours(s, &r->v, 1, tv, 3);
 	if (r->rest_close)
 		return 1;
@@ -182,10 +182,10 @@ static int settle_vt(const sim_self *s, self_vt *r, const sim_vec4 *restrict x,
 }
 
 static int settle_ee(const sim_self *s, self_ee *r, const sim_vec4 *restrict x,
-		     const uint32_t idx[4])
+		     const uint32_t idx[4], float h)
 {
 	r->rest_close = segment_distance(s->x0[idx[0]], s->x0[idx[1]], s->x0[idx[2]],
-					 s->x0[idx[3]]) < s->thickness &&
+					 s->x0[idx[3]]) < h &&
 			neighbours(s, &idx[0], 2, &idx[2], 2);
 	if (r->rest_close)
 		return 1;
@@ -205,9 +205,12 @@ static void project_vt(const sim_self *s, self_vt *r, sim_vec4 *restrict p,
 		return;
 	const uint32_t *tv = &s->tris[3 * (size_t)r->t];
 	uint32_t idx[4] = {r->v, tv[0], tv[1], tv[2]};
+	/* The pair's own distance (the substep's thickness when uniform). */
+	thickness = self_vt_h(s, r->v, r->t, thickness);
 	if (apart_now(x, p, idx, 0, r->dx, thickness))
 		return;
-	if (r->rest_close == SELF_REST_UNKNOWN && settle_vt(s, r, x, tv))
+	if (r->rest_close == SELF_REST_UNKNOWN &&
+	    settle_vt(s, r, x, tv, s->vh_on ? thickness : s->thickness))
 		return;
 	sim_v3 q = v3_of4(p[idx[0]]), a = v3_of4(p[idx[1]]), b = v3_of4(p[idx[2]]),
 	       c = v3_of4(p[idx[3]]);
@@ -263,9 +266,11 @@ static void project_ee(const sim_self *s, self_ee *r, sim_vec4 *restrict p,
 		return;
 	uint32_t idx[4] = {s->edges[2 * (size_t)r->a], s->edges[2 * (size_t)r->a + 1],
 			   s->edges[2 * (size_t)r->b], s->edges[2 * (size_t)r->b + 1]};
+	thickness = self_ee_h(s, r->a, r->b, thickness);
 	if (apart_now(x, p, idx, 1, r->dx, thickness))
 		return;
-	if (r->rest_close == SELF_REST_UNKNOWN && settle_ee(s, r, x, idx))
+	if (r->rest_close == SELF_REST_UNKNOWN &&
+	    settle_ee(s, r, x, idx, s->vh_on ? thickness : s->thickness))
 		return;
 	sim_v3 a0 = v3_of4(p[idx[0]]), a1 = v3_of4(p[idx[1]]), b0 = v3_of4(p[idx[2]]),
 	       b1 = v3_of4(p[idx[3]]);

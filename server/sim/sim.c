@@ -440,6 +440,10 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 	if (sim->self != NULL) {
 		sim_self_set_objects(sim->self, sim->obj, sim->obj_pass, sim->obj_count);
 		sim_self_drop_orphans(sim->self, sim->weld_follower, sim->weld_count);
+		if ((rc = sim_self_set_thickness(sim->self, sim->vthick, err)) != DRAPE_OK) {
+			drape_sim_destroy(sim);
+			return rc;
+		}
 	}
 	if (desc->rest_positions != NULL)
 		for (uint32_t i = 0; i < n; i++) {
@@ -486,7 +490,8 @@ drape_err drape_sim_set_params(drape_sim *sim, const drape_sim_params *p, drape_
 			return rc;
 		sim_self_set_objects(sim->self, sim->obj, sim->obj_pass, sim->obj_count);
 		sim_self_drop_orphans(sim->self, sim->weld_follower, sim->weld_count);
-		if ((rc = sim_join_stitches(sim, err)) != DRAPE_OK) {
+		if ((rc = sim_self_set_thickness(sim->self, sim->vthick, err)) != DRAPE_OK ||
+		    (rc = sim_join_stitches(sim, err)) != DRAPE_OK) {
 			sim_self_destroy(sim->self);
 			sim->self = NULL;
 			return rc;
@@ -697,9 +702,18 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			       (limit ? SIM_SWEEP_LIMIT : 0u);
 	double collide_ms = 0.0, self_ms = 0.0;
 	uint32_t contacts = 0;
-	/* Self-collision keeps its own thickness, by default the cloth's. */
+	/* Self-collision keeps its own thickness when one is set; else each
+	 * vertex's own when the cloth has them (selfthick.c: every pair
+	 * then keeps the mean of its sides', and sth, what sizes the search,
+	 * is the largest), else the cloth's. */
 	const int selfc = P->self_collision && sim->self != NULL;
-	const float sth = P->self_thickness > 0.0f ? P->self_thickness : P->thickness;
+	float vmax = 0.0f;
+	const int per_vertex = selfc && !(P->self_thickness > 0.0f) &&
+			       sim_self_vertex_thickness(sim->self, &vmax);
+	const float sth = P->self_thickness > 0.0f ? P->self_thickness
+						   : (per_vertex ? vmax : P->thickness);
+	if (selfc)
+		sim_self_use_vertex_thickness(sim->self, per_vertex);
 	sim_pool_for(sim->pool, n, SIM_VERTEX_BLOCK, save_range, sim);
 	if (selfc)
 		sim_self_begin_frame(sim->self);
