@@ -40,7 +40,12 @@
  * `thickness` everywhere is the distance kept between a vertex and a
  * triangle (or between two edges), i.e. the distance between the two
  * layers' mid-surfaces. It should stay below the mesh's edge length (see
- * rest_close for what happens between neighbours).
+ * rest_close for what happens between neighbours). With a thickness per
+ * vertex (selfthick.c) each pair keeps its own (selfproject.c), and the
+ * `thickness` the calls receive is the largest, which every bound below
+ * (the reach, the hash, the kept list, the guard's stray test) is sized
+ * from: a pair's own is never more, so what they prove for the largest
+ * holds for it.
  *
  * The parts, one file each (their shared internals in selfcollide_impl.h):
  * this file creates and destroys (chunks, adjacency, buffers); selfhash.c

@@ -582,7 +582,9 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 	for (uint32_t v = 0; v < nv; v++)
 		stray = maxf(stray, motion(s->p_pred, p, v));
 	/* A dropped pair could cross only if some vertex strayed half the reach
-	 * from its prediction (see SELF_REACH_FACTOR). */
+	 * from its prediction (see SELF_REACH_FACTOR). A crossing needs no
+	 * contact distance, so with a thickness per vertex the reach of the
+	 * largest (what the step passes) serves every pair. */
 	if (reach > 0.0f ? stray >= 0.5f * reach : stray > 0.0f) {
 		s->thickness = reach / SELF_REACH_FACTOR;
 		if (!(reach > 0.0f) || self_recollect_strayed(s, x, p, reach) != 0)

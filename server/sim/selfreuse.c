@@ -33,6 +33,10 @@
  * a substep with one collects afresh. So do meshes with vertices in no
  * hashed triangle (they are searched on their own, see self_collect).
  *
+ * Nothing here depends on the pairs' contact distances, only on the reach
+ * r: with a thickness per vertex r is sized from the largest (selfthick.c),
+ * and the argument holds as it stands.
+ *
  * The list is dropped at every frame's first substep (sim_self_begin_frame),
  * so that a frame's result depends on the state at its start alone: a run
  * resumed from a checkpoint gives the same bits as one never stopped.
