@@ -207,9 +207,12 @@ typedef struct drape_sim_desc {
 	const float *stiffness_scale;
 	/* Optional per-vertex collision thickness in metres, vertex_count
 	 * floats in [0, 1]: replaces params.thickness for that vertex against
-	 * every collider (a hem resting higher than the shirt); the
-	 * self-collision keeps params.thickness (or self_thickness). NULL:
-	 * params.thickness everywhere. */
+	 * every collider (a hem resting higher than the shirt) and, unless
+	 * params.self_thickness is set, in the self-collision and between
+	 * cloth objects, where a vertex and a triangle (two edges) are kept
+	 * apart by the mean of the two sides' thickness, a triangle's being
+	 * its corners' mean (a 6 mm jacket rests 3.5 mm off a 1 mm shirt).
+	 * NULL: params.thickness everywhere. */
 	const float *vertex_thickness;
 	/* Optional per-vertex friction against colliders, vertex_count floats:
 	 * a value in [0, DRAPE_SIM_MAX_FRICTION] replaces both the collider's

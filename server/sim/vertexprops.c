@@ -20,7 +20,8 @@
  * soft patch is not held by tethers sized for the stiff rest.
  *
  * Thickness and friction are read per contact by the collider projection
- * (collider.c) from arrays in internal vertex order held here.
+ * (collider.c) from arrays in internal vertex order held here; the
+ * self-collision keeps its own copy of the thickness (selfthick.c).
  */
 #include "server/sim/internal.h"
 
