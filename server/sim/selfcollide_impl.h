@@ -249,6 +249,13 @@ struct sim_self {
 	uint8_t *cull_framed, *chunk_sliver;
 	uint32_t *cull_start, *cull_b;
 	float *cull_d0;
+	/* Each chunk's neighbourhood for the fit: the vertices of its partners
+	 * (CSR), their rest-plane coordinates in its frame (2 each), the rest
+	 * side of the fit (5 per chunk: mean, inverse scatter) and the fit of a
+	 * substep (4 per chunk: sigma, eps, displacement diagonal, largest
+	 * coordinate; written by chunk_boxes). */
+	uint32_t *cnb_start, *cnb;
+	float *cnb_y, *cnb_fit, *cull_fit;
 	int cull_on;
 	float cull_scale;
 };
@@ -667,6 +674,8 @@ int self_recollect_strayed(sim_self *s, const sim_vec4 *restrict x, const sim_ve
 int self_cull_build(sim_self *s);
 void self_cull_free(sim_self *s);
 void self_cull_slivers(const sim_self *s, const sim_vec4 *restrict x, uint32_t c);
+void self_cull_fit(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+		   uint32_t c);
 int self_cull_skip(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
 		   uint32_t A, uint32_t B, float reach);
 

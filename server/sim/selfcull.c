@@ -265,6 +265,67 @@ static int cull_sort_cmp(const void *a, const void *b)
 	return (x->c > y->c) - (x->c < y->c);
 }
 
+/* Every chunk's neighbourhood: the vertices of its partners' triangles
+ * (itself among them), once each, their rest-plane coordinates in its
+ * frame, and the rest side of the least-squares fit (the mean and the
+ * inverse of the scatter matrix). Returns -1 when out of memory. */
+static int build_neighbourhoods(sim_self *s)
+{
+	const uint32_t nc = s->chunk_count;
+	uint64_t cap = 0;
+	for (uint32_t A = 0; A < nc; A++)
+		for (uint32_t k = s->cull_start[A]; k < s->cull_start[A + 1]; k++)
+			cap += s->cvall_start[s->cull_b[k] + 1] - s->cvall_start[s->cull_b[k]];
+	if (cap > UINT32_MAX)
+		return -1;
+	s->cnb_start = malloc(((size_t)nc + 1) * sizeof *s->cnb_start);
+	s->cnb = malloc((size_t)cap * sizeof *s->cnb + 1);
+	s->cnb_y = malloc(2 * (size_t)cap * sizeof *s->cnb_y + 1);
+	s->cnb_fit = calloc(5 * (size_t)nc + 1, sizeof *s->cnb_fit);
+	s->cull_fit = calloc(4 * (size_t)nc + 1, sizeof *s->cull_fit);
+	if (s->cnb_start == NULL || s->cnb == NULL || s->cnb_y == NULL || s->cnb_fit == NULL ||
+	    s->cull_fit == NULL)
+		return -1;
+	uint32_t n = 0;
+	for (uint32_t A = 0; A < nc; A++) {
+		const uint32_t b = n;
+		s->cnb_start[A] = b;
+		for (uint32_t k = s->cull_start[A]; k < s->cull_start[A + 1]; k++) {
+			const uint32_t B = s->cull_b[k];
+			for (uint32_t j = s->cvall_start[B]; j < s->cvall_start[B + 1]; j++)
+				s->cnb[n++] = s->cvall[j];
+		}
+		qsort(&s->cnb[b], n - b, sizeof *s->cnb, u32_cmp);
+		uint32_t m = b;
+		for (uint32_t k = b; k < n; k++)
+			if (k == b || s->cnb[k] != s->cnb[m - 1])
+				s->cnb[m++] = s->cnb[k];
+		n = m;
+		if (!s->cull_framed[A] || n - b < 3)
+			continue;
+		double ym0 = 0.0, ym1 = 0.0;
+		for (uint32_t k = b; k < n; k++) {
+			rest2(s, A, s->cnb[k], &s->cnb_y[2 * (size_t)k], &s->cnb_y[2 * (size_t)k + 1]);
+			ym0 += s->cnb_y[2 * (size_t)k];
+			ym1 += s->cnb_y[2 * (size_t)k + 1];
+		}
+		const float m0 = (float)(ym0 / (n - b)), m1 = (float)(ym1 / (n - b));
+		double s00 = 0.0, s01 = 0.0, s11 = 0.0;
+		for (uint32_t k = b; k < n; k++) {
+			const double a = s->cnb_y[2 * (size_t)k] - m0, c = s->cnb_y[2 * (size_t)k + 1] - m1;
+			s00 += a * a, s01 += a * c, s11 += c * c;
+		}
+		const double det = s00 * s11 - s01 * s01;
+		if (!(det > 1e-12 * (s00 + s11) * (s00 + s11)))
+			continue;
+		float *f = &s->cnb_fit[5 * (size_t)A];
+		f[0] = m0, f[1] = m1;
+		f[2] = (float)(s11 / det), f[3] = (float)(-s01 / det), f[4] = (float)(s00 / det);
+	}
+	s->cnb_start[nc] = n;
+	return 0;
+}
+
 int self_cull_build(sim_self *s)
 {
 	const uint32_t nc = s->chunk_count;
@@ -370,7 +431,7 @@ int self_cull_build(sim_self *s)
 		for (uint32_t k = k0; k < k1; k++)
 			s->cull_d0[k] = chunk_pair_d0(s, A, s->cull_b[k]);
 	}
-	return 0;
+	return build_neighbourhoods(s);
 }
 
 void self_cull_free(sim_self *s)
@@ -383,15 +444,94 @@ void self_cull_free(sim_self *s)
 	free(s->cull_start);
 	free(s->cull_b);
 	free(s->cull_d0);
+	free(s->cnb_start);
+	free(s->cnb);
+	free(s->cnb_y);
+	free(s->cnb_fit);
+	free(s->cull_fit);
 }
 
-/* Vertices of the patch one fit takes at most: two chunks' triangles. */
-#define SELF_CULL_MAX_VERTS (6u * SELF_CHUNK)
+/*
+ * The fit of chunk c's neighbourhood (cnb: the vertices of c and of every
+ * partner B >= c) for x -> p, into cull_fit[4 c ..]: sigma_min(G), eps, the
+ * diagonal of the displacements' box and the largest coordinate (see the
+ * head comment). Once per chunk and substep (chunk_boxes), so that each
+ * chunk pair then costs a few comparisons. Writes zeros (nothing is
+ * skipped) when the fit is degenerate.
+ */
+void self_cull_fit(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+		   uint32_t c)
+{
+	float *out = &s->cull_fit[4 * (size_t)c];
+	out[0] = out[1] = out[2] = out[3] = 0.0f;
+	const uint32_t k0 = s->cnb_start[c], k1 = s->cnb_start[c + 1];
+	if (!s->cull_on || !s->cull_framed[c] || k1 - k0 < 3)
+		return;
+	const float *yy = &s->cnb_y[2 * (size_t)k0];
+	const uint32_t n = k1 - k0;
+	float dlo[3] = {INFINITY, INFINITY, INFINITY}, dhi[3] = {-INFINITY, -INFINITY, -INFINITY};
+	float big = 0.0f;
+	sim_v3 xm = v3(0.0f, 0.0f, 0.0f);
+	for (uint32_t i = 0; i < n; i++) {
+		const uint32_t v = s->cnb[k0 + i];
+		xm = v3_add(xm, v3_of4(x[v]));
+		const float d[3] = {p[v].x - x[v].x, p[v].y - x[v].y, p[v].z - x[v].z};
+		for (int a = 0; a < 3; a++) {
+			dlo[a] = minf(dlo[a], d[a]);
+			dhi[a] = maxf(dhi[a], d[a]);
+		}
+		big = maxf(big, maxf(fabsf(x[v].x), maxf(fabsf(x[v].y), fabsf(x[v].z))));
+		big = maxf(big, maxf(fabsf(p[v].x), maxf(fabsf(p[v].y), fabsf(p[v].z))));
+	}
+	xm = v3_scale(xm, 1.0f / (float)n);
+	/* Least squares x ~ xm + F (y - ym): the rest side (ym, the inverse
+	 * of S = sum (y - ym)(y - ym)^T) is fixed and kept from create. */
+	const float *fy = &s->cnb_fit[5 * (size_t)c];
+	const float ym0 = fy[0], ym1 = fy[1], i00 = fy[2], i01 = fy[3], i11 = fy[4];
+	sim_v3 c0 = v3(0.0f, 0.0f, 0.0f), c1 = v3(0.0f, 0.0f, 0.0f);
+	for (uint32_t i = 0; i < n; i++) {
+		const float a = yy[2 * i] - ym0, b = yy[2 * i + 1] - ym1;
+		const sim_v3 dx = v3_sub(v3_of4(x[s->cnb[k0 + i]]), xm);
+		c0 = v3_add(c0, v3_scale(dx, a));
+		c1 = v3_add(c1, v3_scale(dx, b));
+	}
+	const sim_v3 f1 = v3_add(v3_scale(c0, i00), v3_scale(c1, i01));
+	const sim_v3 f2 = v3_add(v3_scale(c0, i01), v3_scale(c1, i11));
+	const float l1 = v3_len(f1);
+	const sim_v3 nrm = v3_cross(f1, f2);
+	const float ln = v3_len(nrm);
+	if (!(l1 > 0.0f) || !(ln > 0.0f))
+		return;
+	const sim_v3 e1 = v3_scale(f1, 1.0f / l1);
+	const sim_v3 e2 = v3_cross(v3_scale(nrm, 1.0f / ln), e1);
+	/* G = [l1 g01; 0 g11] in the basis (e1, e2); sigma_min = |det| /
+	 * sigma_max. */
+	const float g01 = v3_dot(f2, e1), g11 = v3_dot(f2, e2);
+	const float T = l1 * l1 + g01 * g01 + g11 * g11, D = fabsf(l1 * g11);
+	const float smax = sqrtf(0.5f * (T + sqrtf(maxf(T * T - 4.0f * D * D, 0.0f))));
+	float eps2 = 0.0f;
+	for (uint32_t i = 0; i < n; i++) {
+		const float a = yy[2 * i] - ym0, b = yy[2 * i + 1] - ym1;
+		const sim_v3 r = v3_sub(v3_sub(v3_of4(x[s->cnb[k0 + i]]), xm),
+					v3_add(v3_scale(f1, a), v3_scale(f2, b)));
+		const float r1 = v3_dot(r, e1), r2 = v3_dot(r, e2);
+		eps2 = maxf(eps2, r1 * r1 + r2 * r2);
+	}
+	const float sigma = D / smax;
+	if (!(sigma > 0.0f) || !isfinite(sigma) || !isfinite(eps2) || !isfinite(big))
+		return;
+	out[0] = sigma;
+	out[1] = sqrtf(eps2);
+	out[2] = sqrtf((dhi[0] - dlo[0]) * (dhi[0] - dlo[0]) + (dhi[1] - dlo[1]) * (dhi[1] - dlo[1]) +
+		       (dhi[2] - dlo[2]) * (dhi[2] - dlo[2]));
+	out[3] = big;
+}
 
 int self_cull_skip(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
 		   uint32_t A, uint32_t B, float reach)
 {
-	if (!s->cull_on || s->chunk_sliver[A] || s->chunk_sliver[B])
+	const float *f = &s->cull_fit[4 * (size_t)A];
+	if (!s->cull_on || !(f[0] > 0.0f) || s->chunk_sliver[A] || s->chunk_sliver[B])
 		return 0;
 	float d0 = 0.0f;
 	for (uint32_t k = s->cull_start[A]; k < s->cull_start[A + 1]; k++)
@@ -399,86 +539,9 @@ int self_cull_skip(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4
 			d0 = s->cull_d0[k];
 			break;
 		}
-	/* The bound can only pass with sigma D0 above the reach; sigma is
-	 * about 1 (the cloth's stretch), and never above 1.5 here. */
-	if (!(d0 * s->cull_scale * 1.5f > reach))
-		return 0;
-	sim_v3 X[SELF_CULL_MAX_VERTS];
-	float Y[SELF_CULL_MAX_VERTS][2];
-	uint32_t n = 0;
-	float dlo[3] = {INFINITY, INFINITY, INFINITY}, dhi[3] = {-INFINITY, -INFINITY, -INFINITY};
-	float big = 0.0f;
-	const uint32_t lists[2] = {A, B};
-	for (int l = 0; l < (A == B ? 1 : 2); l++)
-		for (uint32_t k = s->cvall_start[lists[l]]; k < s->cvall_start[lists[l] + 1]; k++) {
-			const uint32_t v = s->cvall[k];
-			X[n] = v3_of4(x[v]);
-			rest2(s, A, v, &Y[n][0], &Y[n][1]);
-			const float d[3] = {p[v].x - x[v].x, p[v].y - x[v].y, p[v].z - x[v].z};
-			for (int a = 0; a < 3; a++) {
-				dlo[a] = minf(dlo[a], d[a]);
-				dhi[a] = maxf(dhi[a], d[a]);
-			}
-			big = maxf(big, maxf(fabsf(x[v].x), maxf(fabsf(x[v].y), fabsf(x[v].z))));
-			big = maxf(big, maxf(fabsf(p[v].x), maxf(fabsf(p[v].y), fabsf(p[v].z))));
-			n++;
-		}
-	/* Vertices shared by A and B are in both lists: taken twice, which
-	 * changes the fit's weights, not the proof. */
-	const float diag = sqrtf((dhi[0] - dlo[0]) * (dhi[0] - dlo[0]) +
-				 (dhi[1] - dlo[1]) * (dhi[1] - dlo[1]) +
-				 (dhi[2] - dlo[2]) * (dhi[2] - dlo[2]));
-	/* Least squares x ~ xm + F (y - ym). */
-	sim_v3 xm = v3(0.0f, 0.0f, 0.0f);
-	float ym0 = 0.0f, ym1 = 0.0f;
-	for (uint32_t i = 0; i < n; i++) {
-		xm = v3_add(xm, X[i]);
-		ym0 += Y[i][0];
-		ym1 += Y[i][1];
-	}
-	const float inv_n = 1.0f / (float)n;
-	xm = v3_scale(xm, inv_n);
-	ym0 *= inv_n;
-	ym1 *= inv_n;
-	float s00 = 0.0f, s01 = 0.0f, s11 = 0.0f;
-	sim_v3 c0 = v3(0.0f, 0.0f, 0.0f), c1 = v3(0.0f, 0.0f, 0.0f);
-	for (uint32_t i = 0; i < n; i++) {
-		const float a = Y[i][0] - ym0, b = Y[i][1] - ym1;
-		const sim_v3 dx = v3_sub(X[i], xm);
-		s00 += a * a, s01 += a * b, s11 += b * b;
-		c0 = v3_add(c0, v3_scale(dx, a));
-		c1 = v3_add(c1, v3_scale(dx, b));
-	}
-	const float det = s00 * s11 - s01 * s01;
-	if (!(det > 0.0f))
-		return 0;
-	const float id = 1.0f / det;
-	/* F = C S^-1, S^-1 = [s11 -s01; -s01 s00] / det. */
-	const sim_v3 f1 = v3_scale(v3_sub(v3_scale(c0, s11), v3_scale(c1, s01)), id);
-	const sim_v3 f2 = v3_scale(v3_sub(v3_scale(c1, s00), v3_scale(c0, s01)), id);
-	const float l1 = v3_len(f1);
-	sim_v3 nrm = v3_cross(f1, f2);
-	const float ln = v3_len(nrm);
-	if (!(l1 > 0.0f) || !(ln > 0.0f))
-		return 0;
-	const sim_v3 e1 = v3_scale(f1, 1.0f / l1);
-	const sim_v3 e2 = v3_cross(v3_scale(nrm, 1.0f / ln), e1);
-	/* G = [l1 g01; 0 g11] in the basis (e1, e2). */
-	const float g01 = v3_dot(f2, e1), g11 = v3_dot(f2, e2);
-	const float T = l1 * l1 + g01 * g01 + g11 * g11, D = fabsf(l1 * g11);
-	const float smax = sqrtf(0.5f * (T + sqrtf(maxf(T * T - 4.0f * D * D, 0.0f))));
-	const float sigma = D / smax;
-	float eps2 = 0.0f;
-	for (uint32_t i = 0; i < n; i++) {
-		const float a = Y[i][0] - ym0, b = Y[i][1] - ym1;
-		const sim_v3 r = v3_sub(v3_sub(X[i], xm), v3_add(v3_scale(f1, a), v3_scale(f2, b)));
-		const float r1 = v3_dot(r, e1), r2 = v3_dot(r, e2);
-		eps2 = maxf(eps2, r1 * r1 + r2 * r2);
-	}
-	const float eps = sqrtf(eps2);
-	const float lhs = (sigma * d0 * s->cull_scale - 2.0f * eps) * (1.0f - SELF_CULL_REL) -
-			  diag * (1.0f + SELF_CULL_REL);
-	const float rhs = reach * (1.0f + 1e-3f) + SELF_CULL_ABS * (1.0f + big);
+	const float lhs = (f[0] * d0 * s->cull_scale - 2.0f * f[1]) * (1.0f - SELF_CULL_REL) -
+			  f[2] * (1.0f + SELF_CULL_REL);
+	const float rhs = reach * (1.0f + 1e-3f) + SELF_CULL_ABS * (1.0f + f[3]);
 	return lhs > rhs;
 }
 
