@@ -376,8 +376,8 @@ out:
 	return skips;
 }
 
-/* The frames are the same to the bit with and without the culling, on one
- * and two threads: the culling only skips chunk pairs that hold no
+/* The frames are the same to the bit with and without the culling, on one,
+ * two and three threads: the culling only skips chunk pairs that hold no
  * candidate. */
 static void test_fold_frames_bit_identical(void)
 {
@@ -385,9 +385,9 @@ static void test_fold_frames_bit_identical(void)
 	static float ref[3 * FOLD_NV], got[3 * FOLD_NV];
 	long sk = fold_run(0, 1, FRAMES, ref);
 	CHECK(sk >= 0);
-	const int cull[3] = {1, 1, 0};
-	const uint32_t threads[3] = {1, 2, 2};
-	for (int k = 0; k < 3; k++) {
+	const int cull[4] = {1, 1, 1, 0};
+	const uint32_t threads[4] = {1, 2, 3, 2};
+	for (int k = 0; k < 4; k++) {
 		long skc = fold_run(cull[k], threads[k], FRAMES, got);
 		CHECK(skc >= 0);
 		if (k == 0)
