@@ -45,8 +45,9 @@
  * The parts, one file each (their shared internals in selfcollide_impl.h):
  * this file creates and destroys (chunks, adjacency, buffers); selfhash.c
  * is the spatial hash; selfcandidates.c collects the pairs once per substep;
- * selfproject.c pushes them apart every iteration; selfguard.c is the
- * continuous guard at the end of the substep.
+ * selfcull.c proves chunk pairs of a smooth patch empty so that the search
+ * skips them; selfproject.c pushes them apart every iteration; selfguard.c
+ * is the continuous guard at the end of the substep.
  */
 #include "server/sim/selfcollide_impl.h"
 

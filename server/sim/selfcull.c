@@ -144,11 +144,11 @@ static int chunk_frame(sim_self *s, uint32_t c)
 	return 1;
 }
 
-static inline sim_v3 rest2v(const sim_self *s, uint32_t a, uint32_t v)
+/* Vertex v's rest-plane coordinates from a table filled for one chunk's
+ * frame (self_cull_build), as a point of the plane z = 0. */
+static inline sim_v3 rest2v(const float *ytab, uint32_t v)
 {
-	float y0, y1;
-	rest2(s, a, v, &y0, &y1);
-	return v3(y0, y1, 0.0f);
+	return v3(ytab[2 * (size_t)v], ytab[2 * (size_t)v + 1], 0.0f);
 }
 
 static inline int boxes2_near(const float *a, const float *b, float g)
@@ -169,11 +169,11 @@ static void box2(const sim_v3 *y, int n, float *b)
 
 /* Whether every triangle of chunk c projects on the plane of chunk a as a
  * well-shaped triangle (closest_on_triangle is then exact there). */
-static int chunk_projects_well(const sim_self *s, uint32_t a, uint32_t c)
+static int chunk_projects_well(const sim_self *s, const float *ytab, uint32_t c)
 {
 	for (uint32_t i = c * SELF_CHUNK, e = chunk_end(s, c); i < e; i++) {
 		const uint32_t *tv = &s->tris[3 * (size_t)s->chunk_tri[i]];
-		sim_v3 p0 = rest2v(s, a, tv[0]), p1 = rest2v(s, a, tv[1]), p2 = rest2v(s, a, tv[2]);
+		sim_v3 p0 = rest2v(ytab, tv[0]), p1 = rest2v(ytab, tv[1]), p2 = rest2v(ytab, tv[2]);
 		sim_v3 ab = v3_sub(p1, p0), ac = v3_sub(p2, p0), bc = v3_sub(p2, p1);
 		float area2 = fabsf(ab.x * ac.y - ab.y * ac.x);
 		float l2 = maxf(v3_dot(ab, ab), maxf(v3_dot(ac, ac), v3_dot(bc, bc)));
@@ -186,17 +186,17 @@ static int chunk_projects_well(const sim_self *s, uint32_t a, uint32_t c)
 /* The owned vertices of chunk V against the triangles of chunk T, in the
  * rest plane of chunk a: the smallest distance of a pair vt_chunks would
  * test, or `cap` when none is nearer. */
-static float d0_vt(const sim_self *s, uint32_t a, uint32_t V, uint32_t T, float cap)
+static float d0_vt(const sim_self *s, const float *ytab, uint32_t V, uint32_t T, float cap)
 {
 	float d0 = cap;
 	for (uint32_t k = s->cv_start[V]; k < s->cv_start[V + 1]; k++) {
 		const uint32_t v = s->cv[k];
-		sim_v3 q = rest2v(s, a, v);
+		sim_v3 q = rest2v(ytab, v);
 		for (uint32_t i = T * SELF_CHUNK, e = chunk_end(s, T); i < e; i++) {
 			const uint32_t *tv = &s->tris[3 * (size_t)s->chunk_tri[i]];
 			if (tv[0] == v || tv[1] == v || tv[2] == v)
 				continue;
-			sim_v3 y[3] = {rest2v(s, a, tv[0]), rest2v(s, a, tv[1]), rest2v(s, a, tv[2])};
+			sim_v3 y[3] = {rest2v(ytab, tv[0]), rest2v(ytab, tv[1]), rest2v(ytab, tv[2])};
 			float b[4], qb[4] = {q.x, q.y, q.x, q.y};
 			box2(y, 3, b);
 			if (!boxes2_near(qb, b, d0))
@@ -209,19 +209,19 @@ static float d0_vt(const sim_self *s, uint32_t a, uint32_t V, uint32_t T, float 
 
 /* The owned edges of chunk A against those of chunk B (the pairs within A
  * when equal), as ee_chunks tests them, in the rest plane of chunk a. */
-static float d0_ee(const sim_self *s, uint32_t a, uint32_t A, uint32_t B, float cap)
+static float d0_ee(const sim_self *s, const float *ytab, uint32_t A, uint32_t B, float cap)
 {
 	float d0 = cap;
 	for (uint32_t i = s->ce_start[A]; i < s->ce_start[A + 1]; i++) {
 		const uint32_t a0 = s->ce_v[i], a1 = s->ce_v[s->ce_start[s->chunk_count] + i];
-		sim_v3 ya[2] = {rest2v(s, a, a0), rest2v(s, a, a1)};
+		sim_v3 ya[2] = {rest2v(ytab, a0), rest2v(ytab, a1)};
 		float ba[4];
 		box2(ya, 2, ba);
 		for (uint32_t j = A == B ? i + 1 : s->ce_start[B]; j < s->ce_start[B + 1]; j++) {
 			const uint32_t b0 = s->ce_v[j], b1 = s->ce_v[s->ce_start[s->chunk_count] + j];
 			if (a0 == b0 || a0 == b1 || a1 == b0 || a1 == b1)
 				continue;
-			sim_v3 yb[2] = {rest2v(s, a, b0), rest2v(s, a, b1)};
+			sim_v3 yb[2] = {rest2v(ytab, b0), rest2v(ytab, b1)};
 			float bb[4];
 			box2(yb, 2, bb);
 			if (!boxes2_near(ba, bb, d0))
@@ -234,15 +234,15 @@ static float d0_ee(const sim_self *s, uint32_t a, uint32_t A, uint32_t B, float 
 
 /* D0 of chunk pair (A, B), A <= B, in the frame of A (0 when it cannot be
  * had), less a relative 1e-5 for its own rounding. */
-static float chunk_pair_d0(const sim_self *s, uint32_t A, uint32_t B)
+static float chunk_pair_d0(const sim_self *s, const float *ytab, uint32_t A, uint32_t B)
 {
-	if (!s->cull_framed[A] || !chunk_projects_well(s, A, A) || !chunk_projects_well(s, A, B))
+	if (!s->cull_framed[A] || !chunk_projects_well(s, ytab, A) || !chunk_projects_well(s, ytab, B))
 		return 0.0f;
 	float d0 = SELF_CULL_D0_CAP * s->base_cell;
-	d0 = d0_vt(s, A, A, B, d0);
+	d0 = d0_vt(s, ytab, A, B, d0);
 	if (A != B)
-		d0 = d0_vt(s, A, B, A, d0);
-	d0 = d0_ee(s, A, A, B, d0);
+		d0 = d0_vt(s, ytab, B, A, d0);
+	d0 = d0_ee(s, ytab, A, B, d0);
 	return d0 * (1.0f - 1e-5f);
 }
 
@@ -428,10 +428,25 @@ int self_cull_build(sim_self *s)
 	for (uint32_t A = 0; A < nc; A++) {
 		uint32_t k0 = s->cull_start[A], k1 = s->cull_start[A + 1];
 		qsort(&s->cull_b[k0], k1 - k0, sizeof *s->cull_b, u32_cmp);
-		for (uint32_t k = k0; k < k1; k++)
-			s->cull_d0[k] = chunk_pair_d0(s, A, s->cull_b[k]);
 	}
-	return build_neighbourhoods(s);
+	if (build_neighbourhoods(s) != 0)
+		return -1;
+	/* D0 of every record, with the rest-plane coordinates of A's
+	 * neighbourhood (which holds every vertex of its records) looked up
+	 * from a table rather than projected again for every pair. */
+	float *ytab = calloc(2 * (size_t)s->nv + 1, sizeof *ytab);
+	if (ytab == NULL)
+		return -1;
+	for (uint32_t A = 0; A < nc; A++) {
+		for (uint32_t k = s->cnb_start[A]; k < s->cnb_start[A + 1]; k++) {
+			ytab[2 * (size_t)s->cnb[k]] = s->cnb_y[2 * (size_t)k];
+			ytab[2 * (size_t)s->cnb[k] + 1] = s->cnb_y[2 * (size_t)k + 1];
+		}
+		for (uint32_t k = s->cull_start[A]; k < s->cull_start[A + 1]; k++)
+			s->cull_d0[k] = chunk_pair_d0(s, ytab, A, s->cull_b[k]);
+	}
+	free(ytab);
+	return 0;
 }
 
 void self_cull_free(sim_self *s)
