@@ -256,6 +256,10 @@ struct sim_self {
 	 * coordinate; written by chunk_boxes). */
 	uint32_t *cnb_start, *cnb;
 	float *cnb_y, *cnb_fit, *cull_fit;
+	/* Each chunk's largest D0 over its partners, and the fits it skips
+	 * before trying again after a fit that could not skip that partner. */
+	float *cull_bestd0;
+	uint8_t *cull_wait;
 	int cull_on;
 	float cull_scale;
 };
@@ -675,7 +679,7 @@ int self_cull_build(sim_self *s);
 void self_cull_free(sim_self *s);
 void self_cull_slivers(const sim_self *s, const sim_vec4 *restrict x, uint32_t c);
 void self_cull_fit(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
-		   uint32_t c);
+		   uint32_t c, float reach);
 int self_cull_skip(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
 		   uint32_t A, uint32_t B, float reach);
 

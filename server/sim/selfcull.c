@@ -82,6 +82,10 @@
  * few FLT_EPSILON of the coordinates' size. */
 #define SELF_CULL_ABS (64.0f * FLT_EPSILON)
 
+/* Substeps a chunk whose fit could not skip its best partner waits before
+ * the next fit (see self_cull_fit). */
+#define SELF_CULL_RETRY 8u
+
 /* Rest members nearer than this many mean edge lengths are measured for D0;
  * farther ones count as this far (a lower bound, so D0 stays a lower bound
  * of the true smallest distance). */
@@ -337,10 +341,13 @@ int self_cull_build(sim_self *s)
 	s->cull_framed = calloc((size_t)nc + 1, 1);
 	s->chunk_sliver = calloc((size_t)nc + 1, 1);
 	s->cull_start = calloc((size_t)nc + 1, sizeof *s->cull_start);
+	s->cull_bestd0 = calloc((size_t)nc + 1, sizeof *s->cull_bestd0);
+	s->cull_wait = calloc((size_t)nc + 1, sizeof *s->cull_wait);
 	float *rb = malloc(6 * (size_t)nc * sizeof *rb + 1);
 	cull_sort *order = malloc((size_t)nc * sizeof *order + 1);
 	if (s->cvall_start == NULL || s->cvall == NULL || s->cull_frame == NULL ||
-	    s->cull_framed == NULL || s->chunk_sliver == NULL || s->cull_start == NULL || rb == NULL ||
+	    s->cull_framed == NULL || s->chunk_sliver == NULL || s->cull_start == NULL ||
+	    s->cull_bestd0 == NULL || s->cull_wait == NULL || rb == NULL ||
 	    order == NULL) {
 		free(rb);
 		free(order);
@@ -442,8 +449,12 @@ int self_cull_build(sim_self *s)
 			ytab[2 * (size_t)s->cnb[k]] = s->cnb_y[2 * (size_t)k];
 			ytab[2 * (size_t)s->cnb[k] + 1] = s->cnb_y[2 * (size_t)k + 1];
 		}
-		for (uint32_t k = s->cull_start[A]; k < s->cull_start[A + 1]; k++)
+		float best = 0.0f;
+		for (uint32_t k = s->cull_start[A]; k < s->cull_start[A + 1]; k++) {
 			s->cull_d0[k] = chunk_pair_d0(s, ytab, A, s->cull_b[k]);
+			best = maxf(best, s->cull_d0[k]);
+		}
+		s->cull_bestd0[A] = best;
 	}
 	free(ytab);
 	return 0;
@@ -464,6 +475,18 @@ void self_cull_free(sim_self *s)
 	free(s->cnb_y);
 	free(s->cnb_fit);
 	free(s->cull_fit);
+	free(s->cull_bestd0);
+	free(s->cull_wait);
+}
+
+/* The bound of the head comment for a chunk pair of rest distance d0,
+ * with the fit f of the lower chunk's neighbourhood. */
+static inline int cull_passes(const sim_self *s, const float *f, float d0, float reach)
+{
+	const float lhs = (f[0] * d0 * s->cull_scale - 2.0f * f[1]) * (1.0f - SELF_CULL_REL) -
+			  f[2] * (1.0f + SELF_CULL_REL);
+	const float rhs = reach * (1.0f + 1e-3f) + SELF_CULL_ABS * (1.0f + f[3]);
+	return lhs > rhs;
 }
 
 /*
@@ -475,13 +498,21 @@ void self_cull_free(sim_self *s)
  * skipped) when the fit is degenerate.
  */
 void self_cull_fit(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
-		   uint32_t c)
+		   uint32_t c, float reach)
 {
 	float *out = &s->cull_fit[4 * (size_t)c];
 	out[0] = out[1] = out[2] = out[3] = 0.0f;
 	const uint32_t k0 = s->cnb_start[c], k1 = s->cnb_start[c + 1];
 	if (!s->cull_on || !s->cull_framed[c] || k1 - k0 < 3)
 		return;
+	/* A fit costs about as much as the search it can save in one chunk
+	 * pair; where it failed (a fold, a wrinkle, fast relative motion) it
+	 * is not tried again for SELF_CULL_RETRY fits. This only decides
+	 * when a proof is attempted, never what the search finds. */
+	if (s->cull_wait[c] > 0) {
+		s->cull_wait[c]--;
+		return;
+	}
 	const float *yy = &s->cnb_y[2 * (size_t)k0];
 	const uint32_t n = k1 - k0;
 	float dlo[3] = {INFINITY, INFINITY, INFINITY}, dhi[3] = {-INFINITY, -INFINITY, -INFINITY};
@@ -540,6 +571,10 @@ void self_cull_fit(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4
 	out[2] = sqrtf((dhi[0] - dlo[0]) * (dhi[0] - dlo[0]) + (dhi[1] - dlo[1]) * (dhi[1] - dlo[1]) +
 		       (dhi[2] - dlo[2]) * (dhi[2] - dlo[2]));
 	out[3] = big;
+	/* Whether the record of c with the largest D0 could pass (slivers
+	 * aside: other chunks' flags are being written now): if not, wait. */
+	if (!cull_passes(s, out, s->cull_bestd0[c], reach))
+		s->cull_wait[c] = SELF_CULL_RETRY;
 }
 
 int self_cull_skip(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
@@ -554,10 +589,7 @@ int self_cull_skip(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4
 			d0 = s->cull_d0[k];
 			break;
 		}
-	const float lhs = (f[0] * d0 * s->cull_scale - 2.0f * f[1]) * (1.0f - SELF_CULL_REL) -
-			  f[2] * (1.0f + SELF_CULL_REL);
-	const float rhs = reach * (1.0f + 1e-3f) + SELF_CULL_ABS * (1.0f + f[3]);
-	return lhs > rhs;
+	return cull_passes(s, f, d0, reach);
 }
 
 /* Whether a triangle of chunk c is a sliver at x (tri_degenerate): the
