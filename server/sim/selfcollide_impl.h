@@ -259,7 +259,7 @@ struct sim_self {
 	/* Each chunk's largest D0 over its partners, and the fits it skips
 	 * before trying again after a fit that could not skip that partner. */
 	float *cull_bestd0;
-	uint8_t *cull_wait;
+	uint8_t *cull_wait, *cull_backoff;
 	int cull_on;
 	float cull_scale;
 };

@@ -82,9 +82,10 @@
  * few FLT_EPSILON of the coordinates' size. */
 #define SELF_CULL_ABS (64.0f * FLT_EPSILON)
 
-/* Substeps a chunk whose fit could not skip its best partner waits before
- * the next fit (see self_cull_fit). */
-#define SELF_CULL_RETRY 8u
+/* Most substeps a chunk whose fit could not skip its best partner waits
+ * before the next fit (see self_cull_fit); the wait doubles from 1 while
+ * the fits fail. */
+#define SELF_CULL_RETRY 64u
 
 /* Rest members nearer than this many mean edge lengths are measured for D0;
  * farther ones count as this far (a lower bound, so D0 stays a lower bound
@@ -343,11 +344,12 @@ int self_cull_build(sim_self *s)
 	s->cull_start = calloc((size_t)nc + 1, sizeof *s->cull_start);
 	s->cull_bestd0 = calloc((size_t)nc + 1, sizeof *s->cull_bestd0);
 	s->cull_wait = calloc((size_t)nc + 1, sizeof *s->cull_wait);
+	s->cull_backoff = calloc((size_t)nc + 1, sizeof *s->cull_backoff);
 	float *rb = malloc(6 * (size_t)nc * sizeof *rb + 1);
 	cull_sort *order = malloc((size_t)nc * sizeof *order + 1);
 	if (s->cvall_start == NULL || s->cvall == NULL || s->cull_frame == NULL ||
 	    s->cull_framed == NULL || s->chunk_sliver == NULL || s->cull_start == NULL ||
-	    s->cull_bestd0 == NULL || s->cull_wait == NULL || rb == NULL ||
+	    s->cull_bestd0 == NULL || s->cull_wait == NULL || s->cull_backoff == NULL || rb == NULL ||
 	    order == NULL) {
 		free(rb);
 		free(order);
@@ -477,6 +479,7 @@ void self_cull_free(sim_self *s)
 	free(s->cull_fit);
 	free(s->cull_bestd0);
 	free(s->cull_wait);
+	free(s->cull_backoff);
 }
 
 /* The bound of the head comment for a chunk pair of rest distance d0,
@@ -573,8 +576,15 @@ void self_cull_fit(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4
 	out[3] = big;
 	/* Whether the record of c with the largest D0 could pass (slivers
 	 * aside: other chunks' flags are being written now): if not, wait. */
-	if (!cull_passes(s, out, s->cull_bestd0[c], reach))
-		s->cull_wait[c] = SELF_CULL_RETRY;
+	if (cull_passes(s, out, s->cull_bestd0[c], reach)) {
+		s->cull_backoff[c] = 0;
+	} else {
+		/* Waits of 1, 2, 4, ... SELF_CULL_RETRY fits while it fails. */
+		const uint8_t b = s->cull_backoff[c];
+		s->cull_wait[c] = (uint8_t)(1u << b);
+		if ((1u << b) < SELF_CULL_RETRY)
+			s->cull_backoff[c] = (uint8_t)(b + 1);
+	}
 }
 
 int self_cull_skip(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
