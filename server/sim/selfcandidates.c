@@ -492,7 +492,6 @@ static void chunk_boxes(void *ctx, uint32_t begin, uint32_t end)
 	const size_t neo = s->ce_start[s->chunk_count];
 	for (uint32_t c = begin; c < end; c++) {
 		float *cs = &s->chunk_sbox[6 * (size_t)c];
-		self_cull_slivers(s, x, c);
 		self_cull_fit(s, x, p, c, reach);
 		cs[0] = cs[1] = cs[2] = INFINITY;
 		cs[3] = cs[4] = cs[5] = -INFINITY;

@@ -256,8 +256,9 @@ struct sim_self {
 	 * coordinate; written by chunk_boxes). */
 	uint32_t *cnb_start, *cnb;
 	float *cnb_y, *cnb_fit, *cull_fit;
-	/* Each chunk's largest D0 over its partners, and the fits it skips
-	 * before trying again after a fit that could not skip that partner. */
+	/* Each chunk's smallest D0 over its partners (0 for none), and the fits
+	 * it skips before trying again after a fit that could not skip that
+	 * partner. */
 	float *cull_bestd0;
 	uint8_t *cull_wait, *cull_backoff;
 	int cull_on;

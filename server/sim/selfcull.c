@@ -82,7 +82,7 @@
  * few FLT_EPSILON of the coordinates' size. */
 #define SELF_CULL_ABS (64.0f * FLT_EPSILON)
 
-/* Most substeps a chunk whose fit could not skip its best partner waits
+/* Most substeps a chunk whose fit could not skip its nearest partner waits
  * before the next fit (see self_cull_fit); the wait doubles from 1 while
  * the fits fail. */
 #define SELF_CULL_RETRY 64u
@@ -451,12 +451,13 @@ int self_cull_build(sim_self *s)
 			ytab[2 * (size_t)s->cnb[k]] = s->cnb_y[2 * (size_t)k];
 			ytab[2 * (size_t)s->cnb[k] + 1] = s->cnb_y[2 * (size_t)k + 1];
 		}
-		float best = 0.0f;
+		float best = INFINITY;
 		for (uint32_t k = s->cull_start[A]; k < s->cull_start[A + 1]; k++) {
 			s->cull_d0[k] = chunk_pair_d0(s, ytab, A, s->cull_b[k]);
-			best = maxf(best, s->cull_d0[k]);
+			if (s->cull_d0[k] > 0.0f)
+				best = minf(best, s->cull_d0[k]);
 		}
-		s->cull_bestd0[A] = best;
+		s->cull_bestd0[A] = isfinite(best) ? best : 0.0f;
 	}
 	free(ytab);
 	return 0;
@@ -505,6 +506,9 @@ void self_cull_fit(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4
 {
 	float *out = &s->cull_fit[4 * (size_t)c];
 	out[0] = out[1] = out[2] = out[3] = 0.0f;
+	/* Unknown until the fit below runs: a chunk pair with a chunk
+	 * marked so is never skipped. */
+	s->chunk_sliver[c] = 1;
 	const uint32_t k0 = s->cnb_start[c], k1 = s->cnb_start[c + 1];
 	if (!s->cull_on || !s->cull_framed[c] || k1 - k0 < 3)
 		return;
@@ -574,8 +578,9 @@ void self_cull_fit(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4
 	out[2] = sqrtf((dhi[0] - dlo[0]) * (dhi[0] - dlo[0]) + (dhi[1] - dlo[1]) * (dhi[1] - dlo[1]) +
 		       (dhi[2] - dlo[2]) * (dhi[2] - dlo[2]));
 	out[3] = big;
-	/* Whether the record of c with the largest D0 could pass (slivers
-	 * aside: other chunks' flags are being written now): if not, wait. */
+	self_cull_slivers(s, x, c);
+	/* Whether the record of c with the smallest D0 (its own pairs, mostly,
+	 * the costliest to search) could pass, slivers aside: if not, wait. */
 	if (cull_passes(s, out, s->cull_bestd0[c], reach)) {
 		s->cull_backoff[c] = 0;
 	} else {
