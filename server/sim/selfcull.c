@@ -18,7 +18,10 @@
  * pair of the patch comes within the reach, so the bound used here is made
  * quantitative:
  *
- * Let P be the vertices of the triangles of chunks A and B, y_i in R^2 the
+ * Let P be a set of vertices that holds those of the triangles of chunks A
+ * and B (here the neighbourhood of A: the vertices of A and of all its
+ * partners, so that one fit per chunk and substep serves all its pairs),
+ * y_i in R^2 the
  * rest position of vertex i in a plane of chunk A (its rest position x0_i
  * projected on two fixed orthonormal directions u, w), and x_i its position
  * at the start of the substep. Fit an affine map x ~ c + F y (F 3 x 2, by
