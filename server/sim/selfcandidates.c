@@ -446,6 +446,9 @@ static void ee_chunks(const sim_self *s, self_pairs *out, const sim_vec4 *restri
 static void chunk_pair(const sim_self *s, self_pairs *out, const sim_vec4 *restrict x,
 		       const sim_vec4 *restrict p, uint32_t A, uint32_t B, float reach)
 {
+	/* Mesh neighbours on a smooth patch: proven empty (selfcull.c). */
+	if (self_cull_skip(s, x, p, A, B, reach))
+		return;
 	vt_chunks(s, out, x, p, A, B, reach);
 	if (A != B)
 		vt_chunks(s, out, x, p, B, A, reach);
@@ -489,6 +492,7 @@ static void chunk_boxes(void *ctx, uint32_t begin, uint32_t end)
 	const size_t neo = s->ce_start[s->chunk_count];
 	for (uint32_t c = begin; c < end; c++) {
 		float *cs = &s->chunk_sbox[6 * (size_t)c];
+		self_cull_fit(s, x, p, c, reach);
 		cs[0] = cs[1] = cs[2] = INFINITY;
 		cs[3] = cs[4] = cs[5] = -INFINITY;
 		for (uint32_t i = c * SELF_CHUNK, e = chunk_end(s, c); i < e; i++) {

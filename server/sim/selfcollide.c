@@ -50,8 +50,9 @@
  * The parts, one file each (their shared internals in selfcollide_impl.h):
  * this file creates and destroys (chunks, adjacency, buffers); selfhash.c
  * is the spatial hash; selfcandidates.c collects the pairs once per substep;
- * selfproject.c pushes them apart every iteration; selfguard.c is the
- * continuous guard at the end of the substep.
+ * selfcull.c proves chunk pairs of a smooth patch empty so that the search
+ * skips them; selfproject.c pushes them apart every iteration; selfguard.c
+ * is the continuous guard at the end of the substep.
  */
 #include "server/sim/selfcollide_impl.h"
 
@@ -287,6 +288,7 @@ void sim_self_destroy(sim_self *s)
 	free(s->reuse_vt);
 	free(s->reuse_ee);
 	free(s->p_end);
+	self_cull_free(s);
 	free(s);
 }
 
@@ -459,7 +461,7 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 			if (!s->tri_skip[t] && owner[s->tri_edges[3 * t + k]] == t)
 				s->tri_own[t] |= (uint8_t)(8u << k);
 	free(owner);
-	if (build_chunk_members(s) != 0) {
+	if (build_chunk_members(s) != 0 || self_cull_build(s) != 0) {
 		sim_self_destroy(s);
 		return drape_error_setf(err, DRAPE_ENOMEM, "self-collision: out of memory");
 	}

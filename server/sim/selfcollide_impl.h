@@ -8,6 +8,7 @@
  *   selfhash.c        the dense spatial hash over chunk boxes
  *   selfcandidates.c  candidate pairs once per substep (begin_substep)
  *   selfreuse.c       a wider list kept over substeps, filtered each one
+ *   selfcull.c        chunk pairs proven to hold no candidate, skipped
  *   selfproject.c     the pushes and friction of every iteration
  *   selfguard.c       the continuous guard at the end of the substep
  */
@@ -246,6 +247,36 @@ struct sim_self {
 	float *vh, *th, *eh;
 	float vh_max;
 	int vh_given, vh_on;
+	/*
+	 * Chunk-pair culling (selfcull.c): every vertex of each chunk's
+	 * triangles (CSR), each chunk's rest frame (origin, u, w; cull_framed
+	 * 0 without one), 1 in chunk_sliver for a chunk with a sliver at x
+	 * (written by chunk_boxes each substep), and for every chunk A its
+	 * partners B >= A near it at rest, cull_b[cull_start[A] ..
+	 * cull_start[A + 1]) in increasing order, with the smallest rest
+	 * distance cull_d0 of the pairs between them that the search tests.
+	 * cull_on 0 turns the culling off and cull_scale multiplies D0: both
+	 * only for tests (1 and 1 otherwise).
+	 */
+	uint32_t *cvall_start, *cvall;
+	float *cull_frame;
+	uint8_t *cull_framed, *chunk_sliver;
+	uint32_t *cull_start, *cull_b;
+	float *cull_d0;
+	/* Each chunk's neighbourhood for the fit: the vertices of its partners
+	 * (CSR), their rest-plane coordinates in its frame (2 each), the rest
+	 * side of the fit (5 per chunk: mean, inverse scatter) and the fit of a
+	 * substep (4 per chunk: sigma, eps, displacement diagonal, largest
+	 * coordinate; written by chunk_boxes). */
+	uint32_t *cnb_start, *cnb;
+	float *cnb_y, *cnb_fit, *cull_fit;
+	/* Each chunk's smallest D0 over its partners (0 for none), and the fits
+	 * it skips before trying again after a fit that could not skip that
+	 * partner. */
+	float *cull_bestd0;
+	uint8_t *cull_wait, *cull_backoff;
+	int cull_on;
+	float cull_scale;
 };
 
 /* 1 when vertices a and b belong to objects that do not collide: a pair
@@ -674,5 +705,17 @@ int self_reuse_begin(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *re
 		     float reach);
 int self_recollect_strayed(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
 			   float reach);
+
+/* Chunk-pair culling, selfcull.c: the records at create (-1 when out of
+ * memory), their release, the per-chunk sliver flag of a substep, and
+ * whether chunks A <= B provably hold no candidate for x -> p within
+ * `reach` (1: chunk_pair may skip them). */
+int self_cull_build(sim_self *s);
+void self_cull_free(sim_self *s);
+void self_cull_slivers(const sim_self *s, const sim_vec4 *restrict x, uint32_t c);
+void self_cull_fit(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+		   uint32_t c, float reach);
+int self_cull_skip(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
+		   uint32_t A, uint32_t B, float reach);
 
 #endif
