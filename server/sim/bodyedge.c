@@ -650,8 +650,18 @@ uint32_t sim_bodyedge_project(sim_bodyedge *b, sim_vec4 *restrict p, const sim_v
 		/* Past either end the contact is a vertex's. */
 		if (!(s >= 0.0f && s <= 1.0f && t >= 0.0f && t <= 1.0f))
 			continue;
-		if (v3_dot(n, pr->nb) < 0.0f)
+		float f = v3_dot(n, pr->nb);
+		if (f < 0.0f) {
 			n = v3_scale(n, -1.0f);
+			f = -f;
+		}
+		/* A cloth edge the iterations turned to cross the ridge down
+		 * one of its sides (n more than 60 degrees from nb) is held by
+		 * that side's faces, as at the start (step 2): pushed along
+		 * this n it would slide along the body, not off its crest
+		 * (bodypush.c refuses its turned faces the same way). */
+		if (!(f >= BODYEDGE_FACING))
+			continue;
 		sim_v3 bp = v3_add(pr->b0, v3_scale(u, s));
 		sim_v3 cp = v3_add(ca, v3_scale(v, t));
 		float c = pr->h - v3_dot(n, v3_sub(cp, bp));

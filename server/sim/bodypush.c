@@ -95,6 +95,7 @@ typedef struct bp_pair {
 	uint32_t tri;
 	float sigma;    /* +-1: turns the triangle's normal to the outer side */
 	sim_v3 q1, dq;  /* the body vertex at the end, and its motion over the substep */
+	sim_v3 nb;      /* the body's outward unit normal at the vertex */
 	float h, reach; /* contact distance, the largest push accepted */
 	float mu, mus;
 } bp_pair;
@@ -278,7 +279,7 @@ static void consider(sim_bodypush *b, uint32_t t, const sim_vec4 *x, const sim_v
 	float reach = h + v3_len(dq) + 2.0f * motion + 1e-3f;
 	if (!(-s0 <= reach))
 		return;
-	bp_pair pr = {t, sigma, q1, dq, h, reach + BODYPUSH_RECOVER, bv->friction,
+	bp_pair pr = {t, sigma, q1, dq, nb, h, reach + BODYPUSH_RECOVER, bv->friction,
 		      bv->static_friction};
 	pair_push(b, &pr);
 }
@@ -518,6 +519,15 @@ uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_v
 		if (!(l2 > 0.0f))
 			continue;
 		n = v3_scale(n, pr->sigma / sqrtf(l2));
+		/* The face must still face the body vertex as it did when the
+		 * pair was kept (step 2): a small face that the iterations
+		 * have turned edge-on would be pushed along the body, not out
+		 * of it, by up to its reach, and the stretch pulls it back
+		 * every substep (the walk's right armpit, 5 mm faces swinging
+		 * by 6 mm a substep). Left to its neighbours and the vertex
+		 * contact, as an edge-on face is at the start. */
+		if (!(v3_dot(n, pr->nb) >= BODYPUSH_FACING))
+			continue;
 		sim_v3 r = v3_sub(pr->q1, a);
 		float c = v3_dot(n, r) + pr->h;
 		if (!(c > 0.0f) || c > pr->reach)

@@ -252,6 +252,89 @@ out:
 /* A collider's edge list is built when it is added (and by the remove
  * that shifts it), for a static and a deforming mesh alike, so that the
  * step does not allocate it. */
+/*
+ * The push's normal is the two edges' common normal as the iterations
+ * have moved the cloth edge: a cloth edge kept because it crossed over
+ * the crest (its normal within 60 degrees of the ridge's) may have turned
+ * to run down one of the ridge's sides a few iterations later, where
+ * pushed along that normal it would slide along the body (as bodypush.c's
+ * turned faces did in the walk's armpit). One free cloth triangle lies
+ * flat 1 mm over the knife ridge's apex, two of its edges crossing it;
+ * then its predicted position is the same triangle turned about the
+ * apex's direction through the crossing point, still 2 to 3 mm short of
+ * the contact distance. Turned by 30 degrees it is pushed up, off the
+ * crest; by 75 degrees it must not move.
+ */
+static void turned_edge(float angle, float moved[3], float up[3], uint32_t *pairs)
+{
+	const float y0 = 0.001f;
+	const float tri[9] = {RX - 0.02f, y0, 0.0f, RX + 0.02f, y0, 0.0f, RX + 0.02f, y0, 0.04f};
+	const uint32_t t[3] = {0, 1, 2};
+	drape_sim_desc sd;
+	drape_sim_desc_default(&sd);
+	sd.positions = tri;
+	sd.vertex_count = 3;
+	sd.triangles = t;
+	sd.triangle_count = 1;
+	sd.params.thickness = 0.003f;
+	drape_sim *sim = NULL;
+	drape_error err;
+	CHECK_OK(sim_create_ex(&sd, SIM_CREATE_NATURAL, &sim, &err));
+	prism m;
+	prism_mesh(&m, 0.0f);
+	drape_collider_desc cd;
+	drape_collider_desc_default(&cd);
+	cd.shape = DRAPE_SHAPE_MESH;
+	cd.vertices = m.v;
+	cd.vertex_count = 6;
+	cd.triangles = m.t;
+	cd.triangle_count = 8;
+	cd.friction = 0.0f;
+	cd.static_friction = 0.0f;
+	cd.voxel_size = 0.002f;
+	CHECK_OK(drape_sim_add_collider(sim, &cd, NULL, &err));
+	sim_colliders_begin_substep(&sim->colliders, 0.0f, 0.125f);
+	for (int k = 0; k < 3; k++) {
+		sim->x[k].x = sim->p[k].x = tri[3 * k];
+		sim->x[k].y = sim->p[k].y = tri[3 * k + 1];
+		sim->x[k].z = sim->p[k].z = tri[3 * k + 2];
+	}
+	sim_bodyedge_begin(sim->bodyedge, &sim->colliders, sim->x, sim->p, sd.params.thickness);
+	*pairs = sim_bodyedge_pair_count(sim->bodyedge);
+	const float ca = cosf(angle), sa = sinf(angle);
+	sim_vec4 before[3];
+	for (int k = 0; k < 3; k++) {
+		float dx = tri[3 * k] - RX, dy = tri[3 * k + 1] - y0;
+		sim->p[k].x = RX + ca * dx - sa * dy;
+		sim->p[k].y = y0 + sa * dx + ca * dy;
+		before[k] = sim->p[k];
+	}
+	sim_bodyedge_project(sim->bodyedge, sim->p, sim->x);
+	for (int k = 0; k < 3; k++) {
+		float d[3] = {sim->p[k].x - before[k].x, sim->p[k].y - before[k].y,
+			      sim->p[k].z - before[k].z};
+		moved[k] = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+		up[k] = d[1];
+	}
+	drape_sim_destroy(sim);
+}
+
+static void test_turned_edge(void)
+{
+	float moved[3], up[3];
+	uint32_t pairs;
+	turned_edge((float)(M_PI / 6.0), moved, up, &pairs);
+	CHECKF(pairs == 2, "%u pairs kept for the two cloth edges over the crest", pairs);
+	CHECKF(fmaxf(moved[0], fmaxf(moved[1], moved[2])) > 1e-3f && up[0] + up[1] + up[2] > 0.0f,
+	       "the edges turned by 30 degrees were not pushed off the crest: moved %.3g %.3g %.3g m",
+	       moved[0], moved[1], moved[2]);
+	turned_edge((float)(75.0 * M_PI / 180.0), moved, up, &pairs);
+	CHECKF(pairs == 2, "%u pairs kept for the two cloth edges over the crest", pairs);
+	CHECKF(moved[0] == 0.0f && moved[1] == 0.0f && moved[2] == 0.0f,
+	       "the edges turned down the ridge's side (75 degrees) were pushed along it: moved %.3g "
+	       "%.3g %.3g m", moved[0], moved[1], moved[2]);
+}
+
 static void test_edges_built_at_add(void)
 {
 	grid g;
@@ -360,6 +443,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_edges_built_at_add),
 	CHECK_TEST(test_ridge_static),
 	CHECK_TEST(test_ridge_rising),
+	CHECK_TEST(test_turned_edge),
 	CHECK_TEST(test_threads),
 };
 
