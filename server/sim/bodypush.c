@@ -64,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/sim/occgrid.h"
 #include "server/sim/selfhash.h"
 
 /* How far above a triangle (outside the cloth) a body vertex may start a
@@ -106,6 +107,7 @@ struct sim_bodypush {
 	uint8_t *sides;   /* per triangle: bit 0 met from its +n side, bit 1 from -n */
 	uint32_t epoch;
 	sim_hash hash;
+	sim_occgrid grid; /* the cells the triangles' boxes touch (occgrid.h) */
 	float *nrm;       /* 3 per body vertex: normals at the start */
 	uint8_t *hollow;  /* per body vertex: 1 where a neighbour rises over its tangent plane */
 	float *fall;      /* 2 per body vertex: sine of the steepest fall to a neighbour, its distance */
@@ -145,6 +147,7 @@ void sim_bodypush_free(sim_bodypush *b)
 	free(b->stamp);
 	free(b->sides);
 	sim_hash_free(&b->hash);
+	sim_occgrid_free(&b->grid);
 	free(b->nrm);
 	free(b->hollow);
 	free(b->fall);
@@ -373,8 +376,8 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 			for (int m = 0; m < 2; m++) {
 				float c[3] = {q[m]->x, q[m]->y, q[m]->z};
 				for (int k = 0; k < 3; k++) {
-					bx[k] = fminf(bx[k], c[k]);
-					bx[k + 3] = fmaxf(bx[k + 3], c[k]);
+					bx[k] = sim_box_min(bx[k], c[k]);
+					bx[k + 3] = sim_box_max(bx[k + 3], c[k]);
 				}
 			}
 		}
@@ -382,13 +385,13 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 			float e = v3_len(v3_sub(v3_of4(x[v[k]]), v3_of4(x[v[(k + 1) % 3]])));
 			half_max = e > half_max ? e : half_max;
 		}
-		float ext = fmaxf(bx[3] - bx[0], fmaxf(bx[4] - bx[1], bx[5] - bx[2]));
+		float ext = sim_box_max(bx[3] - bx[0], sim_box_max(bx[4] - bx[1], bx[5] - bx[2]));
 		size += isfinite(ext) ? ext : 0.0f;
 		for (int k = 0; k < 3; k++) {
 			bx[k] -= grow;
 			bx[k + 3] += grow;
-			lo[k] = fminf(lo[k], bx[k]);
-			hi[k] = fmaxf(hi[k], bx[k + 3]);
+			lo[k] = sim_box_min(lo[k], bx[k]);
+			hi[k] = sim_box_max(hi[k], bx[k + 3]);
 		}
 	}
 	half_max *= 0.5f;
@@ -398,6 +401,8 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 	if (sim_hash_build(&b->hash, b->box, ntri, cell) != 0)
 		return;
 	const float cloth_box[6] = {lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]};
+	/* On failure the grid answers 1 to every query: nothing skipped. */
+	sim_occgrid_build(&b->grid, b->box, ntri, cloth_box, cell);
 	const sim_hash *H = &b->hash;
 	for (uint32_t ci = 0; ci < set->count; ci++) {
 		sim_body_view bv;
@@ -437,9 +442,12 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 			      BODYPUSH_SHARP * h))
 				continue;
 			sim_v3 q0 = at3(bv.q0, i), q1 = at3(bv.q1, i);
-			float pb[6] = {fminf(q0.x, q1.x), fminf(q0.y, q1.y), fminf(q0.z, q1.z),
-				       fmaxf(q0.x, q1.x), fmaxf(q0.y, q1.y), fmaxf(q0.z, q1.z)};
-			if (!sim_box_overlap(pb, cloth_box))
+			float pb[6] = {sim_box_min(q0.x, q1.x), sim_box_min(q0.y, q1.y),
+				       sim_box_min(q0.z, q1.z), sim_box_max(q0.x, q1.x),
+				       sim_box_max(q0.y, q1.y), sim_box_max(q0.z, q1.z)};
+			/* Far from every triangle's box (most of a body is far
+			 * from a garment), the hash below holds none it meets. */
+			if (!sim_box_overlap(pb, cloth_box) || !sim_occgrid_any(&b->grid, pb))
 				continue;
 			sim_v3 nb = v3_scale(at3(b->nrm, i), bv.orient);
 			float nl = v3_len(nb);
@@ -562,5 +570,6 @@ size_t sim_bodypush_bytes(const sim_bodypush *b)
 	if (b == NULL)
 		return 0;
 	return sizeof *b + (size_t)b->ntri * (6 * sizeof(float) + sizeof(uint32_t)) +
-	       3 * (size_t)b->nrm_cap * sizeof(float) + (size_t)b->pair_cap * sizeof(bp_pair);
+	       3 * (size_t)b->nrm_cap * sizeof(float) + (size_t)b->pair_cap * sizeof(bp_pair) +
+	       b->grid.cap;
 }
