@@ -17,15 +17,6 @@
  *     their start and predicted positions (grown by h + 1 mm, h the cloth
  *     thickness plus the collider's) meets it come from a spatial hash of
  *     those boxes (selfhash.h, cells the boxes' mean size).
- *     The search is narrowed without changing what it finds (occgrid.h):
- *     a body edge whose swept box touches no cell of a grid that the
- *     cloth edges' boxes mark meets no cloth edge, and is neither
- *     classified (below) nor looked up, so a moving body's edges far from
- *     the cloth cost one box each; the hash holds only the cloth edges
- *     whose boxes touch a cell that a looked-up ridge's box marks. Boxes
- *     that meet share a point, so a cell; a hash slot lists the edges it
- *     holds in the order it would among all. So the pairs, and their
- *     order, are those of the full search: the frames are the same bits.
  *     Only ridges take part: the edge must be convex (each face's far
  *     vertex below the other face's plane) and sharp at the cloth's scale,
  *     the body falling away from it across half the cloth edge's length

@@ -16,16 +16,6 @@
  *     positions (grown by h + 1 mm) holds q's motion are found with a
  *     spatial hash of those boxes (selfhash.h, Müller's dense hash; cells
  *     the triangles' mean size).
- *     The search is narrowed without changing what it finds (occgrid.h):
- *     a body vertex whose swept box touches no cell of a grid that the
- *     triangles' boxes mark meets no triangle and is not looked up (the
- *     head, the hands, the feet, most of a body, under a garment), and
- *     the hash holds only the triangles whose boxes touch a cell that a
- *     looked-up vertex's box marks. A triangle that meets a vertex's box
- *     shares a point, so a cell, with it; the triangles left out meet
- *     none; and a hash slot lists the triangles it holds in the order it
- *     would among all. So the pairs, and their order, are those of the
- *     full search: the frames are the same bits.
  *     Only features take part: a body vertex in a hollow, or too smooth
  *     at the scale of the face to rise over it (sharp_enough), is left
  *     to the vertex contact, and so is a face met from both of its sides
