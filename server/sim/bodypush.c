@@ -100,14 +100,6 @@ typedef struct bp_pair {
 	float mu, mus;
 } bp_pair;
 
-/* A body vertex to look up this substep: its body, index, start and end
- * positions, unit outward normal and fall (mark_hollows). */
-typedef struct bp_cand {
-	uint32_t ci, i;
-	sim_v3 q0, q1, nb;
-	float fall[2];
-} bp_cand;
-
 struct sim_bodypush {
 	uint32_t ntri;
 	float *box;       /* 6 per triangle: the boxes hashed */
@@ -116,12 +108,6 @@ struct sim_bodypush {
 	uint32_t epoch;
 	sim_hash hash;
 	sim_occgrid grid; /* the cells the triangles' boxes touch (occgrid.h) */
-	sim_occgrid qgrid; /* the cells the looked-up body vertices' boxes touch */
-	float *sub_box;    /* the triangles whose boxes touch one: boxes, indices */
-	uint32_t *sub_map;
-	bp_cand *cand;     /* this substep's body vertices to look up, in order */
-	float *cand_box;   /* and their swept boxes, 6 floats each */
-	uint32_t cand_count, cand_cap;
 	float *nrm;       /* 3 per body vertex: normals at the start */
 	uint8_t *hollow;  /* per body vertex: 1 where a neighbour rises over its tangent plane */
 	float *fall;      /* 2 per body vertex: sine of the steepest fall to a neighbour, its distance */
@@ -146,10 +132,7 @@ sim_bodypush *sim_bodypush_create(uint32_t ntri)
 	b->box = malloc(6 * (size_t)ntri * sizeof *b->box);
 	b->stamp = calloc(ntri, sizeof *b->stamp);
 	b->sides = calloc(ntri, sizeof *b->sides);
-	b->sub_box = malloc(6 * (size_t)ntri * sizeof *b->sub_box + 1);
-	b->sub_map = malloc((size_t)ntri * sizeof *b->sub_map + 1);
-	if (b->box == NULL || b->stamp == NULL || b->sides == NULL || b->sub_box == NULL ||
-	    b->sub_map == NULL || sim_hash_init(&b->hash, ntri) != DRAPE_OK) {
+	if (b->box == NULL || b->stamp == NULL || b->sides == NULL || sim_hash_init(&b->hash, ntri) != DRAPE_OK) {
 		sim_bodypush_free(b);
 		return NULL;
 	}
@@ -165,11 +148,6 @@ void sim_bodypush_free(sim_bodypush *b)
 	free(b->sides);
 	sim_hash_free(&b->hash);
 	sim_occgrid_free(&b->grid);
-	sim_occgrid_free(&b->qgrid);
-	free(b->sub_box);
-	free(b->sub_map);
-	free(b->cand);
-	free(b->cand_box);
 	free(b->nrm);
 	free(b->hollow);
 	free(b->fall);
@@ -180,30 +158,11 @@ void sim_bodypush_free(sim_bodypush *b)
 drape_err sim_bodypush_reserve(sim_bodypush *b, const sim_collider_set *set, drape_error *err)
 {
 	uint32_t need = 0;
-	size_t total = 0;
 	for (uint32_t i = 0; i < set->count; i++) {
 		/* Before the first substep a rigid mesh has no world pose yet:
 		 * its size is asked for apart from the view. */
 		uint32_t nv = sim_colliders_body_size(set, i);
 		need = nv > need ? nv : need;
-		total += nv;
-	}
-	if (total > UINT32_MAX)
-		return drape_error_setf(err, DRAPE_ELIMIT,
-					"colliders: %zu body vertices are more than the body contact holds",
-					total);
-	if (total > b->cand_cap) {
-		bp_cand *c = realloc(b->cand, total * sizeof *c);
-		if (c != NULL)
-			b->cand = c;
-		float *cb = c != NULL ? realloc(b->cand_box, 6 * total * sizeof *cb) : NULL;
-		if (cb != NULL)
-			b->cand_box = cb;
-		if (c == NULL || cb == NULL)
-			return drape_error_setf(err, DRAPE_ENOMEM,
-						"colliders: out of memory for the body contact of %zu vertices",
-						total);
-		b->cand_cap = (uint32_t)total;
 	}
 	if (need <= b->nrm_cap)
 		return DRAPE_OK;
@@ -270,13 +229,15 @@ static int pair_push(sim_bodypush *b, const bp_pair *pr)
  * over a bending elbow: the face held on the forearm drags cloth into the
  * crease, where the vertex contact loses).
  */
-static int sharp_enough(const uint32_t *v, const sim_vec4 *x, const float *f, float h)
+static int sharp_enough(const sim_bodypush *b, const uint32_t *v, const sim_vec4 *x, uint32_t qi,
+			float h)
 {
 	float L = 0.0f;
 	for (int k = 0; k < 3; k++) {
 		float e = v3_len(v3_sub(v3_of4(x[v[k]]), v3_of4(x[v[(k + 1) % 3]])));
 		L = e > L ? e : L;
 	}
+	const float *f = &b->fall[2 * (size_t)qi];
 	if (!(f[1] > 0.0f))
 		return 0; /* nothing falls away from it */
 	float half = 0.5f * L;
@@ -285,7 +246,7 @@ static int sharp_enough(const uint32_t *v, const sim_vec4 *x, const float *f, fl
 }
 
 static void consider(sim_bodypush *b, uint32_t t, const sim_vec4 *x, const sim_vec4 *p,
-		     sim_v3 q0, sim_v3 q1, sim_v3 nb, const float *fall, const sim_body_view *bv, float h)
+		     sim_v3 q0, sim_v3 q1, sim_v3 nb, uint32_t qi, const sim_body_view *bv, float h)
 {
 	const uint32_t *v = &b->tris[3 * (size_t)t];
 	sim_v3 a = v3_of4(x[v[0]]), e1 = v3_sub(v3_of4(x[v[1]]), a), e2 = v3_sub(v3_of4(x[v[2]]), a);
@@ -307,7 +268,7 @@ static void consider(sim_bodypush *b, uint32_t t, const sim_vec4 *x, const sim_v
 		b->sides[t] |= sigma > 0.0f ? 1u : 2u;
 	/* Only a feature sharp for this triangle's size can come through it
 	 * (see below); the sides were marked first, so a pinch is still seen. */
-	if (!sharp_enough(v, x, fall, h))
+	if (!sharp_enough(b, v, x, qi, h))
 		return;
 	float motion = 0.0f;
 	for (int k = 0; k < 3; k++) {
@@ -437,13 +398,12 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 	float cell = 0.5f * (float)(size / ntri) + grow;
 	if (!(cell > 1e-4f) || !isfinite(cell))
 		cell = 1e-4f;
+	if (sim_hash_build(&b->hash, b->box, ntri, cell) != 0)
+		return;
 	const float cloth_box[6] = {lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]};
 	/* On failure the grid answers 1 to every query: nothing skipped. */
 	sim_occgrid_build(&b->grid, b->box, ntri, cloth_box, cell);
-	/* First the body vertices to look up, body by body in order; then
-	 * the triangles that can meet one are hashed, and the vertices looked
-	 * up in the same order. */
-	b->cand_count = 0;
+	const sim_hash *H = &b->hash;
 	for (uint32_t ci = 0; ci < set->count; ci++) {
 		sim_body_view bv;
 		if (!sim_colliders_body(set, ci, &bv) || bv.nv > b->nrm_cap)
@@ -494,64 +454,31 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 			if (!(nl > 0.0f))
 				continue;
 			nb = v3_scale(nb, 1.0f / nl);
-			if (b->cand_count == b->cand_cap)
-				continue; /* not reserved for this body: no lookup */
-			const uint32_t n = b->cand_count++;
-			b->cand[n] = (bp_cand){ci, i, q0, q1, nb, {fl[0], fl[1]}};
-			memcpy(&b->cand_box[6 * (size_t)n], pb, sizeof pb);
-		}
-	}
-	/* The triangles whose boxes touch a looked-up vertex's cell, in
-	 * order (all of them when the grid could not be made): every triangle
-	 * whose box meets a vertex's is among them, and a slot lists them in
-	 * the order a hash of all would, so the triangles considered and
-	 * their order are those of a hash of all. */
-	uint32_t nsub = 0;
-	if (sim_occgrid_reset(&b->qgrid, cloth_box, cell) == 0)
-		sim_occgrid_mark(&b->qgrid, b->cand_box, b->cand_count);
-	for (uint32_t t = 0; t < ntri; t++)
-		if (sim_occgrid_any(&b->qgrid, &b->box[6 * (size_t)t])) {
-			memcpy(&b->sub_box[6 * (size_t)nsub], &b->box[6 * (size_t)t], 6 * sizeof(float));
-			b->sub_map[nsub++] = t;
-		}
-	if (sim_hash_build(&b->hash, b->sub_box, nsub, cell) != 0)
-		return;
-	const sim_hash *H = &b->hash;
-	sim_body_view bv;
-	uint32_t view_of = UINT32_MAX;
-	float h = 0.0f;
-	for (uint32_t n = 0; n < b->cand_count; n++) {
-		const bp_cand *cd = &b->cand[n];
-		const float *pb = &b->cand_box[6 * (size_t)n];
-		if (cd->ci != view_of) {
-			view_of = cd->ci;
-			if (!sim_colliders_body(set, cd->ci, &bv))
-				return; /* it gave one in the first pass */
-			h = thickness + bv.thickness;
-		}
-		if (++b->epoch == 0) {
-			memset(b->stamp, 0, (size_t)b->ntri * sizeof *b->stamp);
-			b->epoch = 1;
-		}
-		sim_cellbox cb = sim_hash_cells(H, pb);
-		for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
-			for (int32_t y = cb.lo[1]; y <= cb.hi[1]; y++)
-				for (int32_t xx = cb.lo[0]; xx <= cb.hi[0]; xx++) {
-					uint32_t slot = sim_hash_slot(H, xx, y, z);
-					for (uint32_t e = H->start[slot]; e < H->start[slot + 1]; e++) {
-						uint32_t t = b->sub_map[H->entries[e]];
-						if (b->stamp[t] == b->epoch)
-							continue;
-						b->stamp[t] = b->epoch;
-						if (sim_box_overlap(&b->box[6 * (size_t)t], pb))
-							consider(b, t, x, p, cd->q0, cd->q1, cd->nb, cd->fall, &bv, h);
+			if (++b->epoch == 0) {
+				memset(b->stamp, 0, (size_t)b->ntri * sizeof *b->stamp);
+				b->epoch = 1;
+			}
+			sim_cellbox cb = sim_hash_cells(H, pb);
+			for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
+				for (int32_t y = cb.lo[1]; y <= cb.hi[1]; y++)
+					for (int32_t xx = cb.lo[0]; xx <= cb.hi[0]; xx++) {
+						uint32_t slot = sim_hash_slot(H, xx, y, z);
+						for (uint32_t e = H->start[slot]; e < H->start[slot + 1]; e++) {
+							uint32_t t = H->entries[e];
+							if (b->stamp[t] == b->epoch)
+								continue;
+							b->stamp[t] = b->epoch;
+							if (sim_box_overlap(&b->box[6 * (size_t)t], pb))
+								consider(b, t, x, p, q0, q1, nb, i, &bv, h);
+						}
 					}
+			for (uint32_t k = 0; k < H->big_count; k++) {
+				uint32_t t = H->big[k];
+				if (b->stamp[t] != b->epoch &&
+				    sim_box_overlap(&b->box[6 * (size_t)t], pb)) {
+					b->stamp[t] = b->epoch;
+					consider(b, t, x, p, q0, q1, nb, i, &bv, h);
 				}
-		for (uint32_t k = 0; k < H->big_count; k++) {
-			uint32_t t = b->sub_map[H->big[k]];
-			if (b->stamp[t] != b->epoch && sim_box_overlap(&b->box[6 * (size_t)t], pb)) {
-				b->stamp[t] = b->epoch;
-				consider(b, t, x, p, cd->q0, cd->q1, cd->nb, cd->fall, &bv, h);
 			}
 		}
 	}
@@ -644,6 +571,5 @@ size_t sim_bodypush_bytes(const sim_bodypush *b)
 		return 0;
 	return sizeof *b + (size_t)b->ntri * (6 * sizeof(float) + sizeof(uint32_t)) +
 	       3 * (size_t)b->nrm_cap * sizeof(float) + (size_t)b->pair_cap * sizeof(bp_pair) +
-	       b->grid.cap + b->qgrid.cap + (size_t)b->ntri * (6 * sizeof(float) + sizeof(uint32_t)) +
-	       (size_t)b->cand_cap * (sizeof(bp_cand) + 6 * sizeof(float));
+	       b->grid.cap;
 }
