@@ -126,11 +126,6 @@ typedef struct be_body {
 	uint32_t nridge;
 	float ridge_h;
 	int ridge_valid;
-	/* This substep's ridges to look up, in order: edge index, sharpness
-	 * and swept box (6 floats). */
-	uint32_t *cand;
-	float *cand_sh, *cand_box;
-	uint32_t ncand;
 } be_body;
 
 typedef struct be_pair {
@@ -154,11 +149,6 @@ struct sim_bodyedge {
 	uint32_t substep;
 	sim_hash hash;
 	sim_occgrid grid; /* the cells the cloth edges' boxes touch (occgrid.h) */
-	sim_occgrid qgrid; /* the cells the ridges' swept boxes touch */
-	/* The cloth edges whose boxes touch a ridge's cell: their boxes, and
-	 * their indices, hashed in place of all. */
-	float *sub_box;
-	uint32_t *sub_map;
 	be_body *body;
 	uint32_t body_cap;
 	be_pair *pair;
@@ -199,11 +189,8 @@ sim_bodyedge *sim_bodyedge_create(const uint32_t *tris, uint32_t ntri)
 	b->side = malloc(3 * (size_t)n * sizeof *b->side + 1);
 	b->side_at = calloc((size_t)n + 1, sizeof *b->side_at);
 	b->pinched = calloc((size_t)n + 1, 1);
-	b->sub_box = malloc(6 * (size_t)n * sizeof *b->sub_box + 1);
-	b->sub_map = malloc((size_t)n * sizeof *b->sub_map + 1);
 	if (b->box == NULL || b->stamp == NULL || b->side == NULL || b->side_at == NULL ||
-	    b->pinched == NULL || b->sub_box == NULL || b->sub_map == NULL ||
-	    sim_hash_init(&b->hash, n) != DRAPE_OK) {
+	    b->pinched == NULL || sim_hash_init(&b->hash, n) != DRAPE_OK) {
 		sim_bodyedge_free(b);
 		return NULL;
 	}
@@ -222,16 +209,10 @@ void sim_bodyedge_free(sim_bodyedge *b)
 	free(b->pinched);
 	sim_hash_free(&b->hash);
 	sim_occgrid_free(&b->grid);
-	sim_occgrid_free(&b->qgrid);
-	free(b->sub_box);
-	free(b->sub_map);
 	for (uint32_t i = 0; i < b->body_cap; i++) {
 		free(b->body[i].e);
 		free(b->body[i].fn);
 		free(b->body[i].fn_at);
-		free(b->body[i].cand);
-		free(b->body[i].cand_sh);
-		free(b->body[i].cand_box);
 		free(b->body[i].ridge);
 	}
 	free(b->body);
@@ -267,28 +248,18 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	free(bd->fn);
 	free(bd->fn_at);
 	free(bd->ridge);
-	free(bd->cand);
-	free(bd->cand_sh);
-	free(bd->cand_box);
 	memset(bd, 0, sizeof *bd);
 	half_edge *h = malloc(3 * (size_t)bv->nt * sizeof *h + 1);
 	be_bedge *e = malloc(3 * (size_t)bv->nt / 2 * sizeof *e + sizeof *e);
 	float *fn = malloc(3 * (size_t)bv->nt * sizeof *fn + 1);
 	uint32_t *fa = calloc((size_t)bv->nt + 1, sizeof *fa);
 	uint32_t *rg = malloc(3 * (size_t)bv->nt / 2 * sizeof *rg + sizeof *rg);
-	uint32_t *cd = malloc(3 * (size_t)bv->nt / 2 * sizeof *cd + sizeof *cd);
-	float *cs = malloc(3 * (size_t)bv->nt / 2 * sizeof *cs + sizeof *cs);
-	float *cb = malloc(6 * (3 * (size_t)bv->nt / 2 + 1) * sizeof *cb);
-	if (h == NULL || e == NULL || fn == NULL || fa == NULL || rg == NULL || cd == NULL ||
-	    cs == NULL || cb == NULL) {
+	if (h == NULL || e == NULL || fn == NULL || fa == NULL || rg == NULL) {
 		free(h);
 		free(e);
 		free(fn);
 		free(fa);
 		free(rg);
-		free(cd);
-		free(cs);
-		free(cb);
 		return 0;
 	}
 	for (uint32_t t = 0; t < bv->nt; t++)
@@ -317,9 +288,6 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	bd->fn = fn;
 	bd->fn_at = fa;
 	bd->ridge = rg;
-	bd->cand = cd;
-	bd->cand_sh = cs;
-	bd->cand_box = cb;
 	return 1;
 }
 
@@ -551,41 +519,33 @@ static int ridge_box(ridge *r, const sim_body_view *bv, const be_bedge *e, float
 	return sim_box_overlap(pb, cloth_box) && sim_occgrid_any(grid, pb);
 }
 
-/* The rest of ridge e for the lookup (its sharpness sh, its ends already
- * in r): 0 when no cloth edge can pair with it. */
-static int prepare(const be_body *bd, const be_bedge *e, ridge *r, float sh, float half_max)
+/* The cloth edges whose boxes meet ridge e's swept box pb (its ends in r,
+ * sh its ridge_sharpness), each considered once, in the hash's order. */
+static void lookup(sim_bodyedge *b, const be_body *bd, const sim_body_view *bv,
+		   const be_bedge *e, ridge *r, float sh, const float *pb, float half_max,
+		   const sim_vec4 *x, const sim_vec4 *p)
 {
+	const sim_hash *H = &b->hash;
+	(void)bv;
 	sim_v3 n0 = at3(bd->fn, e->f0), n1 = at3(bd->fn, e->f1);
 	r->sh = sh;
 	sim_v3 u = v3_sub(r->q0b, r->q0a);
 	float ul = v3_len(u);
 	if (!(ul > 0.0f))
-		return 0;
+		return;
 	r->len = ul;
 	/* The sharpness of consider() at the longest cloth edge this ridge
 	 * may pair with (half of it at most its own length, and the cloth's
 	 * longest): the fall grows with the half, so a ridge too smooth there
 	 * is too smooth for every cloth edge, and is not looked up. */
 	if (!(fminf(ul, half_max) * r->sh > BODYEDGE_SHARP * r->h))
-		return 0;
+		return;
 	sim_v3 nb = v3_add(n0, n1);
 	float nl = v3_len(nb);
 	if (!(nl > 0.0f))
-		return 0;
+		return;
 	r->nb = v3_scale(nb, 1.0f / nl);
 	r->motion = fmaxf(v3_len(v3_sub(r->q1a, r->q0a)), v3_len(v3_sub(r->q1b, r->q0b)));
-	return 1;
-}
-
-/* The cloth edges whose boxes meet ridge r's swept box pb, each considered
- * once, in the hash's order. The hash holds only the cloth edges whose
- * boxes touch a ridge's cell, renumbered in their order (sub_map): every
- * edge whose box meets pb is among them, and a slot lists them in the
- * order it would list them among all, so the cloth edges considered and
- * their order are those of a hash of all. */
-static void walk(sim_bodyedge *b, ridge *r, const float *pb, const sim_vec4 *x, const sim_vec4 *p)
-{
-	const sim_hash *H = &b->hash;
 	if (++b->epoch == 0) {
 		memset(b->stamp, 0, (size_t)b->nce * sizeof *b->stamp);
 		b->epoch = 1;
@@ -604,7 +564,7 @@ static void walk(sim_bodyedge *b, ridge *r, const float *pb, const sim_vec4 *x, 
 			for (int32_t xx = cb.lo[0]; xx <= cb.hi[0]; xx++) {
 				uint32_t slot = sim_hash_slot(H, xx, y, z);
 				for (uint32_t j = H->start[slot]; j < H->start[slot + 1]; j++) {
-					uint32_t ck = b->sub_map[H->entries[j]];
+					uint32_t ck = H->entries[j];
 					if (b->stamp[ck] == b->epoch)
 						continue;
 					b->stamp[ck] = b->epoch;
@@ -613,21 +573,12 @@ static void walk(sim_bodyedge *b, ridge *r, const float *pb, const sim_vec4 *x, 
 				}
 			}
 	for (uint32_t j = 0; j < H->big_count; j++) {
-		uint32_t ck = b->sub_map[H->big[j]];
+		uint32_t ck = H->big[j];
 		if (b->stamp[ck] != b->epoch && sim_box_overlap(&b->box[6 * (size_t)ck], pb)) {
 			b->stamp[ck] = b->epoch;
 			consider(b, ck, x, p, r);
 		}
 	}
-}
-
-/* Keeps ridge e (prepared in r, swept box pb) for this substep's lookups. */
-static void keep(be_body *bd, const be_bedge *e, const ridge *r, const float *pb)
-{
-	uint32_t n = bd->ncand++;
-	bd->cand[n] = (uint32_t)(e - bd->e);
-	bd->cand_sh[n] = r->sh;
-	memcpy(&bd->cand_box[6 * (size_t)n], pb, 6 * sizeof *pb);
 }
 
 void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
@@ -686,16 +637,14 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 	float cell = (float)(size / b->nce) + grow;
 	if (!(cell > 1e-4f) || !isfinite(cell))
 		cell = 1e-4f;
+	if (sim_hash_build(&b->hash, b->box, b->nce, cell) != 0)
+		return;
 	const float cloth_box[6] = {lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]};
 	/* On failure the grid answers 1 to every query: nothing skipped. */
 	sim_occgrid_build(&b->grid, b->box, b->nce, cloth_box, cell);
 	if (!body_slots(b, set->count))
 		return;
-	/* First the ridges to look up, body by body in order; then the
-	 * cloth edges that can meet one are hashed, and the ridges looked up
-	 * in the same order. */
 	for (uint32_t ci = 0; ci < set->count; ci++) {
-		b->body[ci].ncand = 0;
 		sim_body_view bv;
 		if (!sim_colliders_body(set, ci, &bv))
 			continue;
@@ -714,9 +663,9 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			classify(bd, &bv, r.h);
 			for (uint32_t ri = 0; ri < bd->nridge; ri++) {
 				const be_bedge *e = &bd->e[bd->ridge[ri]];
-				if (ridge_box(&r, &bv, e, pb, cloth_box, &b->grid) &&
-				    prepare(bd, e, &r, ridge_sharpness(bd, &bv, e), half_max))
-					keep(bd, e, &r, pb);
+				if (ridge_box(&r, &bv, e, pb, cloth_box, &b->grid))
+					lookup(b, bd, &bv, e, &r, ridge_sharpness(bd, &bv, e), pb, half_max,
+					       x, p);
 			}
 			continue;
 		}
@@ -740,38 +689,8 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 				}
 			float sh = ridge_sharpness(bd, &bv, e);
 			float len = v3_len(v3_sub(r.q0b, r.q0a));
-			if (sh > 0.0f && len * sh > BODYEDGE_SHARP * r.h && prepare(bd, e, &r, sh, half_max))
-				keep(bd, e, &r, pb);
-		}
-	}
-	/* The cloth edges whose boxes touch a kept ridge's cell, in order;
-	 * all of them when the grid could not be made. */
-	uint32_t nsub = 0;
-	if (sim_occgrid_reset(&b->qgrid, cloth_box, cell) == 0)
-		for (uint32_t ci = 0; ci < set->count; ci++)
-			if (b->body[ci].ncand > 0)
-				sim_occgrid_mark(&b->qgrid, b->body[ci].cand_box, b->body[ci].ncand);
-	for (uint32_t k = 0; k < b->nce; k++)
-		if (sim_occgrid_any(&b->qgrid, &b->box[6 * (size_t)k])) {
-			memcpy(&b->sub_box[6 * (size_t)nsub], &b->box[6 * (size_t)k], 6 * sizeof(float));
-			b->sub_map[nsub++] = k;
-		}
-	if (sim_hash_build(&b->hash, b->sub_box, nsub, cell) != 0)
-		return;
-	for (uint32_t ci = 0; ci < set->count; ci++) {
-		be_body *bd = &b->body[ci];
-		sim_body_view bv;
-		if (bd->ncand == 0 || !sim_colliders_body(set, ci, &bv))
-			continue;
-		ridge r;
-		r.h = thickness + bv.thickness;
-		r.bv = &bv;
-		for (uint32_t j = 0; j < bd->ncand; j++) {
-			const be_bedge *e = &bd->e[bd->cand[j]];
-			float pb[6];
-			ridge_box(&r, &bv, e, pb, cloth_box, &b->grid);
-			prepare(bd, e, &r, bd->cand_sh[j], half_max);
-			walk(b, &r, &bd->cand_box[6 * (size_t)j], x, p);
+			if (sh > 0.0f && len * sh > BODYEDGE_SHARP * r.h)
+				lookup(b, bd, &bv, e, &r, sh, pb, half_max, x, p);
 		}
 	}
 	/* Drop the pinched cloth edges' pairs; the others keep their order. */
@@ -836,8 +755,6 @@ size_t sim_bodyedge_bytes(const sim_bodyedge *b)
 	for (uint32_t i = 0; i < b->body_cap; i++)
 		s += (size_t)b->body[i].ne * (sizeof(be_bedge) + sizeof(uint32_t)) +
 		     (size_t)b->body[i].nt * (3 * sizeof(float) + sizeof(uint32_t));
-	s += b->grid.cap + b->qgrid.cap + (size_t)b->nce * (6 * sizeof(float) + sizeof(uint32_t));
-	for (uint32_t i = 0; i < b->body_cap; i++)
-		s += (size_t)b->body[i].ne * (sizeof(uint32_t) + 7 * sizeof(float));
+	s += b->grid.cap;
 	return s;
 }

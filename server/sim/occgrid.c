@@ -18,7 +18,8 @@ static inline uint32_t coord(const sim_occgrid *g, int k, float v)
 	return (uint32_t)f;
 }
 
-int sim_occgrid_reset(sim_occgrid *g, const float *region, float cell)
+int sim_occgrid_build(sim_occgrid *g, const float *boxes, uint32_t count, const float *region,
+		      float cell)
 {
 	g->n[0] = g->n[1] = g->n[2] = 0;
 	for (int k = 0; k < 3; k++)
@@ -52,13 +53,6 @@ int sim_occgrid_reset(sim_occgrid *g, const float *region, float cell)
 		g->n[k] = (uint32_t)ext[k];
 	}
 	memset(g->occ, 0, (size_t)cells);
-	return 0;
-}
-
-void sim_occgrid_mark(sim_occgrid *g, const float *boxes, uint32_t count)
-{
-	if (g->n[0] == 0)
-		return;
 	const size_t sy = g->n[0], sz = (size_t)g->n[0] * g->n[1];
 	for (uint32_t i = 0; i < count; i++) {
 		const float *b = &boxes[6 * (size_t)i];
@@ -73,14 +67,6 @@ void sim_occgrid_mark(sim_occgrid *g, const float *boxes, uint32_t count)
 			for (uint32_t y = lo[1]; y <= hi[1]; y++)
 				memset(&g->occ[z * sz + y * sy + lo[0]], 1, hi[0] - lo[0] + 1);
 	}
-}
-
-int sim_occgrid_build(sim_occgrid *g, const float *boxes, uint32_t count, const float *region,
-		      float cell)
-{
-	if (sim_occgrid_reset(g, region, cell) != 0)
-		return -1;
-	sim_occgrid_mark(g, boxes, count);
 	return 0;
 }
 
@@ -92,8 +78,7 @@ int sim_occgrid_any(const sim_occgrid *g, const float *box)
 		return 1;
 	uint32_t lo[3], hi[3];
 	for (int k = 0; k < 3; k++) {
-		/* Wholly below the region along an axis: nothing of the
-		 * region. */
+		/* Wholly outside the region along an axis: it meets nothing. */
 		if (box[k + 3] < g->lo[k])
 			return 0;
 		lo[k] = coord(g, k, box[k]);

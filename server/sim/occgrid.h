@@ -6,16 +6,11 @@
  * the hands, the feet, a bare arm), and those features are then skipped
  * without measuring their shape or walking the cloth's hash.
  *
- * bodyedge.c also asks the converse, which of the cloth's boxes can meet
- * a body feature's, to hash only those.
- *
  * Exact as a filter: a cell is marked for every box that touches it, and
- * cell indices are floor((v - lo) / cell) clamped into the grid, monotone
- * in v under correctly rounded arithmetic, so a point of the region inside
- * both a query box and a marked box falls in a cell of the query's range
- * that is marked. A query that answers 0 therefore overlaps no marked box
- * at any point of the region (sim_box_overlap; when the marked boxes, or
- * the queries, lie in the region, no marked box at all); 1 may be a false
+ * cell indices are floor((v - lo) / cell), monotone in v under correctly
+ * rounded arithmetic, so a point inside both a query box and a marked box
+ * falls in a cell of the query's range that is marked. A query that
+ * answers 0 therefore overlaps no box (sim_box_overlap); 1 may be a false
  * positive, which the caller's own tests remove. The grid holds one byte
  * per cell; its cell grows so that it never holds more than
  * SIM_OCCGRID_MAX_CELLS.
@@ -59,14 +54,7 @@ typedef struct sim_occgrid {
 int sim_occgrid_build(sim_occgrid *g, const float *boxes, uint32_t count, const float *region,
 		      float cell);
 
-/* Empties the grid over region with cells of about `cell`, for marks;
- * -1 (and a grid that answers 1) as sim_occgrid_build. */
-int sim_occgrid_reset(sim_occgrid *g, const float *region, float cell);
-
-/* Marks the cells of the region that count boxes touch. */
-void sim_occgrid_mark(sim_occgrid *g, const float *boxes, uint32_t count);
-
-/* 0 when box (6 floats) meets no marked box in the region; 1 otherwise. */
+/* 0 when box (6 floats) meets no box of the last build; 1 otherwise. */
 int sim_occgrid_any(const sim_occgrid *g, const float *box);
 
 void sim_occgrid_free(sim_occgrid *g);
