@@ -117,6 +117,9 @@ typedef struct be_body {
 	 * holds the face's normal for, when a moving body's normals are
 	 * computed only where an edge near the cloth needs them. */
 	uint32_t *fn_at;
+	/* 6 per vertex: the grid cells (occgrid.h) of a moving body's vertex
+	 * over the substep, from which its edges' cells follow. */
+	int32_t *vcell;
 	const float *still_q0;
 	uint32_t still_version;
 	/* The edges that are ridges at contact distance ridge_h (convex, and
@@ -213,6 +216,7 @@ void sim_bodyedge_free(sim_bodyedge *b)
 		free(b->body[i].e);
 		free(b->body[i].fn);
 		free(b->body[i].fn_at);
+		free(b->body[i].vcell);
 		free(b->body[i].ridge);
 	}
 	free(b->body);
@@ -247,6 +251,7 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	free(bd->e);
 	free(bd->fn);
 	free(bd->fn_at);
+	free(bd->vcell);
 	free(bd->ridge);
 	memset(bd, 0, sizeof *bd);
 	half_edge *h = malloc(3 * (size_t)bv->nt * sizeof *h + 1);
@@ -254,7 +259,9 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	float *fn = malloc(3 * (size_t)bv->nt * sizeof *fn + 1);
 	uint32_t *fa = calloc((size_t)bv->nt + 1, sizeof *fa);
 	uint32_t *rg = malloc(3 * (size_t)bv->nt / 2 * sizeof *rg + sizeof *rg);
-	if (h == NULL || e == NULL || fn == NULL || fa == NULL || rg == NULL) {
+	int32_t *vc = malloc(6 * (size_t)bv->nv * sizeof *vc + sizeof *vc);
+	if (h == NULL || e == NULL || fn == NULL || fa == NULL || rg == NULL || vc == NULL) {
+		free(vc);
 		free(h);
 		free(e);
 		free(fn);
@@ -287,6 +294,7 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	bd->ne = n;
 	bd->fn = fn;
 	bd->fn_at = fa;
+	bd->vcell = vc;
 	bd->ridge = rg;
 	return 1;
 }
@@ -498,9 +506,10 @@ static void classify(be_body *bd, const sim_body_view *bv, float h)
 }
 
 /* Ridge e's ends at the start and end of the substep into r, and its
- * swept box into pb: 1 when the box meets the cloth's box and a cell of
- * the grid that a cloth edge's box touches (occgrid.h), i.e. when the hash
- * below can hold a cloth edge whose box it overlaps. */
+ * swept box into pb: 1 when the box meets the cloth's box and (unless
+ * grid is NULL, the caller having asked it) a cell of the grid that a
+ * cloth edge's box touches (occgrid.h), i.e. when the hash below can hold
+ * a cloth edge whose box it overlaps. */
 static int ridge_box(ridge *r, const sim_body_view *bv, const be_bedge *e, float *pb,
 		     const float *cloth_box, const sim_occgrid *grid)
 {
@@ -516,7 +525,7 @@ static int ridge_box(ridge *r, const sim_body_view *bv, const be_bedge *e, float
 			pb[j + 3] = sim_box_max(pb[j + 3], c[j]);
 		}
 	}
-	return sim_box_overlap(pb, cloth_box) && sim_occgrid_any(grid, pb);
+	return sim_box_overlap(pb, cloth_box) && (grid == NULL || sim_occgrid_any(grid, pb));
 }
 
 /* The cloth edges whose boxes meet ridge e's swept box pb (its ends in r,
@@ -677,9 +686,26 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		 * order of classify() followed by the still body's loop. */
 		bd->still_q0 = NULL;
 		bd->ridge_valid = 0;
+		/* The cells of each vertex's swept box; an edge's box is the
+		 * union of its two vertices', so its cells are theirs (the
+		 * min of the lows, the max of the highs). */
+		for (uint32_t v = 0; v < bv.nv; v++) {
+			sim_v3 q0 = at3(bv.q0, v), q1 = at3(bv.q1, v);
+			const float vb[6] = {sim_box_min(q0.x, q1.x), sim_box_min(q0.y, q1.y),
+					     sim_box_min(q0.z, q1.z), sim_box_max(q0.x, q1.x),
+					     sim_box_max(q0.y, q1.y), sim_box_max(q0.z, q1.z)};
+			sim_occgrid_cells(&b->grid, vb, &bd->vcell[6 * (size_t)v],
+					  &bd->vcell[6 * (size_t)v + 3]);
+		}
 		for (uint32_t k = 0; k < bd->ne; k++) {
 			const be_bedge *e = &bd->e[k];
-			if (!ridge_box(&r, &bv, e, pb, cloth_box, &b->grid))
+			const int32_t *ca = &bd->vcell[6 * (size_t)e->a], *cb = &bd->vcell[6 * (size_t)e->b];
+			const int32_t clo[3] = {ca[0] < cb[0] ? ca[0] : cb[0], ca[1] < cb[1] ? ca[1] : cb[1],
+						ca[2] < cb[2] ? ca[2] : cb[2]};
+			const int32_t chi[3] = {ca[3] > cb[3] ? ca[3] : cb[3], ca[4] > cb[4] ? ca[4] : cb[4],
+						ca[5] > cb[5] ? ca[5] : cb[5]};
+			if (!sim_occgrid_any_cells(&b->grid, clo, chi) ||
+			    !ridge_box(&r, &bv, e, pb, cloth_box, NULL))
 				continue;
 			const uint32_t f[2] = {e->f0, e->f1};
 			for (int j = 0; j < 2; j++)
@@ -754,7 +780,8 @@ size_t sim_bodyedge_bytes(const sim_bodyedge *b)
 		   (size_t)b->pair_cap * sizeof(be_pair) + (size_t)b->body_cap * sizeof(be_body);
 	for (uint32_t i = 0; i < b->body_cap; i++)
 		s += (size_t)b->body[i].ne * (sizeof(be_bedge) + sizeof(uint32_t)) +
-		     (size_t)b->body[i].nt * (3 * sizeof(float) + sizeof(uint32_t));
+		     (size_t)b->body[i].nt * (3 * sizeof(float) + sizeof(uint32_t)) +
+		     6 * (size_t)b->body[i].nv * sizeof(int32_t);
 	s += b->grid.cap;
 	return s;
 }

@@ -7,7 +7,7 @@
  * without measuring their shape or walking the cloth's hash.
  *
  * Exact as a filter: a cell is marked for every box that touches it, and
- * cell indices are floor((v - lo) / cell), monotone in v under correctly
+ * cell indices are floor((v - lo) * (1 / cell)), monotone in v under correctly
  * rounded arithmetic, so a point inside both a query box and a marked box
  * falls in a cell of the query's range that is marked. A query that
  * answers 0 therefore overlaps no box (sim_box_overlap); 1 may be a false
@@ -37,7 +37,7 @@ static inline float sim_box_max(float a, float b)
 }
 
 typedef struct sim_occgrid {
-	float lo[3], cell;
+	float lo[3], cell, inv; /* inv = 1 / cell: indices are floor((v - lo) * inv) */
 	uint32_t n[3];  /* cells per axis; 0 when the grid holds nothing */
 	uint8_t *occ;   /* n[0] * n[1] * n[2] bytes, x fastest */
 	size_t cap;
@@ -56,6 +56,18 @@ int sim_occgrid_build(sim_occgrid *g, const float *boxes, uint32_t count, const 
 
 /* 0 when box (6 floats) meets no box of the last build; 1 otherwise. */
 int sim_occgrid_any(const sim_occgrid *g, const float *box);
+
+/*
+ * The cells of box: lo[k], hi[k] per axis, -1 below the grid and n[k]
+ * above it. Monotone, so the cells of the union of two boxes are the
+ * per-axis min of their lo and max of their hi: a caller that holds the
+ * cells of each vertex's box gets an edge's without building its box.
+ * A box with a NaN gets the whole grid.
+ */
+void sim_occgrid_cells(const sim_occgrid *g, const float *box, int32_t *lo, int32_t *hi);
+
+/* sim_occgrid_any for the cells lo..hi (from sim_occgrid_cells). */
+int sim_occgrid_any_cells(const sim_occgrid *g, const int32_t *lo, const int32_t *hi);
 
 void sim_occgrid_free(sim_occgrid *g);
 

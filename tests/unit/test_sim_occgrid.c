@@ -127,7 +127,45 @@ static void test_minmax(void)
 		}
 }
 
+/* The cells of two boxes' union are the min of their lows and the max of
+ * their highs (bodyedge.c takes an edge's cells from its two vertices'). */
+static void test_cells_of_union(void)
+{
+	enum { N = 200 };
+	static float boxes[6 * N];
+	for (uint32_t i = 0; i < N; i++)
+		rand_box(&boxes[6 * i], 0.04f, 0.05f, i % 4 == 0);
+	float region[6];
+	union_of(boxes, N, region);
+	sim_occgrid g;
+	memset(&g, 0, sizeof g);
+	CHECK(sim_occgrid_build(&g, boxes, N, region, 0.05f) == 0);
+	for (int q = 0; q < 20000; q++) {
+		float a[6], b[6], u[6];
+		rand_box(a, 0.05f, g.cell, q % 3 == 0);
+		rand_box(b, 0.05f, g.cell, q % 5 == 0);
+		if (q % 7 == 0)
+			a[0] -= 0.3f, b[5] += 0.3f;
+		for (int k = 0; k < 3; k++)
+			u[k] = sim_box_min(a[k], b[k]), u[k + 3] = sim_box_max(a[k + 3], b[k + 3]);
+		int32_t la[3], ha[3], lb[3], hb[3], lu[3], hu[3];
+		sim_occgrid_cells(&g, a, la, ha);
+		sim_occgrid_cells(&g, b, lb, hb);
+		sim_occgrid_cells(&g, u, lu, hu);
+		for (int k = 0; k < 3; k++) {
+			CHECK(lu[k] == (la[k] < lb[k] ? la[k] : lb[k]));
+			CHECK(hu[k] == (ha[k] > hb[k] ? ha[k] : hb[k]));
+		}
+		int any = 0;
+		for (uint32_t i = 0; i < N && !any; i++)
+			any = sim_box_overlap(&boxes[6 * i], u);
+		CHECKF(!any || sim_occgrid_any_cells(&g, lu, hu), "query %d: a box meets the union", q);
+	}
+	sim_occgrid_free(&g);
+}
+
 static const check_test tests[] = {
+	CHECK_TEST(test_cells_of_union),
 	CHECK_TEST(test_exact),
 	CHECK_TEST(test_degenerate),
 	CHECK_TEST(test_minmax),
