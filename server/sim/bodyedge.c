@@ -650,7 +650,7 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		return;
 	const float cloth_box[6] = {lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]};
 	/* On failure the grid answers 1 to every query: nothing skipped. */
-	sim_occgrid_build(&b->grid, b->box, b->nce, cloth_box, cell);
+	sim_occgrid_build(&b->grid, b->box, b->nce, cloth_box, 2.0f * cell);
 	if (!body_slots(b, set->count))
 		return;
 	for (uint32_t ci = 0; ci < set->count; ci++) {
@@ -704,8 +704,7 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 						ca[2] < cb[2] ? ca[2] : cb[2]};
 			const int32_t chi[3] = {ca[3] > cb[3] ? ca[3] : cb[3], ca[4] > cb[4] ? ca[4] : cb[4],
 						ca[5] > cb[5] ? ca[5] : cb[5]};
-			if (!sim_occgrid_any_cells(&b->grid, clo, chi) ||
-			    !ridge_box(&r, &bv, e, pb, cloth_box, NULL))
+			if (!sim_occgrid_any_cells(&b->grid, clo, chi))
 				continue;
 			const uint32_t f[2] = {e->f0, e->f1};
 			for (int j = 0; j < 2; j++)
@@ -714,8 +713,9 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 					face_normal(bd, &bv, f[j]);
 				}
 			float sh = ridge_sharpness(bd, &bv, e);
-			float len = v3_len(v3_sub(r.q0b, r.q0a));
-			if (sh > 0.0f && len * sh > BODYEDGE_SHARP * r.h)
+			float len = v3_len(v3_sub(at3(bv.q0, e->b), at3(bv.q0, e->a)));
+			if (sh > 0.0f && len * sh > BODYEDGE_SHARP * r.h &&
+			    ridge_box(&r, &bv, e, pb, cloth_box, NULL))
 				lookup(b, bd, &bv, e, &r, sh, pb, half_max, x, p);
 		}
 	}

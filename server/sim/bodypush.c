@@ -107,7 +107,6 @@ struct sim_bodypush {
 	uint8_t *sides;   /* per triangle: bit 0 met from its +n side, bit 1 from -n */
 	uint32_t epoch;
 	sim_hash hash;
-	sim_occgrid grid; /* the cells the triangles' boxes touch (occgrid.h) */
 	float *nrm;       /* 3 per body vertex: normals at the start */
 	uint8_t *hollow;  /* per body vertex: 1 where a neighbour rises over its tangent plane */
 	float *fall;      /* 2 per body vertex: sine of the steepest fall to a neighbour, its distance */
@@ -147,7 +146,6 @@ void sim_bodypush_free(sim_bodypush *b)
 	free(b->stamp);
 	free(b->sides);
 	sim_hash_free(&b->hash);
-	sim_occgrid_free(&b->grid);
 	free(b->nrm);
 	free(b->hollow);
 	free(b->fall);
@@ -401,8 +399,6 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 	if (sim_hash_build(&b->hash, b->box, ntri, cell) != 0)
 		return;
 	const float cloth_box[6] = {lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]};
-	/* On failure the grid answers 1 to every query: nothing skipped. */
-	sim_occgrid_build(&b->grid, b->box, ntri, cloth_box, cell);
 	const sim_hash *H = &b->hash;
 	for (uint32_t ci = 0; ci < set->count; ci++) {
 		sim_body_view bv;
@@ -445,9 +441,7 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 			float pb[6] = {sim_box_min(q0.x, q1.x), sim_box_min(q0.y, q1.y),
 				       sim_box_min(q0.z, q1.z), sim_box_max(q0.x, q1.x),
 				       sim_box_max(q0.y, q1.y), sim_box_max(q0.z, q1.z)};
-			/* Far from every triangle's box (most of a body is far
-			 * from a garment), the hash below holds none it meets. */
-			if (!sim_box_overlap(pb, cloth_box) || !sim_occgrid_any(&b->grid, pb))
+			if (!sim_box_overlap(pb, cloth_box))
 				continue;
 			sim_v3 nb = v3_scale(at3(b->nrm, i), bv.orient);
 			float nl = v3_len(nb);
@@ -570,6 +564,5 @@ size_t sim_bodypush_bytes(const sim_bodypush *b)
 	if (b == NULL)
 		return 0;
 	return sizeof *b + (size_t)b->ntri * (6 * sizeof(float) + sizeof(uint32_t)) +
-	       3 * (size_t)b->nrm_cap * sizeof(float) + (size_t)b->pair_cap * sizeof(bp_pair) +
-	       b->grid.cap;
+	       3 * (size_t)b->nrm_cap * sizeof(float) + (size_t)b->pair_cap * sizeof(bp_pair);
 }
