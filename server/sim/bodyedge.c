@@ -76,7 +76,7 @@
 #include <string.h>
 
 #include "server/sim/bodypush.h"
-#include "server/sim/occgrid.h"
+#include "server/sim/box.h"
 #include "server/sim/selfhash.h"
 
 /* The fall across a ridge, over half the cloth edge, as a fraction of the
@@ -117,9 +117,9 @@ typedef struct be_body {
 	 * holds the face's normal for, when a moving body's normals are
 	 * computed only where an edge near the cloth needs them. */
 	uint32_t *fn_at;
-	/* 6 per vertex: the grid cells (occgrid.h) of a moving body's vertex
-	 * over the substep, from which its edges' cells follow. */
-	int32_t *vcell;
+	/* Per vertex: where a moving body's vertex's box over the substep
+	 * lies against the cloth's box (outcode()). */
+	uint8_t *voc;
 	const float *still_q0;
 	uint32_t still_version;
 	/* The edges that are ridges at contact distance ridge_h (convex, and
@@ -151,7 +151,6 @@ struct sim_bodyedge {
 	uint8_t *pinched; /* per cloth edge: met from both sides this substep */
 	uint32_t substep;
 	sim_hash hash;
-	sim_occgrid grid; /* the cells the cloth edges' boxes touch (occgrid.h) */
 	be_body *body;
 	uint32_t body_cap;
 	be_pair *pair;
@@ -211,12 +210,11 @@ void sim_bodyedge_free(sim_bodyedge *b)
 	free(b->side_at);
 	free(b->pinched);
 	sim_hash_free(&b->hash);
-	sim_occgrid_free(&b->grid);
 	for (uint32_t i = 0; i < b->body_cap; i++) {
 		free(b->body[i].e);
 		free(b->body[i].fn);
 		free(b->body[i].fn_at);
-		free(b->body[i].vcell);
+		free(b->body[i].voc);
 		free(b->body[i].ridge);
 	}
 	free(b->body);
@@ -251,7 +249,7 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	free(bd->e);
 	free(bd->fn);
 	free(bd->fn_at);
-	free(bd->vcell);
+	free(bd->voc);
 	free(bd->ridge);
 	memset(bd, 0, sizeof *bd);
 	half_edge *h = malloc(3 * (size_t)bv->nt * sizeof *h + 1);
@@ -259,7 +257,7 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	float *fn = malloc(3 * (size_t)bv->nt * sizeof *fn + 1);
 	uint32_t *fa = calloc((size_t)bv->nt + 1, sizeof *fa);
 	uint32_t *rg = malloc(3 * (size_t)bv->nt / 2 * sizeof *rg + sizeof *rg);
-	int32_t *vc = malloc(6 * (size_t)bv->nv * sizeof *vc + sizeof *vc);
+	uint8_t *vc = malloc((size_t)bv->nv + 1);
 	if (h == NULL || e == NULL || fn == NULL || fa == NULL || rg == NULL || vc == NULL) {
 		free(vc);
 		free(h);
@@ -294,7 +292,7 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	bd->ne = n;
 	bd->fn = fn;
 	bd->fn_at = fa;
-	bd->vcell = vc;
+	bd->voc = vc;
 	bd->ridge = rg;
 	return 1;
 }
@@ -505,13 +503,23 @@ static void classify(be_body *bd, const sim_body_view *bv, float h)
 	bd->ridge_valid = !bv->moving;
 }
 
+/* Bit 2k: the box of q0 and q1 lies below the cloth's box on axis k;
+ * bit 2k + 1: above it. Two boxes' union lies below (above) exactly when
+ * both do: the min (max) of their ends is the min (max) of the mins. */
+static inline uint8_t outcode(sim_v3 q0, sim_v3 q1, const float *cb)
+{
+	const float lo[3] = {sim_box_min(q0.x, q1.x), sim_box_min(q0.y, q1.y), sim_box_min(q0.z, q1.z)};
+	const float hi[3] = {sim_box_max(q0.x, q1.x), sim_box_max(q0.y, q1.y), sim_box_max(q0.z, q1.z)};
+	uint8_t c = 0;
+	for (int k = 0; k < 3; k++)
+		c |= (uint8_t)((hi[k] < cb[k]) << (2 * k) | (lo[k] > cb[k + 3]) << (2 * k + 1));
+	return c;
+}
+
 /* Ridge e's ends at the start and end of the substep into r, and its
- * swept box into pb: 1 when the box meets the cloth's box and (unless
- * grid is NULL, the caller having asked it) a cell of the grid that a
- * cloth edge's box touches (occgrid.h), i.e. when the hash below can hold
- * a cloth edge whose box it overlaps. */
+ * swept box into pb: 1 when the box meets the cloth's box. */
 static int ridge_box(ridge *r, const sim_body_view *bv, const be_bedge *e, float *pb,
-		     const float *cloth_box, const sim_occgrid *grid)
+		     const float *cloth_box)
 {
 	r->q0a = at3(bv->q0, e->a), r->q0b = at3(bv->q0, e->b);
 	r->q1a = at3(bv->q1, e->a), r->q1b = at3(bv->q1, e->b);
@@ -525,7 +533,7 @@ static int ridge_box(ridge *r, const sim_body_view *bv, const be_bedge *e, float
 			pb[j + 3] = sim_box_max(pb[j + 3], c[j]);
 		}
 	}
-	return sim_box_overlap(pb, cloth_box) && (grid == NULL || sim_occgrid_any(grid, pb));
+	return sim_box_overlap(pb, cloth_box);
 }
 
 /* The cloth edges whose boxes meet ridge e's swept box pb (its ends in r,
@@ -649,8 +657,6 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 	if (sim_hash_build(&b->hash, b->box, b->nce, cell) != 0)
 		return;
 	const float cloth_box[6] = {lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]};
-	/* On failure the grid answers 1 to every query: nothing skipped. */
-	sim_occgrid_build(&b->grid, b->box, b->nce, cloth_box, 2.0f * cell);
 	if (!body_slots(b, set->count))
 		return;
 	for (uint32_t ci = 0; ci < set->count; ci++) {
@@ -672,39 +678,31 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			classify(bd, &bv, r.h);
 			for (uint32_t ri = 0; ri < bd->nridge; ri++) {
 				const be_bedge *e = &bd->e[bd->ridge[ri]];
-				if (ridge_box(&r, &bv, e, pb, cloth_box, &b->grid))
+				if (ridge_box(&r, &bv, e, pb, cloth_box))
 					lookup(b, bd, &bv, e, &r, ridge_sharpness(bd, &bv, e), pb, half_max,
 					       x, p);
 			}
 			continue;
 		}
 		/* A moving body's edges are classified every substep, but only
-		 * those whose swept box meets a cloth edge's box: the test
-		 * comes first, and the face normals the classification needs
-		 * are computed for those edges' faces alone. The edges, their
-		 * classification and their lookups are the ones and in the
-		 * order of classify() followed by the still body's loop. */
+		 * those whose swept box meets the cloth's box (the still
+		 * body's loop skips the others before any lookup), and the
+		 * face normals the classification needs are computed for
+		 * those edges' faces alone. The edges, their classification
+		 * and their lookups are the ones, and in the order, of
+		 * classify() followed by the still body's loop. */
 		bd->still_q0 = NULL;
 		bd->ridge_valid = 0;
-		/* The cells of each vertex's swept box; an edge's box is the
-		 * union of its two vertices', so its cells are theirs (the
-		 * min of the lows, the max of the highs). */
-		for (uint32_t v = 0; v < bv.nv; v++) {
-			sim_v3 q0 = at3(bv.q0, v), q1 = at3(bv.q1, v);
-			const float vb[6] = {sim_box_min(q0.x, q1.x), sim_box_min(q0.y, q1.y),
-					     sim_box_min(q0.z, q1.z), sim_box_max(q0.x, q1.x),
-					     sim_box_max(q0.y, q1.y), sim_box_max(q0.z, q1.z)};
-			sim_occgrid_cells(&b->grid, vb, &bd->vcell[6 * (size_t)v],
-					  &bd->vcell[6 * (size_t)v + 3]);
-		}
+		/* Where each vertex's box over the substep lies against the
+		 * cloth's box: an edge's box is the union of its two vertices',
+		 * so it misses the cloth's box exactly when both lie beyond
+		 * the same face of it (the two outcodes share a bit), and such
+		 * an edge is not classified. */
+		for (uint32_t v = 0; v < bv.nv; v++)
+			bd->voc[v] = outcode(at3(bv.q0, v), at3(bv.q1, v), cloth_box);
 		for (uint32_t k = 0; k < bd->ne; k++) {
 			const be_bedge *e = &bd->e[k];
-			const int32_t *ca = &bd->vcell[6 * (size_t)e->a], *cb = &bd->vcell[6 * (size_t)e->b];
-			const int32_t clo[3] = {ca[0] < cb[0] ? ca[0] : cb[0], ca[1] < cb[1] ? ca[1] : cb[1],
-						ca[2] < cb[2] ? ca[2] : cb[2]};
-			const int32_t chi[3] = {ca[3] > cb[3] ? ca[3] : cb[3], ca[4] > cb[4] ? ca[4] : cb[4],
-						ca[5] > cb[5] ? ca[5] : cb[5]};
-			if (!sim_occgrid_any_cells(&b->grid, clo, chi))
+			if (bd->voc[e->a] & bd->voc[e->b])
 				continue;
 			const uint32_t f[2] = {e->f0, e->f1};
 			for (int j = 0; j < 2; j++)
@@ -715,7 +713,7 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			float sh = ridge_sharpness(bd, &bv, e);
 			float len = v3_len(v3_sub(at3(bv.q0, e->b), at3(bv.q0, e->a)));
 			if (sh > 0.0f && len * sh > BODYEDGE_SHARP * r.h &&
-			    ridge_box(&r, &bv, e, pb, cloth_box, NULL))
+			    ridge_box(&r, &bv, e, pb, cloth_box))
 				lookup(b, bd, &bv, e, &r, sh, pb, half_max, x, p);
 		}
 	}
@@ -781,7 +779,6 @@ size_t sim_bodyedge_bytes(const sim_bodyedge *b)
 	for (uint32_t i = 0; i < b->body_cap; i++)
 		s += (size_t)b->body[i].ne * (sizeof(be_bedge) + sizeof(uint32_t)) +
 		     (size_t)b->body[i].nt * (3 * sizeof(float) + sizeof(uint32_t)) +
-		     6 * (size_t)b->body[i].nv * sizeof(int32_t);
-	s += b->grid.cap;
+		     (size_t)b->body[i].nv;
 	return s;
 }

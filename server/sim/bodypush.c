@@ -64,7 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/sim/occgrid.h"
+#include "server/sim/box.h"
 #include "server/sim/selfhash.h"
 
 /* How far above a triangle (outside the cloth) a body vertex may start a
