@@ -16,7 +16,12 @@
  *     whose swept box meets the cloth's box, the cloth edges whose box over
  *     their start and predicted positions (grown by h + 1 mm, h the cloth
  *     thickness plus the collider's) meets it come from a spatial hash of
- *     those boxes (selfhash.h, cells the boxes' mean size).
+ *     those boxes (selfhash.h, cells the boxes' mean size). A moving
+ *     body's edges are classified (below) every substep, and only those
+ *     whose box meets the cloth's: the test is made first, from each
+ *     vertex's box placed once against the cloth's (outcode()), so most
+ *     of a body (the head, the hands, the feet) costs one comparison per
+ *     edge, and the pairs are those, in the order, of the full loop.
  *     Only ridges take part: the edge must be convex (each face's far
  *     vertex below the other face's plane) and sharp at the cloth's scale,
  *     the body falling away from it across half the cloth edge's length
