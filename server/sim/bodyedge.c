@@ -16,7 +16,12 @@
  *     whose swept box meets the cloth's box, the cloth edges whose box over
  *     their start and predicted positions (grown by h + 1 mm, h the cloth
  *     thickness plus the collider's) meets it come from a spatial hash of
- *     those boxes (selfhash.h, cells the boxes' mean size).
+ *     those boxes (selfhash.h, cells the boxes' mean size). A moving
+ *     body's edges are classified (below) every substep, and only those
+ *     whose box meets the cloth's: the test is made first, from each
+ *     vertex's box placed once against the cloth's (outcode()), so most
+ *     of a body (the head, the hands, the feet) costs one comparison per
+ *     edge, and the pairs are those, in the order, of the full loop.
  *     Only ridges take part: the edge must be convex (each face's far
  *     vertex below the other face's plane) and sharp at the cloth's scale,
  *     the body falling away from it across half the cloth edge's length
@@ -76,6 +81,7 @@
 #include <string.h>
 
 #include "server/sim/bodypush.h"
+#include "server/sim/box.h"
 #include "server/sim/selfhash.h"
 
 /* The fall across a ridge, over half the cloth edge, as a fraction of the
@@ -112,6 +118,13 @@ typedef struct be_body {
 	 * degenerate), once per substep for a moving body, once per pose
 	 * (its start positions and version) for a still one. */
 	float *fn;
+	/* Per face: the substep (sim_bodyedge.substep) whose start pose fn
+	 * holds the face's normal for, when a moving body's normals are
+	 * computed only where an edge near the cloth needs them. */
+	uint32_t *fn_at;
+	/* Per vertex: where a moving body's vertex's box over the substep
+	 * lies against the cloth's box (outcode()). */
+	uint8_t *voc;
 	const float *still_q0;
 	uint32_t still_version;
 	/* The edges that are ridges at contact distance ridge_h (convex, and
@@ -205,6 +218,8 @@ void sim_bodyedge_free(sim_bodyedge *b)
 	for (uint32_t i = 0; i < b->body_cap; i++) {
 		free(b->body[i].e);
 		free(b->body[i].fn);
+		free(b->body[i].fn_at);
+		free(b->body[i].voc);
 		free(b->body[i].ridge);
 	}
 	free(b->body);
@@ -238,16 +253,22 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 {
 	free(bd->e);
 	free(bd->fn);
+	free(bd->fn_at);
+	free(bd->voc);
 	free(bd->ridge);
 	memset(bd, 0, sizeof *bd);
 	half_edge *h = malloc(3 * (size_t)bv->nt * sizeof *h + 1);
 	be_bedge *e = malloc(3 * (size_t)bv->nt / 2 * sizeof *e + sizeof *e);
 	float *fn = malloc(3 * (size_t)bv->nt * sizeof *fn + 1);
+	uint32_t *fa = calloc((size_t)bv->nt + 1, sizeof *fa);
 	uint32_t *rg = malloc(3 * (size_t)bv->nt / 2 * sizeof *rg + sizeof *rg);
-	if (h == NULL || e == NULL || fn == NULL || rg == NULL) {
+	uint8_t *vc = malloc((size_t)bv->nv + 1);
+	if (h == NULL || e == NULL || fn == NULL || fa == NULL || rg == NULL || vc == NULL) {
+		free(vc);
 		free(h);
 		free(e);
 		free(fn);
+		free(fa);
 		free(rg);
 		return 0;
 	}
@@ -275,6 +296,8 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	bd->e = e;
 	bd->ne = n;
 	bd->fn = fn;
+	bd->fn_at = fa;
+	bd->voc = vc;
 	bd->ridge = rg;
 	return 1;
 }
@@ -313,6 +336,18 @@ drape_err sim_bodyedge_reserve(sim_bodyedge *b, const sim_collider_set *set, dra
 	return DRAPE_OK;
 }
 
+/* The unit outward normal of face f at the start pose, into bd->fn. */
+static void face_normal(be_body *bd, const sim_body_view *bv, uint32_t f)
+{
+	const uint32_t *v = &bv->tris[3 * (size_t)f];
+	sim_v3 a = at3(bv->q0, v[0]);
+	sim_v3 c = v3_cross(v3_sub(at3(bv->q0, v[1]), a), v3_sub(at3(bv->q0, v[2]), a));
+	float l = v3_len(c);
+	sim_v3 n = l > 0.0f ? v3_scale(c, bv->orient / l) : v3(0, 0, 0);
+	float *o = &bd->fn[3 * (size_t)f];
+	o[0] = n.x, o[1] = n.y, o[2] = n.z;
+}
+
 /* The unit outward normals of the body's faces at the start pose. */
 static void face_normals(be_body *bd, const sim_body_view *bv)
 {
@@ -321,15 +356,8 @@ static void face_normals(be_body *bd, const sim_body_view *bv)
 	bd->still_q0 = bv->moving ? NULL : bv->q0;
 	bd->still_version = bv->version;
 	bd->ridge_valid = 0;
-	for (uint32_t f = 0; f < bv->nt; f++) {
-		const uint32_t *v = &bv->tris[3 * (size_t)f];
-		sim_v3 a = at3(bv->q0, v[0]);
-		sim_v3 c = v3_cross(v3_sub(at3(bv->q0, v[1]), a), v3_sub(at3(bv->q0, v[2]), a));
-		float l = v3_len(c);
-		sim_v3 n = l > 0.0f ? v3_scale(c, bv->orient / l) : v3(0, 0, 0);
-		float *o = &bd->fn[3 * (size_t)f];
-		o[0] = n.x, o[1] = n.y, o[2] = n.z;
-	}
+	for (uint32_t f = 0; f < bv->nt; f++)
+		face_normal(bd, bv, f);
 }
 
 /* Appends a pair, growing the array by half again when full. 0 when out of
@@ -480,6 +508,101 @@ static void classify(be_body *bd, const sim_body_view *bv, float h)
 	bd->ridge_valid = !bv->moving;
 }
 
+/* Bit 2k: the box of q0 and q1 lies below the cloth's box on axis k;
+ * bit 2k + 1: above it. Two boxes' union lies below (above) exactly when
+ * both do: the min (max) of their ends is the min (max) of the mins. */
+static inline uint8_t outcode(sim_v3 q0, sim_v3 q1, const float *cb)
+{
+	const float lo[3] = {sim_box_min(q0.x, q1.x), sim_box_min(q0.y, q1.y), sim_box_min(q0.z, q1.z)};
+	const float hi[3] = {sim_box_max(q0.x, q1.x), sim_box_max(q0.y, q1.y), sim_box_max(q0.z, q1.z)};
+	uint8_t c = 0;
+	for (int k = 0; k < 3; k++)
+		c |= (uint8_t)((hi[k] < cb[k]) << (2 * k) | (lo[k] > cb[k + 3]) << (2 * k + 1));
+	return c;
+}
+
+/* Ridge e's ends at the start and end of the substep into r, and its
+ * swept box into pb: 1 when the box meets the cloth's box. */
+static int ridge_box(ridge *r, const sim_body_view *bv, const be_bedge *e, float *pb,
+		     const float *cloth_box)
+{
+	r->q0a = at3(bv->q0, e->a), r->q0b = at3(bv->q0, e->b);
+	r->q1a = at3(bv->q1, e->a), r->q1b = at3(bv->q1, e->b);
+	const sim_v3 *c4[4] = {&r->q0a, &r->q0b, &r->q1a, &r->q1b};
+	for (int j = 0; j < 3; j++)
+		pb[j] = INFINITY, pb[j + 3] = -INFINITY;
+	for (int m = 0; m < 4; m++) {
+		const float c[3] = {c4[m]->x, c4[m]->y, c4[m]->z};
+		for (int j = 0; j < 3; j++) {
+			pb[j] = sim_box_min(pb[j], c[j]);
+			pb[j + 3] = sim_box_max(pb[j + 3], c[j]);
+		}
+	}
+	return sim_box_overlap(pb, cloth_box);
+}
+
+/* The cloth edges whose boxes meet ridge e's swept box pb (its ends in r,
+ * sh its ridge_sharpness), each considered once, in the hash's order. */
+static void lookup(sim_bodyedge *b, const be_body *bd, const sim_body_view *bv,
+		   const be_bedge *e, ridge *r, float sh, const float *pb, float half_max,
+		   const sim_vec4 *x, const sim_vec4 *p)
+{
+	const sim_hash *H = &b->hash;
+	(void)bv;
+	sim_v3 n0 = at3(bd->fn, e->f0), n1 = at3(bd->fn, e->f1);
+	r->sh = sh;
+	sim_v3 u = v3_sub(r->q0b, r->q0a);
+	float ul = v3_len(u);
+	if (!(ul > 0.0f))
+		return;
+	r->len = ul;
+	/* The sharpness of consider() at the longest cloth edge this ridge
+	 * may pair with (half of it at most its own length, and the cloth's
+	 * longest): the fall grows with the half, so a ridge too smooth there
+	 * is too smooth for every cloth edge, and is not looked up. */
+	if (!(fminf(ul, half_max) * r->sh > BODYEDGE_SHARP * r->h))
+		return;
+	sim_v3 nb = v3_add(n0, n1);
+	float nl = v3_len(nb);
+	if (!(nl > 0.0f))
+		return;
+	r->nb = v3_scale(nb, 1.0f / nl);
+	r->motion = fmaxf(v3_len(v3_sub(r->q1a, r->q0a)), v3_len(v3_sub(r->q1b, r->q0b)));
+	if (++b->epoch == 0) {
+		memset(b->stamp, 0, (size_t)b->nce * sizeof *b->stamp);
+		b->epoch = 1;
+	}
+	sim_cellbox cb = sim_hash_cells(H, pb);
+	if (sim_cellbox_count(&cb) > SIM_HASH_MAX_CELLS) {
+		/* A body edge spanning more cells than the hash walks (a long
+		 * ridge over a fine cloth): every cloth edge, in order. */
+		for (uint32_t ck = 0; ck < b->nce; ck++)
+			if (sim_box_overlap(&b->box[6 * (size_t)ck], pb))
+				consider(b, ck, x, p, r);
+		return;
+	}
+	for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
+		for (int32_t y = cb.lo[1]; y <= cb.hi[1]; y++)
+			for (int32_t xx = cb.lo[0]; xx <= cb.hi[0]; xx++) {
+				uint32_t slot = sim_hash_slot(H, xx, y, z);
+				for (uint32_t j = H->start[slot]; j < H->start[slot + 1]; j++) {
+					uint32_t ck = H->entries[j];
+					if (b->stamp[ck] == b->epoch)
+						continue;
+					b->stamp[ck] = b->epoch;
+					if (sim_box_overlap(&b->box[6 * (size_t)ck], pb))
+						consider(b, ck, x, p, r);
+				}
+			}
+	for (uint32_t j = 0; j < H->big_count; j++) {
+		uint32_t ck = H->big[j];
+		if (b->stamp[ck] != b->epoch && sim_box_overlap(&b->box[6 * (size_t)ck], pb)) {
+			b->stamp[ck] = b->epoch;
+			consider(b, ck, x, p, r);
+		}
+	}
+}
+
 void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
 			const sim_vec4 *p, float thickness)
 {
@@ -487,6 +610,9 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 	/* A new stamp for the pinch marks; 0 is never a substep's. */
 	if (++b->substep == 0) {
 		memset(b->side_at, 0, (size_t)b->nce * sizeof *b->side_at);
+		for (uint32_t i = 0; i < b->body_cap; i++)
+			if (b->body[i].fn_at != NULL)
+				memset(b->body[i].fn_at, 0, (size_t)b->body[i].nt * sizeof *b->body[i].fn_at);
 		b->substep = 1;
 	}
 	float hmax = 0.0f;
@@ -516,17 +642,17 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		for (int m = 0; m < 4; m++) {
 			float c[3] = {q[m]->x, q[m]->y, q[m]->z};
 			for (int j = 0; j < 3; j++) {
-				bx[j] = fminf(bx[j], c[j]);
-				bx[j + 3] = fmaxf(bx[j + 3], c[j]);
+				bx[j] = sim_box_min(bx[j], c[j]);
+				bx[j + 3] = sim_box_max(bx[j + 3], c[j]);
 			}
 		}
-		float ext = fmaxf(bx[3] - bx[0], fmaxf(bx[4] - bx[1], bx[5] - bx[2]));
+		float ext = sim_box_max(bx[3] - bx[0], sim_box_max(bx[4] - bx[1], bx[5] - bx[2]));
 		size += isfinite(ext) ? ext : 0.0f;
 		for (int j = 0; j < 3; j++) {
 			bx[j] -= grow;
 			bx[j + 3] += grow;
-			lo[j] = fminf(lo[j], bx[j]);
-			hi[j] = fmaxf(hi[j], bx[j + 3]);
+			lo[j] = sim_box_min(lo[j], bx[j]);
+			hi[j] = sim_box_max(hi[j], bx[j + 3]);
 		}
 	}
 	half_max *= 0.5f;
@@ -536,7 +662,6 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 	if (sim_hash_build(&b->hash, b->box, b->nce, cell) != 0)
 		return;
 	const float cloth_box[6] = {lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]};
-	const sim_hash *H = &b->hash;
 	if (!body_slots(b, set->count))
 		return;
 	for (uint32_t ci = 0; ci < set->count; ci++) {
@@ -548,82 +673,53 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		 * which are then found by their triangles. */
 		if ((bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv) && !body_edges(bd, &bv))
 			continue;
-		face_normals(bd, &bv);
 		ridge r;
 		r.h = thickness + bv.thickness;
 		r.bv = &bv;
-		classify(bd, &bv, r.h);
-		for (uint32_t ri = 0; ri < bd->nridge; ri++) {
-			const be_bedge *e = &bd->e[bd->ridge[ri]];
-			r.q0a = at3(bv.q0, e->a), r.q0b = at3(bv.q0, e->b);
-			r.q1a = at3(bv.q1, e->a), r.q1b = at3(bv.q1, e->b);
-			float pb[6];
-			const sim_v3 *c4[4] = {&r.q0a, &r.q0b, &r.q1a, &r.q1b};
-			for (int j = 0; j < 3; j++)
-				pb[j] = INFINITY, pb[j + 3] = -INFINITY;
-			for (int m = 0; m < 4; m++) {
-				const float c[3] = {c4[m]->x, c4[m]->y, c4[m]->z};
-				for (int j = 0; j < 3; j++) {
-					pb[j] = fminf(pb[j], c[j]);
-					pb[j + 3] = fmaxf(pb[j + 3], c[j]);
+		float pb[6];
+		if (!bv.moving) {
+			/* A still body's ridges are classified once per pose. */
+			face_normals(bd, &bv);
+			classify(bd, &bv, r.h);
+			for (uint32_t ri = 0; ri < bd->nridge; ri++) {
+				const be_bedge *e = &bd->e[bd->ridge[ri]];
+				if (ridge_box(&r, &bv, e, pb, cloth_box))
+					lookup(b, bd, &bv, e, &r, ridge_sharpness(bd, &bv, e), pb, half_max,
+					       x, p);
+			}
+			continue;
+		}
+		/* A moving body's edges are classified every substep, but only
+		 * those whose swept box meets the cloth's box (the still
+		 * body's loop skips the others before any lookup), and the
+		 * face normals the classification needs are computed for
+		 * those edges' faces alone. The edges, their classification
+		 * and their lookups are the ones, and in the order, of
+		 * classify() followed by the still body's loop. */
+		bd->still_q0 = NULL;
+		bd->ridge_valid = 0;
+		/* Where each vertex's box over the substep lies against the
+		 * cloth's box: an edge's box is the union of its two vertices',
+		 * so it misses the cloth's box exactly when both lie beyond
+		 * the same face of it (the two outcodes share a bit), and such
+		 * an edge is not classified. */
+		for (uint32_t v = 0; v < bv.nv; v++)
+			bd->voc[v] = outcode(at3(bv.q0, v), at3(bv.q1, v), cloth_box);
+		for (uint32_t k = 0; k < bd->ne; k++) {
+			const be_bedge *e = &bd->e[k];
+			if (bd->voc[e->a] & bd->voc[e->b])
+				continue;
+			const uint32_t f[2] = {e->f0, e->f1};
+			for (int j = 0; j < 2; j++)
+				if (bd->fn_at[f[j]] != b->substep) {
+					bd->fn_at[f[j]] = b->substep;
+					face_normal(bd, &bv, f[j]);
 				}
-			}
-			if (!sim_box_overlap(pb, cloth_box))
-				continue;
-			sim_v3 n0 = at3(bd->fn, e->f0), n1 = at3(bd->fn, e->f1);
-			r.sh = ridge_sharpness(bd, &bv, e);
-			sim_v3 u = v3_sub(r.q0b, r.q0a);
-			float ul = v3_len(u);
-			if (!(ul > 0.0f))
-				continue;
-			r.len = ul;
-			/* The sharpness of consider() at the longest cloth edge
-			 * this ridge may pair with (half of it at most its own
-			 * length, and the cloth's longest): the fall grows with
-			 * the half, so a ridge too smooth there is too smooth for
-			 * every cloth edge, and is not looked up. */
-			if (!(fminf(ul, half_max) * r.sh > BODYEDGE_SHARP * r.h))
-				continue;
-			sim_v3 nb = v3_add(n0, n1);
-			float nl = v3_len(nb);
-			if (!(nl > 0.0f))
-				continue;
-			r.nb = v3_scale(nb, 1.0f / nl);
-			r.motion = fmaxf(v3_len(v3_sub(r.q1a, r.q0a)), v3_len(v3_sub(r.q1b, r.q0b)));
-			if (++b->epoch == 0) {
-				memset(b->stamp, 0, (size_t)b->nce * sizeof *b->stamp);
-				b->epoch = 1;
-			}
-			sim_cellbox cb = sim_hash_cells(H, pb);
-			if (sim_cellbox_count(&cb) > SIM_HASH_MAX_CELLS) {
-				/* A body edge spanning more cells than the hash
-				 * walks (a long ridge over a fine cloth): every
-				 * cloth edge, in order. */
-				for (uint32_t ck = 0; ck < b->nce; ck++)
-					if (sim_box_overlap(&b->box[6 * (size_t)ck], pb))
-						consider(b, ck, x, p, &r);
-				continue;
-			}
-			for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
-				for (int32_t y = cb.lo[1]; y <= cb.hi[1]; y++)
-					for (int32_t xx = cb.lo[0]; xx <= cb.hi[0]; xx++) {
-						uint32_t slot = sim_hash_slot(H, xx, y, z);
-						for (uint32_t j = H->start[slot]; j < H->start[slot + 1]; j++) {
-							uint32_t ck = H->entries[j];
-							if (b->stamp[ck] == b->epoch)
-								continue;
-							b->stamp[ck] = b->epoch;
-							if (sim_box_overlap(&b->box[6 * (size_t)ck], pb))
-								consider(b, ck, x, p, &r);
-						}
-					}
-			for (uint32_t j = 0; j < H->big_count; j++) {
-				uint32_t ck = H->big[j];
-				if (b->stamp[ck] != b->epoch && sim_box_overlap(&b->box[6 * (size_t)ck], pb)) {
-					b->stamp[ck] = b->epoch;
-					consider(b, ck, x, p, &r);
-				}
-			}
+			float sh = ridge_sharpness(bd, &bv, e);
+			float len = v3_len(v3_sub(at3(bv.q0, e->b), at3(bv.q0, e->a)));
+			if (sh > 0.0f && len * sh > BODYEDGE_SHARP * r.h &&
+			    ridge_box(&r, &bv, e, pb, cloth_box))
+				lookup(b, bd, &bv, e, &r, sh, pb, half_max, x, p);
 		}
 	}
 	/* Drop the pinched cloth edges' pairs; the others keep their order. */
@@ -697,6 +793,7 @@ size_t sim_bodyedge_bytes(const sim_bodyedge *b)
 		   (size_t)b->pair_cap * sizeof(be_pair) + (size_t)b->body_cap * sizeof(be_body);
 	for (uint32_t i = 0; i < b->body_cap; i++)
 		s += (size_t)b->body[i].ne * (sizeof(be_bedge) + sizeof(uint32_t)) +
-		     3 * (size_t)b->body[i].nt * sizeof(float);
+		     (size_t)b->body[i].nt * (3 * sizeof(float) + sizeof(uint32_t)) +
+		     (size_t)b->body[i].nv;
 	return s;
 }

@@ -64,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/sim/box.h"
 #include "server/sim/selfhash.h"
 
 /* How far above a triangle (outside the cloth) a body vertex may start a
@@ -374,8 +375,8 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 			for (int m = 0; m < 2; m++) {
 				float c[3] = {q[m]->x, q[m]->y, q[m]->z};
 				for (int k = 0; k < 3; k++) {
-					bx[k] = fminf(bx[k], c[k]);
-					bx[k + 3] = fmaxf(bx[k + 3], c[k]);
+					bx[k] = sim_box_min(bx[k], c[k]);
+					bx[k + 3] = sim_box_max(bx[k + 3], c[k]);
 				}
 			}
 		}
@@ -383,13 +384,13 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 			float e = v3_len(v3_sub(v3_of4(x[v[k]]), v3_of4(x[v[(k + 1) % 3]])));
 			half_max = e > half_max ? e : half_max;
 		}
-		float ext = fmaxf(bx[3] - bx[0], fmaxf(bx[4] - bx[1], bx[5] - bx[2]));
+		float ext = sim_box_max(bx[3] - bx[0], sim_box_max(bx[4] - bx[1], bx[5] - bx[2]));
 		size += isfinite(ext) ? ext : 0.0f;
 		for (int k = 0; k < 3; k++) {
 			bx[k] -= grow;
 			bx[k + 3] += grow;
-			lo[k] = fminf(lo[k], bx[k]);
-			hi[k] = fmaxf(hi[k], bx[k + 3]);
+			lo[k] = sim_box_min(lo[k], bx[k]);
+			hi[k] = sim_box_max(hi[k], bx[k + 3]);
 		}
 	}
 	half_max *= 0.5f;
@@ -438,8 +439,9 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 			      BODYPUSH_SHARP * h))
 				continue;
 			sim_v3 q0 = at3(bv.q0, i), q1 = at3(bv.q1, i);
-			float pb[6] = {fminf(q0.x, q1.x), fminf(q0.y, q1.y), fminf(q0.z, q1.z),
-				       fmaxf(q0.x, q1.x), fmaxf(q0.y, q1.y), fmaxf(q0.z, q1.z)};
+			float pb[6] = {sim_box_min(q0.x, q1.x), sim_box_min(q0.y, q1.y),
+				       sim_box_min(q0.z, q1.z), sim_box_max(q0.x, q1.x),
+				       sim_box_max(q0.y, q1.y), sim_box_max(q0.z, q1.z)};
 			if (!sim_box_overlap(pb, cloth_box))
 				continue;
 			sim_v3 nb = v3_scale(at3(b->nrm, i), bv.orient);

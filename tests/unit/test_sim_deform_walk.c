@@ -303,6 +303,18 @@ static void test_walk_timing(void)
 		}
 		cpu[run] = (cpu_s() - c0) * 1e3;
 		nf = w.frames - from;
+		/* The final positions' bits (FNV-1a), so that a change meant to
+		 * keep the results can be checked against the build before it. */
+		float *xf = malloc((size_t)w.suit.nv * 12);
+		CHECK(xf != NULL);
+		drape_sim_get_positions(sim, xf);
+		uint64_t hash = 0xcbf29ce484222325ull;
+		const unsigned char *bytes = (const unsigned char *)xf;
+		for (size_t i = 0; i < (size_t)w.suit.nv * 12; i++)
+			hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+		free(xf);
+		printf("  %s: positions hash %016llx after frame %u\n", names[run],
+		       (unsigned long long)hash, w.frames - 1);
 		printf("  %s: setup %.2f s, %.2f ms/frame wall (%.2f ms CPU), colliders %.2f ms/frame (%.1f "
 		       "%%), max strain %.3f\n",
 		       run == 2 ? "no collider      " : run ? "walking (surface)" : "static (field)   ", setup,
