@@ -623,7 +623,7 @@ void sim_sdfband_layer(sim_sdfband *b, uint32_t f0, uint32_t f1)
 	for (int a = -1; a <= 1; a++)
 		for (int e = -1; e <= 1; e++)
 			for (int g = -1; g <= 1; g++)
-				if ((a | e | g) != 0)
+				if ((a | e | g) != 0 && (a & e & g) == 0)
 					off[no++] = (a * d1 + e) * d2 + g;
 	for (uint32_t f = f0; f < f1; f++) {
 		const size_t idx = b->front[f];
@@ -632,7 +632,7 @@ void sim_sdfband_layer(sim_sdfband *b, uint32_t f0, uint32_t f1)
 		 * enough deep inside to be off by most of a voxel. */
 		int32_t cand[26];
 		int nc = 0;
-		for (int m = 0; m < 26; m++) {
+		for (int m = 0; m < no; m++) {
 			const size_t n = (size_t)((ptrdiff_t)idx + off[m]);
 			/* Known voxels only: this layer's own are still queued. */
 			const int32_t t = b->near[n];
