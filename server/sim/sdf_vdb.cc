@@ -208,7 +208,12 @@ uint32_t cap_holes(std::vector<openvdb::Vec3s> &points, std::vector<openvdb::Vec
 			continue;
 		const uint32_t start = adj[s].first;
 		uint32_t prev = start, cur = adj[s].second;
-		used[s] = 1;
+		/* Both of the start's records: marking only the one walked
+		 * capped every loop twice, once from each direction (harmless
+		 * to OpenVDB's voxeliser, a non-manifold edge to the exact
+		 * builder). */
+		const size_t s0 = static_cast<size_t>(first_of(start));
+		used[s0] = used[s0 + 1] = 1;
 		loop.assign(1, start);
 		bool simple = true;
 		while (cur != start) {
