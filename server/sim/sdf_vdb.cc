@@ -1,10 +1,19 @@
 /*
- * Mesh collider fields: a narrow-band signed distance field built by OpenVDB
- * (tools::meshToSignedDistanceField) behind the C interface drape_sdf_* of
- * include/drape/sim.h. This is the solver's only C++ file; every C++
- * exception stops here and becomes a drape_err with the exception's message.
+ * Mesh collider fields: a narrow-band signed distance field behind the C
+ * interface drape_sdf_* of include/drape/sim.h, held in an OpenVDB grid.
+ * This is the solver's only C++ file; every C++ exception stops here and
+ * becomes a drape_err with the exception's message.
  *
- * Sign. OpenVDB classifies inside and outside by flood-filling the exterior
+ * Builders. The exact builder (sdfband.c: exact distances near the
+ * triangles, closest-triangle propagation beyond, pseudo-normal signs) runs
+ * first, its stages on TBB's threads, and this file copies its voxels into
+ * the grid. A mesh it cannot sign exactly (non-manifold after capping,
+ * non-orientable, too large a dense grid) goes to OpenVDB's
+ * tools::meshToSignedDistanceField, as all meshes did before; info.builder
+ * says which ran. The two paragraphs below describe the OpenVDB builder;
+ * both builders see the capped mesh.
+ *
+ * Sign (OpenVDB builder). OpenVDB classifies inside and outside by flood-filling the exterior
  * from the grid's boundary and by closest-point tests on the voxels the
  * surface crosses; it never reads triangle normals. A field can therefore not
  * come out inside-out, and inconsistent winding does not matter. What can go
