@@ -399,7 +399,8 @@ int sim_sdfband_prepare(sim_sdfband *b, const float *vertices, uint32_t vertex_c
 		return fail(b, why, why_size, msg);
 	}
 	b->dist = malloc(sizeof(float) * dense);
-	b->near = malloc(sizeof(int32_t) * dense);
+	/* calloc: pages far from the mesh stay untouched (0 = not reached). */
+	b->near = calloc(dense, sizeof(int32_t));
 	b->res_near = malloc(sizeof(int32_t) * dense);
 	b->res_dist = malloc(sizeof(float) * dense);
 	b->front = malloc(sizeof(uint32_t) * dense);
@@ -409,9 +410,6 @@ int sim_sdfband_prepare(sim_sdfband *b, const float *vertices, uint32_t vertex_c
 	if (b->dist == NULL || b->near == NULL || b->res_near == NULL || b->res_dist == NULL || b->front == NULL || b->next == NULL ||
 	    b->slab_start == NULL)
 		goto oom;
-	/* Only near is set: a voxel's dist means something once near >= 0,
-	 * so the pages of the grid far from the mesh are never touched. */
-	memset(b->near, 0xff, sizeof(int32_t) * dense);
 
 	/* Each triangle's slabs, counted then listed (ascending triangle order per slab). */
 	for (int pass = 0; pass < 2; pass++) {
@@ -521,17 +519,17 @@ void sim_sdfband_shell(sim_sdfband *b, uint32_t s0, uint32_t s1)
 						/* Farther than the shell or the best so far by the
 						 * bounding sphere: the triangle cannot win. */
 						const double best =
-							b->near[idx] < 0 ? shell : fmin((double)b->dist[idx], shell);
+							b->near[idx] <= 0 ? shell : fmin((double)b->dist[idx], shell);
 						sub3(c, p, sp);
 						const double reach = best + sp[3];
 						if (dot3(c, c) > reach * reach)
 							continue;
 						int f;
 						const double d = tri_distance(b, p, t, &f, q);
-						if (b->near[idx] < 0 || d < (double)b->dist[idx] ||
-						    (d == (double)b->dist[idx] && (int32_t)t < b->near[idx])) {
+						if (b->near[idx] <= 0 || d < (double)b->dist[idx] ||
+						    (d == (double)b->dist[idx] && (int32_t)t + 1 < b->near[idx])) {
 							b->dist[idx] = (float)d;
-							b->near[idx] = (int32_t)t;
+							b->near[idx] = (int32_t)t + 1;
 						}
 					}
 		}
@@ -539,16 +537,16 @@ void sim_sdfband_shell(sim_sdfband *b, uint32_t s0, uint32_t s1)
 		for (int32_t i = si0; i < si1; i++)
 			for (size_t jk = 0; jk < d1 * d2; jk++) {
 				const size_t idx = (size_t)i * d1 * d2 + jk;
-				if (b->near[idx] < 0)
+				if (b->near[idx] <= 0)
 					continue;
 				if ((double)b->dist[idx] > shell) {
-					b->near[idx] = -1;
+					b->near[idx] = 0;
 					continue;
 				}
 				double p[3], q[3];
 				voxel_point(b, i, (int32_t)(jk / d2), (int32_t)(jk % d2), p);
 				int f;
-				const uint32_t t = (uint32_t)b->near[idx];
+				const uint32_t t = (uint32_t)b->near[idx] - 1;
 				const double d = tri_distance(b, p, t, &f, q);
 				b->dist[idx] = (float)signed_from(b, p, t, d, f, q);
 			}
@@ -573,7 +571,7 @@ static uint32_t push_neighbours(sim_sdfband *b, size_t idx, uint32_t *out, uint3
 			if (x < 0 || x >= b->dim[a])
 				continue;
 			const size_t n = s < 0 ? idx - step[a] : idx + step[a];
-			if (b->near[n] == -1) {
+			if (b->near[n] == 0) {
 				b->near[n] = SIM_SDFBAND_QUEUED;
 				out[count++] = (uint32_t)n;
 			}
@@ -604,7 +602,7 @@ uint32_t sim_sdfband_begin_layers(sim_sdfband *b)
 	const size_t dense = (size_t)b->dim[0] * (size_t)b->dim[1] * (size_t)b->dim[2];
 	uint32_t count = 0;
 	for (size_t idx = 0; idx < dense; idx++)
-		if (b->near[idx] >= 0 && grows(b, idx))
+		if (b->near[idx] > 0 && grows(b, idx))
 			count = push_neighbours(b, idx, b->front, count);
 	b->layers = 1;
 	b->front_count = count;
@@ -635,9 +633,9 @@ void sim_sdfband_layer(sim_sdfband *b, uint32_t f0, uint32_t f1)
 		for (int m = 0; m < no; m++) {
 			const size_t n = (size_t)((ptrdiff_t)idx + off[m]);
 			/* Known voxels only: this layer's own are still queued. */
-			const int32_t t = b->near[n];
-			if (t < 0)
+			if (b->near[n] <= 0)
 				continue;
+			const int32_t t = b->near[n] - 1;
 			int dup = 0;
 			for (int u = 0; u < nc; u++)
 				dup |= cand[u] == t;
@@ -676,7 +674,7 @@ uint32_t sim_sdfband_next(sim_sdfband *b)
 {
 	uint32_t count = 0;
 	for (uint32_t f = 0; f < b->front_count; f++) {
-		b->near[b->front[f]] = b->res_near[f];
+		b->near[b->front[f]] = b->res_near[f] + 1;
 		b->dist[b->front[f]] = b->res_dist[f];
 	}
 	for (uint32_t f = 0; f < b->front_count; f++)

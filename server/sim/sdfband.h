@@ -36,7 +36,7 @@
 /* Voxels around each triangle whose distance is computed exactly. */
 #define SIM_SDFBAND_SHELL 1
 /* near[] of a voxel in the current layer, not yet computed. */
-#define SIM_SDFBAND_QUEUED (-2)
+#define SIM_SDFBAND_QUEUED (-1)
 /* Voxel layers (along the first axis) per task of the shell stage. */
 #define SIM_SDFBAND_SLAB 2
 
@@ -53,7 +53,7 @@ typedef struct sim_sdfband {
 	double voxel, band; /* band: the exterior band's width, metres */
 	int32_t org[3], dim[3];
 	float *dist;        /* signed distance per voxel, dense, index (i * dim1 + j) * dim2 + k */
-	int32_t *near;      /* nearest triangle per voxel, -1 not reached, SIM_SDFBAND_QUEUED */
+	int32_t *near;      /* nearest triangle + 1 per voxel, 0 not reached, or SIM_SDFBAND_QUEUED */
 	/* Shell tasks: triangles overlapping each slab of SIM_SDFBAND_SLAB first-axis layers. */
 	uint32_t slabs;
 	uint32_t *slab_start, *slab_tri;
@@ -89,7 +89,7 @@ uint32_t sim_sdfband_next(sim_sdfband *b);
 /* Whether voxel idx belongs in the field (interior, or exterior within the band). */
 static inline int sim_sdfband_keep(const sim_sdfband *b, size_t idx)
 {
-	return b->near[idx] >= 0 && (double)b->dist[idx] < b->band;
+	return b->near[idx] > 0 && (double)b->dist[idx] < b->band;
 }
 void sim_sdfband_free(sim_sdfband *b);
 
