@@ -136,6 +136,7 @@ void sim_sdfband_free(sim_sdfband *b)
 	free(b->near);
 	free(b->res_near);
 	free(b->res_dist);
+	free(b->radix);
 	free(b->slab_start);
 	free(b->slab_tri);
 	free(b->front);
@@ -403,11 +404,12 @@ int sim_sdfband_prepare(sim_sdfband *b, const float *vertices, uint32_t vertex_c
 	b->near = calloc(dense, sizeof(int32_t));
 	b->res_near = malloc(sizeof(int32_t) * dense);
 	b->res_dist = malloc(sizeof(float) * dense);
+	b->radix = malloc(sizeof(uint32_t) * 65537);
 	b->front = malloc(sizeof(uint32_t) * dense);
 	b->next = malloc(sizeof(uint32_t) * dense);
 	b->slabs = (uint32_t)((b->dim[0] + SIM_SDFBAND_SLAB - 1) / SIM_SDFBAND_SLAB);
 	b->slab_start = calloc((size_t)b->slabs + 1, sizeof(uint32_t));
-	if (b->dist == NULL || b->near == NULL || b->res_near == NULL || b->res_dist == NULL || b->front == NULL || b->next == NULL ||
+	if (b->dist == NULL || b->near == NULL || b->res_near == NULL || b->res_dist == NULL || b->radix == NULL || b->front == NULL || b->next == NULL ||
 	    b->slab_start == NULL)
 		goto oom;
 
@@ -582,11 +584,10 @@ static uint32_t push_neighbours(sim_sdfband *b, size_t idx, uint32_t *out, uint3
 /* Sorts a layer's voxel indices (two 16-bit radix passes through tmp), so
  * the layer walks the grid in memory order: in discovery order its
  * neighbour reads miss the cache on most voxels. */
-static void sort_layer(uint32_t *v, uint32_t *tmp, uint32_t n)
+static void sort_layer(uint32_t *v, uint32_t *tmp, uint32_t n, uint32_t *count)
 {
 	for (int shift = 0; shift < 32; shift += 16) {
-		static _Thread_local uint32_t count[65537];
-		memset(count, 0, sizeof count);
+		memset(count, 0, sizeof(uint32_t) * 65537);
 		for (uint32_t i = 0; i < n; i++)
 			count[(v[i] >> shift & 0xffffu) + 1]++;
 		for (uint32_t r = 0; r < 65536; r++)
@@ -606,7 +607,7 @@ uint32_t sim_sdfband_begin_layers(sim_sdfband *b)
 			count = push_neighbours(b, idx, b->front, count);
 	b->layers = 1;
 	b->front_count = count;
-	sort_layer(b->front, b->next, count);
+	sort_layer(b->front, b->next, count, b->radix);
 	return count;
 }
 
@@ -685,6 +686,6 @@ uint32_t sim_sdfband_next(sim_sdfband *b)
 	b->next = x;
 	b->front_count = count;
 	b->layers++;
-	sort_layer(b->front, b->next, count);
+	sort_layer(b->front, b->next, count, b->radix);
 	return count;
 }

@@ -62,6 +62,7 @@ typedef struct sim_sdfband {
 	uint32_t *next;     /* scratch for the next layer */
 	int32_t *res_near;  /* the current layer's results, by position in front */
 	float *res_dist;
+	uint32_t *radix;    /* 65537 counters for sorting a layer */
 	uint32_t layers;    /* propagation layers made so far */
 	uint32_t pieces;    /* connected pieces of the mesh */
 	uint32_t flipped;   /* triangles whose winding was reversed to face out */
