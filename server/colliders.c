@@ -247,9 +247,9 @@ drape_err srv_collider_apply(const srv_config *cfg, srv_session *s, const proto_
 					break;
 				drape_sdf_info info;
 				drape_sdf_get_info(built, &info);
-				srv_info("session %u: built a collider field of %llu voxels (%.3f m) in %.0f ms",
+				srv_info("session %u: built a collider field of %llu voxels (%.3f m) in %.0f ms, builder %s",
 					 (unsigned)s->id, (unsigned long long)info.voxels,
-					 (double)info.voxel_size, info.build_ms);
+					 (double)info.voxel_size, info.build_ms, info.builder);
 				srv_fielddisk_store(key, built);
 				field = srv_fieldcache_put(key, built);
 				drape_sdf_release(built);

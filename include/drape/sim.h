@@ -534,6 +534,14 @@ typedef struct drape_sdf_info {
 	 * many threads OpenVDB's TBB could use for the build. */
 	double voxelize_ms, sign_ms, expand_ms, renormalize_ms;
 	uint32_t threads;
+	/* Which builder made the field: "band (...)" for the exact builder,
+	 * whose stages map as voxelize_ms = exact distances near the triangles,
+	 * sign_ms = welding, orienting and pseudo-normals, expand_ms = the
+	 * layers out to the band and through the interior, renormalize_ms =
+	 * copying into the sparse grid; or "openvdb: <why>" when the mesh went
+	 * to OpenVDB (open after capping, non-manifold, non-orientable, too
+	 * large a grid, or DRAPE_SDF_BUILDER=openvdb in the environment). */
+	char builder[160];
 } drape_sdf_info;
 
 /*

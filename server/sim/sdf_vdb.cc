@@ -1,10 +1,19 @@
 /*
- * Mesh collider fields: a narrow-band signed distance field built by OpenVDB
- * (tools::meshToSignedDistanceField) behind the C interface drape_sdf_* of
- * include/drape/sim.h. This is the solver's only C++ file; every C++
- * exception stops here and becomes a drape_err with the exception's message.
+ * Mesh collider fields: a narrow-band signed distance field behind the C
+ * interface drape_sdf_* of include/drape/sim.h, held in an OpenVDB grid.
+ * This is the solver's only C++ file; every C++ exception stops here and
+ * becomes a drape_err with the exception's message.
  *
- * Sign. OpenVDB classifies inside and outside by flood-filling the exterior
+ * Builders. The exact builder (sdfband.c: exact distances near the
+ * triangles, closest-triangle propagation beyond, pseudo-normal signs) runs
+ * first, its stages on TBB's threads, and this file copies its voxels into
+ * the grid. A mesh it cannot sign exactly (non-manifold after capping,
+ * non-orientable, too large a dense grid) goes to OpenVDB's
+ * tools::meshToSignedDistanceField, as all meshes did before; info.builder
+ * says which ran. The two paragraphs below describe the OpenVDB builder;
+ * both builders see the capped mesh.
+ *
+ * Sign (OpenVDB builder). OpenVDB classifies inside and outside by flood-filling the exterior
  * from the grid's boundary and by closest-point tests on the voxels the
  * surface crosses; it never reads triangle normals. A field can therefore not
  * come out inside-out, and inconsistent winding does not matter. What can go
@@ -33,6 +42,8 @@
 #include <openvdb/io/Stream.h>
 #include <openvdb/tools/MeshToVolume.h>
 #include <openvdb/util/NullInterrupter.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -53,6 +64,7 @@
 
 extern "C" {
 #include "drape/sim.h"
+#include "server/sim/sdfband.h"
 }
 
 struct drape_sdf {
@@ -68,6 +80,9 @@ constexpr double kAutoVoxelDivisions = 256.0;
 /* The narrow band is never thinner than this many voxels either side, so the
  * trilinear stencil around a surface point is always inside it. */
 constexpr int kMinBandVoxels = 3;
+/* The exact builder (sdfband.c) works on a dense grid of 12 bytes a voxel;
+ * a box of more voxels than this goes to OpenVDB's sparse builder. */
+constexpr uint64_t kMaxDenseVoxels = 24000000;
 
 std::once_flag g_vdb_once;
 
@@ -202,7 +217,12 @@ uint32_t cap_holes(std::vector<openvdb::Vec3s> &points, std::vector<openvdb::Vec
 			continue;
 		const uint32_t start = adj[s].first;
 		uint32_t prev = start, cur = adj[s].second;
-		used[s] = 1;
+		/* Both of the start's records: marking only the one walked
+		 * capped every loop twice, once from each direction (harmless
+		 * to OpenVDB's voxeliser, a non-manifold edge to the exact
+		 * builder). */
+		const size_t s0 = static_cast<size_t>(first_of(start));
+		used[s0] = used[s0 + 1] = 1;
 		loop.assign(1, start);
 		bool simple = true;
 		while (cur != start) {
@@ -257,6 +277,71 @@ drape_err validate_mesh(const float *vertices, uint32_t vertex_count, const uint
 		return drape_error_setf(err, DRAPE_EINVAL, "band: %g is not a finite number >= 0",
 					double(band));
 	return DRAPE_OK;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0)
+{
+	return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/*
+ * The exact builder (sdfband.h): distances and signs computed in C on a
+ * dense grid over TBB's threads, then copied into an OpenVDB tree for the
+ * sampling path, the cache format and every reader unchanged. Active
+ * voxels: the exterior band (distance below bw voxels) and the whole
+ * interior, as the OpenVDB builder gives; every interior voxel is active,
+ * so no inactive value needs a sign flood fill. Returns nullptr with why
+ * filled when the mesh needs the OpenVDB builder.
+ */
+openvdb::FloatGrid::Ptr build_band(const std::vector<openvdb::Vec3s> &points,
+				   const std::vector<openvdb::Vec3I> &tris, double voxel, int bw,
+				   drape_sdf_info &info, std::string &why)
+{
+	auto t0 = std::chrono::steady_clock::now();
+	sim_sdfband b;
+	char msg[256];
+	static_assert(sizeof(openvdb::Vec3s) == 3 * sizeof(float), "packed points");
+	static_assert(sizeof(openvdb::Vec3I) == 3 * sizeof(uint32_t), "packed triangles");
+	if (sim_sdfband_prepare(&b, points[0].asPointer(), uint32_t(points.size()), tris[0].asPointer(),
+				uint32_t(tris.size()), voxel, bw, kMaxDenseVoxels, msg, sizeof msg) != 0) {
+		why = msg;
+		return nullptr;
+	}
+	struct guard {
+		sim_sdfband *b;
+		~guard() { sim_sdfband_free(b); }
+	} g{&b};
+	info.sign_ms = ms_since(t0);
+	auto t1 = std::chrono::steady_clock::now();
+	tbb::parallel_for(tbb::blocked_range<uint32_t>(0, b.slabs, 1),
+			  [&b](const tbb::blocked_range<uint32_t> &r) { sim_sdfband_shell(&b, r.begin(), r.end()); });
+	info.voxelize_ms = ms_since(t1);
+	auto t2 = std::chrono::steady_clock::now();
+	for (uint32_t n = sim_sdfband_begin_layers(&b); n > 0; n = sim_sdfband_next(&b))
+		tbb::parallel_for(tbb::blocked_range<uint32_t>(0, n, 2048),
+				  [&b](const tbb::blocked_range<uint32_t> &r) {
+					  sim_sdfband_layer(&b, r.begin(), r.end());
+				  });
+	info.expand_ms = ms_since(t2);
+	auto t3 = std::chrono::steady_clock::now();
+	const float background = float(bw * voxel);
+	openvdb::FloatGrid::Ptr grid = openvdb::FloatGrid::create(background);
+	grid->setTransform(openvdb::math::Transform::createLinearTransform(voxel));
+	grid->setGridClass(openvdb::GRID_LEVEL_SET);
+	openvdb::FloatGrid::Accessor acc = grid->getAccessor();
+	const size_t d1 = size_t(b.dim[1]), d2 = size_t(b.dim[2]);
+	for (int32_t i = 0; i < b.dim[0]; i++)
+		for (int32_t j = 0; j < b.dim[1]; j++) {
+			const size_t row = (size_t(i) * d1 + size_t(j)) * d2;
+			for (int32_t k = 0; k < b.dim[2]; k++)
+				if (sim_sdfband_keep(&b, row + size_t(k)))
+					acc.setValue(openvdb::Coord(b.org[0] + i, b.org[1] + j, b.org[2] + k),
+						     b.dist[row + size_t(k)]);
+		}
+	info.renormalize_ms = ms_since(t3);
+	std::snprintf(info.builder, sizeof info.builder, "band (%u pieces, %u triangles reoriented)",
+		      b.pieces, b.flipped);
+	return grid;
 }
 
 drape_err build(const float *vertices, uint32_t vertex_count, const uint32_t *triangles,
@@ -314,12 +399,26 @@ drape_err build(const float *vertices, uint32_t vertex_count, const uint32_t *tr
 	const std::vector<openvdb::Vec4I> quads;
 
 	vdb_init();
-	openvdb::math::Transform::Ptr xform = openvdb::math::Transform::createLinearTransform(voxel);
-	const double vdb_start =
-		std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
-	StageClock stage_clock(t_start);
-	openvdb::FloatGrid::Ptr grid = openvdb::tools::meshToSignedDistanceField<openvdb::FloatGrid>(
-		stage_clock, *xform, points, tris, quads, float(bw), std::numeric_limits<float>::max());
+	drape_sdf_info info{};
+	/* The exact builder first; OpenVDB's for a mesh it does not take (or
+	 * when DRAPE_SDF_BUILDER=openvdb asks for it, to compare the two). */
+	openvdb::FloatGrid::Ptr grid;
+	std::string why;
+	const char *force = std::getenv("DRAPE_SDF_BUILDER");
+	if (force != nullptr && std::strcmp(force, "openvdb") == 0)
+		why = "DRAPE_SDF_BUILDER=openvdb";
+	else
+		grid = build_band(points, tris, voxel, bw, info, why);
+	if (!grid) {
+		info = drape_sdf_info{};
+		openvdb::math::Transform::Ptr xform = openvdb::math::Transform::createLinearTransform(voxel);
+		const double vdb_start = ms_since(t_start);
+		StageClock stage_clock(t_start);
+		grid = openvdb::tools::meshToSignedDistanceField<openvdb::FloatGrid>(
+			stage_clock, *xform, points, tris, quads, float(bw), std::numeric_limits<float>::max());
+		stage_clock.stages(info, vdb_start);
+		std::snprintf(info.builder, sizeof info.builder, "openvdb: %s", why.c_str());
+	}
 	if (!grid || grid->activeVoxelCount() == 0)
 		return drape_error_setf(err, DRAPE_ESDF,
 					"triangles: the mesh gave an empty field (voxel size %g m)", voxel);
@@ -327,7 +426,6 @@ drape_err build(const float *vertices, uint32_t vertex_count, const uint32_t *tr
 	drape_sdf *sdf = new drape_sdf;
 	sdf->refs.store(1, std::memory_order_relaxed);
 	sdf->grid = grid;
-	drape_sdf_info &info = sdf->info;
 	info.voxel_size = float(voxel);
 	info.band = float(bw * voxel);
 	info.voxels = grid->activeVoxelCount();
@@ -337,11 +435,11 @@ drape_err build(const float *vertices, uint32_t vertex_count, const uint32_t *tr
 		info.bbox_max[k] = float(box.max()[k] * voxel);
 	}
 	info.bytes = grid->memUsage();
-	stage_clock.stages(info, vdb_start);
 	info.threads = uint32_t(tbb::this_task_arena::max_concurrency());
 	info.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
 								  t_start)
 				.count();
+	sdf->info = info;
 	*out = sdf;
 	return DRAPE_OK;
 }
@@ -477,7 +575,9 @@ extern "C" void drape_sdf_sample(const drape_sdf *sdf, const float *points, uint
 namespace {
 
 constexpr char kSdfMagic[8] = {'D', 'R', 'A', 'P', 'E', 'S', 'D', 'F'};
-constexpr uint32_t kSdfVersion = 1;
+/* Version 2: fields of the exact builder (sdfband.c), whose values differ
+ * from OpenVDB's; a cached version-1 file is rebuilt, not reused. */
+constexpr uint32_t kSdfVersion = 2;
 constexpr size_t kSdfHeader = 8 + 4 + 4 + 4 + 8 + 12 + 12 + 8 + 8 + 8;
 
 uint64_t fnv1a64(const unsigned char *p, size_t n)
@@ -568,6 +668,7 @@ drape_err deserialize(const void *data, size_t size, drape_sdf **out, drape_erro
 	for (int k = 0; k < 3; k++)
 		info.bbox_max[k] = get<float>(p);
 	info.build_ms = get<double>(p);
+	std::snprintf(info.builder, sizeof info.builder, "read back from bytes");
 	const uint64_t len = get<uint64_t>(p);
 	const uint64_t sum = get<uint64_t>(p);
 	if (len != size - kSdfHeader)

@@ -1,0 +1,691 @@
+/* The exact signed distance to a closed mesh on a dense grid (sdfband.h). */
+#include "server/sim/sdfband.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static inline double dot3(const double a[3], const double b[3])
+{
+	return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+static inline void sub3(double r[3], const double a[3], const double b[3])
+{
+	r[0] = a[0] - b[0], r[1] = a[1] - b[1], r[2] = a[2] - b[2];
+}
+
+static inline void cross3(double r[3], const double a[3], const double b[3])
+{
+	r[0] = a[1] * b[2] - a[2] * b[1];
+	r[1] = a[2] * b[0] - a[0] * b[2];
+	r[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+/* The nearest point of segment a-b to p; t in [0, 1] along it. */
+static double point_segment(const double p[3], const double a[3], const double b[3], double *t, double q[3])
+{
+	double ab[3], ap[3];
+	sub3(ab, b, a);
+	sub3(ap, p, a);
+	double l = dot3(ab, ab), s = l > 0 ? dot3(ap, ab) / l : 0;
+	s = s < 0 ? 0 : s > 1 ? 1 : s;
+	for (int k = 0; k < 3; k++)
+		q[k] = a[k] + s * ab[k];
+	double d[3];
+	sub3(d, p, q);
+	*t = s;
+	return sqrt(dot3(d, d));
+}
+
+/*
+ * The nearest point by the Voronoi regions of the triangle's features: the
+ * dot products of p - vertex with the two edge vectors place p against each
+ * vertex's and each edge's region; what is left projects onto the face.
+ * A degenerate triangle (no face region) is the nearest of its edges.
+ */
+double sim_sdfband_point_triangle(const double p[3], const double a[3], const double b[3],
+				  const double c[3], int *feature, double q[3])
+{
+	double ab[3], ac[3], ap[3], bp[3], cp[3], d[3];
+	sub3(ab, b, a);
+	sub3(ac, c, a);
+	sub3(ap, p, a);
+	const double d1 = dot3(ab, ap), d2 = dot3(ac, ap);
+	if (d1 <= 0 && d2 <= 0) {
+		*feature = 1;
+		memcpy(q, a, sizeof(double) * 3);
+		goto out;
+	}
+	sub3(bp, p, b);
+	const double d3 = dot3(ab, bp), d4 = dot3(ac, bp);
+	if (d3 >= 0 && d4 <= d3) {
+		*feature = 2;
+		memcpy(q, b, sizeof(double) * 3);
+		goto out;
+	}
+	const double vc = d1 * d4 - d3 * d2;
+	if (vc <= 0 && d1 >= 0 && d3 <= 0 && d1 - d3 > 0) {
+		const double v = d1 / (d1 - d3);
+		*feature = 4;
+		for (int k = 0; k < 3; k++)
+			q[k] = a[k] + v * ab[k];
+		goto out;
+	}
+	sub3(cp, p, c);
+	const double d5 = dot3(ab, cp), d6 = dot3(ac, cp);
+	if (d6 >= 0 && d5 <= d6) {
+		*feature = 3;
+		memcpy(q, c, sizeof(double) * 3);
+		goto out;
+	}
+	const double vb = d5 * d2 - d1 * d6;
+	if (vb <= 0 && d2 >= 0 && d6 <= 0 && d2 - d6 > 0) {
+		const double w = d2 / (d2 - d6);
+		*feature = 6; /* edge 2 runs c -> a */
+		for (int k = 0; k < 3; k++)
+			q[k] = a[k] + w * ac[k];
+		goto out;
+	}
+	const double va = d3 * d6 - d5 * d4;
+	if (va <= 0 && d4 - d3 >= 0 && d5 - d6 >= 0 && (d4 - d3) + (d5 - d6) > 0) {
+		const double w = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+		*feature = 5;
+		for (int k = 0; k < 3; k++)
+			q[k] = b[k] + w * (c[k] - b[k]);
+		goto out;
+	}
+	const double sum = va + vb + vc;
+	if (sum > 0) {
+		const double v = vb / sum, w = vc / sum;
+		*feature = 0;
+		for (int k = 0; k < 3; k++)
+			q[k] = a[k] + v * ab[k] + w * ac[k];
+		goto out;
+	}
+	/* Degenerate: the nearest edge, its end points as vertices. */
+	{
+		const double *e[3][2] = {{a, b}, {b, c}, {c, a}};
+		double best = INFINITY;
+		for (int k = 0; k < 3; k++) {
+			double t, r[3];
+			double l = point_segment(p, e[k][0], e[k][1], &t, r);
+			if (l < best) {
+				best = l;
+				memcpy(q, r, sizeof r);
+				*feature = t <= 0 ? 1 + k : t >= 1 ? 1 + (k + 1) % 3 : 4 + k;
+			}
+		}
+		return best;
+	}
+out:
+	sub3(d, p, q);
+	return sqrt(dot3(d, d));
+}
+
+void sim_sdfband_free(sim_sdfband *b)
+{
+	free(b->pos);
+	free(b->tri);
+	free(b->fn);
+	free(b->en);
+	free(b->vn);
+	free(b->sphere);
+	free(b->dist);
+	free(b->near);
+	free(b->res_near);
+	free(b->res_dist);
+	free(b->radix);
+	free(b->slab_start);
+	free(b->slab_tri);
+	free(b->front);
+	free(b->next);
+	memset(b, 0, sizeof *b);
+}
+
+typedef struct weld_rec {
+	float x, y, z;
+	uint32_t i;
+} weld_rec;
+
+static int weld_cmp(const void *pa, const void *pb)
+{
+	const weld_rec *a = pa, *b = pb;
+	if (a->x != b->x)
+		return a->x < b->x ? -1 : 1;
+	if (a->y != b->y)
+		return a->y < b->y ? -1 : 1;
+	if (a->z != b->z)
+		return a->z < b->z ? -1 : 1;
+	return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* A half-edge: the undirected edge's key, and triangle * 3 + slot. */
+typedef struct half_rec {
+	uint64_t key;
+	uint32_t he;
+} half_rec;
+
+static int half_cmp(const void *pa, const void *pb)
+{
+	const half_rec *a = pa, *b = pb;
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	return a->he < b->he ? -1 : a->he > b->he;
+}
+
+static int fail(sim_sdfband *b, char *why, size_t n, const char *msg)
+{
+	snprintf(why, n, "%s", msg);
+	sim_sdfband_free(b);
+	return -1;
+}
+
+int sim_sdfband_prepare(sim_sdfband *b, const float *vertices, uint32_t vertex_count,
+			const uint32_t *triangles, uint32_t triangle_count, double voxel, int band_voxels,
+			uint64_t max_dense, char *why, size_t why_size)
+{
+	memset(b, 0, sizeof *b);
+	char msg[200];
+	/* Weld: vertices at the same position are one (exporters split them
+	 * along UV seams; those seams are not holes). */
+	weld_rec *w = malloc(sizeof *w * (vertex_count ? vertex_count : 1));
+	uint32_t *canon = malloc(sizeof *canon * (vertex_count ? vertex_count : 1));
+	if (w == NULL || canon == NULL) {
+		free(w);
+		free(canon);
+		return fail(b, why, why_size, "out of memory");
+	}
+	for (uint32_t i = 0; i < vertex_count; i++)
+		w[i] = (weld_rec){vertices[i * 3], vertices[i * 3 + 1], vertices[i * 3 + 2], i};
+	qsort(w, vertex_count, sizeof *w, weld_cmp);
+	uint32_t nv = 0;
+	for (uint32_t i = 0; i < vertex_count; i++) {
+		if (i == 0 || w[i].x != w[i - 1].x || w[i].y != w[i - 1].y || w[i].z != w[i - 1].z)
+			nv++;
+		canon[w[i].i] = nv - 1;
+	}
+	b->pos = malloc(sizeof(double) * 3 * nv);
+	b->tri = malloc(sizeof(uint32_t) * 3 * (triangle_count ? triangle_count : 1));
+	if (b->pos == NULL || b->tri == NULL) {
+		free(w);
+		free(canon);
+		return fail(b, why, why_size, "out of memory");
+	}
+	for (uint32_t i = 0; i < vertex_count; i++) {
+		double *p = b->pos + 3 * (size_t)canon[i];
+		p[0] = vertices[i * 3], p[1] = vertices[i * 3 + 1], p[2] = vertices[i * 3 + 2];
+	}
+	free(w);
+	b->nv = nv;
+	/* Triangles with two corners at one position have no area and only
+	 * repeat an edge of their neighbours: dropped. */
+	uint32_t nt = 0;
+	for (uint32_t t = 0; t < triangle_count; t++) {
+		uint32_t a = canon[triangles[t * 3]], c1 = canon[triangles[t * 3 + 1]], c2 = canon[triangles[t * 3 + 2]];
+		if (a == c1 || c1 == c2 || c2 == a)
+			continue;
+		b->tri[nt * 3] = a, b->tri[nt * 3 + 1] = c1, b->tri[nt * 3 + 2] = c2;
+		nt++;
+	}
+	free(canon);
+	b->nt = nt;
+	if (nt == 0)
+		return fail(b, why, why_size, "no triangle with three distinct corners");
+
+	/* Every edge must join exactly two triangles. */
+	half_rec *h = malloc(sizeof *h * 3 * (size_t)nt);
+	uint32_t *opp = malloc(sizeof *opp * 3 * (size_t)nt);
+	int8_t *flip = malloc((size_t)nt);
+	uint32_t *queue = malloc(sizeof *queue * (size_t)nt);
+	uint32_t *piece = malloc(sizeof *piece * (size_t)nt);
+	if (h == NULL || opp == NULL || flip == NULL || queue == NULL || piece == NULL)
+		goto oom;
+	for (uint32_t t = 0; t < nt; t++)
+		for (int k = 0; k < 3; k++) {
+			uint64_t u = b->tri[t * 3 + k], v = b->tri[t * 3 + (k + 1) % 3];
+			h[t * 3 + k] = (half_rec){u < v ? u << 32 | v : v << 32 | u, t * 3 + (uint32_t)k};
+		}
+	qsort(h, 3 * (size_t)nt, sizeof *h, half_cmp);
+	for (size_t i = 0; i < 3 * (size_t)nt;) {
+		size_t j = i;
+		while (j < 3 * (size_t)nt && h[j].key == h[i].key)
+			j++;
+		if (j - i != 2) {
+			snprintf(msg, sizeof msg, "the edge between welded vertices %u and %u has %zu triangles (open or non-manifold)",
+				 (unsigned)(h[i].key >> 32), (unsigned)(h[i].key & 0xffffffffu), j - i);
+			goto bad;
+		}
+		opp[h[i].he] = h[i + 1].he;
+		opp[h[i + 1].he] = h[i].he;
+		i = j;
+	}
+	free(h);
+	h = NULL;
+
+	/* Orient each connected piece consistently (breadth first over shared
+	 * edges: two triangles agree when they run their shared edge in
+	 * opposite directions), then outwards (positive enclosed volume). */
+	memset(flip, -1, (size_t)nt);
+	uint32_t pieces = 0;
+	for (uint32_t s = 0; s < nt; s++) {
+		if (flip[s] >= 0)
+			continue;
+		uint32_t head = 0, tail = 0;
+		flip[s] = 0;
+		queue[tail++] = s;
+		while (head < tail) {
+			uint32_t t = queue[head++];
+			piece[t] = pieces;
+			for (int k = 0; k < 3; k++) {
+				uint32_t o = opp[t * 3 + k], t2 = o / 3, k2 = o % 3;
+				/* Direction of each half-edge: whether it runs from the lower vertex. */
+				int dir1 = b->tri[t * 3 + k] < b->tri[t * 3 + (k + 1) % 3];
+				int dir2 = b->tri[t2 * 3 + k2] < b->tri[t2 * 3 + (k2 + 1) % 3];
+				int8_t want = (int8_t)((dir1 ^ flip[t]) == dir2 ? 1 : 0);
+				if (flip[t2] < 0) {
+					flip[t2] = want;
+					queue[tail++] = t2;
+				} else if (flip[t2] != want) {
+					snprintf(msg, sizeof msg, "a connected piece of the mesh is not orientable (triangle %u)",
+						 (unsigned)t2);
+					goto bad;
+				}
+			}
+		}
+		/* Six times the enclosed volume, with this orientation. */
+		double vol = 0;
+		for (uint32_t i = 0; i < tail; i++) {
+			uint32_t t = queue[i];
+			const double *a = b->pos + 3 * b->tri[t * 3], *c1 = b->pos + 3 * b->tri[t * 3 + 1],
+				     *c2 = b->pos + 3 * b->tri[t * 3 + 2];
+			double x[3];
+			cross3(x, c1, c2);
+			vol += flip[t] ? -dot3(a, x) : dot3(a, x);
+		}
+		if (!(vol != 0)) {
+			snprintf(msg, sizeof msg, "a connected piece of the mesh encloses no volume");
+			goto bad;
+		}
+		if (vol < 0)
+			for (uint32_t i = 0; i < tail; i++)
+				flip[queue[i]] ^= 1;
+		pieces++;
+	}
+	b->pieces = pieces;
+	free(queue);
+	queue = NULL;
+	free(piece);
+	piece = NULL;
+	for (uint32_t t = 0; t < nt; t++)
+		if (flip[t]) {
+			uint32_t x = b->tri[t * 3 + 1];
+			b->tri[t * 3 + 1] = b->tri[t * 3 + 2];
+			b->tri[t * 3 + 2] = x;
+			b->flipped++;
+		}
+
+	/* Pseudo-normals (Baerentzen and Aanaes 2005, eq. 2 and the edge rule). */
+	b->fn = calloc(3 * (size_t)nt, sizeof(double));
+	b->en = calloc(9 * (size_t)nt, sizeof(double));
+	b->vn = calloc(3 * (size_t)nv, sizeof(double));
+	b->sphere = malloc(sizeof(double) * 4 * (size_t)nt);
+	if (b->fn == NULL || b->en == NULL || b->vn == NULL || b->sphere == NULL)
+		goto oom;
+	for (uint32_t t = 0; t < nt; t++) {
+		const double *v[3] = {b->pos + 3 * b->tri[t * 3], b->pos + 3 * b->tri[t * 3 + 1],
+				      b->pos + 3 * b->tri[t * 3 + 2]};
+		double e1[3], e2[3], n[3];
+		sub3(e1, v[1], v[0]);
+		sub3(e2, v[2], v[0]);
+		cross3(n, e1, e2);
+		double l = sqrt(dot3(n, n));
+		for (int k = 0; k < 3; k++)
+			b->fn[t * 3 + k] = l > 0 ? n[k] / l : 0;
+		double *sp = b->sphere + 4 * (size_t)t, r2 = 0;
+		for (int k = 0; k < 3; k++)
+			sp[k] = (v[0][k] + v[1][k] + v[2][k]) / 3;
+		for (int c = 0; c < 3; c++) {
+			double d[3];
+			sub3(d, v[c], sp);
+			r2 = fmax(r2, dot3(d, d));
+			/* The corner's angle weights the face normal at the vertex. */
+			double a1[3], a2[3], x[3];
+			sub3(a1, v[(c + 1) % 3], v[c]);
+			sub3(a2, v[(c + 2) % 3], v[c]);
+			cross3(x, a1, a2);
+			double ang = atan2(sqrt(dot3(x, x)), dot3(a1, a2));
+			for (int k = 0; k < 3; k++)
+				b->vn[3 * (size_t)b->tri[t * 3 + c] + k] += ang * b->fn[t * 3 + k];
+		}
+		/* A margin so that rounding never prunes a triangle that ties. */
+		sp[3] = sqrt(r2) * (1 + 1e-9) + 1e-12;
+	}
+	/* Edge slot k of triangle t was slot 2 - k before a flip (the flip
+	 * swapped corners 1 and 2, reversing every edge). */
+	for (uint32_t t = 0; t < nt; t++)
+		for (int k = 0; k < 3; k++) {
+			uint32_t o = opp[t * 3 + k], t2 = o / 3;
+			int slot = flip[t] ? 2 - k : k;
+			for (int c = 0; c < 3; c++)
+				b->en[9 * (size_t)t + 3 * slot + c] = b->fn[t * 3 + c] + b->fn[t2 * 3 + c];
+		}
+	free(opp);
+	opp = NULL;
+	free(flip);
+	flip = NULL;
+
+	/* The grid: the mesh's box grown by the band and two voxels. */
+	double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+	for (uint32_t i = 0; i < nv; i++)
+		for (int k = 0; k < 3; k++) {
+			lo[k] = fmin(lo[k], b->pos[i * 3 + k]);
+			hi[k] = fmax(hi[k], b->pos[i * 3 + k]);
+		}
+	b->voxel = voxel;
+	b->band = band_voxels * voxel;
+	uint64_t dense = 1;
+	for (int k = 0; k < 3; k++) {
+		double l = floor(lo[k] / voxel) - band_voxels - 2, u = ceil(hi[k] / voxel) + band_voxels + 2;
+		if (!(l > -1e9 && u < 1e9 && u - l < 1e6))
+			return fail(b, why, why_size, "the mesh is too far from the origin for the grid");
+		b->org[k] = (int32_t)l;
+		b->dim[k] = (int32_t)(u - l) + 1;
+		dense *= (uint64_t)b->dim[k];
+	}
+	if (dense > max_dense || dense > 0xffffffffull) {
+		snprintf(msg, sizeof msg, "the dense grid of %llu voxels is over %llu",
+			 (unsigned long long)dense, (unsigned long long)max_dense);
+		return fail(b, why, why_size, msg);
+	}
+	b->dist = malloc(sizeof(float) * dense);
+	/* calloc: pages far from the mesh stay untouched (0 = not reached). */
+	b->near = calloc(dense, sizeof(int32_t));
+	b->res_near = malloc(sizeof(int32_t) * dense);
+	b->res_dist = malloc(sizeof(float) * dense);
+	b->radix = malloc(sizeof(uint32_t) * 65537);
+	b->front = malloc(sizeof(uint32_t) * dense);
+	b->next = malloc(sizeof(uint32_t) * dense);
+	b->slabs = (uint32_t)((b->dim[0] + SIM_SDFBAND_SLAB - 1) / SIM_SDFBAND_SLAB);
+	b->slab_start = calloc((size_t)b->slabs + 1, sizeof(uint32_t));
+	if (b->dist == NULL || b->near == NULL || b->res_near == NULL || b->res_dist == NULL || b->radix == NULL || b->front == NULL || b->next == NULL ||
+	    b->slab_start == NULL)
+		goto oom;
+
+	/* Each triangle's slabs, counted then listed (ascending triangle order per slab). */
+	for (int pass = 0; pass < 2; pass++) {
+		uint32_t *fill = NULL;
+		if (pass == 1) {
+			for (uint32_t s = 0; s < b->slabs; s++)
+				b->slab_start[s + 1] += b->slab_start[s];
+			b->slab_tri = malloc(sizeof(uint32_t) * (b->slab_start[b->slabs] ? b->slab_start[b->slabs] : 1));
+			fill = malloc(sizeof(uint32_t) * b->slabs);
+			if (b->slab_tri == NULL || fill == NULL) {
+				free(fill);
+				goto oom;
+			}
+			memcpy(fill, b->slab_start, sizeof(uint32_t) * b->slabs);
+		}
+		for (uint32_t t = 0; t < nt; t++) {
+			double x0 = INFINITY, x1 = -INFINITY;
+			for (int c = 0; c < 3; c++) {
+				x0 = fmin(x0, b->pos[3 * b->tri[t * 3 + c]]);
+				x1 = fmax(x1, b->pos[3 * b->tri[t * 3 + c]]);
+			}
+			int32_t i0 = (int32_t)ceil(x0 / voxel - SIM_SDFBAND_SHELL) - b->org[0];
+			int32_t i1 = (int32_t)floor(x1 / voxel + SIM_SDFBAND_SHELL) - b->org[0];
+			for (int32_t s = i0 / SIM_SDFBAND_SLAB; s <= i1 / SIM_SDFBAND_SLAB; s++) {
+				if (pass == 0)
+					b->slab_start[s + 1]++;
+				else
+					b->slab_tri[fill[s]++] = t;
+			}
+		}
+		free(fill);
+	}
+	return 0;
+oom:
+	snprintf(msg, sizeof msg, "out of memory");
+bad:
+	free(h);
+	free(opp);
+	free(flip);
+	free(queue);
+	free(piece);
+	return fail(b, why, why_size, msg);
+}
+
+/* The signed distance from p to triangle t, given its nearest point and feature. */
+static double signed_from(const sim_sdfband *b, const double p[3], uint32_t t, double d, int feature,
+			  const double q[3])
+{
+	const double *n;
+	if (feature == 0)
+		n = b->fn + 3 * (size_t)t;
+	else if (feature <= 3)
+		n = b->vn + 3 * (size_t)b->tri[t * 3 + feature - 1];
+	else
+		n = b->en + 9 * (size_t)t + 3 * (feature - 4);
+	double r[3];
+	sub3(r, p, q);
+	return dot3(r, n) < 0 ? -d : d;
+}
+
+static inline void voxel_point(const sim_sdfband *b, int32_t i, int32_t j, int32_t k, double p[3])
+{
+	p[0] = (double)(b->org[0] + i) * b->voxel;
+	p[1] = (double)(b->org[1] + j) * b->voxel;
+	p[2] = (double)(b->org[2] + k) * b->voxel;
+}
+
+static inline double tri_distance(const sim_sdfband *b, const double p[3], uint32_t t, int *feature,
+				  double q[3])
+{
+	const uint32_t *v = b->tri + 3 * (size_t)t;
+	return sim_sdfband_point_triangle(p, b->pos + 3 * (size_t)v[0], b->pos + 3 * (size_t)v[1],
+					  b->pos + 3 * (size_t)v[2], feature, q);
+}
+
+void sim_sdfband_shell(sim_sdfband *b, uint32_t s0, uint32_t s1)
+{
+	const double vx = b->voxel, shell = SIM_SDFBAND_SHELL * vx;
+	const size_t d1 = (size_t)b->dim[1], d2 = (size_t)b->dim[2];
+	for (uint32_t s = s0; s < s1; s++) {
+		const int32_t si0 = (int32_t)s * SIM_SDFBAND_SLAB;
+		const int32_t si1 = si0 + SIM_SDFBAND_SLAB < b->dim[0] ? si0 + SIM_SDFBAND_SLAB : b->dim[0];
+		for (uint32_t n = b->slab_start[s]; n < b->slab_start[s + 1]; n++) {
+			const uint32_t t = b->slab_tri[n];
+			double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+			for (int c = 0; c < 3; c++)
+				for (int k = 0; k < 3; k++) {
+					lo[k] = fmin(lo[k], b->pos[3 * (size_t)b->tri[t * 3 + c] + k]);
+					hi[k] = fmax(hi[k], b->pos[3 * (size_t)b->tri[t * 3 + c] + k]);
+				}
+			int32_t a0[3], a1[3];
+			for (int k = 0; k < 3; k++) {
+				a0[k] = (int32_t)ceil(lo[k] / vx - SIM_SDFBAND_SHELL) - b->org[k];
+				a1[k] = (int32_t)floor(hi[k] / vx + SIM_SDFBAND_SHELL) - b->org[k];
+			}
+			if (a0[0] < si0)
+				a0[0] = si0;
+			if (a1[0] > si1 - 1)
+				a1[0] = si1 - 1;
+			const double *sp = b->sphere + 4 * (size_t)t;
+			for (int32_t i = a0[0]; i <= a1[0]; i++)
+				for (int32_t j = a0[1]; j <= a1[1]; j++)
+					for (int32_t k = a0[2]; k <= a1[2]; k++) {
+						const size_t idx = ((size_t)i * d1 + (size_t)j) * d2 + (size_t)k;
+						double p[3], c[3], q[3];
+						voxel_point(b, i, j, k, p);
+						/* Farther than the shell or the best so far by the
+						 * bounding sphere: the triangle cannot win. */
+						const double best =
+							b->near[idx] <= 0 ? shell : fmin((double)b->dist[idx], shell);
+						sub3(c, p, sp);
+						const double reach = best + sp[3];
+						if (dot3(c, c) > reach * reach)
+							continue;
+						int f;
+						const double d = tri_distance(b, p, t, &f, q);
+						if (b->near[idx] <= 0 || d < (double)b->dist[idx] ||
+						    (d == (double)b->dist[idx] && (int32_t)t + 1 < b->near[idx])) {
+							b->dist[idx] = (float)d;
+							b->near[idx] = (int32_t)t + 1;
+						}
+					}
+		}
+		/* The slab is final: keep what is exact (within the shell), signed. */
+		for (int32_t i = si0; i < si1; i++)
+			for (size_t jk = 0; jk < d1 * d2; jk++) {
+				const size_t idx = (size_t)i * d1 * d2 + jk;
+				if (b->near[idx] <= 0)
+					continue;
+				if ((double)b->dist[idx] > shell) {
+					b->near[idx] = 0;
+					continue;
+				}
+				double p[3], q[3];
+				voxel_point(b, i, (int32_t)(jk / d2), (int32_t)(jk % d2), p);
+				int f;
+				const uint32_t t = (uint32_t)b->near[idx] - 1;
+				const double d = tri_distance(b, p, t, &f, q);
+				b->dist[idx] = (float)signed_from(b, p, t, d, f, q);
+			}
+	}
+}
+
+/* Whether the layers grow on from voxel idx: everywhere inside, outside within the band. */
+static inline int grows(const sim_sdfband *b, size_t idx)
+{
+	return b->dist[idx] < 0 || (double)b->dist[idx] < b->band;
+}
+
+static uint32_t push_neighbours(sim_sdfband *b, size_t idx, uint32_t *out, uint32_t count)
+{
+	const size_t d1 = (size_t)b->dim[1], d2 = (size_t)b->dim[2];
+	const int32_t i = (int32_t)(idx / (d1 * d2)), j = (int32_t)(idx / d2 % d1), k = (int32_t)(idx % d2);
+	const int32_t c[3] = {i, j, k};
+	const size_t step[3] = {d1 * d2, d2, 1};
+	for (int a = 0; a < 3; a++)
+		for (int s = -1; s <= 1; s += 2) {
+			const int32_t x = c[a] + s;
+			if (x < 0 || x >= b->dim[a])
+				continue;
+			const size_t n = s < 0 ? idx - step[a] : idx + step[a];
+			if (b->near[n] == 0) {
+				b->near[n] = SIM_SDFBAND_QUEUED;
+				out[count++] = (uint32_t)n;
+			}
+		}
+	return count;
+}
+
+/* Sorts a layer's voxel indices (two 16-bit radix passes through tmp), so
+ * the layer walks the grid in memory order: in discovery order its
+ * neighbour reads miss the cache on most voxels. */
+static void sort_layer(uint32_t *v, uint32_t *tmp, uint32_t n, uint32_t *count)
+{
+	for (int shift = 0; shift < 32; shift += 16) {
+		memset(count, 0, sizeof(uint32_t) * 65537);
+		for (uint32_t i = 0; i < n; i++)
+			count[(v[i] >> shift & 0xffffu) + 1]++;
+		for (uint32_t r = 0; r < 65536; r++)
+			count[r + 1] += count[r];
+		for (uint32_t i = 0; i < n; i++)
+			tmp[count[v[i] >> shift & 0xffffu]++] = v[i];
+		memcpy(v, tmp, sizeof *v * n);
+	}
+}
+
+uint32_t sim_sdfband_begin_layers(sim_sdfband *b)
+{
+	const size_t dense = (size_t)b->dim[0] * (size_t)b->dim[1] * (size_t)b->dim[2];
+	uint32_t count = 0;
+	for (size_t idx = 0; idx < dense; idx++)
+		if (b->near[idx] > 0 && grows(b, idx))
+			count = push_neighbours(b, idx, b->front, count);
+	b->layers = 1;
+	b->front_count = count;
+	sort_layer(b->front, b->next, count, b->radix);
+	return count;
+}
+
+void sim_sdfband_layer(sim_sdfband *b, uint32_t f0, uint32_t f1)
+{
+	const ptrdiff_t d1 = b->dim[1], d2 = b->dim[2];
+	/* Offsets of the 26 neighbours. A voxel of a layer lies within the
+	 * band plus one voxel of the surface, and the grid reaches two voxels
+	 * past the band on every side, so every neighbour is in the grid. */
+	ptrdiff_t off[26];
+	int no = 0;
+	for (int a = -1; a <= 1; a++)
+		for (int e = -1; e <= 1; e++)
+			for (int g = -1; g <= 1; g++)
+				if ((a | e | g) != 0 && (a & e & g) == 0)
+					off[no++] = (a * d1 + e) * d2 + g;
+	for (uint32_t f = f0; f < f1; f++) {
+		const size_t idx = b->front[f];
+		/* The nearest triangles of the 26 neighbours already known: the
+		 * face neighbours alone miss the true nearest triangle often
+		 * enough deep inside to be off by most of a voxel. */
+		int32_t cand[26];
+		int nc = 0;
+		for (int m = 0; m < no; m++) {
+			const size_t n = (size_t)((ptrdiff_t)idx + off[m]);
+			/* Known voxels only: this layer's own are still queued. */
+			if (b->near[n] <= 0)
+				continue;
+			const int32_t t = b->near[n] - 1;
+			int dup = 0;
+			for (int u = 0; u < nc; u++)
+				dup |= cand[u] == t;
+			if (!dup)
+				cand[nc++] = t;
+		}
+		double p[3], bq[3] = {0, 0, 0}, best = INFINITY;
+		int32_t bt = -1;
+		int bf = 0;
+		voxel_point(b, (int32_t)(idx / (size_t)(d1 * d2)), (int32_t)(idx / (size_t)d2 % (size_t)d1),
+			    (int32_t)(idx % (size_t)d2), p);
+		for (int m = 0; m < nc; m++) {
+			/* The bounding sphere rules most candidates out cheaply. */
+			const double *sp = b->sphere + 4 * (size_t)cand[m];
+			double c[3], q[3];
+			sub3(c, p, sp);
+			const double reach = best + sp[3];
+			if (dot3(c, c) > reach * reach)
+				continue;
+			int fe;
+			const double d = tri_distance(b, p, (uint32_t)cand[m], &fe, q);
+			if (d < best || (d == best && cand[m] < bt)) {
+				best = d, bt = cand[m], bf = fe;
+				memcpy(bq, q, sizeof q);
+			}
+		}
+		/* Every voxel of a layer has a neighbour in the one before.
+		 * The result waits in res_* until sim_sdfband_next, so no
+		 * voxel of this layer reads another's. */
+		b->res_near[f] = bt;
+		b->res_dist[f] = (float)signed_from(b, p, (uint32_t)bt, best, bf, bq);
+	}
+}
+
+uint32_t sim_sdfband_next(sim_sdfband *b)
+{
+	uint32_t count = 0;
+	for (uint32_t f = 0; f < b->front_count; f++) {
+		b->near[b->front[f]] = b->res_near[f] + 1;
+		b->dist[b->front[f]] = b->res_dist[f];
+	}
+	for (uint32_t f = 0; f < b->front_count; f++)
+		if (grows(b, b->front[f]))
+			count = push_neighbours(b, b->front[f], b->next, count);
+	uint32_t *x = b->front;
+	b->front = b->next;
+	b->next = x;
+	b->front_count = count;
+	b->layers++;
+	sort_layer(b->front, b->next, count, b->radix);
+	return count;
+}

@@ -1,0 +1,103 @@
+/*
+ * The exact signed distance to a closed triangle mesh on a dense voxel grid
+ * (issue 22): the distance computation of drape_sdf_build, in C, apart from
+ * OpenVDB. sdf_vdb.cc drives it (its threads, the grid it fills); nothing
+ * here knows OpenVDB or TBB.
+ *
+ * Method. (1) Shell: for each triangle, every voxel of its bounding box
+ * grown by SIM_SDFBAND_SHELL voxels gets the exact point-triangle distance,
+ * keeping the minimum (ties to the lower triangle index, so the result does
+ * not depend on the order of the triangles nor on the threads). A voxel
+ * whose minimum is within SIM_SDFBAND_SHELL voxels is exact: its nearest
+ * triangle's grown box holds it. (2) Layers: from the shell, breadth-first
+ * over face neighbours, each new voxel takes the nearest of the triangles
+ * its already-known neighbours found (the closest-triangle propagation of
+ * distance transforms; Mauch 2003 bounds how far it can be off, a small
+ * fraction of a voxel in practice). Outside, the layers stop where the
+ * distance passes the band; inside they go on through the whole interior,
+ * so a deep point reads its depth. (3) Sign: the nearest feature's
+ * angle-weighted pseudo-normal (Baerentzen and Aanaes, IEEE TVCG 11(3),
+ * 2005): the face normal, the sum of an edge's two face normals, or the
+ * vertex normal weighted by the incident angles. It is exact for a closed,
+ * manifold, consistently oriented mesh, so sim_sdfband_prepare accepts only
+ * those (after welding equal positions and orienting each connected piece
+ * outwards) and says why otherwise; the caller then falls back to OpenVDB.
+ *
+ * Each stage's work is split into independent ranges that any thread may
+ * run in any order; every voxel's value depends only on the mesh and the
+ * previous stage, so the field is the same at any thread count.
+ */
+#ifndef DRAPE_SIM_SDFBAND_H
+#define DRAPE_SIM_SDFBAND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Voxels around each triangle whose distance is computed exactly. */
+#define SIM_SDFBAND_SHELL 1
+/* near[] of a voxel in the current layer, not yet computed. */
+#define SIM_SDFBAND_QUEUED (-1)
+/* Voxel layers (along the first axis) per task of the shell stage. */
+#define SIM_SDFBAND_SLAB 2
+
+typedef struct sim_sdfband {
+	/* The welded, oriented mesh in double precision. */
+	double *pos;        /* 3 per vertex */
+	uint32_t *tri;      /* 3 per triangle, outward (counter-clockwise seen from outside) */
+	uint32_t nv, nt;
+	double *fn;         /* unit face normals, 3 per triangle (0 for a degenerate one) */
+	double *en;         /* edge pseudo-normals, 9 per triangle: edge k runs v[k] -> v[k+1] */
+	double *vn;         /* vertex pseudo-normals, 3 per vertex */
+	double *sphere;     /* per triangle: centroid xyz and bounding radius */
+	/* The grid: voxel (i, j, k) is at (org + (i, j, k)) * voxel in world space. */
+	double voxel, band; /* band: the exterior band's width, metres */
+	int32_t org[3], dim[3];
+	float *dist;        /* signed distance per voxel, dense, index (i * dim1 + j) * dim2 + k */
+	int32_t *near;      /* nearest triangle + 1 per voxel, 0 not reached, or SIM_SDFBAND_QUEUED */
+	/* Shell tasks: triangles overlapping each slab of SIM_SDFBAND_SLAB first-axis layers. */
+	uint32_t slabs;
+	uint32_t *slab_start, *slab_tri;
+	/* The current propagation layer's voxels (sim_sdfband_next fills it). */
+	uint32_t *front, front_count;
+	uint32_t *next;     /* scratch for the next layer */
+	int32_t *res_near;  /* the current layer's results, by position in front */
+	float *res_dist;
+	uint32_t *radix;    /* 65537 counters for sorting a layer */
+	uint32_t layers;    /* propagation layers made so far */
+	uint32_t pieces;    /* connected pieces of the mesh */
+	uint32_t flipped;   /* triangles whose winding was reversed to face out */
+} sim_sdfband;
+
+/*
+ * Welds, checks and orients the mesh and sizes the grid: voxels of size
+ * voxel covering the mesh's box grown by band_voxels + 2 voxels. Returns 0,
+ * or -1 with why[] saying why this mesh needs the fallback (open or
+ * non-manifold edge, non-orientable piece, grid over max_dense voxels, out
+ * of memory). b is empty after a failure.
+ */
+int sim_sdfband_prepare(sim_sdfband *b, const float *vertices, uint32_t vertex_count,
+			const uint32_t *triangles, uint32_t triangle_count, double voxel, int band_voxels,
+			uint64_t max_dense, char *why, size_t why_size);
+/* Stage 1 for slabs [s0, s1) of b->slabs; independent across slabs. */
+void sim_sdfband_shell(sim_sdfband *b, uint32_t s0, uint32_t s1);
+/* Ends stage 1 and starts the layers: keeps the exact shell, signs it and
+ * makes the first layer. Serial. Returns the new layer's voxel count. */
+uint32_t sim_sdfband_begin_layers(sim_sdfband *b);
+/* Stage 2 for front[f0, f1) of the current layer; independent across ranges. */
+void sim_sdfband_layer(sim_sdfband *b, uint32_t f0, uint32_t f1);
+/* Makes the next layer from the current one. Serial. Returns its voxel count (0: done). */
+uint32_t sim_sdfband_next(sim_sdfband *b);
+/* Whether voxel idx belongs in the field (interior, or exterior within the band). */
+static inline int sim_sdfband_keep(const sim_sdfband *b, size_t idx)
+{
+	return b->near[idx] > 0 && (double)b->dist[idx] < b->band;
+}
+void sim_sdfband_free(sim_sdfband *b);
+
+/* The exact distance from p to triangle (a, b, c) and the nearest feature:
+ * 0 the face, 1 + k vertex k, 4 + k edge k (v[k] -> v[k+1]). Exposed for
+ * the tests. */
+double sim_sdfband_point_triangle(const double p[3], const double a[3], const double b[3],
+				  const double c[3], int *feature, double q[3]);
+
+#endif

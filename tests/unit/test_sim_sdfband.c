@@ -1,0 +1,365 @@
+/*
+ * The exact field builder (server/sim/sdfband.c) on procedural solids whose
+ * distance is known in closed form: a block with a pocket narrower than a
+ * voxel, made of axis-aligned cells so that the exact signed distance is a
+ * minimum of point-box distances.
+ *
+ * - Every voxel centre within the band reads the analytic distance: to
+ *   float rounding within a voxel of the surface, within 0.25 voxel beyond
+ *   (the layers are breadth first: a voxel 3 layers from the pocket's floor
+ *   and 5 from its edge takes the floor's triangle, 0.19 voxel too far);
+ *   the voxel centres inside the pocket read outside (OpenVDB's flood fill
+ *   sealed such pockets: the test fails with DRAPE_SDF_BUILDER=openvdb).
+ * - The winding does not matter: the same solid wound inside out, or with
+ *   every other triangle reversed, gives the identical field.
+ * - A hole is capped and the result is still signed; a non-manifold edge
+ *   sends the mesh to OpenVDB, and the info says so.
+ * - The field is bit-identical built on one thread and on all of them.
+ */
+#include <math.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "drape/sim.h"
+#include "tests/unit/check.h"
+
+/* The block: cells of a rectilinear lattice, all filled but the pocket
+ * cell (1, 1, 1): 2 mm wide in x (0.4 of the 5 mm voxel), 3 cm deep from
+ * the top (y), 2 cm long in z, open only at the top. */
+static const double XS[4] = {0, 0.0395, 0.0415, 0.08};
+static const double YS[3] = {0, 0.03, 0.06};
+static const double ZS[4] = {0, 0.02, 0.04, 0.06};
+static const float H = 0.005f;
+
+static int filled(int i, int j, int k)
+{
+	if (i < 0 || j < 0 || k < 0 || i > 2 || j > 1 || k > 2)
+		return 0;
+	return !(i == 1 && j == 1 && k == 1);
+}
+
+typedef struct solid {
+	float v[4 * 3 * 4 * 3 + 3];
+	uint32_t t[2 * 6 * 18 * 3 + 3];
+	uint32_t nv, nt;
+} solid;
+
+static uint32_t vid(int i, int j, int k)
+{
+	return (uint32_t)((i * 3 + j) * 4 + k);
+}
+
+/* The boundary faces between filled and empty cells, two triangles each,
+ * counter-clockwise seen from outside. */
+static void make_block(solid *s)
+{
+	s->nv = 4 * 3 * 4;
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 3; j++)
+			for (int k = 0; k < 4; k++) {
+				float *p = &s->v[3 * vid(i, j, k)];
+				p[0] = (float)XS[i], p[1] = (float)YS[j], p[2] = (float)ZS[k];
+			}
+	s->nt = 0;
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 2; j++)
+			for (int k = 0; k < 3; k++) {
+				if (!filled(i, j, k))
+					continue;
+				for (int a = 0; a < 3; a++)
+					for (int side = 0; side < 2; side++) {
+						int c[3] = {i, j, k}, n[3] = {i, j, k};
+						n[a] += side ? 1 : -1;
+						if (filled(n[0], n[1], n[2]))
+							continue;
+						/* The face's corners in the plane of axes b, c (cyclic after a). */
+						const int b = (a + 1) % 3, cc = (a + 2) % 3;
+						int f[3] = {c[0], c[1], c[2]};
+						f[a] += side;
+						uint32_t q[4];
+						const int du[4] = {0, 1, 1, 0}, dv[4] = {0, 0, 1, 1};
+						for (int m = 0; m < 4; m++) {
+							int g[3] = {f[0], f[1], f[2]};
+							g[b] += du[m], g[cc] += dv[m];
+							q[m] = vid(g[0], g[1], g[2]);
+						}
+						if (!side) {
+							uint32_t x = q[1];
+							q[1] = q[3], q[3] = x;
+						}
+						uint32_t *t = &s->t[3 * s->nt];
+						t[0] = q[0], t[1] = q[1], t[2] = q[2];
+						t[3] = q[0], t[4] = q[2], t[5] = q[3];
+						s->nt += 2;
+					}
+			}
+}
+
+static double box_dist(const double p[3], const double lo[3], const double hi[3])
+{
+	double s = 0;
+	for (int k = 0; k < 3; k++) {
+		double d = fmax(fmax(lo[k] - p[k], p[k] - hi[k]), 0);
+		s += d * d;
+	}
+	return sqrt(s);
+}
+
+/* The exact signed distance: outside, to the nearest filled cell; inside,
+ * to the complement (the pocket cell or the outside of the whole box). */
+static double exact(const double p[3], int *inside)
+{
+	const double blo[3] = {XS[0], YS[0], ZS[0]}, bhi[3] = {XS[3], YS[2], ZS[3]};
+	double out = INFINITY;
+	int in = 0;
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 2; j++)
+			for (int k = 0; k < 3; k++) {
+				if (!filled(i, j, k))
+					continue;
+				const double lo[3] = {XS[i], YS[j], ZS[k]}, hi[3] = {XS[i + 1], YS[j + 1], ZS[k + 1]};
+				double d = box_dist(p, lo, hi);
+				out = fmin(out, d);
+				in |= d == 0;
+			}
+	*inside = in;
+	if (!in)
+		return out;
+	const double plo[3] = {XS[1], YS[1], ZS[1]}, phi[3] = {XS[2], YS[2], ZS[2]};
+	double d = box_dist(p, plo, phi);
+	for (int k = 0; k < 3; k++)
+		d = fmin(d, fmin(p[k] - blo[k], bhi[k] - p[k]));
+	return -d;
+}
+
+static drape_sdf *build(const solid *s, drape_sdf_info *info)
+{
+	drape_sdf *f = NULL;
+	drape_error err;
+	if (drape_sdf_build(s->v, s->nv, s->t, s->nt, H, 0, 0, &f, &err) != DRAPE_OK) {
+		printf("  build: %s\n", err.message);
+		return NULL;
+	}
+	drape_sdf_get_info(f, info);
+	return f;
+}
+
+/* The field at every voxel centre of the block's box grown by the band. */
+static uint32_t grid_points(const drape_sdf_info *info, float *out, uint32_t cap)
+{
+	const int b = (int)lroundf(info->band / H) + 1;
+	uint32_t n = 0;
+	for (int i = -b; i <= (int)lround(XS[3] / H) + b; i++)
+		for (int j = -b; j <= (int)lround(YS[2] / H) + b; j++)
+			for (int k = -b; k <= (int)lround(ZS[3] / H) + b; k++) {
+				if (n == cap)
+					return n;
+				out[3 * n] = (float)i * H, out[3 * n + 1] = (float)j * H, out[3 * n + 2] = (float)k * H;
+				n++;
+			}
+	return n;
+}
+
+enum { CAP = 40000 };
+static float g_pts[3 * CAP];
+
+static void test_block_matches_closed_form(void)
+{
+	solid s;
+	make_block(&s);
+	drape_sdf_info info;
+	drape_sdf *f = build(&s, &info);
+	CHECK(f != NULL);
+	uint32_t n = grid_points(&info, g_pts, CAP);
+	CHECK(n < CAP);
+	float *d = malloc(sizeof(float) * n);
+	CHECK(d != NULL);
+	drape_sdf_sample(f, g_pts, n, d, NULL);
+	int shell = 0, outer = 0, pocket = 0, fail = 0;
+	double worst_shell = 0, worst_outer = 0;
+	for (uint32_t i = 0; i < n && !fail; i++) {
+		const double p[3] = {g_pts[3 * i], g_pts[3 * i + 1], g_pts[3 * i + 2]};
+		int in;
+		const double want = exact(p, &in);
+		if (want >= info.band)
+			continue;
+		/* The pocket's voxel centres (x = 4 cm, between its walls). */
+		if (p[0] > XS[1] && p[0] < XS[2] && p[1] > YS[1] + 1e-4 && p[2] > ZS[1] + 1e-4 && p[2] < ZS[2] - 1e-4) {
+			CHECKF(d[i] > 0 && fabs(d[i] - want) <= 1e-6,
+			       "pocket voxel centre (%g %g %g): field %g, exact %g", p[0], p[1], p[2], (double)d[i], want);
+			pocket++;
+		}
+		const double off = fabs(d[i] - want);
+		if (fabs(want) <= H) {
+			CHECKF(off <= 1e-6, "voxel centre (%g %g %g): field %g, exact %g", p[0], p[1], p[2],
+			       (double)d[i], want);
+			worst_shell = fmax(worst_shell, off), shell++;
+		} else {
+			CHECKF(off <= 0.25 * H, "voxel centre (%g %g %g): field %g, exact %g", p[0], p[1], p[2],
+			       (double)d[i], want);
+			worst_outer = fmax(worst_outer, off), outer++;
+		}
+	}
+	printf("  %s: %d voxel centres within a voxel of the surface, worst %.3g um; %d farther, worst %.3g um; "
+	       "%d in the pocket read outside\n",
+	       info.builder, shell, worst_shell * 1e6, outer, worst_outer * 1e6, pocket);
+	CHECK(pocket >= 15 && shell > 1000 && outer > 1000);
+	free(d);
+	drape_sdf_release(f);
+}
+
+/* The same field whatever the winding: all reversed, or every other triangle. */
+static void test_winding_does_not_matter(void)
+{
+	solid s, r, m;
+	make_block(&s);
+	r = s, m = s;
+	for (uint32_t t = 0; t < s.nt; t++) {
+		uint32_t *a = &r.t[3 * t], x = a[1];
+		a[1] = a[2], a[2] = x;
+		if (t % 2) {
+			a = &m.t[3 * t], x = a[1];
+			a[1] = a[2], a[2] = x;
+		}
+	}
+	drape_sdf_info i1, i2, i3;
+	drape_sdf *f1 = build(&s, &i1), *f2 = build(&r, &i2), *f3 = build(&m, &i3);
+	CHECK(f1 != NULL && f2 != NULL && f3 != NULL);
+	CHECKF(strstr(i1.builder, " 0 triangles reoriented") != NULL, "%s", i1.builder);
+	char want[64];
+	snprintf(want, sizeof want, " %u triangles reoriented", s.nt);
+	CHECKF(strstr(i2.builder, want) != NULL, "%s", i2.builder);
+	snprintf(want, sizeof want, " %u triangles reoriented", s.nt / 2);
+	CHECKF(strstr(i3.builder, want) != NULL, "%s", i3.builder);
+	uint32_t n = grid_points(&i1, g_pts, CAP);
+	float *d1 = malloc(sizeof(float) * n * 3);
+	CHECK(d1 != NULL);
+	drape_sdf_sample(f1, g_pts, n, d1, NULL);
+	drape_sdf_sample(f2, g_pts, n, d1 + n, NULL);
+	drape_sdf_sample(f3, g_pts, n, d1 + 2 * n, NULL);
+	CHECK(memcmp(d1, d1 + n, sizeof(float) * n) == 0);
+	CHECK(memcmp(d1, d1 + 2 * n, sizeof(float) * n) == 0);
+	free(d1);
+	drape_sdf_release(f1);
+	drape_sdf_release(f2);
+	drape_sdf_release(f3);
+}
+
+/* A hole is capped (sdf_vdb.cc) and oriented with the rest; a fin on an
+ * edge makes it non-manifold and OpenVDB builds the field. */
+static void test_open_and_non_manifold(void)
+{
+	solid s;
+	make_block(&s);
+	/* Open: the first quad (two triangles) removed. */
+	solid o = s;
+	memmove(o.t, o.t + 6, sizeof(uint32_t) * 3 * (o.nt - 2));
+	o.nt -= 2;
+	drape_sdf_info info;
+	drape_sdf *f = build(&o, &info);
+	CHECK(f != NULL);
+	CHECKF(strncmp(info.builder, "band", 4) == 0, "open block: %s", info.builder);
+	const float c[3] = {0.01f, 0.01f, 0.01f};
+	float d;
+	drape_sdf_sample(f, c, 1, &d, NULL);
+	CHECKF(fabs(d + 0.01) <= 1e-6, "inside the capped block: %g, want -0.01", (double)d);
+	drape_sdf_release(f);
+	/* Non-manifold: a fin on the block's first edge. */
+	solid nm = s;
+	nm.v[3 * nm.nv] = -0.03f, nm.v[3 * nm.nv + 1] = -0.03f, nm.v[3 * nm.nv + 2] = 0.0f;
+	uint32_t *t = &nm.t[3 * nm.nt];
+	t[0] = s.t[0], t[1] = s.t[1], t[2] = nm.nv;
+	nm.nv++, nm.nt++;
+	f = build(&nm, &info);
+	CHECK(f != NULL);
+	CHECKF(strncmp(info.builder, "openvdb: the edge", 17) == 0, "non-manifold: %s", info.builder);
+	drape_sdf_sample(f, c, 1, &d, NULL);
+	CHECKF(d < 0, "inside the block (OpenVDB): %g", (double)d);
+	drape_sdf_release(f);
+}
+
+/* A child builds the block at 1 mm on the CPUs it is given (TBB takes its
+ * thread count from the affinity when it starts) and reports the thread
+ * count and a hash of its samples. */
+static int child_field(int one_cpu, uint32_t *threads, uint64_t *hash)
+{
+	int fd[2];
+	if (pipe(fd) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(fd[0]);
+		if (one_cpu) {
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET((int)(sched_getcpu() < 0 ? 0 : sched_getcpu()), &set);
+			sched_setaffinity(0, sizeof set, &set);
+		}
+		solid s;
+		make_block(&s);
+		drape_sdf *f = NULL;
+		drape_error err;
+		uint64_t r[2] = {0, 0};
+		if (drape_sdf_build(s.v, s.nv, s.t, s.nt, 0.001f, 0, 0, &f, &err) == DRAPE_OK) {
+			drape_sdf_info info;
+			drape_sdf_get_info(f, &info);
+			r[1] = info.threads;
+			r[0] = 0xcbf29ce484222325ull;
+			/* Distance and gradient at every voxel centre and between. */
+			for (int i = -5; i <= 85; i++)
+				for (int j = -5; j <= 65; j++)
+					for (int k = -5; k <= 65; k++) {
+						const float p[3] = {(float)i * 0.001f + 0.0002f, (float)j * 0.001f,
+								    (float)k * 0.001f - 0.0003f};
+						float v[4];
+						drape_sdf_sample(f, p, 1, v, v + 1);
+						const unsigned char *c = (const unsigned char *)v;
+						for (size_t m = 0; m < sizeof v; m++)
+							r[0] = (r[0] ^ c[m]) * 0x100000001b3ull;
+					}
+			drape_sdf_release(f);
+		}
+		ssize_t w = write(fd[1], r, sizeof r);
+		_exit(w == (ssize_t)sizeof r ? 0 : 1);
+	}
+	close(fd[1]);
+	uint64_t r[2];
+	ssize_t got = read(fd[0], r, sizeof r);
+	close(fd[0]);
+	int status;
+	waitpid(pid, &status, 0);
+	if (got != (ssize_t)sizeof r || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -1;
+	*hash = r[0], *threads = (uint32_t)r[1];
+	return 0;
+}
+
+static void test_same_field_on_any_thread_count(void)
+{
+	uint32_t t1, tn;
+	uint64_t h1, hn;
+	CHECK(child_field(1, &t1, &h1) == 0);
+	CHECK(child_field(0, &tn, &hn) == 0);
+	printf("  %u thread(s): %016llx; %u threads: %016llx\n", t1, (unsigned long long)h1, tn,
+	       (unsigned long long)hn);
+	CHECK(t1 == 1);
+	CHECK(h1 != 0 && h1 == hn);
+}
+
+int main(int argc, char **argv)
+{
+	static const check_test tests[] = {
+		CHECK_TEST(test_same_field_on_any_thread_count),
+		CHECK_TEST(test_block_matches_closed_form),
+		CHECK_TEST(test_winding_does_not_matter),
+		CHECK_TEST(test_open_and_non_manifold),
+	};
+	return check_main(argc, argv, tests, CHECK_COUNT(tests));
+}
