@@ -29,7 +29,9 @@ endif
 ifndef SIMD
 SIMD := $(shell grep -q -w avx2 /proc/cpuinfo 2>/dev/null && grep -q -w fma /proc/cpuinfo 2>/dev/null && echo avx2 || echo sse2)
 ifeq ($(SIMD),avx2)
-SIMD := $(shell for f in avx512f avx512vl avx512dq avx512bw; do grep -q -w $$f /proc/cpuinfo 2>/dev/null || exit 1; done && echo avx512 || echo avx2)
+# (A subshell per test: a bare `exit` would end the whole $(shell) before
+# the `|| echo avx2` fallback, leaving SIMD empty on AVX2-only machines.)
+SIMD := $(shell (for f in avx512f avx512vl avx512dq avx512bw; do grep -q -w $$f /proc/cpuinfo 2>/dev/null || exit 1; done) && echo avx512 || echo avx2)
 endif
 endif
 ifeq ($(SIMD),avx512)
