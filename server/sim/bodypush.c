@@ -64,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/sim/bodykeep.h"
 #include "server/sim/box.h"
 #include "server/sim/selfhash.h"
 
@@ -121,6 +122,9 @@ struct sim_bodypush {
 	uint32_t still_version;
 	uint32_t shape_of; /* 1 + the collider whose hollows and falls are held, 0 none */
 	const uint32_t *tris;
+	/* The candidates kept across a frame's substeps (bodykeep.c); NULL
+	 * when out of memory, then every substep searches. */
+	sim_bodykeep *keep;
 };
 
 sim_bodypush *sim_bodypush_create(uint32_t ntri)
@@ -132,6 +136,7 @@ sim_bodypush *sim_bodypush_create(uint32_t ntri)
 	b->box = malloc(6 * (size_t)ntri * sizeof *b->box);
 	b->stamp = calloc(ntri, sizeof *b->stamp);
 	b->sides = calloc(ntri, sizeof *b->sides);
+	b->keep = sim_bodykeep_create();
 	if (b->box == NULL || b->stamp == NULL || b->sides == NULL || sim_hash_init(&b->hash, ntri) != DRAPE_OK) {
 		sim_bodypush_free(b);
 		return NULL;
@@ -151,6 +156,7 @@ void sim_bodypush_free(sim_bodypush *b)
 	free(b->hollow);
 	free(b->fall);
 	free(b->pair);
+	sim_bodykeep_free(b->keep);
 	free(b);
 }
 
@@ -397,8 +403,27 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 	float cell = 0.5f * (float)(size / ntri) + grow;
 	if (!(cell > 1e-4f) || !isfinite(cell))
 		cell = 1e-4f;
-	if (sim_hash_build(&b->hash, b->box, ntri, cell) != 0)
+	/* A list kept from an earlier substep of this frame stands for the
+	 * hash while the drift allows (bodykeep.c); else the hash is built
+	 * and, with the list switched on, the candidates collected anew.
+	 * Either way the same pairs in the same order. */
+	sim_bodykeep *K = b->keep;
+	int kept = 0, collecting = 0;
+	if (sim_bodykeep_margin(K) > 0.0f) {
+		kept = !new_frame &&
+		       sim_bodykeep_valid(K, set, tris, ntri, b->box, grow, half_max, thickness);
+		if (!kept)
+			collecting = sim_bodykeep_start(K, set, tris, ntri, b->box, grow, half_max,
+							thickness);
+	}
+	if (kept) {
+		b->hash.cell = cell;
+		b->hash.inv_cell = 1.0f / cell;
+	} else if (sim_hash_build(&b->hash, b->box, ntri, cell) != 0) {
+		sim_bodykeep_drop(K);
 		return;
+	}
+	const float kmargin = sim_bodykeep_margin(K);
 	const float cloth_box[6] = {lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]};
 	const sim_hash *H = &b->hash;
 	for (uint32_t ci = 0; ci < set->count; ci++) {
@@ -429,11 +454,30 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 		}
 		if (shape)
 			mark_hollows(b, &bv);
-	measured:
+	measured:;
+		/* A collection takes every vertex the filter below can pass
+		 * until the frame ends (bodykeep.c). */
+		const int kfilter = collecting && sim_bodykeep_filtered(K, ci);
+		const float hb = collecting ? sim_bodykeep_half_bound(K) : 0.0f;
 		for (uint32_t i = 0; i < bv.nv; i++) {
+			const float *fl = &b->fall[2 * (size_t)i];
+			if (collecting &&
+			    (!kfilter ||
+			     (!b->hollow[i] && fl[1] > 0.0f &&
+			      hb * fl[0] * (fl[1] > hb ? 1.0f : hb / fl[1]) > BODYPUSH_SHARP * h))) {
+				sim_v3 c0 = at3(bv.q0, i), c1 = at3(bv.q1, i);
+				float kb[6] = {sim_box_min(c0.x, c1.x), sim_box_min(c0.y, c1.y),
+					       sim_box_min(c0.z, c1.z), sim_box_max(c0.x, c1.x),
+					       sim_box_max(c0.y, c1.y), sim_box_max(c0.z, c1.z)};
+				/* Only a shortcut: a box out of the cloth's box
+				 * meets no triangle's and collects nothing. */
+				float km[6] = {kb[0] - kmargin, kb[1] - kmargin, kb[2] - kmargin,
+					       kb[3] + kmargin, kb[4] + kmargin, kb[5] + kmargin};
+				if (sim_box_overlap(km, cloth_box))
+					sim_bodykeep_collect(K, ci, i, H, b->box, kb);
+			}
 			/* A hollow, or a vertex too smooth to come through the
 			 * largest of the cloth's faces (sharp_enough), meets none. */
-			const float *fl = &b->fall[2 * (size_t)i];
 			if (b->hollow[i] || !(fl[1] > 0.0f) ||
 			    !(half_max * fl[0] * (fl[1] > half_max ? 1.0f : half_max / fl[1]) >
 			      BODYPUSH_SHARP * h))
@@ -449,6 +493,13 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 			if (!(nl > 0.0f))
 				continue;
 			nb = v3_scale(nb, 1.0f / nl);
+			if (kept || (collecting && sim_bodykeep_live(K))) {
+				const uint32_t *ts;
+				uint32_t nts = sim_bodykeep_order(K, ci, i, H, b->box, pb, &ts);
+				for (uint32_t j = 0; j < nts; j++)
+					consider(b, ts[j], x, p, q0, q1, nb, i, &bv, h);
+				continue;
+			}
 			if (++b->epoch == 0) {
 				memset(b->stamp, 0, (size_t)b->ntri * sizeof *b->stamp);
 				b->epoch = 1;
@@ -569,10 +620,31 @@ uint32_t sim_bodypush_pair_count(const sim_bodypush *b)
 	return b->pair_count;
 }
 
+void sim_bodypush_set_keep(sim_bodypush *b, float margin, float budget)
+{
+	if (b->keep != NULL)
+		sim_bodykeep_configure(b->keep, margin, budget);
+}
+
+void sim_bodypush_keep_counts(const sim_bodypush *b, uint64_t *collected, uint64_t *kept)
+{
+	sim_bodykeep_counts(b->keep, collected, kept);
+}
+
+const void *sim_bodypush_pair_record(const sim_bodypush *b, uint32_t k, size_t *size,
+				     uint32_t *tri)
+{
+	if (k >= b->pair_count)
+		return NULL;
+	*size = sizeof b->pair[k];
+	*tri = b->pair[k].tri;
+	return &b->pair[k];
+}
+
 size_t sim_bodypush_bytes(const sim_bodypush *b)
 {
 	if (b == NULL)
 		return 0;
-	return sizeof *b + (size_t)b->ntri * (6 * sizeof(float) + sizeof(uint32_t)) +
+	return sizeof *b + sim_bodykeep_bytes(b->keep) + (size_t)b->ntri * (6 * sizeof(float) + sizeof(uint32_t)) +
 	       3 * (size_t)b->nrm_cap * sizeof(float) + (size_t)b->pair_cap * sizeof(bp_pair);
 }

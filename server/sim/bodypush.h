@@ -57,6 +57,19 @@ void sim_body_contact_push(sim_vec4 *const *P, const uint32_t *vi, const float *
 
 /* Pairs found at the last begin (for tests and statistics). */
 uint32_t sim_bodypush_pair_count(const sim_bodypush *b);
+/* Pair k of the last begin as stored (its bytes, *size of them) and its
+ * triangle; NULL past the last (for the tests that compare two lists). */
+const void *sim_bodypush_pair_record(const sim_bodypush *b, uint32_t k, size_t *size,
+				     uint32_t *tri);
+
+/* The candidates kept across a frame's substeps (bodykeep.h): margin 0
+ * searches afresh every substep, the reference the kept list is tested
+ * against (SIM_CREATE_BODYPUSH_FRESH); budget the share of the margin the
+ * drift may use (0.5 proven, bodykeep.c). The default is
+ * SIM_BODYKEEP_MARGIN and 0.5. */
+void sim_bodypush_set_keep(sim_bodypush *b, float margin, float budget);
+/* Collections and substeps served from the kept list since create. */
+void sim_bodypush_keep_counts(const sim_bodypush *b, uint64_t *collected, uint64_t *kept);
 size_t sim_bodypush_bytes(const sim_bodypush *b);
 
 #endif

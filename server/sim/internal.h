@@ -323,6 +323,10 @@ struct drape_sim {
  * for the tests and figures that compare with the vertex-face contacts
  * alone. */
 #define SIM_CREATE_NO_BODYEDGE 32u
+/* Searches the body-feature candidates afresh every substep instead of
+ * keeping them across a frame's substeps (bodykeep.c): the reference the
+ * kept list gives the same bits as. */
+#define SIM_CREATE_BODYPUSH_FRESH 1024u
 
 drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **out,
 			drape_error *err);

@@ -427,6 +427,8 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 		drape_sim_destroy(sim);
 		return drape_error_setf(err, DRAPE_ENOMEM, "sim: out of memory for the body contact");
 	}
+	if (sim->bodypush != NULL && (flags & SIM_CREATE_BODYPUSH_FRESH))
+		sim_bodypush_set_keep(sim->bodypush, 0.0f, 0.0f);
 	if (!(flags & (SIM_CREATE_NO_BODYPUSH | SIM_CREATE_NO_BODYEDGE)) &&
 	    (sim->bodyedge = sim_bodyedge_create(sim->tris, nt)) == NULL) {
 		drape_sim_destroy(sim);

@@ -249,6 +249,15 @@ static void sheet_strain_where(const drape_sim *sim, uint32_t nx, bench_result *
 	}
 }
 
+/* BENCH_BODYKEEP=0 searches the body-feature candidates afresh every
+ * substep instead of keeping them across a frame's substeps (bodykeep.c):
+ * the same bits, for A/B timings in one session. */
+static uint32_t keep_flags(uint32_t flags)
+{
+	const char *k = getenv("BENCH_BODYKEEP");
+	return k != NULL && strcmp(k, "0") == 0 ? flags | SIM_CREATE_BODYPUSH_FRESH : flags;
+}
+
 static void run_sheet(const scene *sc, bench_result *r)
 {
 	sheet s;
@@ -288,7 +297,7 @@ static void run_sheet(const scene *sc, bench_result *r)
 	if (sc->kind == SCENE_FOLD)
 		d.params.self_collision = 1;
 	drape_sim *sim = NULL;
-	if (sim_create_ex(&d, sc->flags, &sim, &err) != DRAPE_OK) {
+	if (sim_create_ex(&d, keep_flags(sc->flags), &sim, &err) != DRAPE_OK) {
 		snprintf(r->note, sizeof r->note, "create: %s", err.message);
 		goto out;
 	}
@@ -409,7 +418,7 @@ static void run_tshirt(const scene *sc, bench_result *r)
 	 * x I iterations instead of the preset's (its strain at a converged
 	 * budget, README "Known limits"); a trailing 'i' spends them as
 	 * iterations of S steps rather than the material's small steps. */
-	uint32_t flags = sc->flags;
+	uint32_t flags = keep_flags(sc->flags);
 	const char *big = getenv("BENCH_GARMENT15K_SETTINGS");
 	if (sc->kind == SCENE_GARMENT_LARGE && big != NULL) {
 		int S = 0, I = 0;

@@ -1,0 +1,86 @@
+/*
+ * The body-feature candidates kept across substeps (issue 22's speed):
+ * the (body vertex, cloth triangle) pairs that bodypush.c's search may
+ * meet, collected once with a margin and filtered, on later substeps of
+ * the same frame, by the search's own exact box test and put in the
+ * search's own order, as long as nothing has drifted by more than the
+ * margin allows. bodykeep.c has the proof that the filtered list is what
+ * a fresh search finds, pair for pair and in the same order, so the
+ * frames are the same bits with the list kept or not.
+ */
+#ifndef DRAPE_SIM_BODYKEEP_H
+#define DRAPE_SIM_BODYKEEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/sim/collider.h"
+#include "server/sim/selfhash.h"
+
+/* The margin the candidates are collected with, metres: the cloth's
+ * triangles and the body's vertices may drift by half of it in all
+ * before the list is collected again. */
+#define SIM_BODYKEEP_MARGIN 0.01f
+
+typedef struct sim_bodykeep sim_bodykeep;
+
+/* NULL when out of memory (bodypush.c then searches every substep). */
+sim_bodykeep *sim_bodykeep_create(void);
+void sim_bodykeep_free(sim_bodykeep *k);
+
+/* margin 0 switches the list off (a fresh search every substep); budget
+ * is the share of the margin the drift may use, 0.5 what the proof at
+ * the top of bodykeep.c allows. Anything above it is for tests that
+ * show the comparison can fail. */
+void sim_bodykeep_configure(sim_bodykeep *k, float margin, float budget);
+float sim_bodykeep_margin(const sim_bodykeep *k);
+/* Forgets the list (at each frame's start, so a run resumed from a
+ * checkpoint at a frame boundary gives the same bits). */
+void sim_bodykeep_drop(sim_bodykeep *k);
+
+/*
+ * At a substep's begin, with the cloth's triangle boxes `box` (6 per
+ * triangle, grown by `grow`) and half the longest edge at x: 1 when the
+ * kept list still holds every pair a fresh search can find (the drift
+ * bound below, the same triangles, bodies and contact distances), else 0
+ * and the caller collects again (sim_bodykeep_start).
+ */
+int sim_bodykeep_valid(sim_bodykeep *k, const sim_collider_set *set, const uint32_t *tris,
+		       uint32_t ntri, const float *box, float grow, float half_max, float thickness);
+
+/* Starts a collection over the same inputs; 0 when out of memory (the
+ * caller searches afresh this substep and the list stays dropped). */
+int sim_bodykeep_start(sim_bodykeep *k, const sim_collider_set *set, const uint32_t *tris,
+		       uint32_t ntri, const float *box, float grow, float half_max, float thickness);
+
+/* 1 while a list is collected or kept (a collection that ran out of
+ * memory ends it: the caller then searches afresh). */
+int sim_bodykeep_live(const sim_bodykeep *k);
+/* The half longest edge the collection's vertex filter used (at least
+ * half_max at the start). */
+float sim_bodykeep_half_bound(const sim_bodykeep *k);
+/* 1 when body `ci`'s hollows and falls stay the same until the frame
+ * ends (a still body, or the only body), so the collection may leave out
+ * the vertices its filter rejects; else every vertex is collected. */
+int sim_bodykeep_filtered(const sim_bodykeep *k, uint32_t ci);
+
+/* Collects the triangles of the hash H (built over box) whose boxes meet
+ * pb (the body vertex's box over the substep) grown by the margin, for
+ * vertex i of collider ci. */
+void sim_bodykeep_collect(sim_bodykeep *k, uint32_t ci, uint32_t i, const sim_hash *H,
+			  const float *box, const float *pb);
+
+/*
+ * The triangles of vertex i of collider ci whose boxes meet pb, in the
+ * order a query of a hash with H's cell size over `box` visits them
+ * (bodykeep.c). *out points to them until the next call.
+ */
+uint32_t sim_bodykeep_order(sim_bodykeep *k, uint32_t ci, uint32_t i, const sim_hash *H,
+			    const float *box, const float *pb, const uint32_t **out);
+
+/* Collections and substeps served from a kept list since create (for tests
+ * and statistics). */
+void sim_bodykeep_counts(const sim_bodykeep *k, uint64_t *collected, uint64_t *kept);
+size_t sim_bodykeep_bytes(const sim_bodykeep *k);
+
+#endif
