@@ -547,7 +547,7 @@ void sim_body_contact_push(sim_vec4 *const *P, const uint32_t *vi, const float *
 	sim_v3 tan = v3_sub(rel, v3_scale(n, v3_dot(rel, n)));
 	float tl = v3_len(tan);
 	if (tl > 0.0f) {
-		float keep = tl < mus * c ? 0.0f : 1.0f - fminf(mu * c / tl, 1.0f);
+		float keep = tl < mus * c ? 0.0f : 1.0f - sim_box_min(mu * c / tl, 1.0f);
 		sim_v3 corr = v3_scale(tan, 1.0f - keep);
 		for (int j = 0; j < k; j++) {
 			float s = P[j]->w * bc[j] / W;
@@ -593,7 +593,9 @@ uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_v
 		float bu = 1.0f - bv - bw;
 		if (!(bu >= -BODYPUSH_EDGE && bv >= -BODYPUSH_EDGE && bw >= -BODYPUSH_EDGE))
 			continue;
-		float bc[3] = {fmaxf(bu, 0.0f), fmaxf(bv, 0.0f), fmaxf(bw, 0.0f)};
+		/* sim_box_max is fmaxf's result inline (box.h): the same bits
+		 * without a call per coordinate of every pair every iteration. */
+		float bc[3] = {sim_box_max(bu, 0.0f), sim_box_max(bv, 0.0f), sim_box_max(bw, 0.0f)};
 		float bs = bc[0] + bc[1] + bc[2];
 		float W = 0.0f, big = 0.0f;
 		for (int j = 0; j < 3; j++) {
@@ -603,7 +605,7 @@ uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_v
 		if (!(W > 0.0f))
 			continue;
 		for (int j = 0; j < 3; j++)
-			big = fmaxf(big, P[j]->w * bc[j] / W);
+			big = sim_box_max(big, P[j]->w * bc[j] / W);
 		/* Next to a pinned vertex the free ones would move by C / b_k,
 		 * many times the push, flinging them through the body: such a
 		 * point is left to the pin and the vertex contact. */
