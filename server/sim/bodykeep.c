@@ -452,6 +452,21 @@ static uint32_t first_cell(sim_bodykeep *k, const sim_hash *H, const sim_cellbox
 	return j; /* not reached: the boxes overlap */
 }
 
+/*
+ * 1 when a box (of a kept list's cloth, so its coordinates are under
+ * BODYKEEP_FAR + the margin) is surely under SIM_HASH_MAX_CELLS cells,
+ * without its cell box: under 4 cells wide on each axis it spans at most
+ * 7 cells per axis, 343 in all, since the products with inv_cell (under
+ * 2^24 for cells over 0.1 mm, bodypush.c's floor) round by at most half
+ * a unit each and the floors add one. Most boxes pass; the rest are
+ * counted exactly.
+ */
+static int small_box(const float *b, float inv_cell)
+{
+	return (b[3] - b[0]) * inv_cell < 4.0f && (b[4] - b[1]) * inv_cell < 4.0f &&
+	       (b[5] - b[2]) * inv_cell < 4.0f;
+}
+
 uint32_t sim_bodykeep_order(sim_bodykeep *k, uint32_t ci, uint32_t i, const sim_hash *H,
 			    const float *box, const float *pb, const uint32_t **out)
 {
@@ -470,8 +485,13 @@ uint32_t sim_bodykeep_order(sim_bodykeep *k, uint32_t ci, uint32_t i, const sim_
 		const float *bt = &box[6 * (size_t)t];
 		if (!sim_box_overlap(bt, pb))
 			continue;
-		sim_cellbox ct = sim_hash_cells(H, bt);
 		uint64_t key;
+		if (single && small_box(bt, H->inv_cell)) {
+			/* In no other slot before the one cell's: first met there. */
+			k->key[m++] = (uint32_t)~t;
+			continue;
+		}
+		sim_cellbox ct = sim_hash_cells(H, bt);
 		if (sim_cellbox_count(&ct) > SIM_HASH_MAX_CELLS) {
 			key = ((uint64_t)UINT32_MAX << 32) | t;
 			sorted = 0;
