@@ -323,6 +323,10 @@ struct drape_sim {
  * for the tests and figures that compare with the vertex-face contacts
  * alone. */
 #define SIM_CREATE_NO_BODYEDGE 32u
+/* The body edge contact searches every substep for still bodies too,
+ * instead of keeping their candidate lists (bodyedge.c): the same bits,
+ * for the tests and figures that compare the two. */
+#define SIM_CREATE_NO_EDGEKEEP 256u
 
 drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **out,
 			drape_error *err);
