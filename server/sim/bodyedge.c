@@ -22,6 +22,9 @@
  *     vertex's box placed once against the cloth's (outcode()), so most
  *     of a body (the head, the hands, the feet) costs one comparison per
  *     edge, and the pairs are those, in the order, of the full loop.
+ *     A still body's candidates are instead kept across a step's
+ *     substeps and filtered with the same tests ("Kept candidates",
+ *     below): the same pairs, in the same order.
  *     Only ridges take part: the edge must be convex (each face's far
  *     vertex below the other face's plane) and sharp at the cloth's scale,
  *     the body falling away from it across half the cloth edge's length
