@@ -22,6 +22,9 @@
  *     vertex's box placed once against the cloth's (outcode()), so most
  *     of a body (the head, the hands, the feet) costs one comparison per
  *     edge, and the pairs are those, in the order, of the full loop.
+ *     A still body's candidates are instead kept across a step's
+ *     substeps and filtered with the same tests ("Kept candidates",
+ *     below): the same pairs, in the same order.
  *     Only ridges take part: the edge must be convex (each face's far
  *     vertex below the other face's plane) and sharp at the cloth's scale,
  *     the body falling away from it across half the cloth edge's length
@@ -134,6 +137,13 @@ typedef struct be_body {
 	uint32_t nridge;
 	float ridge_h;
 	int ridge_valid;
+	/* Kept candidates ("Kept candidates" below): per ridge of the list above, its
+	 * start in sim_bodyedge.kc (nridge + 1 offsets), valid while
+	 * kept_gen is sim_bodyedge.kept_gen; kept_uses counts the substeps
+	 * served from them (tests and statistics). */
+	uint32_t *kstart;
+	uint32_t kept_gen;
+	uint32_t kept_uses;
 } be_body;
 
 typedef struct be_pair {
@@ -160,6 +170,21 @@ struct sim_bodyedge {
 	uint32_t body_cap;
 	be_pair *pair;
 	uint32_t pair_count, pair_cap;
+	/* Kept candidates ("Kept candidates" below). keep: still bodies use
+	 * them (1 unless switched off); slack: how far a cloth edge's box
+	 * may leave its widened box before the lists are dropped (0; more
+	 * only in the tests that show a loosened bound loses pairs). */
+	int keep;
+	float slack;
+	float *wbox;       /* 6 per cloth edge: the widened boxes of the lists */
+	uint32_t kept_gen; /* the lists' generation, 0 when there are none */
+	uint32_t gen_next;
+	uint32_t *kc;      /* every still body's ridges' candidates, in turn */
+	size_t kc_count, kc_cap;
+	struct be_key *key;/* ordering scratch: a ridge's pairs' walk keys */
+	be_pair *tmp;
+	uint32_t key_cap;
+	uint32_t collections;
 };
 
 static int cedge_cmp(const void *pa, const void *pb)
@@ -196,8 +221,10 @@ sim_bodyedge *sim_bodyedge_create(const uint32_t *tris, uint32_t ntri)
 	b->side = malloc(3 * (size_t)n * sizeof *b->side + 1);
 	b->side_at = calloc((size_t)n + 1, sizeof *b->side_at);
 	b->pinched = calloc((size_t)n + 1, 1);
+	b->wbox = malloc(6 * (size_t)n * sizeof *b->wbox + 1);
+	b->keep = 1;
 	if (b->box == NULL || b->stamp == NULL || b->side == NULL || b->side_at == NULL ||
-	    b->pinched == NULL || sim_hash_init(&b->hash, n) != DRAPE_OK) {
+	    b->pinched == NULL || b->wbox == NULL || sim_hash_init(&b->hash, n) != DRAPE_OK) {
 		sim_bodyedge_free(b);
 		return NULL;
 	}
@@ -214,8 +241,13 @@ void sim_bodyedge_free(sim_bodyedge *b)
 	free(b->side);
 	free(b->side_at);
 	free(b->pinched);
+	free(b->wbox);
+	free(b->kc);
+	free(b->key);
+	free(b->tmp);
 	sim_hash_free(&b->hash);
 	for (uint32_t i = 0; i < b->body_cap; i++) {
+		free(b->body[i].kstart);
 		free(b->body[i].e);
 		free(b->body[i].fn);
 		free(b->body[i].fn_at);
@@ -256,6 +288,7 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	free(bd->fn_at);
 	free(bd->voc);
 	free(bd->ridge);
+	free(bd->kstart);
 	memset(bd, 0, sizeof *bd);
 	half_edge *h = malloc(3 * (size_t)bv->nt * sizeof *h + 1);
 	be_bedge *e = malloc(3 * (size_t)bv->nt / 2 * sizeof *e + sizeof *e);
@@ -263,7 +296,10 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	uint32_t *fa = calloc((size_t)bv->nt + 1, sizeof *fa);
 	uint32_t *rg = malloc(3 * (size_t)bv->nt / 2 * sizeof *rg + sizeof *rg);
 	uint8_t *vc = malloc((size_t)bv->nv + 1);
-	if (h == NULL || e == NULL || fn == NULL || fa == NULL || rg == NULL || vc == NULL) {
+	uint32_t *ks = malloc((3 * (size_t)bv->nt / 2 + 2) * sizeof *ks);
+	if (h == NULL || e == NULL || fn == NULL || fa == NULL || rg == NULL || vc == NULL ||
+	    ks == NULL) {
+		free(ks);
 		free(vc);
 		free(h);
 		free(e);
@@ -299,6 +335,7 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	bd->fn_at = fa;
 	bd->voc = vc;
 	bd->ridge = rg;
+	bd->kstart = ks;
 	return 1;
 }
 
@@ -405,26 +442,31 @@ typedef struct ridge {
 	const sim_body_view *bv;
 } ridge;
 
+/*
+ * Whether ridge r takes part against a cloth edge of half-length half. A
+ * body edge shorter than half the cloth edge has both its vertices within
+ * a quarter of the cloth edge's length of the crossing, under the two
+ * faces beside the cloth edge, where the body's vertices against the
+ * cloth's faces (bodypush.c) hold them; the cloth over a crest is a roof,
+ * so the crest between them stays under it too. Only ridges long against
+ * the cloth need this contact (and the demo's fine body under its coarse
+ * suit would otherwise make tens of thousands of pairs for nothing). And
+ * it must be sharp for this cloth edge: the body falls away from the
+ * crest across half its length by more than BODYEDGE_SHARP h. The fresh
+ * search and the kept lists' filter both ask this, so they agree.
+ */
+static inline int ridge_qualifies(const ridge *r, float half)
+{
+	return r->len >= half && half * r->sh > BODYEDGE_SHARP * r->h;
+}
+
 static void consider(sim_bodyedge *b, uint32_t k, const sim_vec4 *x, const sim_vec4 *p,
 		     const ridge *r)
 {
 	const be_cedge *ce = &b->ce[k];
 	sim_v3 xa = v3_of4(x[ce->a]), xb = v3_of4(x[ce->b]);
 	sim_v3 v = v3_sub(xb, xa);
-	/* A body edge shorter than half the cloth edge has both its vertices
-	 * within a quarter of the cloth edge's length of the crossing, under
-	 * the two faces beside the cloth edge, where the body's vertices
-	 * against the cloth's faces (bodypush.c) hold them; the cloth over a
-	 * crest is a roof, so the crest between them stays under it too. Only
-	 * ridges long against the cloth need this contact (and the demo's fine
-	 * body under its coarse suit would otherwise make tens of thousands
-	 * of pairs for nothing). */
-	float half = 0.5f * v3_len(v);
-	if (!(r->len >= half))
-		return;
-	/* Sharp for this cloth edge: the body falls away from the crest
-	 * across half its length by more than BODYEDGE_SHARP h. */
-	if (!(half * r->sh > BODYEDGE_SHARP * r->h))
+	if (!ridge_qualifies(r, 0.5f * v3_len(v)))
 		return;
 	float s, t;
 	sim_v3 n;
@@ -506,6 +548,7 @@ static void classify(be_body *bd, const sim_body_view *bv, float h)
 	bd->nridge = n;
 	bd->ridge_h = h;
 	bd->ridge_valid = !bv->moving;
+	bd->kept_gen = 0;
 }
 
 /* Bit 2k: the box of q0 and q1 lies below the cloth's box on axis k;
@@ -543,31 +586,37 @@ static int ridge_box(ridge *r, const sim_body_view *bv, const be_bedge *e, float
 
 /* The cloth edges whose boxes meet ridge e's swept box pb (its ends in r,
  * sh its ridge_sharpness), each considered once, in the hash's order. */
-static void lookup(sim_bodyedge *b, const be_body *bd, const sim_body_view *bv,
-		   const be_bedge *e, ridge *r, float sh, const float *pb, float half_max,
-		   const sim_vec4 *x, const sim_vec4 *p)
+/* Ridge e's length, outward normal and motion into r (its ends are there
+ * from ridge_box(), sh its ridge_sharpness): 0 when it has no length or
+ * no normal, or is too smooth for every cloth edge (the sharpness of
+ * ridge_qualifies() at the longest cloth edge this ridge may pair with,
+ * half of it at most its own length and the cloth's longest: the fall
+ * grows with the half), and is not looked up. */
+static int ridge_setup(ridge *r, const be_body *bd, const be_bedge *e, float sh, float half_max)
 {
-	const sim_hash *H = &b->hash;
-	(void)bv;
 	sim_v3 n0 = at3(bd->fn, e->f0), n1 = at3(bd->fn, e->f1);
 	r->sh = sh;
-	sim_v3 u = v3_sub(r->q0b, r->q0a);
-	float ul = v3_len(u);
+	float ul = v3_len(v3_sub(r->q0b, r->q0a));
 	if (!(ul > 0.0f))
-		return;
+		return 0;
 	r->len = ul;
-	/* The sharpness of consider() at the longest cloth edge this ridge
-	 * may pair with (half of it at most its own length, and the cloth's
-	 * longest): the fall grows with the half, so a ridge too smooth there
-	 * is too smooth for every cloth edge, and is not looked up. */
-	if (!(fminf(ul, half_max) * r->sh > BODYEDGE_SHARP * r->h))
-		return;
+	if (!ridge_qualifies(r, fminf(ul, half_max)))
+		return 0;
 	sim_v3 nb = v3_add(n0, n1);
 	float nl = v3_len(nb);
 	if (!(nl > 0.0f))
-		return;
+		return 0;
 	r->nb = v3_scale(nb, 1.0f / nl);
 	r->motion = fmaxf(v3_len(v3_sub(r->q1a, r->q0a)), v3_len(v3_sub(r->q1b, r->q0b)));
+	return 1;
+}
+
+static void lookup(sim_bodyedge *b, const be_body *bd, const be_bedge *e, ridge *r, float sh,
+		   const float *pb, float half_max, const sim_vec4 *x, const sim_vec4 *p)
+{
+	const sim_hash *H = &b->hash;
+	if (!ridge_setup(r, bd, e, sh, half_max))
+		return;
 	if (++b->epoch == 0) {
 		memset(b->stamp, 0, (size_t)b->nce * sizeof *b->stamp);
 		b->epoch = 1;
@@ -603,8 +652,298 @@ static void lookup(sim_bodyedge *b, const be_body *bd, const sim_body_view *bv,
 	}
 }
 
+/*
+ * Kept candidates (issue 22). A still body's ridges are the same all
+ * through a step, and so are their swept boxes pb (q0 = q1); only the
+ * cloth moves. The search above builds the hash of the cloth edges'
+ * boxes and walks it for every ridge near the cloth, every substep, which
+ * on the demo garment is most of this file's cost. For still bodies, the
+ * lists are kept instead:
+ *
+ *  - Collected (collect()) at the step's first substep, or when the bound
+ *    below fails: each cloth edge's box B is widened by a margin m into
+ *    W (m = BODYEDGE_KEEP_REACH times the largest coordinate of any cloth
+ *    vertex's predicted motion, plus BODYEDGE_KEEP_MIN), a hash of the W
+ *    is walked once per ridge whose box meets their union, and the ridge
+ *    keeps every cloth edge whose W meets its box, in increasing order.
+ *  - The bound, checked on every cloth edge each substep while the lists
+ *    are kept: its box B' of that substep lies inside its W (each min of
+ *    B' at least W's, each max at most W's, compared exactly, no
+ *    arithmetic). And every B' is a box (min <= max on each axis, which
+ *    fails only for NaN positions; then this substep searches afresh).
+ *  - Claim: while the bound holds, the cloth edges the search would test
+ *    against a ridge (those whose box B' meets the ridge's box pb, as
+ *    sim_box_overlap() compares them) are all in the ridge's list. Proof:
+ *    B' meets pb means, on every axis, lo(B') <= hi(pb) and lo(pb) <=
+ *    hi(B'); with lo(W) <= lo(B') and hi(B') <= hi(W) this gives lo(W) <=
+ *    hi(pb) and lo(pb) <= hi(W): W meets pb, and pb is the same box as at
+ *    collection (a still body's ends, the same floats), so the edge was
+ *    kept. The comparisons are of stored floats, so the step holds in
+ *    floating point as on paper. The cloth's box (the union of the B') is
+ *    inside the union of the W, so every ridge the search looks up had
+ *    its list collected. Conversely, a cloth edge whose box is a box and
+ *    meets pb is met by the search: in the hash's cells (its cell box
+ *    meets pb's, floor being monotone), in the list of big boxes, or in
+ *    the loop over every cloth edge when pb spans too many cells.
+ *  - The filter (filter()) tests each kept edge with sim_box_overlap()
+ *    against pb and then consider(), the search's own tests (the ridge's
+ *    with ridge_setup() and ridge_qualifies()), so it keeps exactly the
+ *    search's pairs. Their order is the search's: the walk meets a cloth
+ *    edge at the first of pb's cells, in the walk's order, whose slot
+ *    holds it (its own first cell in pb's, or an earlier cell of pb whose
+ *    slot one of its cells shares), and within a slot in decreasing
+ *    index (the build fills slots backwards); big boxes come after, in
+ *    increasing index, and a ridge spanning too many cells meets them in
+ *    increasing index (the lists' order). order_pairs() computes that key
+ *    from the substep's cell size, so the pairs, the pinch marks and the
+ *    frames are the same bits as the search's.
+ *  - The lists are dropped at the start of every step (sim.c passes the
+ *    first substep), when a body's pose or ridges change (classify()),
+ *    and when the bound fails; a moving body never has them. The pairs do
+ *    not depend on when the lists were made, so a run resumed from a
+ *    saved state gives the same bits as one that was not stopped.
+ */
+#define BODYEDGE_KEEP_REACH 4.0f
+#define BODYEDGE_KEEP_MIN 5e-4f
+
+static int u32_cmp(const void *pa, const void *pb)
+{
+	uint32_t x = *(const uint32_t *)pa, y = *(const uint32_t *)pb;
+	return x < y ? -1 : x > y;
+}
+
+/* Room for more candidates in b->kc; 0 when out of memory. */
+static int kc_reserve(sim_bodyedge *b, size_t more)
+{
+	if (b->kc_count + more <= b->kc_cap)
+		return 1;
+	size_t cap = b->kc_count + more + (b->kc_count + more) / 2 + 256;
+	uint32_t *k = realloc(b->kc, cap * sizeof *k);
+	if (k == NULL)
+		return 0;
+	b->kc = k;
+	b->kc_cap = cap;
+	return 1;
+}
+
+/* Appends to b->kc, in increasing order, the cloth edges whose widened
+ * box meets pb, from the hash of the widened boxes; 0 when out of
+ * memory. */
+static int collect_ridge(sim_bodyedge *b, const float *pb)
+{
+	const sim_hash *H = &b->hash;
+	size_t first = b->kc_count;
+	if (++b->epoch == 0) {
+		memset(b->stamp, 0, (size_t)b->nce * sizeof *b->stamp);
+		b->epoch = 1;
+	}
+	sim_cellbox cb = sim_hash_cells(H, pb);
+	if (sim_cellbox_count(&cb) > SIM_HASH_MAX_CELLS) {
+		for (uint32_t ck = 0; ck < b->nce; ck++)
+			if (sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
+				if (!kc_reserve(b, 1))
+					return 0;
+				b->kc[b->kc_count++] = ck;
+			}
+		return 1;
+	}
+	for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
+		for (int32_t y = cb.lo[1]; y <= cb.hi[1]; y++)
+			for (int32_t xx = cb.lo[0]; xx <= cb.hi[0]; xx++) {
+				uint32_t slot = sim_hash_slot(H, xx, y, z);
+				for (uint32_t j = H->start[slot]; j < H->start[slot + 1]; j++) {
+					uint32_t ck = H->entries[j];
+					if (b->stamp[ck] == b->epoch)
+						continue;
+					b->stamp[ck] = b->epoch;
+					if (sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
+						if (!kc_reserve(b, 1))
+							return 0;
+						b->kc[b->kc_count++] = ck;
+					}
+				}
+			}
+	for (uint32_t j = 0; j < H->big_count; j++) {
+		uint32_t ck = H->big[j];
+		if (b->stamp[ck] != b->epoch && sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
+			b->stamp[ck] = b->epoch;
+			if (!kc_reserve(b, 1))
+				return 0;
+			b->kc[b->kc_count++] = ck;
+		}
+	}
+	qsort(b->kc + first, b->kc_count - first, sizeof *b->kc, u32_cmp);
+	return 1;
+}
+
+/* Collects the lists of every still body (see above) from the boxes of
+ * this substep in b->box; 0 when out of memory (the search then runs). */
+static int collect(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
+		   const sim_vec4 *p, float thickness)
+{
+	b->kept_gen = 0;
+	float dmax = 0.0f;
+	for (uint32_t k = 0; k < b->nce; k++) {
+		const uint32_t v[2] = {b->ce[k].a, b->ce[k].b};
+		for (int j = 0; j < 2; j++) {
+			const sim_vec4 *a = &x[v[j]], *c = &p[v[j]];
+			float d = fmaxf(fabsf(c->x - a->x), fmaxf(fabsf(c->y - a->y), fabsf(c->z - a->z)));
+			dmax = d > dmax ? d : dmax;
+		}
+	}
+	const float m = BODYEDGE_KEEP_REACH * dmax + BODYEDGE_KEEP_MIN;
+	float wb[6] = {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY};
+	double size = 0.0;
+	for (uint32_t k = 0; k < b->nce; k++) {
+		const float *bx = &b->box[6 * (size_t)k];
+		float *w = &b->wbox[6 * (size_t)k];
+		for (int j = 0; j < 3; j++) {
+			w[j] = bx[j] - m;
+			w[j + 3] = bx[j + 3] + m;
+			wb[j] = sim_box_min(wb[j], w[j]);
+			wb[j + 3] = sim_box_max(wb[j + 3], w[j + 3]);
+		}
+		float ext = sim_box_max(w[3] - w[0], sim_box_max(w[4] - w[1], w[5] - w[2]));
+		size += isfinite(ext) ? ext : 0.0f;
+	}
+	float cell = (float)(size / b->nce);
+	if (!(cell > 1e-4f) || !isfinite(cell))
+		cell = 1e-4f;
+	if (sim_hash_build(&b->hash, b->wbox, b->nce, cell) != 0)
+		return 0;
+	if (++b->gen_next == 0)
+		b->gen_next = 1;
+	const uint32_t gen = b->gen_next;
+	b->kc_count = 0;
+	for (uint32_t ci = 0; ci < set->count; ci++) {
+		sim_body_view bv;
+		if (!sim_colliders_body(set, ci, &bv) || bv.moving)
+			continue;
+		be_body *bd = &b->body[ci];
+		if (bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv)
+			continue; /* its edges could not be built: no part */
+		ridge r;
+		r.h = thickness + bv.thickness;
+		r.bv = &bv;
+		face_normals(bd, &bv);
+		classify(bd, &bv, r.h);
+		float pb[6];
+		for (uint32_t ri = 0; ri < bd->nridge; ri++) {
+			bd->kstart[ri] = (uint32_t)b->kc_count;
+			if (ridge_box(&r, &bv, &bd->e[bd->ridge[ri]], pb, wb) && !collect_ridge(b, pb))
+				return 0;
+			if (b->kc_count > UINT32_MAX)
+				return 0;
+		}
+		bd->kstart[bd->nridge] = (uint32_t)b->kc_count;
+		bd->kept_gen = gen;
+	}
+	b->kept_gen = gen;
+	b->collections++;
+	return 1;
+}
+
+typedef struct be_key {
+	uint64_t key;
+	uint32_t at;
+} be_key;
+
+static int key_cmp(const void *pa, const void *pb)
+{
+	const be_key *x = pa, *y = pb;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/*
+ * Puts the pairs from b->pair[first] on, one ridge's, in the order the
+ * search's walk of H (this substep's cells) over pb would have made them
+ * (see above). They were made in increasing cloth edge order, which is
+ * the search's when pb spans more cells than the hash walks.
+ */
+static void order_pairs(sim_bodyedge *b, uint32_t first, const float *pb, const sim_hash *H)
+{
+	const uint32_t m = b->pair_count - first;
+	sim_cellbox P = sim_hash_cells(H, pb);
+	if (sim_cellbox_count(&P) > SIM_HASH_MAX_CELLS)
+		return;
+	if (m > b->key_cap) {
+		uint32_t cap = m + m / 2 + 16;
+		be_key *k = realloc(b->key, (size_t)cap * sizeof *k);
+		if (k == NULL)
+			return;
+		b->key = k;
+		be_pair *t = realloc(b->tmp, (size_t)cap * sizeof *t);
+		if (t == NULL)
+			return;
+		b->tmp = t;
+		b->key_cap = cap;
+	}
+	be_key *key = b->key;
+	const int32_t nx = P.hi[0] - P.lo[0] + 1, ny = P.hi[1] - P.lo[1] + 1;
+	uint32_t pslot[SIM_HASH_MAX_CELLS], cslot[SIM_HASH_MAX_CELLS];
+	uint32_t np = 0;
+	for (int32_t z = P.lo[2]; z <= P.hi[2]; z++)
+		for (int32_t y = P.lo[1]; y <= P.hi[1]; y++)
+			for (int32_t xx = P.lo[0]; xx <= P.hi[0]; xx++)
+				pslot[np++] = sim_hash_slot(H, xx, y, z);
+	for (uint32_t i = 0; i < m; i++) {
+		const uint32_t ck = b->pair[first + i].edge;
+		sim_cellbox C = sim_hash_cells(H, &b->box[6 * (size_t)ck]);
+		key[i].at = first + i;
+		if (sim_cellbox_count(&C) > SIM_HASH_MAX_CELLS) {
+			key[i].key = (uint64_t)UINT32_MAX << 32 | ck;
+			continue;
+		}
+		/* The first cell of pb's that is also the edge's bounds the
+		 * walk's index; an earlier cell of pb's meets the edge when its
+		 * slot is one of the edge's cells'. */
+		int32_t c0[3];
+		for (int j = 0; j < 3; j++)
+			c0[j] = P.lo[j] > C.lo[j] ? P.lo[j] : C.lo[j];
+		uint32_t bound = (uint32_t)(((c0[2] - P.lo[2]) * ny + (c0[1] - P.lo[1])) * nx +
+					    (c0[0] - P.lo[0]));
+		if (bound > np)
+			bound = np;
+		uint32_t nc = 0;
+		for (int32_t z = C.lo[2]; z <= C.hi[2]; z++)
+			for (int32_t y = C.lo[1]; y <= C.hi[1]; y++)
+				for (int32_t xx = C.lo[0]; xx <= C.hi[0]; xx++)
+					cslot[nc++] = sim_hash_slot(H, xx, y, z);
+		uint32_t at = bound;
+		for (uint32_t t = 0; t < bound && at == bound; t++)
+			for (uint32_t c = 0; c < nc; c++)
+				if (cslot[c] == pslot[t]) {
+					at = t;
+					break;
+				}
+		key[i].key = (uint64_t)at << 32 | (uint32_t)~ck;
+	}
+	qsort(key, m, sizeof *key, key_cmp);
+	for (uint32_t i = 0; i < m; i++)
+		b->tmp[i] = b->pair[key[i].at];
+	memcpy(&b->pair[first], b->tmp, (size_t)m * sizeof *b->tmp);
+}
+
+/* Ridge ri (edge e) of still body bd against its kept list: the pairs of
+ * lookup(), in its order (H has this substep's cells). */
+static void filter(sim_bodyedge *b, const be_body *bd, uint32_t ri, const be_bedge *e, ridge *r,
+		   float sh, const float *pb, float half_max, const sim_vec4 *x, const sim_vec4 *p,
+		   const sim_hash *H)
+{
+	if (!ridge_setup(r, bd, e, sh, half_max))
+		return;
+	const uint32_t first = b->pair_count;
+	for (uint32_t j = bd->kstart[ri]; j < bd->kstart[ri + 1]; j++) {
+		uint32_t ck = b->kc[j];
+		if (sim_box_overlap(&b->box[6 * (size_t)ck], pb))
+			consider(b, ck, x, p, r);
+	}
+	if (b->pair_count - first > 1)
+		order_pairs(b, first, pb, H);
+}
+
 void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
-			const sim_vec4 *p, float thickness)
+			const sim_vec4 *p, float thickness, int first)
 {
 	b->pair_count = 0;
 	/* A new stamp for the pinch marks; 0 is never a substep's. */
@@ -615,6 +954,8 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 				memset(b->body[i].fn_at, 0, (size_t)b->body[i].nt * sizeof *b->body[i].fn_at);
 		b->substep = 1;
 	}
+	if (first)
+		b->kept_gen = 0;
 	float hmax = 0.0f;
 	uint32_t bodies = 0;
 	for (uint32_t ci = 0; ci < set->count; ci++) {
@@ -627,11 +968,15 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 	if (bodies == 0 || b->nce == 0)
 		return;
 	/* The cloth edges' boxes over x and p, grown by the largest contact
-	 * distance and a millimetre; the cell is their mean size. */
+	 * distance and a millimetre; the cell is their mean size. While lists
+	 * are kept, each box must lie inside its widened one (see above). */
 	const float grow = hmax + 1e-3f;
 	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
 	double size = 0.0;
 	float half_max = 0.0f; /* the longest cloth edge at x, halved below */
+	const int check = b->kept_gen != 0;
+	const float sl = b->slack;
+	int inside = 1, boxes = 1;
 	for (uint32_t k = 0; k < b->nce; k++) {
 		float *bx = &b->box[6 * (size_t)k];
 		float el = v3_len(v3_sub(v3_of4(x[b->ce[k].a]), v3_of4(x[b->ce[k].b])));
@@ -654,38 +999,82 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			lo[j] = sim_box_min(lo[j], bx[j]);
 			hi[j] = sim_box_max(hi[j], bx[j + 3]);
 		}
+		boxes &= sim_box_valid(bx);
+		if (check) {
+			const float *w = &b->wbox[6 * (size_t)k];
+			inside &= (w[0] - sl <= bx[0]) & (w[1] - sl <= bx[1]) & (w[2] - sl <= bx[2]) &
+				  (bx[3] <= w[3] + sl) & (bx[4] <= w[4] + sl) & (bx[5] <= w[5] + sl);
+		}
 	}
+	if (!inside)
+		b->kept_gen = 0;
 	half_max *= 0.5f;
 	float cell = (float)(size / b->nce) + grow;
 	if (!(cell > 1e-4f) || !isfinite(cell))
 		cell = 1e-4f;
-	if (sim_hash_build(&b->hash, b->box, b->nce, cell) != 0)
-		return;
 	const float cloth_box[6] = {lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]};
 	if (!body_slots(b, set->count))
 		return;
+	/* Which bodies search and which filter kept lists. A body is found
+	 * by its triangles: a removed collider shifts the others; its edges
+	 * are built once per mesh. */
+	int keep = b->keep && boxes, search = 0, stale = 0;
 	for (uint32_t ci = 0; ci < set->count; ci++) {
 		sim_body_view bv;
 		if (!sim_colliders_body(set, ci, &bv))
 			continue;
 		be_body *bd = &b->body[ci];
-		/* Built once per mesh: a removed collider shifts the others,
-		 * which are then found by their triangles. */
 		if ((bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv) && !body_edges(bd, &bv))
+			continue;
+		if (bv.moving || !keep) {
+			search = 1;
+			continue;
+		}
+		/* A still body's ridges are classified once per pose. */
+		face_normals(bd, &bv);
+		classify(bd, &bv, thickness + bv.thickness);
+		stale |= b->kept_gen == 0 || bd->kept_gen != b->kept_gen;
+	}
+	if (keep && stale && !collect(b, set, x, p, thickness)) {
+		b->kept_gen = 0;
+		keep = 0;
+		search = 1;
+	}
+	if (search && sim_hash_build(&b->hash, b->box, b->nce, cell) != 0)
+		return;
+	/* The cells of this substep's search, for the kept pairs' order. */
+	sim_hash H = b->hash;
+	H.cell = cell;
+	H.inv_cell = 1.0f / cell;
+	for (uint32_t ci = 0; ci < set->count; ci++) {
+		sim_body_view bv;
+		if (!sim_colliders_body(set, ci, &bv))
+			continue;
+		be_body *bd = &b->body[ci];
+		if (bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv)
 			continue;
 		ridge r;
 		r.h = thickness + bv.thickness;
 		r.bv = &bv;
 		float pb[6];
 		if (!bv.moving) {
-			/* A still body's ridges are classified once per pose. */
 			face_normals(bd, &bv);
 			classify(bd, &bv, r.h);
+			if (keep) {
+				for (uint32_t ri = 0; ri < bd->nridge; ri++) {
+					const be_bedge *e = &bd->e[bd->ridge[ri]];
+					if (ridge_box(&r, &bv, e, pb, cloth_box))
+						filter(b, bd, ri, e, &r, ridge_sharpness(bd, &bv, e), pb,
+						       half_max, x, p, &H);
+				}
+				bd->kept_uses++;
+				continue;
+			}
 			for (uint32_t ri = 0; ri < bd->nridge; ri++) {
 				const be_bedge *e = &bd->e[bd->ridge[ri]];
 				if (ridge_box(&r, &bv, e, pb, cloth_box))
-					lookup(b, bd, &bv, e, &r, ridge_sharpness(bd, &bv, e), pb, half_max,
-					       x, p);
+					lookup(b, bd, e, &r, ridge_sharpness(bd, &bv, e), pb, half_max, x,
+					       p);
 			}
 			continue;
 		}
@@ -719,7 +1108,7 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			float len = v3_len(v3_sub(at3(bv.q0, e->b), at3(bv.q0, e->a)));
 			if (sh > 0.0f && len * sh > BODYEDGE_SHARP * r.h &&
 			    ridge_box(&r, &bv, e, pb, cloth_box))
-				lookup(b, bd, &bv, e, &r, sh, pb, half_max, x, p);
+				lookup(b, bd, e, &r, sh, pb, half_max, x, p);
 		}
 	}
 	/* Drop the pinched cloth edges' pairs; the others keep their order. */
@@ -784,6 +1173,29 @@ uint32_t sim_bodyedge_pair_count(const sim_bodyedge *b)
 	return b->pair_count;
 }
 
+const void *sim_bodyedge_pair_data(const sim_bodyedge *b, size_t *bytes)
+{
+	*bytes = (size_t)b->pair_count * sizeof *b->pair;
+	return b->pair;
+}
+
+void sim_bodyedge_set_keep(sim_bodyedge *b, int keep, float slack)
+{
+	b->keep = keep;
+	b->slack = slack;
+	b->kept_gen = 0;
+}
+
+uint32_t sim_bodyedge_kept_uses(const sim_bodyedge *b, uint32_t index)
+{
+	return index < b->body_cap ? b->body[index].kept_uses : 0;
+}
+
+uint32_t sim_bodyedge_collections(const sim_bodyedge *b)
+{
+	return b->collections;
+}
+
 size_t sim_bodyedge_bytes(const sim_bodyedge *b)
 {
 	if (b == NULL)
@@ -792,7 +1204,7 @@ size_t sim_bodyedge_bytes(const sim_bodyedge *b)
 						  2 * sizeof(uint32_t) + 3 * sizeof(float) + 1) +
 		   (size_t)b->pair_cap * sizeof(be_pair) + (size_t)b->body_cap * sizeof(be_body);
 	for (uint32_t i = 0; i < b->body_cap; i++)
-		s += (size_t)b->body[i].ne * (sizeof(be_bedge) + sizeof(uint32_t)) +
+		s += (size_t)b->body[i].ne * (sizeof(be_bedge) + 2 * sizeof(uint32_t)) +
 		     (size_t)b->body[i].nt * (3 * sizeof(float) + sizeof(uint32_t)) +
 		     (size_t)b->body[i].nv;
 	return s;

@@ -41,8 +41,11 @@ drape_err sim_bodyedge_reserve(sim_bodyedge *b, const sim_collider_set *set, dra
  * collider's edge list comes from sim_bodyedge_reserve (built here only
  * if that was not called or ran out of memory).
  */
+/* first: this is a step's first substep, where the kept candidate lists
+ * of still bodies are dropped (bodyedge.c, "Kept candidates"); the pairs
+ * are the same bits with or without them. */
 void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
-			const sim_vec4 *p, float thickness);
+			const sim_vec4 *p, float thickness, int first);
 
 /* Once per iteration: pushes every pair's cloth edge out by what it
  * lacks, with friction; serial, in the pairs' fixed order. Returns the
@@ -51,6 +54,18 @@ uint32_t sim_bodyedge_project(sim_bodyedge *b, sim_vec4 *restrict p, const sim_v
 
 /* Pairs kept at the last begin (for tests and statistics). */
 uint32_t sim_bodyedge_pair_count(const sim_bodyedge *b);
+/* The pairs of the last begin as bytes (for tests that compare two runs):
+ * a pointer valid until the next begin, and its size into *bytes. */
+const void *sim_bodyedge_pair_data(const sim_bodyedge *b, size_t *bytes);
+/* Whether still bodies keep candidate lists across substeps (1 at
+ * create), and how far past its widened box a cloth edge's box may go
+ * before they are dropped: 0, anything more only to show in the tests
+ * that a loosened bound loses pairs. Drops the lists. */
+void sim_bodyedge_set_keep(sim_bodyedge *b, int keep, float slack);
+/* Substeps collider index was served from kept lists, and the lists'
+ * collections, since create (for tests and statistics). */
+uint32_t sim_bodyedge_kept_uses(const sim_bodyedge *b, uint32_t index);
+uint32_t sim_bodyedge_collections(const sim_bodyedge *b);
 size_t sim_bodyedge_bytes(const sim_bodyedge *b);
 
 #endif

@@ -327,6 +327,10 @@ struct drape_sim {
  * keeping them across a frame's substeps (bodykeep.c): the reference the
  * kept list gives the same bits as. */
 #define SIM_CREATE_BODYPUSH_FRESH 1024u
+/* The body edge contact searches every substep for still bodies too,
+ * instead of keeping their candidate lists (bodyedge.c): the same bits,
+ * for the tests and figures that compare the two. */
+#define SIM_CREATE_NO_EDGEKEEP 256u
 
 drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **out,
 			drape_error *err);

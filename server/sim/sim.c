@@ -434,6 +434,8 @@ drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **
 		drape_sim_destroy(sim);
 		return drape_error_setf(err, DRAPE_ENOMEM, "sim: out of memory for the body edge contact");
 	}
+	if (sim->bodyedge != NULL && (flags & SIM_CREATE_NO_EDGEKEEP))
+		sim_bodyedge_set_keep(sim->bodyedge, 0, 0.0f);
 	if (sim->params.self_collision &&
 	    (rc = sim_self_create(sim->tris, sim->ntri, sim->n, sim->x, &sim->self, err)) != DRAPE_OK) {
 		drape_sim_destroy(sim);
@@ -744,7 +746,7 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 						   sim->x, sim->p, P->thickness, s == 0);
 			if (sim->bodyedge != NULL)
 				sim_bodyedge_begin(sim->bodyedge, &sim->colliders, sim->x, sim->p,
-						   P->thickness);
+						   P->thickness, s == 0);
 			collide_ms += now_ms() - tc;
 		}
 		if (selfc) {

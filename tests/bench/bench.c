@@ -642,6 +642,8 @@ int main(void)
 		R_TSHIRT,
 		R_GARMENT,
 		R_GARMENT_1,
+		R_GARMENT_NOKEEP,
+		R_GARMENT_NOKEEP_1,
 		R_GARMENT_NOSELF,
 		R_GARMENT_NOSELF_1,
 		R_GARMENT_LARGE,
@@ -664,6 +666,12 @@ int main(void)
 		/* Issue 22's garment: examples/garment.json as the demo runs it. */
 		{"garment cotton on body", SCENE_GARMENT, 0, T, 0, -1, 3, 15, 0.0f},
 		{"garment cotton on body 1 thread", SCENE_GARMENT, 0, 1, 0, -1, 3, 15, 0.0f},
+		/* The same searching the body's edges afresh every substep
+		 * (bodyedge.c, "Kept candidates"): the same bits, for the A/B. */
+		{"garment cotton on body, no edge keep", SCENE_GARMENT, 0, T, SIM_CREATE_NO_EDGEKEEP, -1,
+		 3, 15, 0.0f},
+		{"garment cotton on body, no edge keep 1 thread", SCENE_GARMENT, 0, 1,
+		 SIM_CREATE_NO_EDGEKEEP, -1, 3, 15, 0.0f},
 		{"garment cotton on body, no self", SCENE_GARMENT_NOSELF, 0, T, 0, -1, 3, 15, 0.0f},
 		{"garment cotton on body, no self 1 thread", SCENE_GARMENT_NOSELF, 0, 1, 0, -1, 3, 15,
 		 0.0f},

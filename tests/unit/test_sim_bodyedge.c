@@ -299,7 +299,7 @@ static void turned_edge(float angle, float moved[3], float up[3], uint32_t *pair
 		sim->x[k].y = sim->p[k].y = tri[3 * k + 1];
 		sim->x[k].z = sim->p[k].z = tri[3 * k + 2];
 	}
-	sim_bodyedge_begin(sim->bodyedge, &sim->colliders, sim->x, sim->p, sd.params.thickness);
+	sim_bodyedge_begin(sim->bodyedge, &sim->colliders, sim->x, sim->p, sd.params.thickness, 1);
 	*pairs = sim_bodyedge_pair_count(sim->bodyedge);
 	const float ca = cosf(angle), sa = sinf(angle);
 	sim_vec4 before[3];
@@ -438,6 +438,319 @@ static void test_threads(void)
 	drape_pool_destroy(pool[1]);
 }
 
+/* ---- Kept candidate lists (bodyedge.c, "Kept candidates") ---------------------- */
+
+/* A sheet of nx x nx vertices over 30 cm square, draped over the static
+ * knife ridge and a second one across it (the prism turned a quarter turn,
+ * 1 cm lower), for sim_bodyedge fed by hand: sliding across the ridges at
+ * a speed that grows through each step of 8 substeps and waving, so the
+ * cloth edges come in and out of the ridges' boxes and the kept lists'
+ * bound fails within steps. */
+typedef struct keep_scene {
+	grid g;
+	drape_sim *sim;
+	sim_vec4 *x, *p;
+	float *base; /* the sheet's internal positions at create */
+} keep_scene;
+
+static int keep_scene_make(keep_scene *k, uint32_t nx, float side, uint32_t flags)
+{
+	memset(k, 0, sizeof *k);
+	const float o[3] = {-0.5f * side, 0.0f, -0.5f * side}, u[3] = {side, 0, 0},
+		    w[3] = {0, 0, side};
+	if (!grid_make(&k->g, nx, nx, o, u, w))
+		return 0;
+	drape_sim_desc sd;
+	desc_from_grid(&sd, &k->g);
+	sd.params.thickness = 0.003f;
+	drape_error err;
+	if (sim_create_ex(&sd, flags, &k->sim, &err) != DRAPE_OK)
+		return 0;
+	prism m[2];
+	prism_mesh(&m[0], 0.0f);
+	prism_mesh(&m[1], -0.01f);
+	for (int i = 0; i < 6; i++) {
+		float t = m[1].v[3 * i];
+		m[1].v[3 * i] = m[1].v[3 * i + 2];
+		m[1].v[3 * i + 2] = t;
+	}
+	for (int c = 0; c < 2; c++) {
+		drape_collider_desc cd;
+		drape_collider_desc_default(&cd);
+		cd.shape = DRAPE_SHAPE_MESH;
+		cd.vertices = m[c].v;
+		cd.vertex_count = 6;
+		cd.triangles = m[c].t;
+		cd.triangle_count = 8;
+		cd.voxel_size = 0.004f;
+		if (drape_sim_add_collider(k->sim, &cd, NULL, &err) != DRAPE_OK)
+			return 0;
+	}
+	uint32_t n = k->sim->n;
+	k->x = malloc((size_t)n * sizeof *k->x);
+	k->p = malloc((size_t)n * sizeof *k->p);
+	k->base = malloc((size_t)n * 3 * sizeof *k->base);
+	if (k->x == NULL || k->p == NULL || k->base == NULL)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		k->base[3 * i] = k->sim->x[i].x;
+		k->base[3 * i + 1] = k->sim->x[i].y;
+		k->base[3 * i + 2] = k->sim->x[i].z;
+	}
+	return 1;
+}
+
+static void keep_scene_free(keep_scene *k)
+{
+	free(k->x);
+	free(k->p);
+	free(k->base);
+	drape_sim_destroy(k->sim);
+	grid_free(&k->g);
+}
+
+/* The sheet at substep time t (substeps, 8 to a step): slid along x by a
+ * distance that grows with the square of the time into each step (the
+ * motion per substep from 0.5 to 7.5 mm), waving 3 mm about 2 mm over the
+ * upper ridge's apex. */
+static void keep_pose(const keep_scene *k, double t, sim_vec4 *out)
+{
+	double step = floor(t / 8.0), in = t - 8.0 * step;
+	double slide = 0.004 * step + 0.0005 * in * in;
+	slide = fmod(slide, 0.06) - 0.03;
+	for (uint32_t i = 0; i < k->sim->n; i++) {
+		double px = k->base[3 * i], pz = k->base[3 * i + 2];
+		double y = TOP + 0.002 + 0.003 * sin(40.0 * px + 0.3 * t) * cos(25.0 * pz - 0.2 * t);
+		out[i].x = (float)(px + slide);
+		out[i].y = (float)y;
+		out[i].z = (float)pz;
+		out[i].w = 1.0f;
+	}
+}
+
+/*
+ * Kept lists against the search, pair by pair: three sim_bodyedge over the
+ * same cloth and colliders, one searching every substep, one keeping its
+ * lists, one keeping them under a loosened bound (a cloth edge's box may
+ * leave its widened box by 5 cm before they are dropped). Over 240
+ * substeps the kept pairs are the search's, byte for byte (edge, ridge,
+ * normal, reach, in the same order), the lists serve most substeps, and
+ * the bound fails within steps (more collections than steps); the loosened
+ * bound misses pairs the search finds.
+ */
+static void keep_static(uint32_t nx, float side)
+{
+	keep_scene k;
+	CHECK(keep_scene_make(&k, nx, side, 0));
+	sim_bodyedge *be[3];
+	for (int i = 0; i < 3; i++)
+		CHECK((be[i] = sim_bodyedge_create(k.sim->tris, k.sim->ntri)) != NULL);
+	sim_bodyedge_set_keep(be[0], 0, 0.0f);
+	sim_bodyedge_set_keep(be[2], 1, 0.05f);
+	const uint32_t substeps = 240;
+	uint32_t differ = 0, lost = 0, pairs = 0, multi = 0, first_differ = UINT32_MAX;
+	for (uint32_t s = 0; s < substeps; s++) {
+		sim_colliders_begin_substep(&k.sim->colliders, (float)s / 8.0f, (float)(s + 1) / 8.0f);
+		keep_pose(&k, s, k.x);
+		keep_pose(&k, s + 1, k.p);
+		size_t nb[3];
+		const void *d[3];
+		for (int i = 0; i < 3; i++) {
+			sim_bodyedge_begin(be[i], &k.sim->colliders, k.x, k.p, 0.003f, s % 8 == 0);
+			d[i] = sim_bodyedge_pair_data(be[i], &nb[i]);
+		}
+		uint32_t n0 = sim_bodyedge_pair_count(be[0]);
+		pairs += n0;
+		multi += n0 > 1;
+		if (nb[1] != nb[0] || memcmp(d[1], d[0], nb[0]) != 0) {
+			differ++;
+			if (first_differ == UINT32_MAX)
+				first_differ = s;
+		}
+		lost += sim_bodyedge_pair_count(be[2]) < n0;
+	}
+	uint32_t uses = sim_bodyedge_kept_uses(be[1], 0), coll = sim_bodyedge_collections(be[1]);
+	printf("  %u x %u sheet, %u substeps: %u pairs (%u substeps with more than one), kept "
+	       "lists served %u substeps of the upper ridge from %u collections (%u steps); %u "
+	       "substeps differ; the loosened bound lost pairs in %u substeps\n",
+	       nx, nx, substeps, pairs, multi, uses, coll, substeps / 8, differ, lost);
+	CHECKF(differ == 0, "kept pairs differ from the search's in %u substeps, the first %u",
+	       differ, first_differ);
+	CHECK(pairs > 2 * substeps && multi > substeps / 2);
+	CHECK(uses == substeps && sim_bodyedge_kept_uses(be[0], 0) == 0);
+	CHECK(coll > substeps / 8 && coll < substeps / 2);
+	CHECK(lost > 0);
+	for (int i = 0; i < 3; i++)
+		sim_bodyedge_free(be[i]);
+	keep_scene_free(&k);
+}
+
+/* The fine sheet makes long runs of pairs sharing vertices on each ridge,
+ * whose order the kept lists must reproduce. On the small coarse one (8 cm,
+ * 85 cloth edges, a hash of 170 slots, the ridge 50 cm long over about 25
+ * cells) cells of the ridge's box before an edge's own share slots with the
+ * edge's cells, so the search's walk meets it early: ordered as if it did
+ * not, the kept pairs differ in 85 of the 240 substeps (tried). */
+static void test_keep_static(void)
+{
+	keep_static(25, 0.3f);
+	keep_static(6, 0.3f);
+	keep_static(6, 0.08f);
+}
+
+/*
+ * A sheet falling on the static knife ridge (a field collider; the solver
+ * steps it), beside a deforming copy of it 20 cm away rising through the
+ * sheet's other half, or not (beside = 0). FNV-1a over the final
+ * positions and velocities; *uses the substeps the static ridge's kept
+ * lists served, *moving_uses the deforming one's. resume: stop after
+ * that many frames, save the state, and continue in a new sim restored
+ * from it (0: one run).
+ */
+typedef struct keep_run {
+	uint64_t hash;
+	uint32_t uses, moving_uses, pairs;
+	int ok;
+} keep_run;
+
+static drape_sim *keep_sim(const grid *g, uint32_t flags, drape_pool *pool, int beside)
+{
+	drape_sim_desc sd;
+	desc_from_grid(&sd, g);
+	sd.params.thickness = 0.003f;
+	sd.pool = pool;
+	drape_sim *sim = NULL;
+	drape_error err;
+	if (sim_create_ex(&sd, flags, &sim, &err) != DRAPE_OK)
+		return NULL;
+	prism m;
+	prism_mesh(&m, 0.0f);
+	for (int i = 0; i < 6; i++)
+		m.v[3 * i] -= 0.1f;
+	drape_collider_desc cd;
+	drape_collider_desc_default(&cd);
+	cd.shape = DRAPE_SHAPE_MESH;
+	cd.vertices = m.v;
+	cd.vertex_count = 6;
+	cd.triangles = m.t;
+	cd.triangle_count = 8;
+	cd.friction = 0.5f;
+	cd.static_friction = 0.5f;
+	cd.voxel_size = 0.002f;
+	if (drape_sim_add_collider(sim, &cd, NULL, &err) != DRAPE_OK) {
+		drape_sim_destroy(sim);
+		return NULL;
+	}
+	if (beside) {
+		static float anim[25 * 18];
+		for (uint32_t f = 0; f < 25; f++) {
+			prism a;
+			prism_mesh(&a, -0.08f + 0.12f * (float)f / 24.0f);
+			for (int i = 0; i < 6; i++)
+				a.v[3 * i] += 0.1f;
+			memcpy(&anim[(size_t)f * 18], a.v, sizeof a.v);
+		}
+		drape_collider_desc dd = cd;
+		dd.voxel_size = 0.0f;
+		dd.frames = anim;
+		dd.frame_count = 25;
+		if (drape_sim_add_collider(sim, &dd, NULL, &err) != DRAPE_OK) {
+			drape_sim_destroy(sim);
+			return NULL;
+		}
+	}
+	return sim;
+}
+
+static void keep_run_scene(uint32_t flags, drape_pool *pool, int beside, uint32_t resume,
+			   keep_run *r)
+{
+	memset(r, 0, sizeof *r);
+	grid g;
+	const float o[3] = {-0.15f, 0.02f, -0.15f}, u[3] = {0.3f, 0, 0}, w[3] = {0, 0, 0.3f};
+	if (!grid_make(&g, 21, 21, o, u, w))
+		return;
+	const uint32_t frames = 30;
+	drape_error err;
+	float *x = malloc((size_t)g.nv * 12), *v = malloc((size_t)g.nv * 12);
+	drape_sim *sim = keep_sim(&g, flags, pool, beside);
+	if (sim == NULL || x == NULL || v == NULL)
+		goto out;
+	for (uint32_t f = 1; f <= frames; f++) {
+		if (drape_sim_step(sim, NULL, &err) != DRAPE_OK)
+			goto out;
+		if (sim->bodyedge != NULL)
+			r->pairs += sim_bodyedge_pair_count(sim->bodyedge);
+		if (f == resume) {
+			uint32_t frame;
+			drape_sim_get_state(sim, x, v, &frame);
+			r->uses += sim_bodyedge_kept_uses(sim->bodyedge, 0);
+			drape_sim_destroy(sim);
+			if ((sim = keep_sim(&g, flags, pool, beside)) == NULL ||
+			    drape_sim_set_state(sim, x, v, frame, &err) != DRAPE_OK)
+				goto out;
+		}
+	}
+	r->uses += sim_bodyedge_kept_uses(sim->bodyedge, 0);
+	r->moving_uses = sim_bodyedge_kept_uses(sim->bodyedge, 1);
+	drape_sim_get_state(sim, x, v, NULL);
+	uint64_t h = 1469598103934665603ull;
+	const unsigned char *bx = (const unsigned char *)x, *bvv = (const unsigned char *)v;
+	for (size_t i = 0; i < (size_t)g.nv * 12; i++)
+		h = ((h ^ bx[i]) * 1099511628211ull ^ bvv[i]) * 1099511628211ull;
+	r->hash = h;
+	r->ok = 1;
+out:
+	free(x);
+	free(v);
+	drape_sim_destroy(sim);
+	grid_free(&g);
+}
+
+/* Beside a deforming body (the rising ridge) the static one keeps its
+ * lists and the deforming one never has any: every substep of the
+ * deforming one is searched; and the frames are the same bits as with
+ * every body searched. */
+static void test_keep_beside_deforming(void)
+{
+	keep_run on, off;
+	keep_run_scene(0, NULL, 1, 0, &on);
+	keep_run_scene(SIM_CREATE_NO_EDGEKEEP, NULL, 1, 0, &off);
+	CHECK(on.ok && off.ok);
+	printf("  static ridge served by kept lists in %u substeps, the deforming one in %u; "
+	       "%u pairs at the frames' last substeps\n",
+	       on.uses, on.moving_uses, on.pairs);
+	CHECK(on.uses > 0 && on.moving_uses == 0 && off.uses == 0);
+	CHECK(on.pairs > 0 && on.pairs == off.pairs);
+	CHECKF(on.hash == off.hash, "keep %016llx, search %016llx", (unsigned long long)on.hash,
+	       (unsigned long long)off.hash);
+}
+
+/* The solver's frames with kept lists are the search's bits, on 1 and 2
+ * threads, and a run stopped after 11 frames and resumed from its saved
+ * state in a new sim gives the same bits as one that was not stopped. */
+static void test_keep_solver_and_resume(void)
+{
+	drape_pool *pool = NULL;
+	drape_error err;
+	CHECK_OK(drape_pool_create(2, &pool, &err));
+	keep_run r[5];
+	keep_run_scene(SIM_CREATE_NO_EDGEKEEP, NULL, 0, 0, &r[0]);
+	keep_run_scene(0, NULL, 0, 0, &r[1]);
+	keep_run_scene(0, pool, 0, 0, &r[2]);
+	keep_run_scene(SIM_CREATE_NO_EDGEKEEP, pool, 0, 0, &r[3]);
+	keep_run_scene(0, NULL, 0, 11, &r[4]);
+	for (int i = 0; i < 5; i++)
+		CHECK(r[i].ok);
+	printf("  kept lists served %u substeps, %u pairs at the frames' last substeps\n", r[1].uses,
+	       r[1].pairs);
+	CHECK(r[1].uses > 0 && r[0].uses == 0 && r[1].pairs > 0);
+	for (int i = 1; i < 5; i++)
+		CHECKF(r[i].hash == r[0].hash, "run %d: %016llx, search on 1 thread %016llx", i,
+		       (unsigned long long)r[i].hash, (unsigned long long)r[0].hash);
+	drape_pool_destroy(pool);
+}
+
 static const check_test tests[] = {
 	CHECK_TEST(test_measure_edges),
 	CHECK_TEST(test_edges_built_at_add),
@@ -445,6 +758,9 @@ static const check_test tests[] = {
 	CHECK_TEST(test_ridge_rising),
 	CHECK_TEST(test_turned_edge),
 	CHECK_TEST(test_threads),
+	CHECK_TEST(test_keep_static),
+	CHECK_TEST(test_keep_beside_deforming),
+	CHECK_TEST(test_keep_solver_and_resume),
 };
 
 int main(int argc, char **argv)
