@@ -57,13 +57,15 @@ WARN     += -Werror
 endif
 CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE -DDRAPE_SIMD_$(SIMD)=1
 # -ffp-contract=off: no compiler-made FMAs, so the solver's SIMD kernels and
-# its scalar reference compute the same bits in every build (gcc's ISO mode
-# already defaults to it; clang's does not).
+# its scalar reference compute the same bits in every build (gcc's ISO C mode
+# already defaults to it; clang's does not, nor does g++ in any mode). The
+# C++ file (the field's trilinear sampling) gets it too: test_sim_sdfband's
+# test_sampling_is_the_unfused_trilinear checks the sampled bits.
 CFLAGS   += -std=c17 $(OPT) -g $(WARN) $(ARCHFLAGS) -ffp-contract=off -fPIC -pthread -MMD -MP
 # Hidden unless a public header (include/drape/*.h) declares it: what
 # libdrape.so exports is its API and nothing else (client/libdrape.map).
 CFLAGS   += -fvisibility=hidden
-CXXFLAGS += -std=c++17 $(OPT) -g -Wall -Wextra $(ARCHFLAGS) -fPIC -pthread -MMD -MP
+CXXFLAGS += -std=c++17 $(OPT) -g -Wall -Wextra $(ARCHFLAGS) -ffp-contract=off -fPIC -pthread -MMD -MP
 LDFLAGS  += -pthread
 ifdef SANITIZE
 CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=undefined

@@ -55,6 +55,7 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <sstream>
@@ -328,16 +329,50 @@ openvdb::FloatGrid::Ptr build_band(const std::vector<openvdb::Vec3s> &points,
 	openvdb::FloatGrid::Ptr grid = openvdb::FloatGrid::create(background);
 	grid->setTransform(openvdb::math::Transform::createLinearTransform(voxel));
 	grid->setGridClass(openvdb::GRID_LEVEL_SET);
-	openvdb::FloatGrid::Accessor acc = grid->getAccessor();
+	/* The tree leaf by leaf: each 8^3 leaf of the dense box is built on
+	 * any thread (values set, kept voxels active, the rest background and
+	 * inactive, as a leaf that setValue creates holds them), then the
+	 * leaves are inserted serially in a fixed order. The tree is the one
+	 * that setting the voxels one at a time gives. */
+	using Leaf = openvdb::FloatTree::LeafNodeType;
+	static_assert(Leaf::DIM == 8, "8^3 leaves");
+	int32_t l0[3], nl[3];
+	for (int k = 0; k < 3; k++) {
+		l0[k] = b.org[k] & ~7;
+		nl[k] = ((b.org[k] + b.dim[k] - 1) & ~7) / 8 - l0[k] / 8 + 1;
+	}
+	std::vector<std::unique_ptr<Leaf>> leaves(size_t(nl[0]) * size_t(nl[1]) * size_t(nl[2]));
 	const size_t d1 = size_t(b.dim[1]), d2 = size_t(b.dim[2]);
-	for (int32_t i = 0; i < b.dim[0]; i++)
-		for (int32_t j = 0; j < b.dim[1]; j++) {
-			const size_t row = (size_t(i) * d1 + size_t(j)) * d2;
-			for (int32_t k = 0; k < b.dim[2]; k++)
-				if (sim_sdfband_keep(&b, row + size_t(k)))
-					acc.setValue(openvdb::Coord(b.org[0] + i, b.org[1] + j, b.org[2] + k),
-						     b.dist[row + size_t(k)]);
+	tbb::parallel_for(tbb::blocked_range<size_t>(0, leaves.size(), 16), [&](const tbb::blocked_range<size_t> &r) {
+		for (size_t n = r.begin(); n < r.end(); n++) {
+			const int32_t o[3] = {l0[0] + 8 * int32_t(n / (size_t(nl[1]) * size_t(nl[2]))),
+					      l0[1] + 8 * int32_t(n / size_t(nl[2]) % size_t(nl[1])),
+					      l0[2] + 8 * int32_t(n % size_t(nl[2]))};
+			int32_t a0[3], a1[3];
+			for (int k = 0; k < 3; k++) {
+				a0[k] = std::max(o[k], b.org[k]) - b.org[k];
+				a1[k] = std::min(o[k] + 8, b.org[k] + b.dim[k]) - b.org[k];
+			}
+			Leaf *leaf = nullptr;
+			for (int32_t i = a0[0]; i < a1[0]; i++)
+				for (int32_t j = a0[1]; j < a1[1]; j++) {
+					const size_t row = (size_t(i) * d1 + size_t(j)) * d2;
+					for (int32_t k = a0[2]; k < a1[2]; k++) {
+						if (!sim_sdfband_keep(&b, row + size_t(k)))
+							continue;
+						if (leaf == nullptr) {
+							leaves[n].reset(new Leaf(openvdb::Coord(o[0], o[1], o[2]), background, false));
+							leaf = leaves[n].get();
+						}
+						leaf->setValueOn(openvdb::Coord(b.org[0] + i, b.org[1] + j, b.org[2] + k),
+								 b.dist[row + size_t(k)]);
+					}
+				}
 		}
+	});
+	for (std::unique_ptr<Leaf> &leaf : leaves)
+		if (leaf)
+			grid->tree().addLeaf(leaf.release());
 	info.renormalize_ms = ms_since(t3);
 	std::snprintf(info.builder, sizeof info.builder, "band (%u pieces, %u triangles reoriented)",
 		      b.pieces, b.flipped);

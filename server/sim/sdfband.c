@@ -139,6 +139,7 @@ void sim_sdfband_free(sim_sdfband *b)
 	free(b->radix);
 	free(b->slab_start);
 	free(b->slab_tri);
+	free(b->row_k);
 	free(b->front);
 	free(b->next);
 	memset(b, 0, sizeof *b);
@@ -409,7 +410,11 @@ int sim_sdfband_prepare(sim_sdfband *b, const float *vertices, uint32_t vertex_c
 	b->next = malloc(sizeof(uint32_t) * dense);
 	b->slabs = (uint32_t)((b->dim[0] + SIM_SDFBAND_SLAB - 1) / SIM_SDFBAND_SLAB);
 	b->slab_start = calloc((size_t)b->slabs + 1, sizeof(uint32_t));
-	if (b->dist == NULL || b->near == NULL || b->res_near == NULL || b->res_dist == NULL || b->radix == NULL || b->front == NULL || b->next == NULL ||
+	b->row_k = malloc(sizeof(int32_t) * 2 * (size_t)b->dim[0] * (size_t)b->dim[1]);
+	if (b->row_k != NULL)
+		for (size_t r = 0; r < (size_t)b->dim[0] * (size_t)b->dim[1]; r++)
+			b->row_k[2 * r] = INT32_MAX, b->row_k[2 * r + 1] = -1;
+	if (b->row_k == NULL || b->dist == NULL || b->near == NULL || b->res_near == NULL || b->res_dist == NULL || b->radix == NULL || b->front == NULL || b->next == NULL ||
 	    b->slab_start == NULL)
 		goto oom;
 
@@ -487,9 +492,26 @@ static inline double tri_distance(const sim_sdfband *b, const double p[3], uint3
 					  b->pos + 3 * (size_t)v[2], feature, q);
 }
 
+/*
+ * Whether triangle t is certainly farther from p than best: its plane's
+ * distance |n . (p - a)| is a lower bound on the distance to the triangle
+ * (0 for a degenerate one, whose normal is 0). The bound must exceed best
+ * by margin, far more than the rounding of either distance (and of a
+ * distance to float, which the shell stores), so a triangle it drops could
+ * neither win nor tie: the field is the one without the test. It drops
+ * most of the voxels of a triangle's box that its sphere keeps, those off
+ * its plane.
+ */
+static inline int beyond_plane(const sim_sdfband *b, const double p[3], uint32_t t, double best, double margin)
+{
+	const double *n = b->fn + 3 * (size_t)t, *a = b->pos + 3 * (size_t)b->tri[3 * (size_t)t];
+	const double h = (p[0] - a[0]) * n[0] + (p[1] - a[1]) * n[1] + (p[2] - a[2]) * n[2];
+	return fabs(h) > best + margin;
+}
+
 void sim_sdfband_shell(sim_sdfband *b, uint32_t s0, uint32_t s1)
 {
-	const double vx = b->voxel, shell = SIM_SDFBAND_SHELL * vx;
+	const double vx = b->voxel, shell = SIM_SDFBAND_SHELL * vx, margin = 1e-6 * vx;
 	const size_t d1 = (size_t)b->dim[1], d2 = (size_t)b->dim[2];
 	for (uint32_t s = s0; s < s1; s++) {
 		const int32_t si0 = (int32_t)s * SIM_SDFBAND_SLAB;
@@ -513,7 +535,11 @@ void sim_sdfband_shell(sim_sdfband *b, uint32_t s0, uint32_t s1)
 				a1[0] = si1 - 1;
 			const double *sp = b->sphere + 4 * (size_t)t;
 			for (int32_t i = a0[0]; i <= a1[0]; i++)
-				for (int32_t j = a0[1]; j <= a1[1]; j++)
+				for (int32_t j = a0[1]; j <= a1[1]; j++) {
+					/* Rows of this slab only: no other task writes them. */
+					int32_t *rk = b->row_k + 2 * ((size_t)i * d1 + (size_t)j);
+					rk[0] = a0[2] < rk[0] ? a0[2] : rk[0];
+					rk[1] = a1[2] > rk[1] ? a1[2] : rk[1];
 					for (int32_t k = a0[2]; k <= a1[2]; k++) {
 						const size_t idx = ((size_t)i * d1 + (size_t)j) * d2 + (size_t)k;
 						double p[3], c[3], q[3];
@@ -522,6 +548,8 @@ void sim_sdfband_shell(sim_sdfband *b, uint32_t s0, uint32_t s1)
 						 * bounding sphere: the triangle cannot win. */
 						const double best =
 							b->near[idx] <= 0 ? shell : fmin((double)b->dist[idx], shell);
+						if (beyond_plane(b, p, t, best, margin))
+							continue;
 						sub3(c, p, sp);
 						const double reach = best + sp[3];
 						if (dot3(c, c) > reach * reach)
@@ -534,23 +562,27 @@ void sim_sdfband_shell(sim_sdfband *b, uint32_t s0, uint32_t s1)
 							b->near[idx] = (int32_t)t + 1;
 						}
 					}
+				}
 		}
 		/* The slab is final: keep what is exact (within the shell), signed. */
 		for (int32_t i = si0; i < si1; i++)
-			for (size_t jk = 0; jk < d1 * d2; jk++) {
-				const size_t idx = (size_t)i * d1 * d2 + jk;
-				if (b->near[idx] <= 0)
-					continue;
-				if ((double)b->dist[idx] > shell) {
-					b->near[idx] = 0;
-					continue;
+			for (int32_t j = 0; j < b->dim[1]; j++) {
+				const int32_t *rk = b->row_k + 2 * ((size_t)i * d1 + (size_t)j);
+				for (int32_t k = rk[0]; k <= rk[1]; k++) {
+					const size_t idx = ((size_t)i * d1 + (size_t)j) * d2 + (size_t)k;
+					if (b->near[idx] <= 0)
+						continue;
+					if ((double)b->dist[idx] > shell) {
+						b->near[idx] = 0;
+						continue;
+					}
+					double p[3], q[3];
+					voxel_point(b, i, j, k, p);
+					int f;
+					const uint32_t t = (uint32_t)b->near[idx] - 1;
+					const double d = tri_distance(b, p, t, &f, q);
+					b->dist[idx] = (float)signed_from(b, p, t, d, f, q);
 				}
-				double p[3], q[3];
-				voxel_point(b, i, (int32_t)(jk / d2), (int32_t)(jk % d2), p);
-				int f;
-				const uint32_t t = (uint32_t)b->near[idx] - 1;
-				const double d = tri_distance(b, p, t, &f, q);
-				b->dist[idx] = (float)signed_from(b, p, t, d, f, q);
 			}
 	}
 }
@@ -600,11 +632,16 @@ static void sort_layer(uint32_t *v, uint32_t *tmp, uint32_t n, uint32_t *count)
 
 uint32_t sim_sdfband_begin_layers(sim_sdfband *b)
 {
-	const size_t dense = (size_t)b->dim[0] * (size_t)b->dim[1] * (size_t)b->dim[2];
+	/* The shell's voxels lie in its rows' k ranges; the walk is in
+	 * ascending index order as over the whole box. */
+	const size_t rows = (size_t)b->dim[0] * (size_t)b->dim[1], d2 = (size_t)b->dim[2];
 	uint32_t count = 0;
-	for (size_t idx = 0; idx < dense; idx++)
-		if (b->near[idx] > 0 && grows(b, idx))
-			count = push_neighbours(b, idx, b->front, count);
+	for (size_t r = 0; r < rows; r++)
+		for (int32_t k = b->row_k[2 * r]; k <= b->row_k[2 * r + 1]; k++) {
+			const size_t idx = r * d2 + (size_t)k;
+			if (b->near[idx] > 0 && grows(b, idx))
+				count = push_neighbours(b, idx, b->front, count);
+		}
 	b->layers = 1;
 	b->front_count = count;
 	sort_layer(b->front, b->next, count, b->radix);
@@ -614,6 +651,7 @@ uint32_t sim_sdfband_begin_layers(sim_sdfband *b)
 void sim_sdfband_layer(sim_sdfband *b, uint32_t f0, uint32_t f1)
 {
 	const ptrdiff_t d1 = b->dim[1], d2 = b->dim[2];
+	const double margin = 1e-6 * b->voxel;
 	/* Offsets of the 26 neighbours. A voxel of a layer lies within the
 	 * band plus one voxel of the surface, and the grid reaches two voxels
 	 * past the band on every side, so every neighbour is in the grid. */
@@ -654,7 +692,7 @@ void sim_sdfband_layer(sim_sdfband *b, uint32_t f0, uint32_t f1)
 			double c[3], q[3];
 			sub3(c, p, sp);
 			const double reach = best + sp[3];
-			if (dot3(c, c) > reach * reach)
+			if (dot3(c, c) > reach * reach || beyond_plane(b, p, (uint32_t)cand[m], best, margin))
 				continue;
 			int fe;
 			const double d = tri_distance(b, p, (uint32_t)cand[m], &fe, q);

@@ -57,6 +57,11 @@ typedef struct sim_sdfband {
 	/* Shell tasks: triangles overlapping each slab of SIM_SDFBAND_SLAB first-axis layers. */
 	uint32_t slabs;
 	uint32_t *slab_start, *slab_tri;
+	/* Per row (i, j): the k range [lo, hi] of the triangles' grown boxes
+	 * that reach it (lo > hi: none), so the passes after the shell walk
+	 * only those instead of the whole dense box. */
+	int32_t *row_k;
+
 	/* The current propagation layer's voxels (sim_sdfband_next fills it). */
 	uint32_t *front, front_count;
 	uint32_t *next;     /* scratch for the next layer */
