@@ -689,6 +689,13 @@ int main(void)
 		}
 		run_scene(&scenes[i], &res[i]);
 		print_row(&scenes[i], &res[i]);
+		/* The garment rows' last-frame strain in full, and the sweeps
+		 * their schedule took (BENCH_MATERIAL_MESH). */
+		if (res[i].ok && res[i].p99_strain > 0.0f)
+			printf("  %-38s edge strain at the last frame max %.1f %%, p99 %.2f %%, mean %.3f %%; "
+			       "%u sweeps a frame\n",
+			       scenes[i].name, 100.0 * res[i].strain, 100.0 * res[i].p99_strain,
+			       100.0 * res[i].mean_strain, res[i].sweeps);
 	}
 	if (!only || name_matches("preview render", only))
 		bench_render();
