@@ -174,6 +174,19 @@ expect check_sched_mesh 0 "$DRAPE" check "$T/mesh.json" && grep -q "^schedule: .
 	pass check_prints_the_mesh_schedule
 expect run_sched_mesh 0 "$DRAPE" run "$T/mesh.json" --local --frames 2 --out "$T/meshrun" &&
 	grep -q "^drape: schedule: .*(xpbd, mesh)" "$T/err" && pass run_local_prints_the_schedule
+# The schedule travels on the wire: the embedded server's frames equal
+# --local's with "mesh" (80 steps a frame here), and differ from "frame"'s
+# (10 steps).
+sed 's/"pins"/"material": "denim", "pins"/' "$T/small.json" >"$T/framesched.json"
+if expect run_sched_mesh_server 0 "$DRAPE" run "$T/mesh.json" --frames 2 --out "$T/meshemb" --quiet &&
+	expect run_sched_frame_local 0 "$DRAPE" run "$T/framesched.json" --local --frames 2 --out "$T/framerun" --quiet; then
+	if cmp -s "$T/meshemb/frame_0002.obj" "$T/meshrun/frame_0002.obj" &&
+		! cmp -s "$T/meshemb/frame_0002.obj" "$T/framerun/frame_0002.obj"; then
+		pass mesh_schedule_reaches_the_server
+	else
+		fail mesh_schedule_reaches_the_server "frame_0002.obj: server and --local differ, or mesh equals frame"
+	fi
+fi
 sed 's/"pins"/"material": "denim", "schedule": "fine", "pins"/' "$T/small.json" >"$T/badsched.json"
 expect check_sched_bad 65 "$DRAPE" check "$T/badsched.json" &&
 	grep -q 'cloth.schedule: unknown schedule "fine" (expected one of: frame, mesh)' "$T/err" &&
