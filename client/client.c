@@ -723,6 +723,7 @@ static const struct {
 	{PROTO_PARAM_COMPRESS_K, offsetof(drape_sim_params, compress_k), PF_FLOAT, "compress_k"},
 	{PROTO_PARAM_DAMPING_RATE, offsetof(drape_sim_params, damping_rate), PF_FLOAT, "damping_rate"},
 	{PROTO_PARAM_TEAR_STRAIN, offsetof(drape_sim_params, tear_strain), PF_FLOAT, "tear_strain"},
+	{PROTO_PARAM_SCHEDULE, offsetof(drape_sim_params, schedule), PF_INT, "schedule"},
 };
 #define PARAM_FIELD_COUNT (sizeof param_fields / sizeof param_fields[0])
 

@@ -755,6 +755,22 @@ static drape_err scn_model(scn *c, const cJSON *v, int32_t *model)
 	return DRAPE_OK;
 }
 
+/* cloth.schedule: "frame" or "mesh" (sim.h, params.schedule). */
+static drape_err scn_schedule(scn *c, const cJSON *v, int32_t *schedule)
+{
+	if (cJSON_IsString(v) && strcmp(v->valuestring, "frame") == 0)
+		*schedule = DRAPE_SCHEDULE_FRAME;
+	else if (cJSON_IsString(v) && strcmp(v->valuestring, "mesh") == 0)
+		*schedule = DRAPE_SCHEDULE_MESH;
+	else if (cJSON_IsString(v))
+		return scn_fail(c, DRAPE_EINVAL,
+				"unknown schedule \"%.64s\" (expected one of: frame, mesh)", v->valuestring);
+	else
+		return scn_fail(c, DRAPE_EINVAL, "must be \"frame\" or \"mesh\", not %s",
+				scn_type_name(v));
+	return DRAPE_OK;
+}
+
 drape_err scn_cloth(scn *c, const cJSON *cl)
 {
 	static const char *const keys[] = {"mesh",      "scale",     "translate", "stretch",
@@ -762,14 +778,14 @@ drape_err scn_cloth(scn *c, const cJSON *cl)
 					   "pins",      "material",  "model",     "stitches",
 					   "seams",     "rest_mesh", "stitch_stiffness", "sew_speed",
 					   "mass_scale", "rest_scale", "stiffness_scale", "friction", "materials",
-					   "tear_strain", NULL};
+					   "tear_strain", "schedule", NULL};
 	/* An entry of "cloths" also has its name and collision layers
 	 * (scene_cloths.c reads them). */
 	static const char *const entry_keys[] = {
 		"mesh",	     "scale",	   "translate",	"stretch",	   "shear",	"bend",
 		"thickness", "density",	   "pins",	"material",	   "model",	"stitches",
 		"seams",     "rest_mesh",  "stitch_stiffness", "sew_speed", "mass_scale", "rest_scale",
-		"stiffness_scale", "friction", "materials", "tear_strain", "name", "layer", "collides_with", NULL};
+		"stiffness_scale", "friction", "materials", "tear_strain", "schedule", "name", "layer", "collides_with", NULL};
 	drape_err e;
 	if ((e = scn_want_object(c, cl)) || (e = scn_keys(c, cl, c->in_cloths ? entry_keys : keys)))
 		return e;
@@ -803,6 +819,16 @@ drape_err scn_cloth(scn *c, const cJSON *cl)
 		SCN_FIELD(c, cl, "material", scn_material(c, v_));
 		p->model = model;
 	}
+	/* The schedule chooses how XPBD spends the budget; the pbd model
+	 * takes substeps x iterations as given, so the key would do nothing
+	 * there: refused rather than silently ignored. */
+	if (scn_get(cl, "schedule") != NULL && p->model != DRAPE_MODEL_XPBD) {
+		scn_push_key(c, "schedule");
+		return scn_fail(c, DRAPE_EINVAL,
+				"applies to the xpbd model only (a cloth with \"material\"); the pbd "
+				"model takes substeps x iterations as given");
+	}
+	SCN_FIELD(c, cl, "schedule", scn_schedule(c, v_, &p->schedule));
 	SCN_FIELD(c, cl, "stretch", scn_param_float(c, v_, &p->stretch));
 	SCN_FIELD(c, cl, "shear", scn_param_float(c, v_, &p->shear));
 	SCN_FIELD(c, cl, "bend", scn_param_float(c, v_, &p->bend));

@@ -173,6 +173,9 @@ static drape_err part_check(scn *c, size_t base, const part *P, uint32_t i)
 			return part_fail(c, base, i, "material",
 					 "damping differs from cloths[0]'s: one session has one damping "
 					 "rate");
+		if (a->schedule != b->schedule)
+			return part_fail(c, base, i, "schedule",
+					 "differs from cloths[0]'s: one session has one schedule");
 	}
 	if (P[i].has_stitch_keys && P[0].has_stitch_keys &&
 	    (P[i].s.stitch_k != P[0].s.stitch_k || P[i].s.sew_speed != P[0].s.sew_speed))

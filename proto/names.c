@@ -160,6 +160,8 @@ void proto_params_apply(drape_sim_params *dst, const proto_params *src)
 		dst->damping_rate = v->damping_rate;
 	if (m & PROTO_PARAM_TEAR_STRAIN)
 		dst->tear_strain = v->tear_strain;
+	if (m & PROTO_PARAM_SCHEDULE)
+		dst->schedule = v->schedule;
 }
 
 void proto_collider_apply(drape_collider_desc *dst, const proto_collider_add_req *src)

@@ -49,6 +49,7 @@ static const param_field param_fields[] = {
 	PF(compress_k, PROTO_PARAM_COMPRESS_K, F_F32),
 	PF(damping_rate, PROTO_PARAM_DAMPING_RATE, F_F32),
 	PF(tear_strain, PROTO_PARAM_TEAR_STRAIN, F_F32),
+	PF(schedule, PROTO_PARAM_SCHEDULE, F_I32),
 };
 #undef PF
 

@@ -518,6 +518,10 @@ int cli_cmd_check(int argc, char **argv)
 	}
 	drape_sim_topology t;
 	drape_sim_get_topology(sim, &t);
+	char sched[96];
+	cli_schedule_text(sim, sched, sizeof sched);
+	uint32_t steps = 0, iters = 0;
+	drape_sim_get_schedule(sim, &steps, &iters);
 	drape_sim_destroy(sim);
 
 	drape_tri_pair *pairs = calloc(o.max_pairs ? o.max_pairs : 1, sizeof *pairs);
@@ -577,7 +581,10 @@ int cli_cmd_check(int argc, char **argv)
 			       sc.collider_anims[i].last_frame, (unsigned)cd->frame_count, (unsigned)cd->frame_start,
 			       (unsigned)cd->frame_start + cd->frame_count - 1, (unsigned)cd->vertex_count);
 		}
-		printf("],");
+		printf("],\"schedule\":{\"name\":\"%s\",\"steps\":%u,\"iterations\":%u},",
+		       sc.params.model != DRAPE_MODEL_XPBD ? "pbd"
+		       : sc.params.schedule == DRAPE_SCHEDULE_MESH ? "mesh" : "frame",
+		       (unsigned)steps, (unsigned)iters);
 		print_material_json(&sc);
 		print_garment(&sc, along_seams, 1);
 		print_cloths(&sc, 1);
@@ -601,6 +608,7 @@ int cli_cmd_check(int argc, char **argv)
 		}
 		printf("colliders:             %u\n", (unsigned)sc.collider_count);
 		print_material_text(&sc);
+		printf("schedule:              %s\n", sched);
 		print_garment(&sc, along_seams, 0);
 		print_cloths(&sc, 0);
 		printf("intersecting pairs:    %llu\n", (unsigned long long)count);

@@ -86,6 +86,11 @@ int cli_exit_code(drape_err code);
 /* Prints "drape: <what>: <message>" to stderr and returns the exit code. */
 int cli_fail(const char *what, drape_err code, const drape_error *e);
 
+/* The schedule a sim takes per frame (drape_sim_get_schedule), as the
+ * `schedule:` line of check and run --local print it: "40 steps x 1
+ * iteration (xpbd, frame)". */
+void cli_schedule_text(const drape_sim *sim, char *buf, size_t size);
+
 /* Connects to url with the auth token of --token-file or $DRAPE_TOKEN, and
  * for tls+tcp:// the TLS files of --tls-ca/--tls-cert/--tls-key or
  * $DRAPE_TLS_CA/$DRAPE_TLS_CERT/$DRAPE_TLS_KEY. */

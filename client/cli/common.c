@@ -285,6 +285,18 @@ int cli_exit_code(drape_err code)
 	}
 }
 
+void cli_schedule_text(const drape_sim *sim, char *buf, size_t size)
+{
+	drape_sim_params p;
+	uint32_t steps = 0, iters = 0;
+	drape_sim_get_params(sim, &p);
+	drape_sim_get_schedule(sim, &steps, &iters);
+	const char *name = p.model != DRAPE_MODEL_XPBD ? "pbd"
+			   : p.schedule == DRAPE_SCHEDULE_MESH ? "xpbd, mesh" : "xpbd, frame";
+	snprintf(buf, size, "%u step%s x %u iteration%s (%s)", (unsigned)steps, steps == 1 ? "" : "s",
+		 (unsigned)iters, iters == 1 ? "" : "s", name);
+}
+
 int cli_fail(const char *what, drape_err code, const drape_error *e)
 {
 	const char *msg = e != NULL && e->message[0] != '\0' ? e->message : drape_strerror(code);

@@ -570,6 +570,11 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 		drape_pool_destroy(pool);
 		return cli_fail("creating the solver", rc, &err);
 	}
+	if (!o->quiet && !o->json) {
+		char sched[96];
+		cli_schedule_text(sim, sched, sizeof sched);
+		fprintf(stderr, "drape: schedule: %s\n", sched);
+	}
 	int x = 0;
 	for (uint32_t i = 0; i < sc->collider_count && x == 0; i++) {
 		rc = drape_sim_add_collider(sim, &sc->colliders[i], NULL, &err);

@@ -97,10 +97,21 @@ typedef struct drape_sim_params {
 	 * be set at drape_sim_create: set_params may change a nonzero
 	 * threshold, not switch tearing on. >= 0, finite. */
 	float tear_strain;
+	/* How model XPBD spends the frame's substeps x iterations (README,
+	 * "The physical material", "Mesh-aware schedule"):
+	 * DRAPE_SCHEDULE_FRAME (the default) as that many small steps, the
+	 * same whatever the mesh; DRAPE_SCHEDULE_MESH as at least that many,
+	 * more where the mesh is fine enough that the budget would leave the
+	 * material softer than its constants (up to 8x the budget's sweeps).
+	 * Ignored under model PBD. 0 or 1. */
+	int32_t schedule;
 } drape_sim_params;
 
 #define DRAPE_MODEL_PBD 0
 #define DRAPE_MODEL_XPBD 1
+
+#define DRAPE_SCHEDULE_FRAME 0
+#define DRAPE_SCHEDULE_MESH 1
 
 /*
  * Fabric presets from published measurements (sources in README.md):
@@ -313,6 +324,11 @@ void drape_sim_destroy(drape_sim *sim);
  * sim keeps its old parameters. */
 drape_err drape_sim_set_params(drape_sim *sim, const drape_sim_params *p, drape_error *err);
 void drape_sim_get_params(const drape_sim *sim, drape_sim_params *p);
+/* The schedule the next frame takes: steps (substeps) per frame and
+ * iterations per step. params.substeps x params.iterations under model
+ * PBD; under XPBD what params.schedule chose from them (README, "The
+ * physical material"). Either pointer may be NULL. */
+void drape_sim_get_schedule(const drape_sim *sim, uint32_t *steps, uint32_t *iterations);
 
 /*
  * Advances one frame (substeps x iterations). If any vertex becomes NaN or

@@ -133,6 +133,9 @@ typedef struct sim_xpbd {
 	double dt;
 	uint32_t steps;
 	uint32_t iterations;
+	/* The mesh-aware schedule's stiffness number at the frame schedule's
+	 * step (0 when that schedule is off). */
+	double number;
 	/* The long-range attachments with their slack (tether.c): the seed's
 	 * records, rest times 1 + tether_slack; NULL without pins. */
 	sim_dist *lra;
@@ -331,6 +334,10 @@ struct drape_sim {
  * instead of keeping their candidate lists (bodyedge.c): the same bits,
  * for the tests and figures that compare the two. */
 #define SIM_CREATE_NO_EDGEKEEP 256u
+/* Under XPBD, the mesh-aware schedule (compliance.c) whatever
+ * params.schedule says: for the bench and the tests that compare the two
+ * schedules on the same parameters. */
+#define SIM_CREATE_XPBD_MESH 64u
 
 drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **out,
 			drape_error *err);
@@ -482,8 +489,17 @@ drape_err sim_xpbd_build(drape_sim *sim, const float *uvs, drape_error *err);
 drape_err sim_xpbd_derive(drape_sim *sim, drape_error *err);
 void sim_xpbd_free(sim_xpbd *X);
 /* The XPBD schedule: substeps per frame and iterations per substep for
- * sim->params (compliance.c says why). */
-void sim_xpbd_schedule(const drape_sim *sim, uint32_t *steps, uint32_t *iterations);
+ * sim->params (compliance.c says why); `number` is the stiffness number
+ * at the frame schedule's step, used only by the mesh-aware schedule
+ * (0 gives the frame schedule). */
+void sim_xpbd_schedule(const drape_sim *sim, double number, uint32_t *steps, uint32_t *iterations);
+/* Whether the mesh-aware schedule is on: model XPBD, and params.schedule
+ * DRAPE_SCHEDULE_MESH or SIM_CREATE_XPBD_MESH. */
+int sim_xpbd_mesh_schedule(const drape_sim *sim);
+/* The stiffness number of the mesh at a step dt: a high percentile (95th)
+ * over the stretch edges with a free end of k_e dt^2 (w_a + w_b), the
+ * edge's stiffness against its vertices' inertia over the step. */
+drape_err sim_xpbd_stiffness_number(const drape_sim *sim, double dt, double *out, drape_error *err);
 /* Sets every lambda to 0 (the start of a substep). */
 void sim_xpbd_reset(const drape_sim *sim);
 

@@ -108,6 +108,10 @@ drape_err drape_sim_params_validate(const drape_sim_params *p, drape_error *err)
 	if (p->self_collision != 0 && p->self_collision != 1)
 		return drape_error_setf(err, DRAPE_EINVAL, "params.self_collision: %d is not 0 or 1",
 					(int)p->self_collision);
+	if (p->schedule != DRAPE_SCHEDULE_FRAME && p->schedule != DRAPE_SCHEDULE_MESH)
+		return drape_error_setf(err, DRAPE_EINVAL,
+					"params.schedule: %d is not %d (frame) or %d (mesh)",
+					(int)p->schedule, DRAPE_SCHEDULE_FRAME, DRAPE_SCHEDULE_MESH);
 	return sim_xpbd_validate(p, err);
 }
 

@@ -519,6 +519,15 @@ void drape_sim_get_params(const drape_sim *sim, drape_sim_params *p)
 	*p = sim->params;
 }
 
+void drape_sim_get_schedule(const drape_sim *sim, uint32_t *steps, uint32_t *iterations)
+{
+	const int xpbd = sim->params.model == DRAPE_MODEL_XPBD;
+	if (steps != NULL)
+		*steps = xpbd ? sim->xpbd.steps : (uint32_t)sim->params.substeps;
+	if (iterations != NULL)
+		*iterations = xpbd ? sim->xpbd.iterations : (uint32_t)sim->params.iterations;
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;

@@ -162,7 +162,35 @@ expect check_pbd 0 "$DRAPE" check "$T/small.json" && grep -q "material: *none (p
 sed 's/"pins"/"material": {"preset": "denim", "bend": 2e-5}, "pins"/' "$T/small.json" >"$T/denim.json"
 expect check_denim 0 "$DRAPE" check "$T/denim.json" --json &&
 	grep -q '"model":"xpbd","material":"denim"' "$T/out" && grep -q '"bend_k":1.99999995e-05' "$T/out" &&
+	grep -q '"schedule":{"name":"frame","steps":' "$T/out" &&
 	pass check_shows_the_material
+# The schedule: check prints the steps x iterations a scene gets, and
+# cloth.schedule "mesh" is taken from the scene (README, "Mesh-aware
+# schedule"); a bad value is refused naming the key.
+expect check_sched_pbd 0 "$DRAPE" check "$T/small.json" && grep -q "^schedule: .*iterations* (pbd)" "$T/out" &&
+	pass check_prints_the_pbd_schedule
+sed 's/"pins"/"material": "denim", "schedule": "mesh", "pins"/' "$T/small.json" >"$T/mesh.json"
+expect check_sched_mesh 0 "$DRAPE" check "$T/mesh.json" && grep -q "^schedule: .*(xpbd, mesh)" "$T/out" &&
+	pass check_prints_the_mesh_schedule
+expect run_sched_mesh 0 "$DRAPE" run "$T/mesh.json" --local --frames 2 --out "$T/meshrun" &&
+	grep -q "^drape: schedule: .*(xpbd, mesh)" "$T/err" && pass run_local_prints_the_schedule
+# The schedule travels on the wire: the embedded server's frames equal
+# --local's with "mesh" (80 steps a frame here), and differ from "frame"'s
+# (10 steps).
+sed 's/"pins"/"material": "denim", "pins"/' "$T/small.json" >"$T/framesched.json"
+if expect run_sched_mesh_server 0 "$DRAPE" run "$T/mesh.json" --frames 2 --out "$T/meshemb" --quiet &&
+	expect run_sched_frame_local 0 "$DRAPE" run "$T/framesched.json" --local --frames 2 --out "$T/framerun" --quiet; then
+	if cmp -s "$T/meshemb/frame_0002.obj" "$T/meshrun/frame_0002.obj" &&
+		! cmp -s "$T/meshemb/frame_0002.obj" "$T/framerun/frame_0002.obj"; then
+		pass mesh_schedule_reaches_the_server
+	else
+		fail mesh_schedule_reaches_the_server "frame_0002.obj: server and --local differ, or mesh equals frame"
+	fi
+fi
+sed 's/"pins"/"material": "denim", "schedule": "fine", "pins"/' "$T/small.json" >"$T/badsched.json"
+expect check_sched_bad 65 "$DRAPE" check "$T/badsched.json" &&
+	grep -q 'cloth.schedule: unknown schedule "fine" (expected one of: frame, mesh)' "$T/err" &&
+	pass bad_schedule_refused_naming_the_key
 if expect material_run 0 "$DRAPE" run "$T/small.json" --local --material silk --out "$T/silk" --quiet &&
 	expect material_run_pbd 0 "$DRAPE" run "$T/small.json" --local --out "$T/pbd" --quiet; then
 	if cmp -s "$T/silk/frame_0006.obj" "$T/pbd/frame_0006.obj"; then

@@ -54,6 +54,7 @@ static inline void fill_params(proto_params *p)
 	v->bend_k = 8.0625e-5f;
 	v->compress_k = 12.5f;
 	v->damping_rate = 0.24f;
+	v->schedule = DRAPE_SCHEDULE_MESH;
 	p->mask = PROTO_PARAMS_ALL;
 }
 

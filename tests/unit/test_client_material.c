@@ -149,6 +149,17 @@ static void test_errors_name_the_key(void)
 		{"{\"cloth\": {" GRID ", \"material\": \"denim\", \"density\": 0.5}}", DRAPE_EINVAL,
 		 "cloth.density: give the density inside \"material\" (kg/m^2), e.g. {\"preset\": \"denim\", "
 		 "\"density\": 0.4}"},
+		{"{\"cloth\": {" GRID ", \"material\": \"denim\", \"schedule\": \"fine\"}}", DRAPE_EINVAL,
+		 "cloth.schedule: unknown schedule \"fine\" (expected one of: frame, mesh)"},
+		{"{\"cloth\": {" GRID ", \"material\": \"denim\", \"schedule\": 1}}", DRAPE_EINVAL,
+		 "cloth.schedule: must be \"frame\" or \"mesh\", not a number"},
+		{"{\"cloth\": {" GRID ", \"schedule\": \"mesh\"}}", DRAPE_EINVAL,
+		 "cloth.schedule: applies to the xpbd model only (a cloth with \"material\"); the pbd model "
+		 "takes substeps x iterations as given"},
+		{"{\"cloth\": {" GRID ", \"material\": \"denim\", \"model\": \"pbd\", \"schedule\": "
+		 "\"mesh\"}}", DRAPE_EINVAL,
+		 "cloth.schedule: applies to the xpbd model only (a cloth with \"material\"); the pbd model "
+		 "takes substeps x iterations as given"},
 		{"{\"damping\": 0.9, \"cloth\": {" GRID ", \"material\": \"denim\"}}", DRAPE_EINVAL,
 		 "damping: the pbd model's fraction per frame; with a material give \"material\": {\"damping\": "
 		 "rate in 1/s}"},
@@ -176,6 +187,42 @@ static void test_errors_name_the_key(void)
 	CHECKF(strncmp(err.message, "t.json: cloth.material.bend: 1e+20 ", 35) == 0, "%s", err.message);
 }
 
+/* cloth.schedule: absent is the frame schedule (old scenes unchanged),
+ * "mesh" and "frame" reach params.schedule, which the solver's
+ * validation accepts. */
+static void test_schedule_key(void)
+{
+	static const struct {
+		const char *json;
+		int32_t want;
+	} cases[] = {
+		{"{\"cloth\": {" GRID ", \"material\": \"denim\"}}", DRAPE_SCHEDULE_FRAME},
+		{"{\"cloth\": {" GRID ", \"material\": \"denim\", \"schedule\": \"frame\"}}",
+		 DRAPE_SCHEDULE_FRAME},
+		{"{\"cloth\": {" GRID ", \"material\": \"denim\", \"schedule\": \"mesh\"}}",
+		 DRAPE_SCHEDULE_MESH},
+		{"{\"cloths\": [{" GRID ", \"material\": \"denim\", \"schedule\": \"mesh\"}]}",
+		 DRAPE_SCHEDULE_MESH},
+	};
+	for (size_t i = 0; i < CHECK_COUNT(cases); i++) {
+		drape_scene s;
+		drape_error err;
+		CHECKF(load(cases[i].json, &s, &err) == DRAPE_OK, "case %zu: %s", i, err.message);
+		CHECKF(s.params.schedule == cases[i].want, "case %zu: schedule %d", i, (int)s.params.schedule);
+		CHECK(drape_sim_params_validate(&s.params, &err) == DRAPE_OK);
+		drape_scene_free(&s);
+	}
+	/* Two cloths of one session share one schedule. */
+	static const char two[] = "{\"cloths\": [{" GRID ", \"name\": \"a\", \"material\": \"denim\", "
+				  "\"schedule\": \"mesh\"}, {" GRID ", \"name\": \"b\", \"material\": "
+				  "\"denim\", \"translate\": [0, 0, 1]}]}";
+	drape_scene s;
+	drape_error err;
+	CHECK(load(two, &s, &err) == DRAPE_EINVAL);
+	CHECKF(strstr(err.message, "cloths[1].schedule: differs from cloths[0]'s") != NULL, "%s",
+	       err.message);
+}
+
 /* The example scenes that name a material load as the physical model. */
 static void test_examples_use_presets(void)
 {
@@ -200,6 +247,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_model_switch),
 	CHECK_TEST(test_errors_name_the_key),
 	CHECK_TEST(test_examples_use_presets),
+	CHECK_TEST(test_schedule_key),
 };
 
 int main(int argc, char **argv)

@@ -51,7 +51,7 @@ static int params_equal(const drape_sim_params *a, const drape_sim_params *b)
 	       a->self_friction == b->self_friction && a->model == b->model &&
 	       a->stretch_k == b->stretch_k && a->stretch_k_weft == b->stretch_k_weft &&
 	       a->shear_k == b->shear_k && a->bend_k == b->bend_k && a->compress_k == b->compress_k &&
-	       a->damping_rate == b->damping_rate;
+	       a->damping_rate == b->damping_rate && a->schedule == b->schedule;
 }
 
 /* Encodes req and decodes it back into *out (caller frees); returns the

@@ -53,6 +53,7 @@ class drape_sim_params(ctypes.Structure):
         ("compress_k", ctypes.c_float),
         ("damping_rate", ctypes.c_float),
         ("tear_strain", ctypes.c_float),
+        ("schedule", ctypes.c_int32),
     ]
 
 

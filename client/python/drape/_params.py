@@ -18,6 +18,7 @@ _VECTORS = {"gravity", "wind"}
 _INTS = {n for n, t in _lib.drape_sim_params._fields_ if t is ctypes.c_int32}
 _FIELDS = [n for n, _ in _lib.drape_sim_params._fields_]
 MODELS = {"pbd": 0, "xpbd": 1}
+SCHEDULES = {"frame": 0, "mesh": 1}
 
 
 def _bad(key, why):
@@ -44,6 +45,10 @@ def to_struct(lib, params):
             if value not in MODELS:
                 raise _bad(key, "%r is not one of %s" % (value, ", ".join(MODELS)))
             value = MODELS[value]
+        if key == "schedule" and isinstance(value, str):
+            if value not in SCHEDULES:
+                raise _bad(key, "%r is not one of %s" % (value, ", ".join(SCHEDULES)))
+            value = SCHEDULES[value]
         if key in _VECTORS:
             try:
                 vec = [float(v) for v in value]
