@@ -336,15 +336,14 @@ openvdb::FloatGrid::Ptr build_band(const std::vector<openvdb::Vec3s> &points,
 	 * that setting the voxels one at a time gives. */
 	using Leaf = openvdb::FloatTree::LeafNodeType;
 	static_assert(Leaf::DIM == 8, "8^3 leaves");
-	int32_t l0[3], nl[3];
-	for (int k = 0; k < 3; k++) {
-		l0[k] = b.org[k] & ~7;
-		nl[k] = ((b.org[k] + b.dim[k] - 1) & ~7) / 8 - l0[k] / 8 + 1;
-	}
+	/* Blocks that no voxel reached hold no kept one: not even scanned. */
+	const int32_t *l0 = b.leaf_org, *nl = b.leaf_dim;
 	std::vector<std::unique_ptr<Leaf>> leaves(size_t(nl[0]) * size_t(nl[1]) * size_t(nl[2]));
 	const size_t d1 = size_t(b.dim[1]), d2 = size_t(b.dim[2]);
 	tbb::parallel_for(tbb::blocked_range<size_t>(0, leaves.size(), 16), [&](const tbb::blocked_range<size_t> &r) {
 		for (size_t n = r.begin(); n < r.end(); n++) {
+			if (!b.leaf_hit[n])
+				continue;
 			const int32_t o[3] = {l0[0] + 8 * int32_t(n / (size_t(nl[1]) * size_t(nl[2]))),
 					      l0[1] + 8 * int32_t(n / size_t(nl[2]) % size_t(nl[1])),
 					      l0[2] + 8 * int32_t(n % size_t(nl[2]))};

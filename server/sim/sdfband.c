@@ -140,6 +140,7 @@ void sim_sdfband_free(sim_sdfband *b)
 	free(b->slab_start);
 	free(b->slab_tri);
 	free(b->row_k);
+	free(b->leaf_hit);
 	free(b->front);
 	free(b->next);
 	memset(b, 0, sizeof *b);
@@ -410,11 +411,18 @@ int sim_sdfband_prepare(sim_sdfband *b, const float *vertices, uint32_t vertex_c
 	b->next = malloc(sizeof(uint32_t) * dense);
 	b->slabs = (uint32_t)((b->dim[0] + SIM_SDFBAND_SLAB - 1) / SIM_SDFBAND_SLAB);
 	b->slab_start = calloc((size_t)b->slabs + 1, sizeof(uint32_t));
+	size_t leaves = 1;
+	for (int k = 0; k < 3; k++) {
+		b->leaf_org[k] = b->org[k] & ~7;
+		b->leaf_dim[k] = ((b->org[k] + b->dim[k] - 1) & ~7) / 8 - b->leaf_org[k] / 8 + 1;
+		leaves *= (size_t)b->leaf_dim[k];
+	}
+	b->leaf_hit = calloc(leaves, 1);
 	b->row_k = malloc(sizeof(int32_t) * 2 * (size_t)b->dim[0] * (size_t)b->dim[1]);
 	if (b->row_k != NULL)
 		for (size_t r = 0; r < (size_t)b->dim[0] * (size_t)b->dim[1]; r++)
 			b->row_k[2 * r] = INT32_MAX, b->row_k[2 * r + 1] = -1;
-	if (b->row_k == NULL || b->dist == NULL || b->near == NULL || b->res_near == NULL || b->res_dist == NULL || b->radix == NULL || b->front == NULL || b->next == NULL ||
+	if (b->row_k == NULL || b->leaf_hit == NULL || b->dist == NULL || b->near == NULL || b->res_near == NULL || b->res_dist == NULL || b->radix == NULL || b->front == NULL || b->next == NULL ||
 	    b->slab_start == NULL)
 		goto oom;
 
@@ -630,6 +638,18 @@ static void sort_layer(uint32_t *v, uint32_t *tmp, uint32_t n, uint32_t *count)
 	}
 }
 
+/* Marks the 8^3 block of voxel idx as holding a reached voxel. Serial. */
+static void mark_leaf(sim_sdfband *b, size_t idx)
+{
+	const size_t d1 = (size_t)b->dim[1], d2 = (size_t)b->dim[2];
+	const int32_t c[3] = {b->org[0] + (int32_t)(idx / (d1 * d2)), b->org[1] + (int32_t)(idx / d2 % d1),
+			      b->org[2] + (int32_t)(idx % d2)};
+	size_t l = 0;
+	for (int k = 0; k < 3; k++)
+		l = l * (size_t)b->leaf_dim[k] + (size_t)(((c[k] & ~7) - b->leaf_org[k]) / 8);
+	b->leaf_hit[l] = 1;
+}
+
 uint32_t sim_sdfband_begin_layers(sim_sdfband *b)
 {
 	/* The shell's voxels lie in its rows' k ranges; the walk is in
@@ -639,6 +659,8 @@ uint32_t sim_sdfband_begin_layers(sim_sdfband *b)
 	for (size_t r = 0; r < rows; r++)
 		for (int32_t k = b->row_k[2 * r]; k <= b->row_k[2 * r + 1]; k++) {
 			const size_t idx = r * d2 + (size_t)k;
+			if (b->near[idx] > 0)
+				mark_leaf(b, idx);
 			if (b->near[idx] > 0 && grows(b, idx))
 				count = push_neighbours(b, idx, b->front, count);
 		}
@@ -715,6 +737,7 @@ uint32_t sim_sdfband_next(sim_sdfband *b)
 	for (uint32_t f = 0; f < b->front_count; f++) {
 		b->near[b->front[f]] = b->res_near[f] + 1;
 		b->dist[b->front[f]] = b->res_dist[f];
+		mark_leaf(b, b->front[f]);
 	}
 	for (uint32_t f = 0; f < b->front_count; f++)
 		if (grows(b, b->front[f]))

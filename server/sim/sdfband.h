@@ -61,6 +61,12 @@ typedef struct sim_sdfband {
 	 * that reach it (lo > hi: none), so the passes after the shell walk
 	 * only those instead of the whole dense box. */
 	int32_t *row_k;
+	/* 8^3 blocks aligned to the global voxel coordinates (OpenVDB's leaves):
+	 * leaf_org[k] = org[k] rounded down to a multiple of 8, leaf_dim
+	 * blocks along each axis, and whether each holds a voxel reached by
+	 * the shell or a layer (1) or none (0): a 0 block has no kept voxel. */
+	int32_t leaf_org[3], leaf_dim[3];
+	uint8_t *leaf_hit;   /* index (a * leaf_dim1 + c) * leaf_dim2 + e */
 
 	/* The current propagation layer's voxels (sim_sdfband_next fills it). */
 	uint32_t *front, front_count;
