@@ -102,7 +102,7 @@ typedef struct drape_sim_params {
 	 * DRAPE_SCHEDULE_FRAME (the default) as that many small steps, the
 	 * same whatever the mesh; DRAPE_SCHEDULE_MESH as at least that many,
 	 * more where the mesh is fine enough that the budget would leave the
-	 * material softer than its constants (up to 8x the budget's sweeps).
+	 * material softer than its constants (up to about 8x the budget's sweeps).
 	 * Ignored under model PBD. 0 or 1. */
 	int32_t schedule;
 } drape_sim_params;

@@ -252,8 +252,9 @@ size_t sim_xpbd_bytes(const drape_sim *sim)
  * the number falls as dt^2, so n = n_frame sqrt(number / target). Steps
  * stay no shorter than SIM_XPBD_MIN_DT; what is still wanted past that
  * goes to iterations per step, and the whole frame is capped at
- * SIM_XPBD_MESH_MAX_FACTOR times the user's budget of sweeps (a 15k-vertex
- * woven would otherwise ask for thousands). It never takes fewer steps or
+ * SIM_XPBD_MESH_MAX_FACTOR times the user's budget of sweeps, rounded up
+ * to whole iterations of every step (a 15k-vertex woven would otherwise ask
+ * for thousands). It never takes fewer steps or
  * sweeps than the frame schedule. The target was chosen on a hanging denim
  * strip (test_sim_material.c, test_resolution_independence; number 0.43
  * on 5 x 17 vertices and 3.1 on 13 x 49 at 40 steps): 0.25 left the
