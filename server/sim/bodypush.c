@@ -417,9 +417,11 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 	if (sim_bodykeep_margin(K) > 0.0f) {
 		kept = !new_frame &&
 		       sim_bodykeep_valid(K, set, tris, ntri, b->box, grow, half_max, thickness);
-		if (!kept)
+		if (!kept && (new_frame || sim_bodykeep_worth(K)))
 			collecting = sim_bodykeep_start(K, set, tris, ntri, b->box, grow, half_max,
 							thickness);
+		else if (!kept)
+			sim_bodykeep_drop(K);
 	}
 	if (kept) {
 		b->hash.cell = cell;
