@@ -120,6 +120,8 @@ struct sim_bodykeep {
 	uint32_t *out;
 	uint32_t key_cap;
 	uint32_t slots[SIM_HASH_MAX_CELLS]; /* a triangle's cells' slots */
+	uint32_t uses;   /* substeps served by the list since its collection */
+	uint32_t misses; /* lists in a row before it that served none */
 	uint64_t collected, kept;
 };
 
@@ -165,6 +167,11 @@ void sim_bodykeep_drop(sim_bodykeep *k)
 {
 	if (k != NULL)
 		k->live = 0;
+}
+
+int sim_bodykeep_worth(const sim_bodykeep *k)
+{
+	return k != NULL && (k->uses > 0 || k->misses == 0);
 }
 
 int sim_bodykeep_live(const sim_bodykeep *k)
@@ -245,6 +252,7 @@ int sim_bodykeep_valid(sim_bodykeep *k, const sim_collider_set *set, const uint3
 	if (!(db + dc <= limit))
 		return 0;
 	k->kept++;
+	k->uses++;
 	return 1;
 }
 
@@ -337,6 +345,9 @@ int sim_bodykeep_start(sim_bodykeep *k, const sim_collider_set *set, const uint3
 	k->thickness = thickness;
 	k->half_bound = BODYKEEP_EDGE_SLACK * half_max;
 	k->cand_count = 0;
+	if (k->collected > 0)
+		k->misses = k->uses > 0 ? 0 : (k->misses < 1000 ? k->misses + 1 : k->misses);
+	k->uses = 0;
 	k->live = 1;
 	k->collected++;
 	return 1;

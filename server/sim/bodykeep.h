@@ -53,6 +53,12 @@ int sim_bodykeep_valid(sim_bodykeep *k, const sim_collider_set *set, const uint3
 int sim_bodykeep_start(sim_bodykeep *k, const sim_collider_set *set, const uint32_t *tris,
 		       uint32_t ntri, const float *box, float grow, float half_max, float thickness);
 
+/* 0 when this list and the one before it each drifted past the bound
+ * before serving a substep (a body moving by centimetres a substep, the
+ * walk's strides): a collection costs more than the search it replaces,
+ * so the rest of the frame searches afresh (bodypush.c collects again at
+ * the next frame's start). Only the cost depends on it, never a result. */
+int sim_bodykeep_worth(const sim_bodykeep *k);
 /* 1 while a list is collected or kept (a collection that ran out of
  * memory ends it: the caller then searches afresh). */
 int sim_bodykeep_live(const sim_bodykeep *k);

@@ -21,6 +21,11 @@
  *     to the vertex contact, and so is a face met from both of its sides
  *     (drop_pinched); mark_hollows measures the body's shape, once for a
  *     still body and once a frame for a moving one.
+ *     Within a frame the candidates are kept from substep to substep
+ *     while the cloth and the body drift little (bodykeep.c): filtered
+ *     with the same box test and put in the hash query's order, they give
+ *     the same pairs as the search, which then runs only when the drift
+ *     exceeds the bound or the frame begins.
  *  2. The side is decided then, by the body: the outer side of a triangle
  *     is the one the body's own normal at q points to (area-weighted
  *     vertex normal, outward by the mesh's enclosed volume), so the
@@ -412,9 +417,11 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 	if (sim_bodykeep_margin(K) > 0.0f) {
 		kept = !new_frame &&
 		       sim_bodykeep_valid(K, set, tris, ntri, b->box, grow, half_max, thickness);
-		if (!kept)
+		if (!kept && (new_frame || sim_bodykeep_worth(K)))
 			collecting = sim_bodykeep_start(K, set, tris, ntri, b->box, grow, half_max,
 							thickness);
+		else if (!kept)
+			sim_bodykeep_drop(K);
 	}
 	if (kept) {
 		b->hash.cell = cell;
