@@ -1062,6 +1062,10 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			classify(bd, &bv, r.h);
 			if (keep) {
 				for (uint32_t ri = 0; ri < bd->nridge; ri++) {
+					/* No candidates, no pairs: most of a body is
+					 * away from the cloth. */
+					if (bd->kstart[ri] == bd->kstart[ri + 1])
+						continue;
 					const be_bedge *e = &bd->e[bd->ridge[ri]];
 					if (ridge_box(&r, &bv, e, pb, cloth_box))
 						filter(b, bd, ri, e, &r, ridge_sharpness(bd, &bv, e), pb,
