@@ -600,6 +600,37 @@ static bool srv_ckpt_replay_ops(srv_server *srv, srv_session *s, const char *dir
  * (beyond it the extra frames are dropped instead of delaying the start). */
 #define SRV_MAX_REPLAY 1000
 
+/* The params sizes earlier releases wrote, each a prefix of today's
+ * drape_sim_params (fields are only ever appended): before `schedule`, and
+ * before `tear_strain`. A checkpoint written by one of them loads with the
+ * newer fields at their defaults (tearing off, the frame schedule), which
+ * is what that release solved with, so a daemon upgraded across the change
+ * keeps its sessions' state instead of re-solving them from frame 0. */
+static const uint32_t srv_params_sizes_before[] = {
+	(uint32_t)offsetof(drape_sim_params, schedule),
+	(uint32_t)offsetof(drape_sim_params, tear_strain),
+};
+
+/* Reads a state.bin head (today's, or one with an earlier params layout)
+ * into h, the params completed with defaults; returns the head's size in
+ * the file, or 0 if it is none of the known layouts. */
+static size_t srv_ckpt_read_head(const uint8_t *st, size_t len, srv_state_head *h)
+{
+	const size_t fixed = offsetof(srv_state_head, params);
+	memset(h, 0, sizeof *h);
+	if (len < fixed)
+		return 0;
+	memcpy(h, st, fixed);
+	bool known = h->params_size == sizeof h->params;
+	for (size_t i = 0; i < sizeof srv_params_sizes_before / sizeof srv_params_sizes_before[0]; i++)
+		known = known || h->params_size == srv_params_sizes_before[i];
+	if (!known || len < fixed + h->params_size)
+		return 0;
+	drape_sim_params_default(&h->params);
+	memcpy(&h->params, st + fixed, h->params_size);
+	return fixed + h->params_size;
+}
+
 static srv_session *srv_ckpt_load_one(srv_server *srv, uint32_t id, const char *dir)
 {
 	char path[4400], why[256];
@@ -634,18 +665,18 @@ static srv_session *srv_ckpt_load_one(srv_server *srv, uint32_t id, const char *
 	srv_state_head h;
 	size_t n = (size_t)req.u.create.mesh.vertex_count * 3u;
 	const size_t ntri = req.u.create.mesh.triangle_count;
+	size_t hs = sizeof h; /* the head's size in this file */
 	if (st != NULL) {
-		memcpy(&h, st, len < sizeof h ? len : sizeof h);
+		hs = srv_ckpt_read_head(st, len, &h);
 		/* A torn cloth's: positions and velocities of its current
 		 * vertices (28 bytes each with the origin), and the triangles. */
 		size_t nv = n / 3u;
-		if (len >= sizeof h && h.topology != 0 && len >= sizeof h + ntri * 12u)
-			nv = (len - sizeof h - ntri * 12u) / 28u;
-		const size_t want = sizeof h + nv * 24u + (h.topology ? ntri * 12u + nv * 4u : 0u);
-		if (len == want)
+		if (hs != 0 && len >= hs && h.topology != 0 && len >= hs + ntri * 12u)
+			nv = (len - hs - ntri * 12u) / 28u;
+		const size_t want = hs + nv * 24u + (h.topology ? ntri * 12u + nv * 4u : 0u);
+		if (hs != 0 && len == want)
 			n = nv * 3u;
-		if (len != want || h.id != id ||
-		    h.vertices != req.u.create.mesh.vertex_count || h.params_size != sizeof h.params ||
+		if (hs == 0 || len != want || h.id != id || h.vertices != req.u.create.mesh.vertex_count ||
 		    h.state >= PROTO_STATE_COUNT_ || drape_sim_params_validate(&h.params, NULL) != DRAPE_OK) {
 			snprintf(why, sizeof why, "its contents do not match the session");
 			free(st);
@@ -676,7 +707,7 @@ static srv_session *srv_ckpt_load_one(srv_server *srv, uint32_t id, const char *
 			 (unsigned)id);
 	srv_ckpt_load_meshes(s, dir);
 	if (st != NULL) {
-		const float *pos = (const float *)(void *)(st + sizeof h);
+		const float *pos = (const float *)(void *)(st + hs);
 		const uint32_t *mesh = (const uint32_t *)(void *)(pos + 2u * n);
 		if ((h.topology != 0 &&
 		     drape_sim_set_mesh(s->sim, (uint32_t)(n / 3u), mesh, mesh + ntri * 3u, h.topology,

@@ -112,8 +112,10 @@ EOF
 
 start_daemon "$T/draped1.log" || { fail daemon_start "$(tail -n 5 "$T/draped1.log")"; finish; }
 
-# Three small finished sessions whose state files are damaged later.
-for k in 1 2 3; do
+# Three small finished sessions whose state files are damaged later, and a
+# fourth whose checkpoint is rewritten as the release before params.schedule
+# wrote it.
+for k in 1 2 3 4; do
 	"$DRAPE" run "$T/small.json" --server "$URL" --quiet >/dev/null 2>"$T/small$k.err" ||
 		fail small_run "$(cat "$T/small$k.err")"
 	eval "sid$k=\$(sed -n -E 's/^drape: session ([0-9]+) on .*/\1/p' \"\$T/small$k.err\")"
@@ -164,6 +166,24 @@ flip_byte() {
 truncate -s -7 "$STATE/sessions/$sid1/session.bin"
 flip_byte "$STATE/sessions/$sid2/session.bin" 40
 flip_byte "$STATE/sessions/$sid3/state.bin" 100
+# The previous release's state.bin: its params end before `schedule` (the
+# last 4 bytes of today's), with its own length and checksum (FNV-1a 64 of
+# the file head and payload). The session is PBD, so schedule is 0 there.
+python3 - "$STATE/sessions/$sid4/state.bin" <<'PY' || fail old_checkpoint_rewritten "python3 failed"
+import struct, sys
+path = sys.argv[1]
+b = open(path, "rb").read()
+head, payload = b[:24], b[24:-8]
+ps = struct.unpack_from("<I", payload, 24)[0]
+assert struct.unpack_from("<i", payload, 32 + ps - 4)[0] == 0, "schedule is not 0"
+payload = bytearray(payload[:32 + ps - 4] + payload[32 + ps:])
+struct.pack_into("<I", payload, 24, ps - 4)
+head = head[:16] + struct.pack("<Q", len(payload))
+h = 0xcbf29ce484222325
+for c in head + bytes(payload):
+    h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
+open(path, "wb").write(head + bytes(payload) + struct.pack("<Q", h))
+PY
 
 start_daemon "$T/draped2.log" || { fail daemon_restart "$(tail -n 5 "$T/draped2.log")"; finish; }
 
@@ -250,6 +270,17 @@ if grep -q "^{\"session\":$sid3,.*\"state\":\"idle\",\"frames_done\":12" "$T/ses
 	pass damaged_checkpoint_reported_and_resolved_exactly
 else
 	fail damaged_checkpoint_reported_and_resolved_exactly "$s3 of 12 frames equal; listed: $(grep "\"session\":$sid3," "$T/sessions.json"); log: $(grep "$sid3" "$T/draped2.log")"
+fi
+# A checkpoint of the previous release (params without `schedule`) loads as
+# it is: the session is done at frame 12 without re-solving, nothing in the
+# log calls it unusable, and its frames are the uninterrupted run's.
+"$DRAPE" attach "$sid4" --server "$URL" --out "$T/att4" --scene "$T/small.json" --quiet 2>"$T/att4.err"
+s4=$(same_files "$T/ref_small" "$T/att4" 1 12)
+if grep -q "^{\"session\":$sid4,.*\"state\":\"done\",\"frames_done\":12" "$T/sessions.json" &&
+	! grep -q "session $sid4: checkpoint" "$T/draped2.log" && [ "$s4" -eq 12 ]; then
+	pass previous_release_checkpoint_loads
+else
+	fail previous_release_checkpoint_loads "$s4 of 12 frames equal; listed: $(grep "\"session\":$sid4," "$T/sessions.json"); log: $(grep "$sid4" "$T/draped2.log")"
 fi
 if kill -0 "$daemon_pid" 2>/dev/null && "$DRAPE" status --server "$URL" >/dev/null 2>&1; then
 	pass daemon_survives_damaged_state
