@@ -24,6 +24,7 @@
 #include "server/sim/bodykeep.h"
 #include "server/sim/internal.h"
 #include "tests/unit/check.h"
+#include "tests/unit/deform_geometry.h"
 #include "tests/unit/sim_fixtures.h"
 
 /* ---- A bed of spikes ------------------------------------------------------------ */
@@ -300,24 +301,6 @@ static void test_loose_budget(void)
 
 /* ---- Whole runs: the same bits ------------------------------------------------------ */
 
-static uint64_t state_hash(const drape_sim *sim, uint32_t nv)
-{
-	float *x = malloc((size_t)nv * 12), *v = malloc((size_t)nv * 12);
-	uint64_t h = 1469598103934665603ull;
-	if (x == NULL || v == NULL) {
-		free(x);
-		free(v);
-		return 0;
-	}
-	drape_sim_get_state(sim, x, v, NULL);
-	const unsigned char *bx = (const unsigned char *)x, *bv = (const unsigned char *)v;
-	for (size_t i = 0; i < (size_t)nv * 12; i++)
-		h = ((h ^ bx[i]) * 1099511628211ull ^ bv[i]) * 1099511628211ull;
-	free(x);
-	free(v);
-	return h;
-}
-
 typedef struct run_result {
 	int ok;
 	uint64_t hash, collected, kept;
@@ -334,7 +317,7 @@ static void run_frames(drape_sim *sim, uint32_t nv, uint32_t frames, run_result 
 			snprintf(r->msg, sizeof r->msg, "frame %u: %s", f + 1, err.message);
 			return;
 		}
-	r->hash = state_hash(sim, nv);
+	r->hash = state_hash(sim);
 	r->pairs = sim_bodypush_pair_count(sim->bodypush);
 	sim_bodypush_keep_counts(sim->bodypush, &r->collected, &r->kept);
 	r->ok = r->hash != 0;
@@ -398,78 +381,9 @@ out:
 	grid_free(&g);
 }
 
-/* A Wavefront OBJ's vertices (scaled) and faces (fans), enough for the
- * demo's meshes; 0 when unreadable. */
-typedef struct obj {
-	float *v;
-	uint32_t *t;
-	uint32_t nv, nt;
-} obj;
-
-static int obj_read(const char *path, float scale, obj *o)
-{
-	memset(o, 0, sizeof *o);
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return 0;
-	char line[1024];
-	size_t vcap = 0, tcap = 0;
-	int ok = 1;
-	while (ok && fgets(line, sizeof line, f) != NULL) {
-		if (line[0] == 'v' && line[1] == ' ') {
-			if (o->nv == vcap) {
-				vcap = vcap ? 2 * vcap : 4096;
-				float *v = realloc(o->v, 3 * vcap * sizeof *v);
-				if (v == NULL) {
-					ok = 0;
-					break;
-				}
-				o->v = v;
-			}
-			float *q = &o->v[3 * (size_t)o->nv++];
-			ok = sscanf(line + 2, "%f %f %f", &q[0], &q[1], &q[2]) == 3;
-			for (int k = 0; k < 3; k++)
-				q[k] *= scale;
-		} else if (line[0] == 'f' && line[1] == ' ') {
-			uint32_t idx[16], n = 0;
-			char *s = line + 2;
-			while (n < 16) {
-				char *end;
-				long i = strtol(s, &end, 10);
-				if (end == s)
-					break;
-				idx[n++] = (uint32_t)(i - 1);
-				s = end;
-				while (*s != '\0' && *s != ' ' && *s != '\t' && *s != '\n')
-					s++;
-			}
-			for (uint32_t k = 2; k < n; k++) {
-				if (o->nt == tcap) {
-					tcap = tcap ? 2 * tcap : 4096;
-					uint32_t *t = realloc(o->t, 3 * tcap * sizeof *t);
-					if (t == NULL) {
-						ok = 0;
-						break;
-					}
-					o->t = t;
-				}
-				uint32_t *t = &o->t[3 * (size_t)o->nt++];
-				t[0] = idx[0], t[1] = idx[k - 1], t[2] = idx[k];
-			}
-		}
-	}
-	fclose(f);
-	if (!ok || o->nv == 0 || o->nt == 0) {
-		free(o->v);
-		free(o->t);
-		return 0;
-	}
-	return 1;
-}
-
 /* examples/garment.json as the bench's garment rows run it: cotton, self
  * collision, 3 mm, the body still. */
-static void garment_run(const obj *shirt, const obj *body, uint32_t frames, uint32_t flags,
+static void garment_run(const mesh *shirt, const mesh *body, uint32_t frames, uint32_t flags,
 			drape_pool *pool, run_result *r)
 {
 	memset(r, 0, sizeof *r);
@@ -544,11 +458,10 @@ static void test_spikes_bits(void)
 
 static void test_garment_bits(void)
 {
-	obj shirt, body;
-	CHECK(obj_read("tests/data/meshes/mh_male_casualsuit04.obj", 0.1f, &shirt));
-	if (!obj_read("tests/data/meshes/mh_proxy_male_generic.obj", 0.1f, &body)) {
-		free(shirt.v);
-		free(shirt.t);
+	mesh shirt, body;
+	CHECK(mesh_read_obj("tests/data/meshes/mh_male_casualsuit04.obj", 0.1f, &shirt) == 0);
+	if (mesh_read_obj("tests/data/meshes/mh_proxy_male_generic.obj", 0.1f, &body) != 0) {
+		mesh_free(&shirt);
 		CHECK(!"tests/data/meshes/mh_proxy_male_generic.obj");
 	}
 	const char *env = getenv("DRAPE_BODYKEEP_FRAMES");
@@ -564,10 +477,8 @@ static void test_garment_bits(void)
 		garment_run(&shirt, &body, frames, SIM_CREATE_BODYPUSH_FRESH, pool, &r[3]);
 		drape_pool_destroy(pool);
 	}
-	free(shirt.v);
-	free(shirt.t);
-	free(body.v);
-	free(body.t);
+	mesh_free(&shirt);
+	mesh_free(&body);
 	char what[64];
 	snprintf(what, sizeof what, "garment, %u frames", frames);
 	check_same_bits(what, r);
