@@ -22,12 +22,18 @@ run() {
 	label=$1
 	shift
 	echo "== $label"
+	t0=$(date +%s%N)
 	# A program that hangs is killed and counted as a failure rather than
 	# holding CI until its own limit.
 	timeout -k 10 "${DRAPE_TEST_TIMEOUT:-600}" "$@" >"$log/out" 2>&1
 	rc=$?
 	[ "$rc" -eq 124 ] && echo "FAIL $label: killed after ${DRAPE_TEST_TIMEOUT:-600} s" >>"$log/out"
 	cat "$log/out"
+	# Each program's wall time, so the slow ones are visible in CI's log
+	# and in the table printed at the end.
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "   ($label: $ms ms)"
+	printf '%s\t%s\n' "$ms" "$label" >>"$log/times"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log/out" | tail -n 1)
 	if [ -z "$line" ]; then
 		echo "FAIL $label: exited $rc without a summary"
@@ -73,8 +79,12 @@ if [ "$ONLY" != unit ]; then
 	if [ "${DRAPE_SKIP_SANITIZE:-0}" != 1 ]; then
 		S=build/san-address-undefined
 		echo "== building the sanitizer pass in $S"
-		if make --no-print-directory -s SANITIZE=address,undefined BUILD=$S \
+		t0=$(date +%s%N)
+		if make --no-print-directory -s -j"$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)" SANITIZE=address,undefined BUILD=$S \
 			$(for t in "$B"/tests/test_*; do echo "$S/tests/$(basename "$t")"; done) >"$log/san" 2>&1; then
+			ms=$((($(date +%s%N) - t0) / 1000000))
+			echo "   (sanitizer build: $ms ms)"
+			printf '%s\t%s\n' "$ms" "sanitizer build" >>"$log/times"
 			for t in "$S"/tests/test_*; do
 				[ -x "$t" ] && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 					run "asan+ubsan $(basename "$t")" "$t"
@@ -87,5 +97,9 @@ if [ "$ONLY" != unit ]; then
 	fi
 fi
 
+if [ -s "$log/times" ]; then
+	echo "== the ten slowest programs (ms)"
+	sort -rn "$log/times" | head -n 10
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
