@@ -70,7 +70,11 @@ def main():
                     for a, b in edges), reverse=True)
         vals = [e[0] for e in s]
         p99 = vals[int(0.01 * len(vals))]
-        print('frame %d: max %.1f %% p99 %.2f %%  edges >5%%: %d, >10%%: %d' % (f, 100 * vals[0], 100 * p99,
+        ten = sorted((e[0] if e[1] else 0.0 for e in s), reverse=True)
+        com = sorted((0.0 if e[1] else e[0] for e in s), reverse=True)
+        k = int(0.01 * len(vals))
+        print('frame %d: |strain| max %.1f %% p99 %.2f %% (tension max %.1f %% p99 %.2f %%, compression max %.1f %% p99 %.2f %%)'
+              '  edges >5%%: %d, >10%%: %d' % (f, 100 * vals[0], 100 * p99, 100 * ten[0], 100 * ten[k], 100 * com[0], 100 * com[k],
               sum(v > 0.05 for v in vals), sum(v > 0.10 for v in vals)))
         seen = set()
         for st, stretched, a, b in s[:12]:
