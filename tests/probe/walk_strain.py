@@ -61,6 +61,10 @@ def main():
     body, _ = read_obj('tests/data/anim/body_rest_m.obj')
     anim = read_pc2('tests/data/anim/walk.pc2')
     box = (tuple(min(p[k] for p in body) for k in range(3)), tuple(max(p[k] for p in body) for k in range(3)))
+    nbr = {}
+    for t in tris:
+        for a in t:
+            nbr.setdefault(a, set()).update(t)
     edges = sorted({(min(a, b), max(a, b)) for t in tris for a, b in ((t[0], t[1]), (t[1], t[2]), (t[2], t[0]))})
     for f in frames:
         pos, _ = read_obj('%s/frame_%04d.obj' % (out, f))
@@ -83,10 +87,16 @@ def main():
                 j = min(range(len(P)), key=lambda k: (P[k][0] - pos[c][0]) ** 2 + (P[k][1] - pos[c][1]) ** 2 + (P[k][2] - pos[c][2]) ** 2)
                 near.append(j)
             sep, sepm = dist(P[near[0]], P[near[1]]), dist(Pm[near[0]], Pm[near[1]])
-            print('  %5.1f%% %s e(%d,%d) l0 %.1f mm | %s d %.1f mm mv %.1f | %s d %.1f mm mv %.1f | body sep %.1f->%.1f mm' % (
+            # The nearest cloth vertex outside the end's two-ring: another
+            # layer of the garment touching it (self-contact).
+            gap = []
+            for c in (a, b):
+                ring = set().union(*(nbr[u] for u in nbr[c]))
+                gap.append(min(dist(pos[c], pos[u]) for u in range(len(pos)) if u not in ring))
+            print('  %5.1f%% %s e(%d,%d) l0 %.1f mm | %s d %.1f mm mv %.1f | %s d %.1f mm mv %.1f | body sep %.1f->%.1f mm | cloth gap %.1f %.1f mm' % (
                 100 * st, '+' if stretched else '-', a, b, 1e3 * dist(rest[a], rest[b]),
                 region(body[near[0]], box), 1e3 * dist(pos[a], P[near[0]]), 1e3 * dist(P[near[0]], Pm[near[0]]),
                 region(body[near[1]], box), 1e3 * dist(pos[b], P[near[1]]), 1e3 * dist(P[near[1]], Pm[near[1]]),
-                1e3 * sepm, 1e3 * sep))
+                1e3 * sepm, 1e3 * sep, 1e3 * gap[0], 1e3 * gap[1]))
 
 main()
