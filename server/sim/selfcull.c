@@ -571,40 +571,22 @@ void self_cull_fit(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4
 	const float g01 = v3_dot(f2, e1), g11 = v3_dot(f2, e2);
 	const float T = l1 * l1 + g01 * g01 + g11 * g11, D = fabsf(l1 * g11);
 	const float smax = sqrtf(0.5f * (T + sqrtf(maxf(T * T - 4.0f * D * D, 0.0f))));
-	const float sigma = D / smax;
-	const float diag = sqrtf((dhi[0] - dlo[0]) * (dhi[0] - dlo[0]) +
-				 (dhi[1] - dlo[1]) * (dhi[1] - dlo[1]) +
-				 (dhi[2] - dlo[2]) * (dhi[2] - dlo[2]));
-	if (!(sigma > 0.0f) || !isfinite(sigma) || !isfinite(big))
-		return;
-	/* The bound falls as eps grows: when it fails with eps = 0 for the
-	 * record of c with the largest D0 it fails for every record, so the
-	 * residuals need not be measured (the relative motion of the
-	 * substep, diag, alone exceeds the margin in most of the fold's
-	 * fits). Nothing is skipped, as when the full fit fails; the slivers
-	 * are still flagged (the pairs of lower chunks with c read them) and
-	 * the wait is set as below. */
-	float maxd0 = 0.0f;
-	for (uint32_t k = s->cull_start[c]; k < s->cull_start[c + 1]; k++)
-		maxd0 = maxf(maxd0, s->cull_d0[k]);
-	const float opt[4] = {sigma, 0.0f, diag, big};
-	const int hopeless = !cull_passes(s, opt, maxd0, reach);
 	float eps2 = 0.0f;
-	for (uint32_t i = 0; i < n && !hopeless; i++) {
+	for (uint32_t i = 0; i < n; i++) {
 		const float a = yy[2 * i] - ym0, b = yy[2 * i + 1] - ym1;
 		const sim_v3 r = v3_sub(v3_sub(v3_of4(x[s->cnb[k0 + i]]), xm),
 					v3_add(v3_scale(f1, a), v3_scale(f2, b)));
 		const float r1 = v3_dot(r, e1), r2 = v3_dot(r, e2);
 		eps2 = maxf(eps2, r1 * r1 + r2 * r2);
 	}
-	if (!isfinite(eps2))
+	const float sigma = D / smax;
+	if (!(sigma > 0.0f) || !isfinite(sigma) || !isfinite(eps2) || !isfinite(big))
 		return;
-	if (!hopeless) {
-		out[0] = sigma;
-		out[1] = sqrtf(eps2);
-		out[2] = diag;
-		out[3] = big;
-	}
+	out[0] = sigma;
+	out[1] = sqrtf(eps2);
+	out[2] = sqrtf((dhi[0] - dlo[0]) * (dhi[0] - dlo[0]) + (dhi[1] - dlo[1]) * (dhi[1] - dlo[1]) +
+		       (dhi[2] - dlo[2]) * (dhi[2] - dlo[2]));
+	out[3] = big;
 	self_cull_slivers(s, x, c);
 	/* Whether the record of c with the smallest D0 (its own pairs, mostly,
 	 * the costliest to search) could pass, slivers aside: if not, wait. */
