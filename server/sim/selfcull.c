@@ -525,32 +525,38 @@ void self_cull_fit(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4
 	}
 	const float *yy = &s->cnb_y[2 * (size_t)k0];
 	const uint32_t n = k1 - k0;
+	/* One pass for the displacements' box, the largest coordinate, the
+	 * mean position xm and the least-squares sums of x ~ c + F (y - ym).
+	 * The sums are taken about the first vertex xr rather than about xm
+	 * (which is not known yet), so the pass needs no second gather: the
+	 * proof of the head comment holds for any F and any c, and F is
+	 * nearly the same (they differ by (xm - xr) sum (y - ym), a sum that
+	 * is zero but for rounding). The residuals below are taken about xm
+	 * with this F, so eps is exact for the map used. */
+	const float *fy = &s->cnb_fit[5 * (size_t)c];
+	const float ym0 = fy[0], ym1 = fy[1], i00 = fy[2], i01 = fy[3], i11 = fy[4];
 	float dlo[3] = {INFINITY, INFINITY, INFINITY}, dhi[3] = {-INFINITY, -INFINITY, -INFINITY};
 	float big = 0.0f;
-	sim_v3 xm = v3(0.0f, 0.0f, 0.0f);
+	const sim_v3 xr = v3_of4(x[s->cnb[k0]]);
+	sim_v3 xs = v3(0.0f, 0.0f, 0.0f);
+	sim_v3 c0 = v3(0.0f, 0.0f, 0.0f), c1 = v3(0.0f, 0.0f, 0.0f);
 	for (uint32_t i = 0; i < n; i++) {
 		const uint32_t v = s->cnb[k0 + i];
-		xm = v3_add(xm, v3_of4(x[v]));
-		const float d[3] = {p[v].x - x[v].x, p[v].y - x[v].y, p[v].z - x[v].z};
+		const sim_v3 xv = v3_of4(x[v]);
+		const float d[3] = {p[v].x - xv.x, p[v].y - xv.y, p[v].z - xv.z};
 		for (int a = 0; a < 3; a++) {
 			dlo[a] = minf(dlo[a], d[a]);
 			dhi[a] = maxf(dhi[a], d[a]);
 		}
-		big = maxf(big, maxf(fabsf(x[v].x), maxf(fabsf(x[v].y), fabsf(x[v].z))));
+		big = maxf(big, maxf(fabsf(xv.x), maxf(fabsf(xv.y), fabsf(xv.z))));
 		big = maxf(big, maxf(fabsf(p[v].x), maxf(fabsf(p[v].y), fabsf(p[v].z))));
-	}
-	xm = v3_scale(xm, 1.0f / (float)n);
-	/* Least squares x ~ xm + F (y - ym): the rest side (ym, the inverse
-	 * of S = sum (y - ym)(y - ym)^T) is fixed and kept from create. */
-	const float *fy = &s->cnb_fit[5 * (size_t)c];
-	const float ym0 = fy[0], ym1 = fy[1], i00 = fy[2], i01 = fy[3], i11 = fy[4];
-	sim_v3 c0 = v3(0.0f, 0.0f, 0.0f), c1 = v3(0.0f, 0.0f, 0.0f);
-	for (uint32_t i = 0; i < n; i++) {
+		const sim_v3 dx = v3_sub(xv, xr);
+		xs = v3_add(xs, dx);
 		const float a = yy[2 * i] - ym0, b = yy[2 * i + 1] - ym1;
-		const sim_v3 dx = v3_sub(v3_of4(x[s->cnb[k0 + i]]), xm);
 		c0 = v3_add(c0, v3_scale(dx, a));
 		c1 = v3_add(c1, v3_scale(dx, b));
 	}
+	const sim_v3 xm = v3_add(xr, v3_scale(xs, 1.0f / (float)n));
 	const sim_v3 f1 = v3_add(v3_scale(c0, i00), v3_scale(c1, i01));
 	const sim_v3 f2 = v3_add(v3_scale(c0, i01), v3_scale(c1, i11));
 	const float l1 = v3_len(f1);
@@ -565,22 +571,40 @@ void self_cull_fit(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4
 	const float g01 = v3_dot(f2, e1), g11 = v3_dot(f2, e2);
 	const float T = l1 * l1 + g01 * g01 + g11 * g11, D = fabsf(l1 * g11);
 	const float smax = sqrtf(0.5f * (T + sqrtf(maxf(T * T - 4.0f * D * D, 0.0f))));
+	const float sigma = D / smax;
+	const float diag = sqrtf((dhi[0] - dlo[0]) * (dhi[0] - dlo[0]) +
+				 (dhi[1] - dlo[1]) * (dhi[1] - dlo[1]) +
+				 (dhi[2] - dlo[2]) * (dhi[2] - dlo[2]));
+	if (!(sigma > 0.0f) || !isfinite(sigma) || !isfinite(big))
+		return;
+	/* The bound falls as eps grows: when it fails with eps = 0 for the
+	 * record of c with the largest D0 it fails for every record, so the
+	 * residuals need not be measured (the relative motion of the
+	 * substep, diag, alone exceeds the margin in most of the fold's
+	 * fits). Nothing is skipped, as when the full fit fails; the slivers
+	 * are still flagged (the pairs of lower chunks with c read them) and
+	 * the wait is set as below. */
+	float maxd0 = 0.0f;
+	for (uint32_t k = s->cull_start[c]; k < s->cull_start[c + 1]; k++)
+		maxd0 = maxf(maxd0, s->cull_d0[k]);
+	const float opt[4] = {sigma, 0.0f, diag, big};
+	const int hopeless = !cull_passes(s, opt, maxd0, reach);
 	float eps2 = 0.0f;
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < n && !hopeless; i++) {
 		const float a = yy[2 * i] - ym0, b = yy[2 * i + 1] - ym1;
 		const sim_v3 r = v3_sub(v3_sub(v3_of4(x[s->cnb[k0 + i]]), xm),
 					v3_add(v3_scale(f1, a), v3_scale(f2, b)));
 		const float r1 = v3_dot(r, e1), r2 = v3_dot(r, e2);
 		eps2 = maxf(eps2, r1 * r1 + r2 * r2);
 	}
-	const float sigma = D / smax;
-	if (!(sigma > 0.0f) || !isfinite(sigma) || !isfinite(eps2) || !isfinite(big))
+	if (!isfinite(eps2))
 		return;
-	out[0] = sigma;
-	out[1] = sqrtf(eps2);
-	out[2] = sqrtf((dhi[0] - dlo[0]) * (dhi[0] - dlo[0]) + (dhi[1] - dlo[1]) * (dhi[1] - dlo[1]) +
-		       (dhi[2] - dlo[2]) * (dhi[2] - dlo[2]));
-	out[3] = big;
+	if (!hopeless) {
+		out[0] = sigma;
+		out[1] = sqrtf(eps2);
+		out[2] = diag;
+		out[3] = big;
+	}
 	self_cull_slivers(s, x, c);
 	/* Whether the record of c with the smallest D0 (its own pairs, mostly,
 	 * the costliest to search) could pass, slivers aside: if not, wait. */

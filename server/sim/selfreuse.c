@@ -132,6 +132,19 @@ int self_reuse_begin(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *re
 		s->reuse_reach = 0.0f;
 		return 0;
 	}
+	/* A mesh whose flat neighbours sit within the list's width keeps no
+	 * list at this reach (the bench's fold: 1 cm edges, 5 mm thickness).
+	 * The width depends on the reach and the rest edges alone, and the
+	 * reach is the same in every substep of a frame, so no list exists in
+	 * this frame either (sim_self_begin_frame drops it): skip the
+	 * degeneracy check and the copy of x below, which found nothing to do
+	 * and cost 1.4 % of the fold's CPU time. */
+	const float wide = minf(SELF_REUSE_WIDEN * reach, SELF_REUSE_EDGES * s->base_cell);
+	if (!(wide >= SELF_REUSE_MIN_WIDEN * reach)) {
+		s->reuse_wide = wide;
+		s->reuse_reach = 0.0f;
+		return 0;
+	}
 	if (any_degenerate(s, x)) {
 		s->reuse_reach = 0.0f;
 		return 0;
@@ -147,8 +160,8 @@ int self_reuse_begin(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *re
 		}
 		/* A list collected at x must also cover this substep's p. */
 		memcpy(s->reuse_x, x, (size_t)s->nv * sizeof *x);
-		s->reuse_wide = minf(SELF_REUSE_WIDEN * reach, SELF_REUSE_EDGES * s->base_cell);
-		if (!(s->reuse_wide >= SELF_REUSE_MIN_WIDEN * reach) || !reuse_ok(s, x, p, reach))
+		s->reuse_wide = wide;
+		if (!reuse_ok(s, x, p, reach))
 			return 0;
 		reuse_collect(s, reach);
 	}
