@@ -745,6 +745,41 @@ drape_err deserialize(const void *data, size_t size, drape_sdf **out, drape_erro
 
 } // namespace
 
+/* A hash of the field's voxels for the tests: every leaf's origin, its 512
+ * values and its active mask, FNV-1a each, summed so that the leaves'
+ * order does not matter. Two fields hash alike when their trees hold the
+ * same leaves with the same bits. */
+extern "C" uint64_t sim_sdf_voxel_hash(const drape_sdf *sdf, uint64_t *leaf_count)
+{
+	using Leaf = openvdb::FloatTree::LeafNodeType;
+	uint64_t sum = 0, n = 0;
+	for (auto it = sdf->grid->tree().cbeginLeaf(); it; ++it) {
+		const Leaf &leaf = *it;
+		uint64_t h = 0xcbf29ce484222325ull;
+		auto mix = [&h](const void *p, size_t size) {
+			const unsigned char *c = static_cast<const unsigned char *>(p);
+			for (size_t i = 0; i < size; i++)
+				h = (h ^ c[i]) * 0x100000001b3ull;
+		};
+		const openvdb::Coord o = leaf.origin();
+		const int32_t org[3] = {o[0], o[1], o[2]};
+		mix(org, sizeof org);
+		for (openvdb::Index i = 0; i < Leaf::SIZE; i++) {
+			const float v = leaf.getValue(i);
+			mix(&v, sizeof v);
+		}
+		for (openvdb::Index w = 0; w < Leaf::NodeMaskType::WORD_COUNT; w++) {
+			const uint64_t m = leaf.getValueMask().getWord<uint64_t>(w);
+			mix(&m, sizeof m);
+		}
+		sum += h;
+		n++;
+	}
+	if (leaf_count != nullptr)
+		*leaf_count = n;
+	return sum;
+}
+
 extern "C" drape_err drape_sdf_serialize(const drape_sdf *sdf, void **data, size_t *size, drape_error *err)
 {
 	if (sdf == nullptr || data == nullptr || size == nullptr)

@@ -111,4 +111,9 @@ void sim_sdfband_free(sim_sdfband *b);
 double sim_sdfband_point_triangle(const double p[3], const double a[3], const double b[3],
 				  const double c[3], int *feature, double q[3]);
 
+/* The tests' hash of a built field's voxels (sdf_vdb.cc): the sum over its
+ * leaves of FNV-1a of the origin, the 512 values and the active mask. */
+struct drape_sdf;
+uint64_t sim_sdf_voxel_hash(const struct drape_sdf *sdf, uint64_t *leaf_count);
+
 #endif
