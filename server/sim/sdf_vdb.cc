@@ -81,8 +81,10 @@ constexpr double kAutoVoxelDivisions = 256.0;
 /* The narrow band is never thinner than this many voxels either side, so the
  * trilinear stencil around a surface point is always inside it. */
 constexpr int kMinBandVoxels = 3;
-/* The exact builder (sdfband.c) works on a dense grid of 12 bytes a voxel;
- * a box of more voxels than this goes to OpenVDB's sparse builder. */
+/* The exact builder (sdfband.c) stores 8^3 bricks on demand, but reserves
+ * (untouched) room for a brick in every cell of the box, about 8.5 bytes a
+ * voxel of address space, and keeps per-row tables of the box: a box of
+ * more voxels than this goes to OpenVDB's sparse builder. */
 constexpr uint64_t kMaxDenseVoxels = 24000000;
 
 std::once_flag g_vdb_once;
@@ -286,8 +288,8 @@ double ms_since(std::chrono::steady_clock::time_point t0)
 }
 
 /*
- * The exact builder (sdfband.h): distances and signs computed in C on a
- * dense grid over TBB's threads, then copied into an OpenVDB tree for the
+ * The exact builder (sdfband.h): distances and signs computed in C in
+ * 8^3 bricks over TBB's threads, then copied into an OpenVDB tree for the
  * sampling path, the cache format and every reader unchanged. Active
  * voxels: the exterior band (distance below bw voxels) and the whole
  * interior, as the OpenVDB builder gives; every interior voxel is active,

@@ -1,4 +1,4 @@
-/* The exact signed distance to a closed mesh on a dense grid (sdfband.h). */
+/* The exact signed distance to a closed mesh on a bricked grid (sdfband.h). */
 #include "server/sim/sdfband.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /*
- * The exact signed distance to a closed triangle mesh on a dense voxel grid
- * (issue 22): the distance computation of drape_sdf_build, in C, apart from
+ * The exact signed distance to a closed triangle mesh on a voxel grid
+ * stored in 8^3 bricks allocated on demand (issue 22): the distance computation of drape_sdf_build, in C, apart from
  * OpenVDB. sdf_vdb.cc drives it (its threads, the grid it fills); nothing
  * here knows OpenVDB or TBB.
  *
