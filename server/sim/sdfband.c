@@ -588,9 +588,12 @@ void sim_sdfband_shell(sim_sdfband *b, uint32_t s0, uint32_t s1)
 					int32_t *rk = b->row_k + 2 * ((size_t)i * d1 + (size_t)j);
 					rk[0] = a0[2] < rk[0] ? a0[2] : rk[0];
 					rk[1] = a1[2] > rk[1] ? a1[2] : rk[1];
-					for (int32_t k = a0[2]; k <= a1[2]; k++) {
-						uint32_t at;
-						sim_sdfband_brick *bk = voxel_brick(b, i, j, k, &at);
+					sim_sdfband_brick *bk = NULL;
+					uint32_t at = 0;
+					for (int32_t k = a0[2]; k <= a1[2]; k++, at++) {
+						/* The brick changes every 8 voxels along the row. */
+						if (bk == NULL || (at & 7) == 0)
+							bk = voxel_brick(b, i, j, k, &at);
 						float *dv = bk->dist + at;
 						int32_t *nv = bk->near + at;
 						double p[3], c[3], q[3];
@@ -806,12 +809,14 @@ void sim_sdfband_layer(sim_sdfband *b, uint32_t r0, uint32_t r1)
 	static const sim_sdfband_brick empty;
 	/* The 18 neighbours (face and edge) in the dense builder's order. */
 	int8_t off[18][3];
+	int doff[18]; /* the same as offsets within a brick */
 	int no = 0;
 	for (int a = -1; a <= 1; a++)
 		for (int e = -1; e <= 1; e++)
 			for (int g = -1; g <= 1; g++)
 				if ((a | e | g) != 0 && (a & e & g) == 0)
-					off[no][0] = (int8_t)a, off[no][1] = (int8_t)e, off[no][2] = (int8_t)g, no++;
+					doff[no] = (a * 8 + e) * 8 + g, off[no][0] = (int8_t)a, off[no][1] = (int8_t)e,
+					off[no][2] = (int8_t)g, no++;
 	for (uint32_t r = r0; r < r1; r++) {
 		sim_sdfband_brick *k = b->bricks + b->list[r];
 		/* The 27 bricks around this one (the empty brick where none). */
@@ -830,13 +835,24 @@ void sim_sdfband_layer(sim_sdfband *b, uint32_t r0, uint32_t r1)
 				 * enough deep inside to be off by most of a voxel. */
 				int32_t cand[18];
 				int nc = 0;
+				/* Inside the brick's 6^3 core every neighbour is in it. */
+				const int core = x >= 1 && x <= 6 && y >= 1 && y <= 6 && z >= 1 && z <= 6;
+				const int v = x * 64 + l;
 				for (int m = 0; m < no; m++) {
-					const int ux = x + off[m][0], uy = y + off[m][1], uz = z + off[m][2];
-					const sim_sdfband_brick *q = nb[((ux >> 3) + 1) * 9 + ((uy >> 3) + 1) * 3 + (uz >> 3) + 1];
-					const int lx = ux & 7, ly = uy & 7, lz = uz & 7;
-					if (!(q->known[lx] >> (ly * 8 + lz) & 1))
-						continue;
-					const int32_t t = q->near[(lx * 8 + ly) * 8 + lz] - 1;
+					int32_t t;
+					if (core) {
+						const int n = v + doff[m];
+						if (!(k->known[n >> 6] >> (n & 63) & 1))
+							continue;
+						t = k->near[n] - 1;
+					} else {
+						const int ux = x + off[m][0], uy = y + off[m][1], uz = z + off[m][2];
+						const sim_sdfband_brick *q = nb[((ux >> 3) + 1) * 9 + ((uy >> 3) + 1) * 3 + (uz >> 3) + 1];
+						const int lx = ux & 7, ly = uy & 7, lz = uz & 7;
+						if (!(q->known[lx] >> (ly * 8 + lz) & 1))
+							continue;
+						t = q->near[(lx * 8 + ly) * 8 + lz] - 1;
+					}
 					int dup = 0;
 					for (int u = 0; u < nc; u++)
 						dup |= cand[u] == t;
@@ -866,7 +882,6 @@ void sim_sdfband_layer(sim_sdfband *b, uint32_t r0, uint32_t r1)
 				/* Every voxel of a layer has a known face neighbour in
 				 * the one before. Its own value is read by no voxel of
 				 * this layer (not known until the next plan). */
-				const int v = x * 64 + l;
 				const float dv = (float)signed_from(b, p, (uint32_t)bt, best, bf, bq);
 				k->near[v] = bt + 1;
 				k->dist[v] = dv;
