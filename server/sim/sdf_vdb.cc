@@ -81,8 +81,10 @@ constexpr double kAutoVoxelDivisions = 256.0;
 /* The narrow band is never thinner than this many voxels either side, so the
  * trilinear stencil around a surface point is always inside it. */
 constexpr int kMinBandVoxels = 3;
-/* The exact builder (sdfband.c) works on a dense grid of 12 bytes a voxel;
- * a box of more voxels than this goes to OpenVDB's sparse builder. */
+/* The exact builder (sdfband.c) stores 8^3 bricks on demand, but reserves
+ * (untouched) room for a brick in every cell of the box, about 8.5 bytes a
+ * voxel of address space, and keeps per-row tables of the box: a box of
+ * more voxels than this goes to OpenVDB's sparse builder. */
 constexpr uint64_t kMaxDenseVoxels = 24000000;
 
 std::once_flag g_vdb_once;
@@ -286,8 +288,8 @@ double ms_since(std::chrono::steady_clock::time_point t0)
 }
 
 /*
- * The exact builder (sdfband.h): distances and signs computed in C on a
- * dense grid over TBB's threads, then copied into an OpenVDB tree for the
+ * The exact builder (sdfband.h): distances and signs computed in C in
+ * 8^3 bricks over TBB's threads, then copied into an OpenVDB tree for the
  * sampling path, the cache format and every reader unchanged. Active
  * voxels: the exterior band (distance below bw voxels) and the whole
  * interior, as the OpenVDB builder gives; every interior voxel is active,
@@ -318,54 +320,49 @@ openvdb::FloatGrid::Ptr build_band(const std::vector<openvdb::Vec3s> &points,
 			  [&b](const tbb::blocked_range<uint32_t> &r) { sim_sdfband_shell(&b, r.begin(), r.end()); });
 	info.voxelize_ms = ms_since(t1);
 	auto t2 = std::chrono::steady_clock::now();
-	for (uint32_t n = sim_sdfband_begin_layers(&b); n > 0; n = sim_sdfband_next(&b))
-		tbb::parallel_for(tbb::blocked_range<uint32_t>(0, n, 2048),
-				  [&b](const tbb::blocked_range<uint32_t> &r) {
-					  sim_sdfband_layer(&b, r.begin(), r.end());
-				  });
+	sim_sdfband_begin_layers(&b);
+	for (;;) {
+		const uint32_t n = sim_sdfband_plan(&b);
+		tbb::parallel_for(tbb::blocked_range<uint32_t>(0, n, 64),
+				  [&b](const tbb::blocked_range<uint32_t> &r) { sim_sdfband_front(&b, r.begin(), r.end()); });
+		const uint32_t m = sim_sdfband_settle(&b);
+		if (m == 0)
+			break;
+		tbb::parallel_for(tbb::blocked_range<uint32_t>(0, m, 4),
+				  [&b](const tbb::blocked_range<uint32_t> &r) { sim_sdfband_layer(&b, r.begin(), r.end()); });
+	}
 	info.expand_ms = ms_since(t2);
 	auto t3 = std::chrono::steady_clock::now();
 	const float background = float(bw * voxel);
 	openvdb::FloatGrid::Ptr grid = openvdb::FloatGrid::create(background);
 	grid->setTransform(openvdb::math::Transform::createLinearTransform(voxel));
 	grid->setGridClass(openvdb::GRID_LEVEL_SET);
-	/* The tree leaf by leaf: each 8^3 leaf of the dense box is built on
-	 * any thread (values set, kept voxels active, the rest background and
-	 * inactive, as a leaf that setValue creates holds them), then the
-	 * leaves are inserted serially in a fixed order. The tree is the one
-	 * that setting the voxels one at a time gives. */
+	/* The tree leaf by leaf: each brick of the builder is an 8^3 leaf
+	 * (aligned alike), built on any thread (kept voxels set and active,
+	 * the rest background and inactive, as a leaf that setValue creates
+	 * holds them; none for a brick without a kept voxel), then the leaves
+	 * are inserted serially in a fixed order. The tree is the one that
+	 * setting the voxels one at a time gives. */
 	using Leaf = openvdb::FloatTree::LeafNodeType;
-	static_assert(Leaf::DIM == 8, "8^3 leaves");
-	/* Blocks that no voxel reached hold no kept one: not even scanned. */
-	const int32_t *l0 = b.leaf_org, *nl = b.leaf_dim;
-	std::vector<std::unique_ptr<Leaf>> leaves(size_t(nl[0]) * size_t(nl[1]) * size_t(nl[2]));
-	const size_t d1 = size_t(b.dim[1]), d2 = size_t(b.dim[2]);
-	tbb::parallel_for(tbb::blocked_range<size_t>(0, leaves.size(), 16), [&](const tbb::blocked_range<size_t> &r) {
-		for (size_t n = r.begin(); n < r.end(); n++) {
-			if (!b.leaf_hit[n])
+	static_assert(Leaf::DIM == 8 && Leaf::LOG2DIM == 3, "8^3 leaves, offset (x * 8 + y) * 8 + z");
+	std::vector<std::unique_ptr<Leaf>> leaves(b.nbricks);
+	tbb::parallel_for(tbb::blocked_range<uint32_t>(0, b.nbricks, 16), [&](const tbb::blocked_range<uint32_t> &r) {
+		for (uint32_t n = r.begin(); n < r.end(); n++) {
+			uint64_t keep[8], any = 0;
+			sim_sdfband_keep_mask(&b, n, keep);
+			for (int x = 0; x < 8; x++)
+				any |= keep[x];
+			if (any == 0)
 				continue;
-			const int32_t o[3] = {l0[0] + 8 * int32_t(n / (size_t(nl[1]) * size_t(nl[2]))),
-					      l0[1] + 8 * int32_t(n / size_t(nl[2]) % size_t(nl[1])),
-					      l0[2] + 8 * int32_t(n % size_t(nl[2]))};
-			int32_t a0[3], a1[3];
-			for (int k = 0; k < 3; k++) {
-				a0[k] = std::max(o[k], b.org[k]) - b.org[k];
-				a1[k] = std::min(o[k] + 8, b.org[k] + b.dim[k]) - b.org[k];
-			}
-			Leaf *leaf = nullptr;
-			for (int32_t i = a0[0]; i < a1[0]; i++)
-				for (int32_t j = a0[1]; j < a1[1]; j++) {
-					const size_t row = (size_t(i) * d1 + size_t(j)) * d2;
-					for (int32_t k = a0[2]; k < a1[2]; k++) {
-						if (!sim_sdfband_keep(&b, row + size_t(k)))
-							continue;
-						if (leaf == nullptr) {
-							leaves[n].reset(new Leaf(openvdb::Coord(o[0], o[1], o[2]), background, false));
-							leaf = leaves[n].get();
-						}
-						leaf->setValueOn(openvdb::Coord(b.org[0] + i, b.org[1] + j, b.org[2] + k),
-								 b.dist[row + size_t(k)]);
-					}
+			const sim_sdfband_brick &k = b.bricks[n];
+			leaves[n].reset(new Leaf(openvdb::Coord(b.leaf_org[0] + 8 * k.c[0], b.leaf_org[1] + 8 * k.c[1],
+								b.leaf_org[2] + 8 * k.c[2]),
+						 background, false));
+			Leaf *leaf = leaves[n].get();
+			for (int x = 0; x < 8; x++)
+				for (uint64_t bits = keep[x]; bits != 0; bits &= bits - 1) {
+					const openvdb::Index v = openvdb::Index(x * 64 + __builtin_ctzll(bits));
+					leaf->setValueOn(v, k.dist[v]);
 				}
 		}
 	});
@@ -744,6 +741,41 @@ drape_err deserialize(const void *data, size_t size, drape_sdf **out, drape_erro
 }
 
 } // namespace
+
+/* A hash of the field's voxels for the tests: every leaf's origin, its 512
+ * values and its active mask, FNV-1a each, summed so that the leaves'
+ * order does not matter. Two fields hash alike when their trees hold the
+ * same leaves with the same bits. */
+extern "C" uint64_t sim_sdf_voxel_hash(const drape_sdf *sdf, uint64_t *leaf_count)
+{
+	using Leaf = openvdb::FloatTree::LeafNodeType;
+	uint64_t sum = 0, n = 0;
+	for (auto it = sdf->grid->tree().cbeginLeaf(); it; ++it) {
+		const Leaf &leaf = *it;
+		uint64_t h = 0xcbf29ce484222325ull;
+		auto mix = [&h](const void *p, size_t size) {
+			const unsigned char *c = static_cast<const unsigned char *>(p);
+			for (size_t i = 0; i < size; i++)
+				h = (h ^ c[i]) * 0x100000001b3ull;
+		};
+		const openvdb::Coord o = leaf.origin();
+		const int32_t org[3] = {o[0], o[1], o[2]};
+		mix(org, sizeof org);
+		for (openvdb::Index i = 0; i < Leaf::SIZE; i++) {
+			const float v = leaf.getValue(i);
+			mix(&v, sizeof v);
+		}
+		for (openvdb::Index w = 0; w < Leaf::NodeMaskType::WORD_COUNT; w++) {
+			const uint64_t m = leaf.getValueMask().getWord<uint64_t>(w);
+			mix(&m, sizeof m);
+		}
+		sum += h;
+		n++;
+	}
+	if (leaf_count != nullptr)
+		*leaf_count = n;
+	return sum;
+}
 
 extern "C" drape_err drape_sdf_serialize(const drape_sdf *sdf, void **data, size_t *size, drape_error *err)
 {

@@ -1,4 +1,4 @@
-/* The exact signed distance to a closed mesh on a dense grid (sdfband.h). */
+/* The exact signed distance to a closed mesh on a bricked grid (sdfband.h). */
 #include "server/sim/sdfband.h"
 
 #include <math.h>
@@ -132,17 +132,14 @@ void sim_sdfband_free(sim_sdfband *b)
 	free(b->en);
 	free(b->vn);
 	free(b->sphere);
-	free(b->dist);
-	free(b->near);
-	free(b->res_near);
-	free(b->res_dist);
-	free(b->radix);
 	free(b->slab_start);
 	free(b->slab_tri);
 	free(b->row_k);
-	free(b->leaf_hit);
-	free(b->front);
-	free(b->next);
+	free(b->btab);
+	free(b->bricks);
+	free(b->list);
+	free(b->old);
+	free(b->count);
 	memset(b, 0, sizeof *b);
 }
 
@@ -182,6 +179,33 @@ static int fail(sim_sdfband *b, char *why, size_t n, const char *msg)
 	snprintf(why, n, "%s", msg);
 	sim_sdfband_free(b);
 	return -1;
+}
+
+/* Brick (x, y, z) of the table, made if it is not there yet. Serial. */
+static sim_sdfband_brick *brick_alloc(sim_sdfband *b, int32_t x, int32_t y, int32_t z)
+{
+	const size_t cell = ((size_t)x * (size_t)b->leaf_dim[1] + (size_t)y) * (size_t)b->leaf_dim[2] + (size_t)z;
+	if (b->btab[cell] == 0) {
+		sim_sdfband_brick *k = b->bricks + b->nbricks;
+		k->c[0] = x, k->c[1] = y, k->c[2] = z;
+		b->btab[cell] = ++b->nbricks;
+	}
+	return b->bricks + b->btab[cell] - 1;
+}
+
+/* Triangle t's box grown by the shell, in voxels from org (both ends in). */
+static void tri_box(const sim_sdfband *b, uint32_t t, int32_t a0[3], int32_t a1[3])
+{
+	double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+	for (int c = 0; c < 3; c++)
+		for (int k = 0; k < 3; k++) {
+			lo[k] = fmin(lo[k], b->pos[3 * (size_t)b->tri[t * 3 + c] + k]);
+			hi[k] = fmax(hi[k], b->pos[3 * (size_t)b->tri[t * 3 + c] + k]);
+		}
+	for (int k = 0; k < 3; k++) {
+		a0[k] = (int32_t)ceil(lo[k] / b->voxel - SIM_SDFBAND_SHELL) - b->org[k];
+		a1[k] = (int32_t)floor(hi[k] / b->voxel + SIM_SDFBAND_SHELL) - b->org[k];
+	}
 }
 
 int sim_sdfband_prepare(sim_sdfband *b, const float *vertices, uint32_t vertex_count,
@@ -401,29 +425,26 @@ int sim_sdfband_prepare(sim_sdfband *b, const float *vertices, uint32_t vertex_c
 			 (unsigned long long)dense, (unsigned long long)max_dense);
 		return fail(b, why, why_size, msg);
 	}
-	b->dist = malloc(sizeof(float) * dense);
-	/* calloc: pages far from the mesh stay untouched (0 = not reached). */
-	b->near = calloc(dense, sizeof(int32_t));
-	b->res_near = malloc(sizeof(int32_t) * dense);
-	b->res_dist = malloc(sizeof(float) * dense);
-	b->radix = malloc(sizeof(uint32_t) * 65537);
-	b->front = malloc(sizeof(uint32_t) * dense);
-	b->next = malloc(sizeof(uint32_t) * dense);
 	b->slabs = (uint32_t)((b->dim[0] + SIM_SDFBAND_SLAB - 1) / SIM_SDFBAND_SLAB);
 	b->slab_start = calloc((size_t)b->slabs + 1, sizeof(uint32_t));
-	size_t leaves = 1;
+	size_t cells = 1;
 	for (int k = 0; k < 3; k++) {
 		b->leaf_org[k] = b->org[k] & ~7;
 		b->leaf_dim[k] = ((b->org[k] + b->dim[k] - 1) & ~7) / 8 - b->leaf_org[k] / 8 + 1;
-		leaves *= (size_t)b->leaf_dim[k];
+		cells *= (size_t)b->leaf_dim[k];
 	}
-	b->leaf_hit = calloc(leaves, 1);
+	b->btab = calloc(cells, sizeof(uint32_t));
+	/* calloc: a brick's pages are touched (and zeroed) only when it is used. */
+	b->bricks = calloc(cells, sizeof(sim_sdfband_brick));
+	b->list = malloc(sizeof(uint32_t) * cells);
+	b->old = malloc(sizeof(uint32_t) * cells);
+	b->count = malloc(sizeof(uint32_t) * cells);
 	b->row_k = malloc(sizeof(int32_t) * 2 * (size_t)b->dim[0] * (size_t)b->dim[1]);
 	if (b->row_k != NULL)
 		for (size_t r = 0; r < (size_t)b->dim[0] * (size_t)b->dim[1]; r++)
 			b->row_k[2 * r] = INT32_MAX, b->row_k[2 * r + 1] = -1;
-	if (b->row_k == NULL || b->leaf_hit == NULL || b->dist == NULL || b->near == NULL || b->res_near == NULL || b->res_dist == NULL || b->radix == NULL || b->front == NULL || b->next == NULL ||
-	    b->slab_start == NULL)
+	if (b->row_k == NULL || b->btab == NULL || b->bricks == NULL || b->list == NULL || b->old == NULL ||
+	    b->count == NULL || b->slab_start == NULL)
 		goto oom;
 
 	/* Each triangle's slabs, counted then listed (ascending triangle order per slab). */
@@ -456,6 +477,19 @@ int sim_sdfband_prepare(sim_sdfband *b, const float *vertices, uint32_t vertex_c
 			}
 		}
 		free(fill);
+	}
+	/* The bricks of every triangle's grown box, in triangle order. */
+	for (uint32_t t = 0; t < nt; t++) {
+		int32_t a0[3], a1[3];
+		tri_box(b, t, a0, a1);
+		for (int k = 0; k < 3; k++) {
+			a0[k] = (a0[k] + b->org[k] - b->leaf_org[k]) >> 3;
+			a1[k] = (a1[k] + b->org[k] - b->leaf_org[k]) >> 3;
+		}
+		for (int32_t x = a0[0]; x <= a1[0]; x++)
+			for (int32_t y = a0[1]; y <= a1[1]; y++)
+				for (int32_t z = a0[2]; z <= a1[2]; z++)
+					brick_alloc(b, x, y, z);
 	}
 	return 0;
 oom:
@@ -517,26 +551,30 @@ static inline int beyond_plane(const sim_sdfband *b, const double p[3], uint32_t
 	return fabs(h) > best + margin;
 }
 
+/* The brick holding voxel (i, j, k) (from org) and the voxel's index in it;
+ * NULL when no brick is there. */
+static inline sim_sdfband_brick *voxel_brick(const sim_sdfband *b, int32_t i, int32_t j, int32_t k, uint32_t *at)
+{
+	const int32_t u = i + b->org[0] - b->leaf_org[0], v = j + b->org[1] - b->leaf_org[1],
+		      w = k + b->org[2] - b->leaf_org[2];
+	const uint32_t n = b->btab[((size_t)(u >> 3) * (size_t)b->leaf_dim[1] + (size_t)(v >> 3)) *
+					   (size_t)b->leaf_dim[2] +
+				   (size_t)(w >> 3)];
+	*at = (uint32_t)(((u & 7) * 8 + (v & 7)) * 8 + (w & 7));
+	return n ? b->bricks + n - 1 : NULL;
+}
+
 void sim_sdfband_shell(sim_sdfband *b, uint32_t s0, uint32_t s1)
 {
 	const double vx = b->voxel, shell = SIM_SDFBAND_SHELL * vx, margin = 1e-6 * vx;
-	const size_t d1 = (size_t)b->dim[1], d2 = (size_t)b->dim[2];
+	const size_t d1 = (size_t)b->dim[1];
 	for (uint32_t s = s0; s < s1; s++) {
 		const int32_t si0 = (int32_t)s * SIM_SDFBAND_SLAB;
 		const int32_t si1 = si0 + SIM_SDFBAND_SLAB < b->dim[0] ? si0 + SIM_SDFBAND_SLAB : b->dim[0];
 		for (uint32_t n = b->slab_start[s]; n < b->slab_start[s + 1]; n++) {
 			const uint32_t t = b->slab_tri[n];
-			double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-			for (int c = 0; c < 3; c++)
-				for (int k = 0; k < 3; k++) {
-					lo[k] = fmin(lo[k], b->pos[3 * (size_t)b->tri[t * 3 + c] + k]);
-					hi[k] = fmax(hi[k], b->pos[3 * (size_t)b->tri[t * 3 + c] + k]);
-				}
 			int32_t a0[3], a1[3];
-			for (int k = 0; k < 3; k++) {
-				a0[k] = (int32_t)ceil(lo[k] / vx - SIM_SDFBAND_SHELL) - b->org[k];
-				a1[k] = (int32_t)floor(hi[k] / vx + SIM_SDFBAND_SHELL) - b->org[k];
-			}
+			tri_box(b, t, a0, a1);
 			if (a0[0] < si0)
 				a0[0] = si0;
 			if (a1[0] > si1 - 1)
@@ -544,18 +582,25 @@ void sim_sdfband_shell(sim_sdfband *b, uint32_t s0, uint32_t s1)
 			const double *sp = b->sphere + 4 * (size_t)t;
 			for (int32_t i = a0[0]; i <= a1[0]; i++)
 				for (int32_t j = a0[1]; j <= a1[1]; j++) {
-					/* Rows of this slab only: no other task writes them. */
+					/* Rows of this slab only: no other task writes them
+					 * (nor their voxels: a brick's other rows may be
+					 * another slab's). prepare made every brick here. */
 					int32_t *rk = b->row_k + 2 * ((size_t)i * d1 + (size_t)j);
 					rk[0] = a0[2] < rk[0] ? a0[2] : rk[0];
 					rk[1] = a1[2] > rk[1] ? a1[2] : rk[1];
-					for (int32_t k = a0[2]; k <= a1[2]; k++) {
-						const size_t idx = ((size_t)i * d1 + (size_t)j) * d2 + (size_t)k;
+					sim_sdfband_brick *bk = NULL;
+					uint32_t at = 0;
+					for (int32_t k = a0[2]; k <= a1[2]; k++, at++) {
+						/* The brick changes every 8 voxels along the row. */
+						if (bk == NULL || (at & 7) == 0)
+							bk = voxel_brick(b, i, j, k, &at);
+						float *dv = bk->dist + at;
+						int32_t *nv = bk->near + at;
 						double p[3], c[3], q[3];
 						voxel_point(b, i, j, k, p);
 						/* Farther than the shell or the best so far by the
 						 * bounding sphere: the triangle cannot win. */
-						const double best =
-							b->near[idx] <= 0 ? shell : fmin((double)b->dist[idx], shell);
+						const double best = *nv <= 0 ? shell : fmin((double)*dv, shell);
 						if (beyond_plane(b, p, t, best, margin))
 							continue;
 						sub3(c, p, sp);
@@ -564,10 +609,9 @@ void sim_sdfband_shell(sim_sdfband *b, uint32_t s0, uint32_t s1)
 							continue;
 						int f;
 						const double d = tri_distance(b, p, t, &f, q);
-						if (b->near[idx] <= 0 || d < (double)b->dist[idx] ||
-						    (d == (double)b->dist[idx] && (int32_t)t + 1 < b->near[idx])) {
-							b->dist[idx] = (float)d;
-							b->near[idx] = (int32_t)t + 1;
+						if (*nv <= 0 || d < (double)*dv || (d == (double)*dv && (int32_t)t + 1 < *nv)) {
+							*dv = (float)d;
+							*nv = (int32_t)t + 1;
 						}
 					}
 				}
@@ -577,176 +621,286 @@ void sim_sdfband_shell(sim_sdfband *b, uint32_t s0, uint32_t s1)
 			for (int32_t j = 0; j < b->dim[1]; j++) {
 				const int32_t *rk = b->row_k + 2 * ((size_t)i * d1 + (size_t)j);
 				for (int32_t k = rk[0]; k <= rk[1]; k++) {
-					const size_t idx = ((size_t)i * d1 + (size_t)j) * d2 + (size_t)k;
-					if (b->near[idx] <= 0)
+					uint32_t at;
+					sim_sdfband_brick *bk = voxel_brick(b, i, j, k, &at);
+					/* The row's range spans its triangles' boxes and
+					 * the gaps between them, where no brick may be. */
+					if (bk == NULL || bk->near[at] <= 0)
 						continue;
-					if ((double)b->dist[idx] > shell) {
-						b->near[idx] = 0;
+					if ((double)bk->dist[at] > shell) {
+						bk->near[at] = 0;
 						continue;
 					}
 					double p[3], q[3];
 					voxel_point(b, i, j, k, p);
 					int f;
-					const uint32_t t = (uint32_t)b->near[idx] - 1;
+					const uint32_t t = (uint32_t)bk->near[at] - 1;
 					const double d = tri_distance(b, p, t, &f, q);
-					b->dist[idx] = (float)signed_from(b, p, t, d, f, q);
+					bk->dist[at] = (float)signed_from(b, p, t, d, f, q);
 				}
 			}
 	}
 }
 
-/* Whether the layers grow on from voxel idx: everywhere inside, outside within the band. */
-static inline int grows(const sim_sdfband *b, size_t idx)
+/* Whether the layers grow on from a voxel of distance d: everywhere
+ * inside, outside within the band. */
+static inline int grows(const sim_sdfband *b, float d)
 {
-	return b->dist[idx] < 0 || (double)b->dist[idx] < b->band;
+	return d < 0 || (double)d < b->band;
 }
 
-static uint32_t push_neighbours(sim_sdfband *b, size_t idx, uint32_t *out, uint32_t count)
+/* Masks of the voxels on a brick's faces, in a word (bit y * 8 + z). */
+#define Z_LO 0x0101010101010101ull
+#define Z_HI 0x8080808080808080ull
+#define Y_LO 0x00000000000000ffull
+#define Y_HI 0xff00000000000000ull
+
+static inline sim_sdfband_brick *table_brick(const sim_sdfband *b, int32_t x, int32_t y, int32_t z)
 {
-	const size_t d1 = (size_t)b->dim[1], d2 = (size_t)b->dim[2];
-	const int32_t i = (int32_t)(idx / (d1 * d2)), j = (int32_t)(idx / d2 % d1), k = (int32_t)(idx % d2);
-	const int32_t c[3] = {i, j, k};
-	const size_t step[3] = {d1 * d2, d2, 1};
-	for (int a = 0; a < 3; a++)
-		for (int s = -1; s <= 1; s += 2) {
-			const int32_t x = c[a] + s;
-			if (x < 0 || x >= b->dim[a])
-				continue;
-			const size_t n = s < 0 ? idx - step[a] : idx + step[a];
-			if (b->near[n] == 0) {
-				b->near[n] = SIM_SDFBAND_QUEUED;
-				out[count++] = (uint32_t)n;
+	if (x < 0 || y < 0 || z < 0 || x >= b->leaf_dim[0] || y >= b->leaf_dim[1] || z >= b->leaf_dim[2])
+		return NULL;
+	const uint32_t n = b->btab[((size_t)x * (size_t)b->leaf_dim[1] + (size_t)y) * (size_t)b->leaf_dim[2] + (size_t)z];
+	return n ? b->bricks + n - 1 : NULL;
+}
+
+void sim_sdfband_begin_layers(sim_sdfband *b)
+{
+	/* Known: the shell's voxels, all within a voxel of the surface, so all
+	 * grow. The first plan lists every brick. */
+	for (uint32_t n = 0; n < b->nbricks; n++) {
+		sim_sdfband_brick *k = b->bricks + n;
+		for (int x = 0; x < 8; x++) {
+			uint64_t m = 0, g = 0;
+			for (int l = 0; l < 64; l++) {
+				const int v = x * 64 + l;
+				if (k->near[v] > 0) {
+					m |= 1ull << l;
+					if (grows(b, k->dist[v]))
+						g |= 1ull << l;
+				}
+			}
+			k->known[x] = k->reach[x] = m;
+			k->grow[x] = g;
+		}
+		b->list[n] = n;
+	}
+	b->nlist = b->nbricks;
+	b->layers = 0;
+}
+
+uint32_t sim_sdfband_plan(sim_sdfband *b)
+{
+	const uint32_t stamp = ++b->layers;
+	uint32_t *x = b->old;
+	b->old = b->list;
+	b->nold = b->nlist;
+	b->list = x;
+	b->nlist = 0;
+	for (uint32_t r = 0; r < b->nold; r++) {
+		sim_sdfband_brick *k = b->bricks + b->old[r];
+		uint64_t any = 0, ylo = 0, yhi = 0, zlo = 0, zhi = 0;
+		for (int w = 0; w < 8; w++) {
+			k->known[w] |= k->front[w];
+			k->front[w] = 0;
+			any |= k->grow[w];
+			ylo |= k->grow[w] & Y_LO, yhi |= k->grow[w] & Y_HI;
+			zlo |= k->grow[w] & Z_LO, zhi |= k->grow[w] & Z_HI;
+		}
+		if (any == 0)
+			continue;
+		/* The brick itself and each neighbour its growing voxels touch. */
+		const int spill[6] = {k->grow[0] != 0, k->grow[7] != 0, ylo != 0, yhi != 0, zlo != 0, zhi != 0};
+		const int32_t c[3] = {k->c[0], k->c[1], k->c[2]};
+		for (int f = -1; f < 6; f++) {
+			int32_t d[3] = {c[0], c[1], c[2]};
+			if (f >= 0) {
+				if (!spill[f])
+					continue;
+				d[f / 2] += f % 2 ? 1 : -1;
+				if (d[f / 2] < 0 || d[f / 2] >= b->leaf_dim[f / 2])
+					continue;
+			}
+			/* The pool has room for every cell: k stays where it is. */
+			sim_sdfband_brick *m = brick_alloc(b, d[0], d[1], d[2]);
+			if (m->stamp != stamp) {
+				m->stamp = stamp;
+				b->list[b->nlist++] = (uint32_t)(m - b->bricks);
 			}
 		}
-	return count;
+	}
+	return b->nlist;
 }
 
-/* Sorts a layer's voxel indices (two 16-bit radix passes through tmp), so
- * the layer walks the grid in memory order: in discovery order its
- * neighbour reads miss the cache on most voxels. */
-static void sort_layer(uint32_t *v, uint32_t *tmp, uint32_t n, uint32_t *count)
+/* The voxels of a brick inside the box [0, dim) (all of them but at its edges). */
+static void box_mask(const sim_sdfband *b, const sim_sdfband_brick *k, uint64_t m[8])
 {
-	for (int shift = 0; shift < 32; shift += 16) {
-		memset(count, 0, sizeof(uint32_t) * 65537);
-		for (uint32_t i = 0; i < n; i++)
-			count[(v[i] >> shift & 0xffffu) + 1]++;
-		for (uint32_t r = 0; r < 65536; r++)
-			count[r + 1] += count[r];
-		for (uint32_t i = 0; i < n; i++)
-			tmp[count[v[i] >> shift & 0xffffu]++] = v[i];
-		memcpy(v, tmp, sizeof *v * n);
+	int lo[3], hi[3];
+	for (int a = 0; a < 3; a++) {
+		const int32_t g0 = b->leaf_org[a] + 8 * k->c[a]; /* the brick's first voxel, global */
+		lo[a] = b->org[a] - g0 > 0 ? b->org[a] - g0 : 0;
+		hi[a] = b->org[a] + b->dim[a] - g0 < 8 ? b->org[a] + b->dim[a] - g0 : 8;
+	}
+	uint64_t row = 0, plane = 0;
+	for (int z = lo[2]; z < hi[2]; z++)
+		row |= 1ull << z;
+	for (int y = lo[1]; y < hi[1]; y++)
+		plane |= row << (8 * y);
+	for (int x = 0; x < 8; x++)
+		m[x] = x >= lo[0] && x < hi[0] ? plane : 0;
+}
+
+void sim_sdfband_front(sim_sdfband *b, uint32_t r0, uint32_t r1)
+{
+	static const uint64_t none[8];
+	for (uint32_t r = r0; r < r1; r++) {
+		sim_sdfband_brick *k = b->bricks + b->list[r];
+		const int32_t *c = k->c;
+		const sim_sdfband_brick *nb[6];
+		for (int f = 0; f < 6; f++) {
+			int32_t d[3] = {c[0], c[1], c[2]};
+			d[f / 2] += f % 2 ? 1 : -1;
+			nb[f] = table_brick(b, d[0], d[1], d[2]);
+		}
+		const uint64_t *g = k->grow, *gx0 = nb[0] ? nb[0]->grow : none, *gx1 = nb[1] ? nb[1]->grow : none,
+			       *gy0 = nb[2] ? nb[2]->grow : none, *gy1 = nb[3] ? nb[3]->grow : none,
+			       *gz0 = nb[4] ? nb[4]->grow : none, *gz1 = nb[5] ? nb[5]->grow : none;
+		uint64_t box[8];
+		const int edge = c[0] == 0 || c[1] == 0 || c[2] == 0 || c[0] == b->leaf_dim[0] - 1 ||
+				 c[1] == b->leaf_dim[1] - 1 || c[2] == b->leaf_dim[2] - 1;
+		if (edge)
+			box_mask(b, k, box);
+		uint32_t n = 0;
+		for (int x = 0; x < 8; x++) {
+			/* The face neighbours of the growing voxels: along x the
+			 * next words, along y 8 bits, along z 1 bit (not across a
+			 * row), and the neighbour bricks' facing planes. */
+			uint64_t d = (x > 0 ? g[x - 1] : gx0[7]) | (x < 7 ? g[x + 1] : gx1[0]);
+			d |= (g[x] << 1 & ~Z_LO) | (g[x] >> 1 & ~Z_HI) | g[x] << 8 | g[x] >> 8;
+			d |= (gy0[x] & Y_HI) >> 56 | (gy1[x] & Y_LO) << 56;
+			d |= (gz0[x] & Z_HI) >> 7 | (gz1[x] & Z_LO) << 7;
+			d &= ~k->reach[x];
+			if (edge)
+				d &= box[x];
+			k->front[x] = d;
+			k->reach[x] |= d;
+			n += (uint32_t)__builtin_popcountll(d);
+		}
+		b->count[r] = n;
 	}
 }
 
-/* Marks the 8^3 block of voxel idx as holding a reached voxel. Serial. */
-static void mark_leaf(sim_sdfband *b, size_t idx)
+uint32_t sim_sdfband_settle(sim_sdfband *b)
 {
-	const size_t d1 = (size_t)b->dim[1], d2 = (size_t)b->dim[2];
-	const int32_t c[3] = {b->org[0] + (int32_t)(idx / (d1 * d2)), b->org[1] + (int32_t)(idx / d2 % d1),
-			      b->org[2] + (int32_t)(idx % d2)};
-	size_t l = 0;
-	for (int k = 0; k < 3; k++)
-		l = l * (size_t)b->leaf_dim[k] + (size_t)(((c[k] & ~7) - b->leaf_org[k]) / 8);
-	b->leaf_hit[l] = 1;
+	/* The last layer's growing voxels are spent: the next layer holds
+	 * all their unreached neighbours. */
+	for (uint32_t r = 0; r < b->nold; r++)
+		memset(b->bricks[b->old[r]].grow, 0, sizeof b->bricks[0].grow);
+	uint32_t m = 0;
+	for (uint32_t r = 0; r < b->nlist; r++)
+		if (b->count[r] > 0)
+			b->list[m++] = b->list[r];
+	b->nlist = m;
+	return m;
 }
 
-uint32_t sim_sdfband_begin_layers(sim_sdfband *b)
+void sim_sdfband_layer(sim_sdfband *b, uint32_t r0, uint32_t r1)
 {
-	/* The shell's voxels lie in its rows' k ranges; the walk is in
-	 * ascending index order as over the whole box. */
-	const size_t rows = (size_t)b->dim[0] * (size_t)b->dim[1], d2 = (size_t)b->dim[2];
-	uint32_t count = 0;
-	for (size_t r = 0; r < rows; r++)
-		for (int32_t k = b->row_k[2 * r]; k <= b->row_k[2 * r + 1]; k++) {
-			const size_t idx = r * d2 + (size_t)k;
-			if (b->near[idx] > 0)
-				mark_leaf(b, idx);
-			if (b->near[idx] > 0 && grows(b, idx))
-				count = push_neighbours(b, idx, b->front, count);
-		}
-	b->layers = 1;
-	b->front_count = count;
-	sort_layer(b->front, b->next, count, b->radix);
-	return count;
-}
-
-void sim_sdfband_layer(sim_sdfband *b, uint32_t f0, uint32_t f1)
-{
-	const ptrdiff_t d1 = b->dim[1], d2 = b->dim[2];
 	const double margin = 1e-6 * b->voxel;
-	/* Offsets of the 26 neighbours. A voxel of a layer lies within the
-	 * band plus one voxel of the surface, and the grid reaches two voxels
-	 * past the band on every side, so every neighbour is in the grid. */
-	ptrdiff_t off[26];
+	static const sim_sdfband_brick empty;
+	/* The 18 neighbours (face and edge) in the dense builder's order. */
+	int8_t off[18][3];
+	int doff[18]; /* the same as offsets within a brick */
 	int no = 0;
 	for (int a = -1; a <= 1; a++)
 		for (int e = -1; e <= 1; e++)
 			for (int g = -1; g <= 1; g++)
 				if ((a | e | g) != 0 && (a & e & g) == 0)
-					off[no++] = (a * d1 + e) * d2 + g;
-	for (uint32_t f = f0; f < f1; f++) {
-		const size_t idx = b->front[f];
-		/* The nearest triangles of the 26 neighbours already known: the
-		 * face neighbours alone miss the true nearest triangle often
-		 * enough deep inside to be off by most of a voxel. */
-		int32_t cand[26];
-		int nc = 0;
-		for (int m = 0; m < no; m++) {
-			const size_t n = (size_t)((ptrdiff_t)idx + off[m]);
-			/* Known voxels only: this layer's own are still queued. */
-			if (b->near[n] <= 0)
-				continue;
-			const int32_t t = b->near[n] - 1;
-			int dup = 0;
-			for (int u = 0; u < nc; u++)
-				dup |= cand[u] == t;
-			if (!dup)
-				cand[nc++] = t;
+					doff[no] = (a * 8 + e) * 8 + g, off[no][0] = (int8_t)a, off[no][1] = (int8_t)e,
+					off[no][2] = (int8_t)g, no++;
+	for (uint32_t r = r0; r < r1; r++) {
+		sim_sdfband_brick *k = b->bricks + b->list[r];
+		/* The 27 bricks around this one (the empty brick where none). */
+		const sim_sdfband_brick *nb[27];
+		for (int a = 0; a < 27; a++) {
+			const sim_sdfband_brick *m = table_brick(b, k->c[0] + a / 9 - 1, k->c[1] + a / 3 % 3 - 1, k->c[2] + a % 3 - 1);
+			nb[a] = m ? m : &empty;
 		}
-		double p[3], bq[3] = {0, 0, 0}, best = INFINITY;
-		int32_t bt = -1;
-		int bf = 0;
-		voxel_point(b, (int32_t)(idx / (size_t)(d1 * d2)), (int32_t)(idx / (size_t)d2 % (size_t)d1),
-			    (int32_t)(idx % (size_t)d2), p);
-		for (int m = 0; m < nc; m++) {
-			/* The bounding sphere rules most candidates out cheaply. */
-			const double *sp = b->sphere + 4 * (size_t)cand[m];
-			double c[3], q[3];
-			sub3(c, p, sp);
-			const double reach = best + sp[3];
-			if (dot3(c, c) > reach * reach || beyond_plane(b, p, (uint32_t)cand[m], best, margin))
-				continue;
-			int fe;
-			const double d = tri_distance(b, p, (uint32_t)cand[m], &fe, q);
-			if (d < best || (d == best && cand[m] < bt)) {
-				best = d, bt = cand[m], bf = fe;
-				memcpy(bq, q, sizeof q);
+		const int32_t g0[3] = {b->leaf_org[0] + 8 * k->c[0], b->leaf_org[1] + 8 * k->c[1], b->leaf_org[2] + 8 * k->c[2]};
+		for (int x = 0; x < 8; x++)
+			for (uint64_t bits = k->front[x]; bits != 0; bits &= bits - 1) {
+				const int l = __builtin_ctzll(bits), y = l >> 3, z = l & 7;
+				/* The nearest triangles of the known neighbours (this
+				 * layer's own voxels are not known yet): the face
+				 * neighbours alone miss the true nearest triangle often
+				 * enough deep inside to be off by most of a voxel. */
+				int32_t cand[18];
+				int nc = 0;
+				/* Inside the brick's 6^3 core every neighbour is in it. */
+				const int core = x >= 1 && x <= 6 && y >= 1 && y <= 6 && z >= 1 && z <= 6;
+				const int v = x * 64 + l;
+				for (int m = 0; m < no; m++) {
+					int32_t t;
+					if (core) {
+						const int n = v + doff[m];
+						if (!(k->known[n >> 6] >> (n & 63) & 1))
+							continue;
+						t = k->near[n] - 1;
+					} else {
+						const int ux = x + off[m][0], uy = y + off[m][1], uz = z + off[m][2];
+						const sim_sdfband_brick *q = nb[((ux >> 3) + 1) * 9 + ((uy >> 3) + 1) * 3 + (uz >> 3) + 1];
+						const int lx = ux & 7, ly = uy & 7, lz = uz & 7;
+						if (!(q->known[lx] >> (ly * 8 + lz) & 1))
+							continue;
+						t = q->near[(lx * 8 + ly) * 8 + lz] - 1;
+					}
+					int dup = 0;
+					for (int u = 0; u < nc; u++)
+						dup |= cand[u] == t;
+					if (!dup)
+						cand[nc++] = t;
+				}
+				const double p[3] = {(double)(g0[0] + x) * b->voxel, (double)(g0[1] + y) * b->voxel,
+						     (double)(g0[2] + z) * b->voxel};
+				double bq[3] = {0, 0, 0}, best = INFINITY;
+				int32_t bt = -1;
+				int bf = 0;
+				for (int m = 0; m < nc; m++) {
+					/* The bounding sphere rules most candidates out cheaply. */
+					const double *sp = b->sphere + 4 * (size_t)cand[m];
+					double c[3], q[3];
+					sub3(c, p, sp);
+					const double reach = best + sp[3];
+					if (dot3(c, c) > reach * reach || beyond_plane(b, p, (uint32_t)cand[m], best, margin))
+						continue;
+					int fe;
+					const double d = tri_distance(b, p, (uint32_t)cand[m], &fe, q);
+					if (d < best || (d == best && cand[m] < bt)) {
+						best = d, bt = cand[m], bf = fe;
+						memcpy(bq, q, sizeof q);
+					}
+				}
+				/* Every voxel of a layer has a known face neighbour in
+				 * the one before. Its own value is read by no voxel of
+				 * this layer (not known until the next plan). */
+				const float dv = (float)signed_from(b, p, (uint32_t)bt, best, bf, bq);
+				k->near[v] = bt + 1;
+				k->dist[v] = dv;
+				if (grows(b, dv))
+					k->grow[x] |= 1ull << l;
 			}
-		}
-		/* Every voxel of a layer has a neighbour in the one before.
-		 * The result waits in res_* until sim_sdfband_next, so no
-		 * voxel of this layer reads another's. */
-		b->res_near[f] = bt;
-		b->res_dist[f] = (float)signed_from(b, p, (uint32_t)bt, best, bf, bq);
 	}
 }
 
-uint32_t sim_sdfband_next(sim_sdfband *b)
+void sim_sdfband_keep_mask(const sim_sdfband *b, uint32_t n, uint64_t mask[8])
 {
-	uint32_t count = 0;
-	for (uint32_t f = 0; f < b->front_count; f++) {
-		b->near[b->front[f]] = b->res_near[f] + 1;
-		b->dist[b->front[f]] = b->res_dist[f];
-		mark_leaf(b, b->front[f]);
+	const sim_sdfband_brick *k = b->bricks + n;
+	for (int x = 0; x < 8; x++) {
+		uint64_t m = 0;
+		for (uint64_t bits = k->known[x]; bits != 0; bits &= bits - 1) {
+			const int l = __builtin_ctzll(bits);
+			if ((double)k->dist[x * 64 + l] < b->band)
+				m |= 1ull << l;
+		}
+		mask[x] = m;
 	}
-	for (uint32_t f = 0; f < b->front_count; f++)
-		if (grows(b, b->front[f]))
-			count = push_neighbours(b, b->front[f], b->next, count);
-	uint32_t *x = b->front;
-	b->front = b->next;
-	b->next = x;
-	b->front_count = count;
-	b->layers++;
-	sort_layer(b->front, b->next, count, b->radix);
-	return count;
 }

@@ -1,6 +1,6 @@
 /*
- * The exact signed distance to a closed triangle mesh on a dense voxel grid
- * (issue 22): the distance computation of drape_sdf_build, in C, apart from
+ * The exact signed distance to a closed triangle mesh on a voxel grid
+ * stored in 8^3 bricks allocated on demand (issue 22): the distance computation of drape_sdf_build, in C, apart from
  * OpenVDB. sdf_vdb.cc drives it (its threads, the grid it fills); nothing
  * here knows OpenVDB or TBB.
  *
@@ -35,10 +35,26 @@
 
 /* Voxels around each triangle whose distance is computed exactly. */
 #define SIM_SDFBAND_SHELL 1
-/* near[] of a voxel in the current layer, not yet computed. */
-#define SIM_SDFBAND_QUEUED (-1)
 /* Voxel layers (along the first axis) per task of the shell stage. */
 #define SIM_SDFBAND_SLAB 2
+
+/*
+ * The grid is stored in 8^3 bricks aligned to the global voxel coordinates
+ * (OpenVDB's leaves), allocated when the shell or a layer first reaches
+ * them: a voxel's 18 neighbours mostly share its brick's cache lines, and
+ * empty space costs nothing. Voxel (x, y, z) of a brick is at index
+ * (x * 8 + y) * 8 + z; its bit in a mask is bit y * 8 + z of word x.
+ */
+typedef struct sim_sdfband_brick {
+	float dist[512];   /* signed distance, once known */
+	int32_t near[512]; /* nearest triangle + 1, 0 not yet known */
+	uint64_t known[8]; /* near > 0 (the layers read only these neighbours) */
+	uint64_t reach[8]; /* known, or in the current layer */
+	uint64_t front[8]; /* the current layer */
+	uint64_t grow[8];  /* the last layer's (or the shell's) voxels the next one grows from */
+	int32_t c[3];      /* brick coordinates in the table */
+	uint32_t stamp;    /* the last layer that listed it */
+} sim_sdfband_brick;
 
 typedef struct sim_sdfband {
 	/* The welded, oriented mesh in double precision. */
@@ -49,31 +65,27 @@ typedef struct sim_sdfband {
 	double *en;         /* edge pseudo-normals, 9 per triangle: edge k runs v[k] -> v[k+1] */
 	double *vn;         /* vertex pseudo-normals, 3 per vertex */
 	double *sphere;     /* per triangle: centroid xyz and bounding radius */
-	/* The grid: voxel (i, j, k) is at (org + (i, j, k)) * voxel in world space. */
+	/* The grid: voxel (i, j, k) is at (org + (i, j, k)) * voxel in world
+	 * space, for i, j, k in [0, dim) (the box the layers may reach). */
 	double voxel, band; /* band: the exterior band's width, metres */
 	int32_t org[3], dim[3];
-	float *dist;        /* signed distance per voxel, dense, index (i * dim1 + j) * dim2 + k */
-	int32_t *near;      /* nearest triangle + 1 per voxel, 0 not reached, or SIM_SDFBAND_QUEUED */
 	/* Shell tasks: triangles overlapping each slab of SIM_SDFBAND_SLAB first-axis layers. */
 	uint32_t slabs;
 	uint32_t *slab_start, *slab_tri;
 	/* Per row (i, j): the k range [lo, hi] of the triangles' grown boxes
 	 * that reach it (lo > hi: none), so the passes after the shell walk
-	 * only those instead of the whole dense box. */
+	 * only those. */
 	int32_t *row_k;
-	/* 8^3 blocks aligned to the global voxel coordinates (OpenVDB's leaves):
-	 * leaf_org[k] = org[k] rounded down to a multiple of 8, leaf_dim
-	 * blocks along each axis, and whether each holds a voxel reached by
-	 * the shell or a layer (1) or none (0): a 0 block has no kept voxel. */
+	/* The brick table: leaf_org[k] = org[k] rounded down to a multiple of
+	 * 8, leaf_dim bricks along each axis; btab holds a brick's index + 1
+	 * (0: none), index (a * leaf_dim1 + c) * leaf_dim2 + e. */
 	int32_t leaf_org[3], leaf_dim[3];
-	uint8_t *leaf_hit;   /* index (a * leaf_dim1 + c) * leaf_dim2 + e */
-
-	/* The current propagation layer's voxels (sim_sdfband_next fills it). */
-	uint32_t *front, front_count;
-	uint32_t *next;     /* scratch for the next layer */
-	int32_t *res_near;  /* the current layer's results, by position in front */
-	float *res_dist;
-	uint32_t *radix;    /* 65537 counters for sorting a layer */
+	uint32_t *btab;
+	sim_sdfband_brick *bricks; /* capacity: one per table cell, touched only when used */
+	uint32_t nbricks;
+	/* The bricks of the current layer (list), of the one before (old). */
+	uint32_t *list, *old, *count;
+	uint32_t nlist, nold;
 	uint32_t layers;    /* propagation layers made so far */
 	uint32_t pieces;    /* connected pieces of the mesh */
 	uint32_t flipped;   /* triangles whose winding was reversed to face out */
@@ -91,18 +103,33 @@ int sim_sdfband_prepare(sim_sdfband *b, const float *vertices, uint32_t vertex_c
 			uint64_t max_dense, char *why, size_t why_size);
 /* Stage 1 for slabs [s0, s1) of b->slabs; independent across slabs. */
 void sim_sdfband_shell(sim_sdfband *b, uint32_t s0, uint32_t s1);
-/* Ends stage 1 and starts the layers: keeps the exact shell, signs it and
- * makes the first layer. Serial. Returns the new layer's voxel count. */
-uint32_t sim_sdfband_begin_layers(sim_sdfband *b);
-/* Stage 2 for front[f0, f1) of the current layer; independent across ranges. */
-void sim_sdfband_layer(sim_sdfband *b, uint32_t f0, uint32_t f1);
-/* Makes the next layer from the current one. Serial. Returns its voxel count (0: done). */
-uint32_t sim_sdfband_next(sim_sdfband *b);
-/* Whether voxel idx belongs in the field (interior, or exterior within the band). */
-static inline int sim_sdfband_keep(const sim_sdfband *b, size_t idx)
-{
-	return b->near[idx] > 0 && (double)b->dist[idx] < b->band;
-}
+/*
+ * Stage 2, the layers, breadth first from the shell:
+ *
+ *   sim_sdfband_begin_layers(b);
+ *   for (;;) {
+ *           n = sim_sdfband_plan(b);                    serial
+ *           sim_sdfband_front(b, 0 .. n);               any ranges, any threads
+ *           if ((n = sim_sdfband_settle(b)) == 0)       serial
+ *                   break;
+ *           sim_sdfband_layer(b, 0 .. n);               any ranges, any threads
+ *   }
+ *
+ * plan commits the last layer and lists the bricks the next one may touch
+ * (allocating them), front finds each listed brick's voxels of the next
+ * layer (the unreached face neighbours of the last layer's voxels that
+ * grow), settle keeps the bricks that have some and returns their count,
+ * layer computes their voxels. Each stage reads only what the one before
+ * wrote, so the field is the same at any thread count.
+ */
+void sim_sdfband_begin_layers(sim_sdfband *b);
+uint32_t sim_sdfband_plan(sim_sdfband *b);
+void sim_sdfband_front(sim_sdfband *b, uint32_t r0, uint32_t r1);
+uint32_t sim_sdfband_settle(sim_sdfband *b);
+void sim_sdfband_layer(sim_sdfband *b, uint32_t r0, uint32_t r1);
+/* The voxels of brick n that belong in the field (interior, or exterior
+ * within the band), as a mask (word x, bit y * 8 + z). After the layers. */
+void sim_sdfband_keep_mask(const sim_sdfband *b, uint32_t n, uint64_t mask[8]);
 void sim_sdfband_free(sim_sdfband *b);
 
 /* The exact distance from p to triangle (a, b, c) and the nearest feature:
@@ -110,5 +137,10 @@ void sim_sdfband_free(sim_sdfband *b);
  * the tests. */
 double sim_sdfband_point_triangle(const double p[3], const double a[3], const double b[3],
 				  const double c[3], int *feature, double q[3]);
+
+/* The tests' hash of a built field's voxels (sdf_vdb.cc): the sum over its
+ * leaves of FNV-1a of the origin, the 512 values and the active mask. */
+struct drape_sdf;
+uint64_t sim_sdf_voxel_hash(const struct drape_sdf *sdf, uint64_t *leaf_count);
 
 #endif

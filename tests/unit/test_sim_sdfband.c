@@ -14,7 +14,10 @@
  *   every other triangle reversed, gives the identical field.
  * - A hole is capped and the result is still signed; a non-manifold edge
  *   sends the mesh to OpenVDB, and the info says so.
- * - The field is bit-identical built on one thread and on all of them.
+ * - The field is bit-identical built on one thread and on all of them,
+ *   for the block (its samples) and for the MakeHuman body (every leaf's
+ *   origin, values and active mask; the hash is printed, to compare
+ *   builds of the builder against each other).
  * - Sampling is the unfused trilinear formula to the bit.
  */
 #include <math.h>
@@ -27,7 +30,9 @@
 #include <unistd.h>
 
 #include "drape/sim.h"
+#include "server/sim/sdfband.h"
 #include "tests/unit/check.h"
+#include "tests/unit/deform_geometry.h"
 
 /* The block: cells of a rectilinear lattice, all filled but the pocket
  * cell (1, 1, 1): 2 mm wide in x (0.4 of the 5 mm voxel), 3 cm deep from
@@ -432,6 +437,70 @@ static int child_field(int one_cpu, uint32_t *threads, uint64_t *hash)
 	return 0;
 }
 
+/* A child builds the MakeHuman body's field as the bench does (scale 0.1,
+ * 5 mm voxels) on the CPUs it is given and reports the thread count, the
+ * hash of its voxels (sim_sdf_voxel_hash) and its leaf count. */
+static int child_body(int one_cpu, uint64_t r[3])
+{
+	int fd[2];
+	if (pipe(fd) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(fd[0]);
+		if (one_cpu) {
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET((int)(sched_getcpu() < 0 ? 0 : sched_getcpu()), &set);
+			sched_setaffinity(0, sizeof set, &set);
+		}
+		uint64_t out[3] = {0, 0, 0};
+		mesh m;
+		drape_sdf *f = NULL;
+		drape_error err;
+		if (mesh_read_obj("tests/data/meshes/mh_proxy_male_generic.obj", 0.1f, &m) == 0) {
+			if (drape_sdf_build(m.v, m.nv, m.t, m.nt, 0.005f, 0, 0, &f, &err) == DRAPE_OK) {
+				drape_sdf_info info;
+				drape_sdf_get_info(f, &info);
+				out[0] = sim_sdf_voxel_hash(f, &out[2]);
+				out[1] = info.threads;
+				if (strncmp(info.builder, "band", 4) != 0)
+					out[0] = 0;
+				drape_sdf_release(f);
+			}
+			mesh_free(&m);
+		}
+		ssize_t w = write(fd[1], out, sizeof out);
+		_exit(w == (ssize_t)sizeof out ? 0 : 1);
+	}
+	close(fd[1]);
+	ssize_t got = read(fd[0], r, sizeof(uint64_t) * 3);
+	close(fd[0]);
+	int status;
+	waitpid(pid, &status, 0);
+	if (got != (ssize_t)(sizeof(uint64_t) * 3) || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -1;
+	return 0;
+}
+
+static void test_body_voxels_same_on_any_thread_count(void)
+{
+	uint64_t one[3], all[3];
+	CHECK(child_body(1, one) == 0);
+	CHECK(child_body(0, all) == 0);
+	printf("  body voxels: %u thread(s) %016llx (%llu leaves); %u threads %016llx (%llu leaves)\n",
+	       (unsigned)one[1], (unsigned long long)one[0], (unsigned long long)one[2], (unsigned)all[1],
+	       (unsigned long long)all[0], (unsigned long long)all[2]);
+	CHECK(one[1] == 1);
+	CHECK(one[0] != 0 && one[0] == all[0] && one[2] == all[2]);
+	/* The dense builder's voxels (main at c52e710, before the bricks):
+	 * the bricked grid changed where voxels are stored, not their bits.
+	 * A change meant to alter the voxels updates this and says so. */
+	CHECK(one[0] == 0xec8c1d59de8e1f23ull && one[2] == 2518);
+}
+
 static void test_same_field_on_any_thread_count(void)
 {
 	uint32_t t1, tn;
@@ -448,6 +517,7 @@ int main(int argc, char **argv)
 {
 	static const check_test tests[] = {
 		CHECK_TEST(test_same_field_on_any_thread_count),
+		CHECK_TEST(test_body_voxels_same_on_any_thread_count),
 		CHECK_TEST(test_block_matches_closed_form),
 		CHECK_TEST(test_winding_does_not_matter),
 		CHECK_TEST(test_open_and_non_manifold),
