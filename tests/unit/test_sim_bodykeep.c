@@ -205,9 +205,9 @@ static void compare(int kind, float margin, float budget, float slide, compare_r
 			cloth_at(&g, t0, slide, x);
 			cloth_at(&g, t1, slide, p);
 			sim_bodypush_begin(keep, &sim->colliders, sim->tris, sim->ntri, x, p,
-					   sd.params.thickness, s == 0);
+					   sd.params.thickness, s == 0, NULL);
 			sim_bodypush_begin(fresh, &sim->colliders, sim->tris, sim->ntri, x, p,
-					   sd.params.thickness, s == 0);
+					   sd.params.thickness, s == 0, NULL);
 			r->substeps++;
 			uint32_t n = sim_bodypush_pair_count(fresh);
 			r->pairs += n;
