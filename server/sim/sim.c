@@ -755,7 +755,7 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 						   sim->x, sim->p, P->thickness, s == 0, sim->pool);
 			if (sim->bodyedge != NULL)
 				sim_bodyedge_begin(sim->bodyedge, &sim->colliders, sim->x, sim->p,
-						   P->thickness, s == 0);
+						   P->thickness, s == 0, sim->pool);
 			collide_ms += now_ms() - tc;
 		}
 		if (selfc) {
