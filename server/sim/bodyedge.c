@@ -169,22 +169,29 @@ typedef struct be_chunk {
 	uint32_t count, cap;
 } be_chunk;
 
+/* One chunk's candidates of a collection (collect()): its ridges' lists
+ * in turn, joined in chunk order into b->kc. */
+typedef struct be_kchunk {
+	uint32_t *kc;
+	size_t count, cap;
+	int failed; /* out of memory */
+} be_kchunk;
+
 /* One worker's scratch: stamps for a query of the hash, keys for the
  * kept pairs' order. Its contents never change a result. */
-typedef struct be_scratch {
+struct be_scratch {
 	uint32_t *stamp;
 	uint32_t epoch, stamp_cap;
 	struct be_key *key;
 	be_pair *tmp;
 	uint32_t key_cap;
-} be_scratch;
+};
+typedef struct be_scratch be_scratch;
 
 struct sim_bodyedge {
 	uint32_t nce;
 	be_cedge *ce;
 	float *box;       /* 6 per cloth edge: the boxes hashed */
-	uint32_t *stamp;  /* per cloth edge: the last query that met it */
-	uint32_t epoch;
 	float *side;      /* 3 per cloth edge: the first pair's normal this substep */
 	uint32_t *side_at;/* per cloth edge: 1 + the substep's count when side is set */
 	uint8_t *pinched; /* per cloth edge: met from both sides this substep */
@@ -210,7 +217,8 @@ struct sim_bodyedge {
 	 * chunk takes a free one: busy). */
 	be_chunk *chunk;
 	uint32_t chunk_cap;
-	be_scratch *scr;
+	be_kchunk *kchunk; /* a collection's chunks (collect()) */
+	struct be_scratch *scr;
 	_Atomic uint8_t *busy;
 	uint32_t nscr;
 };
@@ -245,13 +253,12 @@ sim_bodyedge *sim_bodyedge_create(const uint32_t *tris, uint32_t ntri)
 			b->ce[n++] = b->ce[k];
 	b->nce = n;
 	b->box = malloc(6 * (size_t)n * sizeof *b->box + 1);
-	b->stamp = calloc((size_t)n + 1, sizeof *b->stamp);
 	b->side = malloc(3 * (size_t)n * sizeof *b->side + 1);
 	b->side_at = calloc((size_t)n + 1, sizeof *b->side_at);
 	b->pinched = calloc((size_t)n + 1, 1);
 	b->wbox = malloc(6 * (size_t)n * sizeof *b->wbox + 1);
 	b->keep = 1;
-	if (b->box == NULL || b->stamp == NULL || b->side == NULL || b->side_at == NULL ||
+	if (b->box == NULL || b->side == NULL || b->side_at == NULL ||
 	    b->pinched == NULL || b->wbox == NULL || sim_hash_init(&b->hash, n) != DRAPE_OK) {
 		sim_bodyedge_free(b);
 		return NULL;
@@ -265,7 +272,6 @@ void sim_bodyedge_free(sim_bodyedge *b)
 		return;
 	free(b->ce);
 	free(b->box);
-	free(b->stamp);
 	free(b->side);
 	free(b->side_at);
 	free(b->pinched);
@@ -276,6 +282,9 @@ void sim_bodyedge_free(sim_bodyedge *b)
 		free(b->chunk[c].n);
 	}
 	free(b->chunk);
+	for (uint32_t c = 0; c < b->chunk_cap; c++)
+		free(b->kchunk[c].kc);
+	free(b->kchunk);
 	for (uint32_t j = 0; j < b->nscr; j++) {
 		free(b->scr[j].stamp);
 		free(b->scr[j].key);
@@ -783,38 +792,44 @@ static int u32_cmp(const void *pa, const void *pb)
 	return x < y ? -1 : x > y;
 }
 
-/* Room for more candidates in b->kc; 0 when out of memory. */
-static int kc_reserve(sim_bodyedge *b, size_t more)
+static uint32_t be_claim(sim_bodyedge *b);
+static void be_release(sim_bodyedge *b, uint32_t j);
+static int be_workers(sim_bodyedge *b, uint32_t chunks, const drape_pool *pool);
+
+/* Room for more candidates in a chunk's list; 0 when out of memory. */
+static int kc_reserve(be_kchunk *o, size_t more)
 {
-	if (b->kc_count + more <= b->kc_cap)
+	if (o->count + more <= o->cap)
 		return 1;
-	size_t cap = b->kc_count + more + (b->kc_count + more) / 2 + 256;
-	uint32_t *k = realloc(b->kc, cap * sizeof *k);
+	size_t cap = o->count + more + (o->count + more) / 2 + 256;
+	uint32_t *k = realloc(o->kc, cap * sizeof *k);
 	if (k == NULL)
 		return 0;
-	b->kc = k;
-	b->kc_cap = cap;
+	o->kc = k;
+	o->cap = cap;
 	return 1;
 }
 
-/* Appends to b->kc, in increasing order, the cloth edges whose widened
- * box meets pb, from the hash of the widened boxes; 0 when out of
- * memory. */
-static int collect_ridge(sim_bodyedge *b, const float *pb)
+/* Appends to o, in increasing order, the cloth edges whose widened box
+ * meets pb, from the hash of the widened boxes (stamps in S); 0 when out
+ * of memory. */
+static int collect_ridge(const sim_bodyedge *b, be_scratch *S, be_kchunk *o, const float *pb)
 {
 	const sim_hash *H = &b->hash;
-	size_t first = b->kc_count;
-	if (++b->epoch == 0) {
-		memset(b->stamp, 0, (size_t)b->nce * sizeof *b->stamp);
-		b->epoch = 1;
+	size_t first = o->count;
+	uint32_t *stamp = S->stamp;
+	if (++S->epoch == 0) {
+		memset(stamp, 0, (size_t)S->stamp_cap * sizeof *stamp);
+		S->epoch = 1;
 	}
+	const uint32_t epoch = S->epoch;
 	sim_cellbox cb = sim_hash_cells(H, pb);
 	if (sim_cellbox_count(&cb) > SIM_HASH_MAX_CELLS) {
 		for (uint32_t ck = 0; ck < b->nce; ck++)
 			if (sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
-				if (!kc_reserve(b, 1))
+				if (!kc_reserve(o, 1))
 					return 0;
-				b->kc[b->kc_count++] = ck;
+				o->kc[o->count++] = ck;
 			}
 		return 1;
 	}
@@ -824,33 +839,75 @@ static int collect_ridge(sim_bodyedge *b, const float *pb)
 				uint32_t slot = sim_hash_slot(H, xx, y, z);
 				for (uint32_t j = H->start[slot]; j < H->start[slot + 1]; j++) {
 					uint32_t ck = H->entries[j];
-					if (b->stamp[ck] == b->epoch)
+					if (stamp[ck] == epoch)
 						continue;
-					b->stamp[ck] = b->epoch;
+					stamp[ck] = epoch;
 					if (sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
-						if (!kc_reserve(b, 1))
+						if (!kc_reserve(o, 1))
 							return 0;
-						b->kc[b->kc_count++] = ck;
+						o->kc[o->count++] = ck;
 					}
 				}
 			}
 	for (uint32_t j = 0; j < H->big_count; j++) {
 		uint32_t ck = H->big[j];
-		if (b->stamp[ck] != b->epoch && sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
-			b->stamp[ck] = b->epoch;
-			if (!kc_reserve(b, 1))
+		if (stamp[ck] != epoch && sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
+			stamp[ck] = epoch;
+			if (!kc_reserve(o, 1))
 				return 0;
-			b->kc[b->kc_count++] = ck;
+			o->kc[o->count++] = ck;
 		}
 	}
-	qsort(b->kc + first, b->kc_count - first, sizeof *b->kc, u32_cmp);
+	qsort(o->kc + first, o->count - first, sizeof *o->kc, u32_cmp);
 	return 1;
 }
 
+/* What a collection's chunks share. */
+typedef struct be_cjob {
+	sim_bodyedge *b;
+	be_body *bd;
+	const sim_body_view *bv;
+	const float *wb;
+	float h;
+} be_cjob;
+
+/* Chunks [begin, end) of a still body's ridges (BODYEDGE_CHUNK each):
+ * each ridge's candidates into its chunk's list, kstart relative to it. */
+static void collect_chunks(void *ctx, uint32_t begin, uint32_t end)
+{
+	const be_cjob *J = ctx;
+	sim_bodyedge *b = J->b;
+	be_body *bd = J->bd;
+	const uint32_t w = be_claim(b);
+	for (uint32_t c = begin; c < end; c++) {
+		be_kchunk *o = &b->kchunk[c];
+		o->count = 0;
+		o->failed = 0;
+		const uint32_t r1 = bd->nridge - c * BODYEDGE_CHUNK > BODYEDGE_CHUNK
+					    ? (c + 1) * BODYEDGE_CHUNK
+					    : bd->nridge;
+		ridge r;
+		r.h = J->h;
+		r.bv = J->bv;
+		float pb[6];
+		for (uint32_t ri = c * BODYEDGE_CHUNK; ri < r1 && !o->failed; ri++) {
+			bd->kstart[ri] = (uint32_t)o->count;
+			if (ridge_box(&r, J->bv, &bd->e[bd->ridge[ri]], pb, J->wb) &&
+			    !collect_ridge(b, &b->scr[w], o, pb))
+				o->failed = 1;
+			if (o->count > UINT32_MAX)
+				o->failed = 1;
+		}
+	}
+	be_release(b, w);
+}
+
 /* Collects the lists of every still body (see above) from the boxes of
- * this substep in b->box; 0 when out of memory (the search then runs). */
+ * this substep in b->box; 0 when out of memory (the search then runs).
+ * A body's ridges are collected in fixed chunks on the pool and the
+ * chunks' lists joined in chunk order: the lists of the serial loop. */
 static int collect(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
-		   const sim_vec4 *p, float thickness)
+		   const sim_vec4 *p, float thickness, drape_pool *pool)
 {
 	b->kept_gen = 0;
 	float dmax = 0.0f;
@@ -893,18 +950,35 @@ static int collect(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 
 		be_body *bd = &b->body[ci];
 		if (bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv)
 			continue; /* its edges could not be built: no part */
-		ridge r;
-		r.h = thickness + bv.thickness;
-		r.bv = &bv;
+		const float h = thickness + bv.thickness;
 		face_normals(bd, &bv);
-		classify(bd, &bv, r.h);
-		float pb[6];
-		for (uint32_t ri = 0; ri < bd->nridge; ri++) {
-			bd->kstart[ri] = (uint32_t)b->kc_count;
-			if (ridge_box(&r, &bv, &bd->e[bd->ridge[ri]], pb, wb) && !collect_ridge(b, pb))
+		classify(bd, &bv, h);
+		const uint32_t nc = (bd->nridge + BODYEDGE_CHUNK - 1) / BODYEDGE_CHUNK;
+		if (!be_workers(b, nc, pool))
+			return 0;
+		be_cjob job = {b, bd, &bv, wb, h};
+		sim_pool_for(pool, nc, 1, collect_chunks, &job);
+		for (uint32_t c = 0; c < nc; c++) {
+			const be_kchunk *o = &b->kchunk[c];
+			const size_t base = b->kc_count;
+			if (o->failed || base + o->count > UINT32_MAX)
 				return 0;
-			if (b->kc_count > UINT32_MAX)
-				return 0;
+			if (base + o->count > b->kc_cap) {
+				size_t cap = base + o->count + (base + o->count) / 2 + 256;
+				uint32_t *k = realloc(b->kc, cap * sizeof *k);
+				if (k == NULL)
+					return 0;
+				b->kc = k;
+				b->kc_cap = cap;
+			}
+			if (o->count > 0)
+				memcpy(&b->kc[base], o->kc, o->count * sizeof *o->kc);
+			const uint32_t r1 = bd->nridge - c * BODYEDGE_CHUNK > BODYEDGE_CHUNK
+						    ? (c + 1) * BODYEDGE_CHUNK
+						    : bd->nridge;
+			for (uint32_t ri = c * BODYEDGE_CHUNK; ri < r1; ri++)
+				bd->kstart[ri] += (uint32_t)base;
+			b->kc_count = base + o->count;
 		}
 		bd->kstart[bd->nridge] = (uint32_t)b->kc_count;
 		bd->kept_gen = gen;
@@ -1095,6 +1169,11 @@ static int be_workers(sim_bodyedge *b, uint32_t chunks, const drape_pool *pool)
 			return 0;
 		memset(c + b->chunk_cap, 0, (size_t)(chunks - b->chunk_cap) * sizeof *c);
 		b->chunk = c;
+		be_kchunk *k = realloc(b->kchunk, (size_t)chunks * sizeof *k);
+		if (k == NULL)
+			return 0;
+		memset(k + b->chunk_cap, 0, (size_t)(chunks - b->chunk_cap) * sizeof *k);
+		b->kchunk = k;
 		b->chunk_cap = chunks;
 	}
 	uint32_t want = drape_pool_threads(pool);
@@ -1219,7 +1298,7 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		classify(bd, &bv, thickness + bv.thickness);
 		stale |= b->kept_gen == 0 || bd->kept_gen != b->kept_gen;
 	}
-	if (keep && stale && !collect(b, set, x, p, thickness)) {
+	if (keep && stale && !collect(b, set, x, p, thickness, pool)) {
 		b->kept_gen = 0;
 		keep = 0;
 		search = 1;
@@ -1392,7 +1471,8 @@ size_t sim_bodyedge_bytes(const sim_bodyedge *b)
 						  2 * sizeof(uint32_t) + 3 * sizeof(float) + 1) +
 		   (size_t)b->pair_cap * sizeof(be_pair) + (size_t)b->body_cap * sizeof(be_body);
 	for (uint32_t c = 0; c < b->chunk_cap; c++)
-		s += sizeof(be_chunk) + (size_t)b->chunk[c].cap * (sizeof(be_pair) + sizeof(sim_v3));
+		s += sizeof(be_chunk) + (size_t)b->chunk[c].cap * (sizeof(be_pair) + sizeof(sim_v3)) +
+		     sizeof(be_kchunk) + b->kchunk[c].cap * sizeof(uint32_t);
 	for (uint32_t j = 0; j < b->nscr; j++)
 		s += sizeof(be_scratch) + (size_t)b->scr[j].stamp_cap * sizeof(uint32_t) +
 		     (size_t)b->scr[j].key_cap * (sizeof(be_key) + sizeof(be_pair));
