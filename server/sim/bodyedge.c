@@ -89,6 +89,9 @@
 #include "server/sim/pool.h"
 #include "server/sim/selfhash.h"
 
+/* Cloth edges per block of the boxes' loop on the pool. */
+#define BODYEDGE_BOX_BLOCK 1024u
+
 /* Ridges per chunk of a still body's parallel search: a constant, so the
  * split never depends on the thread count (see sim_bodyedge_begin). */
 #define BODYEDGE_CHUNK 128u
@@ -169,6 +172,12 @@ typedef struct be_chunk {
 	uint32_t count, cap;
 } be_chunk;
 
+/* One block's bounds of the cloth edges' boxes (box_blocks()). */
+typedef struct be_bred {
+	float lo[3], hi[3], half;
+	int boxes, inside;
+} be_bred;
+
 /* One chunk's candidates of a collection (collect()): its ridges' lists
  * in turn, joined in chunk order into b->kc. */
 typedef struct be_kchunk {
@@ -192,6 +201,8 @@ struct sim_bodyedge {
 	uint32_t nce;
 	be_cedge *ce;
 	float *box;       /* 6 per cloth edge: the boxes hashed */
+	float *ext;       /* per cloth edge: its box's largest extent, before growing */
+	be_bred *bred;    /* per block of BODYEDGE_BOX_BLOCK edges */
 	float *side;      /* 3 per cloth edge: the first pair's normal this substep */
 	uint32_t *side_at;/* per cloth edge: 1 + the substep's count when side is set */
 	uint8_t *pinched; /* per cloth edge: met from both sides this substep */
@@ -257,9 +268,12 @@ sim_bodyedge *sim_bodyedge_create(const uint32_t *tris, uint32_t ntri)
 	b->side_at = calloc((size_t)n + 1, sizeof *b->side_at);
 	b->pinched = calloc((size_t)n + 1, 1);
 	b->wbox = malloc(6 * (size_t)n * sizeof *b->wbox + 1);
+	b->ext = malloc((size_t)n * sizeof *b->ext + 1);
+	b->bred = malloc(((size_t)n / BODYEDGE_BOX_BLOCK + 1) * sizeof *b->bred);
 	b->keep = 1;
 	if (b->box == NULL || b->side == NULL || b->side_at == NULL ||
-	    b->pinched == NULL || b->wbox == NULL || sim_hash_init(&b->hash, n) != DRAPE_OK) {
+	    b->pinched == NULL || b->wbox == NULL || b->ext == NULL || b->bred == NULL ||
+	    sim_hash_init(&b->hash, n) != DRAPE_OK) {
 		sim_bodyedge_free(b);
 		return NULL;
 	}
@@ -276,6 +290,8 @@ void sim_bodyedge_free(sim_bodyedge *b)
 	free(b->side_at);
 	free(b->pinched);
 	free(b->wbox);
+	free(b->ext);
+	free(b->bred);
 	free(b->kc);
 	for (uint32_t c = 0; c < b->chunk_cap; c++) {
 		free(b->chunk[c].pair);
@@ -1205,6 +1221,61 @@ static int be_workers(sim_bodyedge *b, uint32_t chunks, const drape_pool *pool)
 	return 1;
 }
 
+/* What the blocks of the cloth edges' boxes share (sim_bodyedge_begin). */
+typedef struct be_bjob {
+	sim_bodyedge *b;
+	const sim_vec4 *x, *p;
+	float grow, sl;
+	int check;
+} be_bjob;
+
+/* The boxes of one block of cloth edges [begin, end). */
+static void box_block(const be_bjob *J, uint32_t begin, uint32_t end)
+{
+	sim_bodyedge *b = J->b;
+	const sim_vec4 *x = J->x, *p = J->p;
+	const float grow = J->grow, sl = J->sl;
+	be_bred r = {{INFINITY, INFINITY, INFINITY}, {-INFINITY, -INFINITY, -INFINITY}, 0.0f, 1, 1};
+	for (uint32_t k = begin; k < end; k++) {
+		float *bx = &b->box[6 * (size_t)k];
+		float el = v3_len(v3_sub(v3_of4(x[b->ce[k].a]), v3_of4(x[b->ce[k].b])));
+		r.half = el > r.half ? el : r.half;
+		const sim_vec4 *q[4] = {&x[b->ce[k].a], &x[b->ce[k].b], &p[b->ce[k].a], &p[b->ce[k].b]};
+		for (int j = 0; j < 3; j++)
+			bx[j] = INFINITY, bx[j + 3] = -INFINITY;
+		for (int m = 0; m < 4; m++) {
+			float c[3] = {q[m]->x, q[m]->y, q[m]->z};
+			for (int j = 0; j < 3; j++) {
+				bx[j] = sim_box_min(bx[j], c[j]);
+				bx[j + 3] = sim_box_max(bx[j + 3], c[j]);
+			}
+		}
+		b->ext[k] = sim_box_max(bx[3] - bx[0], sim_box_max(bx[4] - bx[1], bx[5] - bx[2]));
+		for (int j = 0; j < 3; j++) {
+			bx[j] -= grow;
+			bx[j + 3] += grow;
+			r.lo[j] = sim_box_min(r.lo[j], bx[j]);
+			r.hi[j] = sim_box_max(r.hi[j], bx[j + 3]);
+		}
+		r.boxes &= sim_box_valid(bx);
+		if (J->check) {
+			const float *w = &b->wbox[6 * (size_t)k];
+			r.inside &= (w[0] - sl <= bx[0]) & (w[1] - sl <= bx[1]) & (w[2] - sl <= bx[2]) &
+				    (bx[3] <= w[3] + sl) & (bx[4] <= w[4] + sl) & (bx[5] <= w[5] + sl);
+		}
+	}
+	b->bred[begin / BODYEDGE_BOX_BLOCK] = r;
+}
+
+/* The boxes of cloth edges [begin, end) (one block of
+ * BODYEDGE_BOX_BLOCK, or several when run inline), their sizes into
+ * b->ext and each block's bounds into b->bred. */
+static void box_blocks(void *ctx, uint32_t begin, uint32_t end)
+{
+	for (uint32_t k0 = begin; k0 < end; k0 += BODYEDGE_BOX_BLOCK)
+		box_block(ctx, k0, end - k0 > BODYEDGE_BOX_BLOCK ? k0 + BODYEDGE_BOX_BLOCK : end);
+}
+
 void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
 			const sim_vec4 *p, float thickness, int first, drape_pool *pool)
 {
@@ -1237,38 +1308,24 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
 	double size = 0.0;
 	float half_max = 0.0f; /* the longest cloth edge at x, halved below */
-	const int check = b->kept_gen != 0;
-	const float sl = b->slack;
 	int inside = 1, boxes = 1;
-	for (uint32_t k = 0; k < b->nce; k++) {
-		float *bx = &b->box[6 * (size_t)k];
-		float el = v3_len(v3_sub(v3_of4(x[b->ce[k].a]), v3_of4(x[b->ce[k].b])));
-		half_max = el > half_max ? el : half_max;
-		const sim_vec4 *q[4] = {&x[b->ce[k].a], &x[b->ce[k].b], &p[b->ce[k].a], &p[b->ce[k].b]};
-		for (int j = 0; j < 3; j++)
-			bx[j] = INFINITY, bx[j + 3] = -INFINITY;
-		for (int m = 0; m < 4; m++) {
-			float c[3] = {q[m]->x, q[m]->y, q[m]->z};
-			for (int j = 0; j < 3; j++) {
-				bx[j] = sim_box_min(bx[j], c[j]);
-				bx[j + 3] = sim_box_max(bx[j + 3], c[j]);
-			}
-		}
-		float ext = sim_box_max(bx[3] - bx[0], sim_box_max(bx[4] - bx[1], bx[5] - bx[2]));
-		size += isfinite(ext) ? ext : 0.0f;
+	/* In blocks on the pool; the blocks' bounds are combined in order and
+	 * the sizes summed in edge order, as the serial loop did (the min and
+	 * max of boxes never meet a signed zero: grow > 0). */
+	be_bjob bj = {b, x, p, grow, b->slack, b->kept_gen != 0};
+	sim_pool_for(pool, b->nce, BODYEDGE_BOX_BLOCK, box_blocks, &bj);
+	for (uint32_t c = 0; c * BODYEDGE_BOX_BLOCK < b->nce; c++) {
+		const be_bred *r = &b->bred[c];
+		half_max = r->half > half_max ? r->half : half_max;
 		for (int j = 0; j < 3; j++) {
-			bx[j] -= grow;
-			bx[j + 3] += grow;
-			lo[j] = sim_box_min(lo[j], bx[j]);
-			hi[j] = sim_box_max(hi[j], bx[j + 3]);
+			lo[j] = sim_box_min(lo[j], r->lo[j]);
+			hi[j] = sim_box_max(hi[j], r->hi[j]);
 		}
-		boxes &= sim_box_valid(bx);
-		if (check) {
-			const float *w = &b->wbox[6 * (size_t)k];
-			inside &= (w[0] - sl <= bx[0]) & (w[1] - sl <= bx[1]) & (w[2] - sl <= bx[2]) &
-				  (bx[3] <= w[3] + sl) & (bx[4] <= w[4] + sl) & (bx[5] <= w[5] + sl);
-		}
+		inside &= r->inside;
+		boxes &= r->boxes;
 	}
+	for (uint32_t k = 0; k < b->nce; k++)
+		size += isfinite(b->ext[k]) ? b->ext[k] : 0.0f;
 	if (!inside)
 		b->kept_gen = 0;
 	half_max *= 0.5f;
