@@ -100,6 +100,14 @@
  * (test_sim_deform's test_elbow fails at 0.7). */
 #define BODYPUSH_FACING 0.5f
 
+/* Cloth triangles per block of the boxes' loop on the pool. */
+#define BODYPUSH_BOX_BLOCK 1024u
+
+/* One block's bounds of the triangles' boxes (box_blocks()). */
+typedef struct bp_bred {
+	float lo[3], hi[3], half;
+} bp_bred;
+
 typedef struct bp_pair {
 	uint32_t tri;
 	float sigma;    /* +-1: turns the triangle's normal to the outer side */
@@ -117,7 +125,9 @@ typedef struct bp_chunk {
 
 struct sim_bodypush {
 	uint32_t ntri;
-	float *box; /* 6 per triangle: the boxes hashed */
+	float *box;    /* 6 per triangle: the boxes hashed */
+	float *ext;    /* per triangle: its box's largest extent, before growing */
+	bp_bred *bred; /* per block of BODYPUSH_BOX_BLOCK triangles */
 	/* Per triangle: bit 0 met from its +n side, bit 1 from -n; set by
 	 * every chunk's worker, an or, so in any order the same bits. */
 	_Atomic uint8_t *sides;
@@ -155,8 +165,11 @@ sim_bodypush *sim_bodypush_create(uint32_t ntri)
 	b->ntri = ntri;
 	b->box = malloc(6 * (size_t)ntri * sizeof *b->box);
 	b->sides = calloc((size_t)ntri + 1, sizeof *b->sides);
+	b->ext = malloc((size_t)ntri * sizeof *b->ext + 1);
+	b->bred = malloc(((size_t)ntri / BODYPUSH_BOX_BLOCK + 1) * sizeof *b->bred);
 	b->keep = sim_bodykeep_create();
-	if (b->box == NULL || b->sides == NULL || sim_hash_init(&b->hash, ntri) != DRAPE_OK) {
+	if (b->box == NULL || b->sides == NULL || b->ext == NULL || b->bred == NULL ||
+	    sim_hash_init(&b->hash, ntri) != DRAPE_OK) {
 		sim_bodypush_free(b);
 		return NULL;
 	}
@@ -169,6 +182,8 @@ void sim_bodypush_free(sim_bodypush *b)
 		return;
 	free(b->box);
 	free((void *)b->sides);
+	free(b->ext);
+	free(b->bred);
 	for (uint32_t c = 0; c < b->chunk_cap; c++)
 		free(b->chunk[c].pair);
 	free(b->chunk);
@@ -562,6 +577,60 @@ static int bp_workers(sim_bodypush *b, uint32_t nv, const drape_pool *pool)
 	return 1;
 }
 
+/* What the blocks of the cloth triangles' boxes share. */
+typedef struct bp_bjob {
+	sim_bodypush *b;
+	const uint32_t *tris;
+	const sim_vec4 *x, *p;
+	float grow;
+} bp_bjob;
+
+/* The boxes of one block of triangles [begin, end), their sizes into
+ * b->ext and the block's bounds into b->bred. */
+static void box_block(const bp_bjob *J, uint32_t begin, uint32_t end)
+{
+	sim_bodypush *b = J->b;
+	const sim_vec4 *x = J->x, *p = J->p;
+	const float grow = J->grow;
+	bp_bred r = {{INFINITY, INFINITY, INFINITY}, {-INFINITY, -INFINITY, -INFINITY}, 0.0f};
+	for (uint32_t t = begin; t < end; t++) {
+		float *bx = &b->box[6 * (size_t)t];
+		const uint32_t *v = &J->tris[3 * (size_t)t];
+		for (int k = 0; k < 3; k++)
+			bx[k] = INFINITY, bx[k + 3] = -INFINITY;
+		for (int j = 0; j < 3; j++) {
+			const sim_vec4 *q[2] = {&x[v[j]], &p[v[j]]};
+			for (int m = 0; m < 2; m++) {
+				float c[3] = {q[m]->x, q[m]->y, q[m]->z};
+				for (int k = 0; k < 3; k++) {
+					bx[k] = sim_box_min(bx[k], c[k]);
+					bx[k + 3] = sim_box_max(bx[k + 3], c[k]);
+				}
+			}
+		}
+		for (int k = 0; k < 3; k++) {
+			float e = v3_len(v3_sub(v3_of4(x[v[k]]), v3_of4(x[v[(k + 1) % 3]])));
+			r.half = e > r.half ? e : r.half;
+		}
+		b->ext[t] = sim_box_max(bx[3] - bx[0], sim_box_max(bx[4] - bx[1], bx[5] - bx[2]));
+		for (int k = 0; k < 3; k++) {
+			bx[k] -= grow;
+			bx[k + 3] += grow;
+			r.lo[k] = sim_box_min(r.lo[k], bx[k]);
+			r.hi[k] = sim_box_max(r.hi[k], bx[k + 3]);
+		}
+	}
+	b->bred[begin / BODYPUSH_BOX_BLOCK] = r;
+}
+
+/* Triangles [begin, end): one block of BODYPUSH_BOX_BLOCK, or several
+ * when run inline. */
+static void box_blocks(void *ctx, uint32_t begin, uint32_t end)
+{
+	for (uint32_t t0 = begin; t0 < end; t0 += BODYPUSH_BOX_BLOCK)
+		box_block(ctx, t0, end - t0 > BODYPUSH_BOX_BLOCK ? t0 + BODYPUSH_BOX_BLOCK : end);
+}
+
 void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint32_t *tris,
 			uint32_t ntri, const sim_vec4 *x, const sim_vec4 *p, float thickness,
 			int new_frame, drape_pool *pool)
@@ -587,34 +656,21 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
 	double size = 0.0;
 	float half_max = 0.0f; /* the longest edge at x, halved below */
-	for (uint32_t t = 0; t < ntri; t++) {
-		float *bx = &b->box[6 * (size_t)t];
-		const uint32_t *v = &tris[3 * (size_t)t];
-		for (int k = 0; k < 3; k++)
-			bx[k] = INFINITY, bx[k + 3] = -INFINITY;
-		for (int j = 0; j < 3; j++) {
-			const sim_vec4 *q[2] = {&x[v[j]], &p[v[j]]};
-			for (int m = 0; m < 2; m++) {
-				float c[3] = {q[m]->x, q[m]->y, q[m]->z};
-				for (int k = 0; k < 3; k++) {
-					bx[k] = sim_box_min(bx[k], c[k]);
-					bx[k + 3] = sim_box_max(bx[k + 3], c[k]);
-				}
-			}
-		}
+	/* In blocks on the pool; the blocks' bounds are combined in order and
+	 * the sizes summed in triangle order, as the serial loop did (the
+	 * min and max of boxes never meet a signed zero: grow > 0). */
+	bp_bjob bj = {b, tris, x, p, grow};
+	sim_pool_for(pool, ntri, BODYPUSH_BOX_BLOCK, box_blocks, &bj);
+	for (uint32_t c = 0; c * BODYPUSH_BOX_BLOCK < ntri; c++) {
+		const bp_bred *r = &b->bred[c];
+		half_max = r->half > half_max ? r->half : half_max;
 		for (int k = 0; k < 3; k++) {
-			float e = v3_len(v3_sub(v3_of4(x[v[k]]), v3_of4(x[v[(k + 1) % 3]])));
-			half_max = e > half_max ? e : half_max;
-		}
-		float ext = sim_box_max(bx[3] - bx[0], sim_box_max(bx[4] - bx[1], bx[5] - bx[2]));
-		size += isfinite(ext) ? ext : 0.0f;
-		for (int k = 0; k < 3; k++) {
-			bx[k] -= grow;
-			bx[k + 3] += grow;
-			lo[k] = sim_box_min(lo[k], bx[k]);
-			hi[k] = sim_box_max(hi[k], bx[k + 3]);
+			lo[k] = sim_box_min(lo[k], r->lo[k]);
+			hi[k] = sim_box_max(hi[k], r->hi[k]);
 		}
 	}
+	for (uint32_t t = 0; t < ntri; t++)
+		size += isfinite(b->ext[t]) ? b->ext[t] : 0.0f;
 	half_max *= 0.5f;
 	float cell = 0.5f * (float)(size / ntri) + grow;
 	if (!(cell > 1e-4f) || !isfinite(cell))
@@ -806,7 +862,7 @@ size_t sim_bodypush_bytes(const sim_bodypush *b)
 {
 	if (b == NULL)
 		return 0;
-	size_t n = sizeof *b + sim_bodykeep_bytes(b->keep) + (size_t)b->ntri * (6 * sizeof(float) + 1) +
+	size_t n = sizeof *b + sim_bodykeep_bytes(b->keep) + (size_t)b->ntri * (7 * sizeof(float) + 1) +
 		   3 * (size_t)b->nrm_cap * sizeof(float) + (size_t)b->pair_cap * sizeof(bp_pair);
 	for (uint32_t c = 0; c < b->chunk_cap; c++)
 		n += sizeof(bp_chunk) + (size_t)b->chunk[c].cap * sizeof(bp_pair);
