@@ -89,10 +89,8 @@
 #include "server/sim/pool.h"
 #include "server/sim/selfhash.h"
 
-/* Cloth edges per block of the boxes' loop on the pool: about 0.2 ms of
- * work, so a cloth of one block (the demo garment's) builds them inline
- * and pays no wake-up of the pool for them; larger cloths share them. */
-#define BODYEDGE_BOX_BLOCK 8192u
+/* Cloth edges per block of the boxes' loop on the pool. */
+#define BODYEDGE_BOX_BLOCK 1024u
 
 /* Ridges per chunk of a still body's parallel search: a constant, so the
  * split never depends on the thread count (see sim_bodyedge_begin). */

@@ -100,10 +100,8 @@
  * (test_sim_deform's test_elbow fails at 0.7). */
 #define BODYPUSH_FACING 0.5f
 
-/* Cloth triangles per block of the boxes' loop on the pool: about 0.2 ms of
- * work, so a cloth of one block (the demo garment's) builds them inline
- * and pays no wake-up of the pool for them; larger cloths share them. */
-#define BODYPUSH_BOX_BLOCK 8192u
+/* Cloth triangles per block of the boxes' loop on the pool. */
+#define BODYPUSH_BOX_BLOCK 1024u
 
 /* One block's bounds of the triangles' boxes (box_blocks()). */
 typedef struct bp_bred {
