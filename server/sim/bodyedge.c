@@ -73,9 +73,14 @@
  *
  * It runs after bodypush.c and before the vertex contact (sim.c), which has
  * the last word: where an edge push and a vertex disagree no cloth vertex
- * is left inside the body. Serial, in a fixed order (bodies, their edges,
- * the hash's order of cloth edges, each once), so the result is the same
- * for any thread count and SIMD width.
+ * is left inside the body. The pairs come in a fixed order (bodies, their
+ * edges, the hash's order of cloth edges, each once), so the result is
+ * the same for any thread count and SIMD width: a still body's ridges are
+ * searched (and their kept lists collected) on the pool in fixed chunks
+ * of BODYEDGE_CHUNK ridges, each into its own list, joined in chunk order,
+ * and the pinch marks are made in the join (pairs_join()); the cloth
+ * edges' boxes are built in blocks on the pool. A moving body's edges and
+ * the projection are serial.
  */
 #include "server/sim/bodyedge.h"
 

@@ -58,10 +58,14 @@
  *     the triangle's vertices the same way, so the response is the
  *     collider's vertex contact's.
  *
- * The pass is serial in a fixed order (bodies, then their vertices, then
- * the hash's order of triangles, each once), so the result is the same for
- * any thread count and SIMD width. Its cost on the demos is in the README
- * ("The body never shows through").
+ * The pairs come in a fixed order (bodies, then their vertices, then the
+ * hash's order of triangles, each once), so the result is the same for
+ * any thread count and SIMD width. The search of step 1 runs on the pool
+ * in fixed chunks of SIM_BODY_CHUNK body vertices (and the cloth's boxes
+ * in blocks of BODYPUSH_BOX_BLOCK triangles), each chunk into its own
+ * list, joined in chunk order: that order exactly. The projection is
+ * serial. Its cost on the demos is in the README ("The body never shows
+ * through", and "The demo garment is not real time").
  */
 #include "server/sim/bodypush.h"
 
