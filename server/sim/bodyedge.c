@@ -73,19 +73,33 @@
  *
  * It runs after bodypush.c and before the vertex contact (sim.c), which has
  * the last word: where an edge push and a vertex disagree no cloth vertex
- * is left inside the body. Serial, in a fixed order (bodies, their edges,
- * the hash's order of cloth edges, each once), so the result is the same
- * for any thread count and SIMD width.
+ * is left inside the body. The pairs come in a fixed order (bodies, their
+ * edges, the hash's order of cloth edges, each once), so the result is
+ * the same for any thread count and SIMD width: a still body's ridges are
+ * searched (and their kept lists collected) on the pool in fixed chunks
+ * of BODYEDGE_CHUNK ridges, each into its own list, joined in chunk order,
+ * and the pinch marks are made in the join (pairs_join()); the cloth
+ * edges' boxes are built in blocks on the pool. A moving body's edges and
+ * the projection are serial.
  */
 #include "server/sim/bodyedge.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/sim/bodypush.h"
 #include "server/sim/box.h"
+#include "server/sim/pool.h"
 #include "server/sim/selfhash.h"
+
+/* Cloth edges per block of the boxes' loop on the pool. */
+#define BODYEDGE_BOX_BLOCK 1024u
+
+/* Ridges per chunk of a still body's parallel search: a constant, so the
+ * split never depends on the thread count (see sim_bodyedge_begin). */
+#define BODYEDGE_CHUNK 128u
 
 /* The fall across a ridge, over half the cloth edge, as a fraction of the
  * contact distance, from which the crest comes through a cloth edge whose
@@ -155,12 +169,45 @@ typedef struct be_pair {
 	float mu, mus;
 } be_pair;
 
+/* One chunk's pairs, and each pair's contact normal at the start (for
+ * the pinch marks, made when the chunks are joined in order). */
+typedef struct be_chunk {
+	be_pair *pair;
+	sim_v3 *n;
+	uint32_t count, cap;
+} be_chunk;
+
+/* One block's bounds of the cloth edges' boxes (box_blocks()). */
+typedef struct be_bred {
+	float lo[3], hi[3], half;
+	int boxes, inside;
+} be_bred;
+
+/* One chunk's candidates of a collection (collect()): its ridges' lists
+ * in turn, joined in chunk order into b->kc. */
+typedef struct be_kchunk {
+	uint32_t *kc;
+	size_t count, cap;
+	int failed; /* out of memory */
+} be_kchunk;
+
+/* One worker's scratch: stamps for a query of the hash, keys for the
+ * kept pairs' order. Its contents never change a result. */
+struct be_scratch {
+	uint32_t *stamp;
+	uint32_t epoch, stamp_cap;
+	struct be_key *key;
+	be_pair *tmp;
+	uint32_t key_cap;
+};
+typedef struct be_scratch be_scratch;
+
 struct sim_bodyedge {
 	uint32_t nce;
 	be_cedge *ce;
 	float *box;       /* 6 per cloth edge: the boxes hashed */
-	uint32_t *stamp;  /* per cloth edge: the last query that met it */
-	uint32_t epoch;
+	float *ext;       /* per cloth edge: its box's largest extent, before growing */
+	be_bred *bred;    /* per block of BODYEDGE_BOX_BLOCK edges */
 	float *side;      /* 3 per cloth edge: the first pair's normal this substep */
 	uint32_t *side_at;/* per cloth edge: 1 + the substep's count when side is set */
 	uint8_t *pinched; /* per cloth edge: met from both sides this substep */
@@ -181,10 +228,15 @@ struct sim_bodyedge {
 	uint32_t gen_next;
 	uint32_t *kc;      /* every still body's ridges' candidates, in turn */
 	size_t kc_count, kc_cap;
-	struct be_key *key;/* ordering scratch: a ridge's pairs' walk keys */
-	be_pair *tmp;
-	uint32_t key_cap;
 	uint32_t collections;
+	/* The parallel search's chunks and the workers' scratch (a running
+	 * chunk takes a free one: busy). */
+	be_chunk *chunk;
+	uint32_t chunk_cap;
+	be_kchunk *kchunk; /* a collection's chunks (collect()) */
+	struct be_scratch *scr;
+	_Atomic uint8_t *busy;
+	uint32_t nscr;
 };
 
 static int cedge_cmp(const void *pa, const void *pb)
@@ -217,14 +269,16 @@ sim_bodyedge *sim_bodyedge_create(const uint32_t *tris, uint32_t ntri)
 			b->ce[n++] = b->ce[k];
 	b->nce = n;
 	b->box = malloc(6 * (size_t)n * sizeof *b->box + 1);
-	b->stamp = calloc((size_t)n + 1, sizeof *b->stamp);
 	b->side = malloc(3 * (size_t)n * sizeof *b->side + 1);
 	b->side_at = calloc((size_t)n + 1, sizeof *b->side_at);
 	b->pinched = calloc((size_t)n + 1, 1);
 	b->wbox = malloc(6 * (size_t)n * sizeof *b->wbox + 1);
+	b->ext = malloc((size_t)n * sizeof *b->ext + 1);
+	b->bred = malloc(((size_t)n / BODYEDGE_BOX_BLOCK + 1) * sizeof *b->bred);
 	b->keep = 1;
-	if (b->box == NULL || b->stamp == NULL || b->side == NULL || b->side_at == NULL ||
-	    b->pinched == NULL || b->wbox == NULL || sim_hash_init(&b->hash, n) != DRAPE_OK) {
+	if (b->box == NULL || b->side == NULL || b->side_at == NULL ||
+	    b->pinched == NULL || b->wbox == NULL || b->ext == NULL || b->bred == NULL ||
+	    sim_hash_init(&b->hash, n) != DRAPE_OK) {
 		sim_bodyedge_free(b);
 		return NULL;
 	}
@@ -237,14 +291,28 @@ void sim_bodyedge_free(sim_bodyedge *b)
 		return;
 	free(b->ce);
 	free(b->box);
-	free(b->stamp);
 	free(b->side);
 	free(b->side_at);
 	free(b->pinched);
 	free(b->wbox);
+	free(b->ext);
+	free(b->bred);
 	free(b->kc);
-	free(b->key);
-	free(b->tmp);
+	for (uint32_t c = 0; c < b->chunk_cap; c++) {
+		free(b->chunk[c].pair);
+		free(b->chunk[c].n);
+	}
+	free(b->chunk);
+	for (uint32_t c = 0; c < b->chunk_cap; c++)
+		free(b->kchunk[c].kc);
+	free(b->kchunk);
+	for (uint32_t j = 0; j < b->nscr; j++) {
+		free(b->scr[j].stamp);
+		free(b->scr[j].key);
+		free(b->scr[j].tmp);
+	}
+	free(b->scr);
+	free((void *)b->busy);
 	sim_hash_free(&b->hash);
 	for (uint32_t i = 0; i < b->body_cap; i++) {
 		free(b->body[i].kstart);
@@ -397,20 +465,58 @@ static void face_normals(be_body *bd, const sim_body_view *bv)
 		face_normal(bd, bv, f);
 }
 
-/* Appends a pair, growing the array by half again when full. 0 when out of
- * memory: the pair is dropped and the contact is weaker this substep. */
-static int pair_push(sim_bodyedge *b, const be_pair *pr)
+/* Appends a pair and its normal to a chunk's, growing the arrays by half
+ * again when full. 0 when out of memory: the pair is dropped and the
+ * contact is weaker this substep. */
+static int pair_push(be_chunk *ch, const be_pair *pr, sim_v3 n)
 {
-	if (b->pair_count == b->pair_cap) {
-		uint32_t cap = b->pair_cap + b->pair_cap / 2 + 64;
-		be_pair *p = realloc(b->pair, (size_t)cap * sizeof *p);
+	if (ch->count == ch->cap) {
+		uint32_t cap = ch->cap + ch->cap / 2 + 64;
+		be_pair *p = realloc(ch->pair, (size_t)cap * sizeof *p);
 		if (p == NULL)
 			return 0;
-		b->pair = p;
-		b->pair_cap = cap;
+		ch->pair = p;
+		sim_v3 *nn = realloc(ch->n, (size_t)cap * sizeof *nn);
+		if (nn == NULL)
+			return 0;
+		ch->n = nn;
+		ch->cap = cap;
 	}
-	b->pair[b->pair_count++] = *pr;
+	ch->n[ch->count] = n;
+	ch->pair[ch->count++] = *pr;
 	return 1;
+}
+
+/*
+ * Appends chunk ch's pairs to b's, in order, marking their cloth edges'
+ * sides: a cloth edge met from both sides in this substep is pinched (see
+ * the header). A cloth edge has at most one pair per ridge, so this order
+ * restricted to one cloth edge is the order the serial search met it in,
+ * and the first pair's side, kept for the later ones, is the same.
+ */
+static void pairs_join(sim_bodyedge *b, const be_chunk *ch)
+{
+	for (uint32_t j = 0; j < ch->count; j++) {
+		const uint32_t k = ch->pair[j].edge;
+		const sim_v3 n = ch->n[j];
+		float *sd = &b->side[3 * (size_t)k];
+		if (b->side_at[k] != b->substep) {
+			b->side_at[k] = b->substep;
+			sd[0] = n.x, sd[1] = n.y, sd[2] = n.z;
+			b->pinched[k] = 0;
+		} else if (v3_dot(n, v3(sd[0], sd[1], sd[2])) < 0.0f) {
+			b->pinched[k] = 1;
+		}
+		if (b->pair_count == b->pair_cap) {
+			uint32_t cap = b->pair_cap + b->pair_cap / 2 + 64;
+			be_pair *p = realloc(b->pair, (size_t)cap * sizeof *p);
+			if (p == NULL)
+				continue;
+			b->pair = p;
+			b->pair_cap = cap;
+		}
+		b->pair[b->pair_count++] = ch->pair[j];
+	}
 }
 
 /*
@@ -460,8 +566,8 @@ static inline int ridge_qualifies(const ridge *r, float half)
 	return r->len >= half && half * r->sh > BODYEDGE_SHARP * r->h;
 }
 
-static void consider(sim_bodyedge *b, uint32_t k, const sim_vec4 *x, const sim_vec4 *p,
-		     const ridge *r)
+static void consider(const sim_bodyedge *b, be_chunk *out, uint32_t k, const sim_vec4 *x,
+		     const sim_vec4 *p, const ridge *r)
 {
 	const be_cedge *ce = &b->ce[k];
 	sim_v3 xa = v3_of4(x[ce->a]), xb = v3_of4(x[ce->b]);
@@ -492,15 +598,7 @@ static void consider(sim_bodyedge *b, uint32_t k, const sim_vec4 *x, const sim_v
 	float reach = r->h + r->motion + 2.0f * motion + 1e-3f;
 	if (!(g0 <= reach))
 		return;
-	/* Met from both sides in this substep: pinched (see the header). */
-	float *sd = &b->side[3 * (size_t)k];
-	if (b->side_at[k] != b->substep) {
-		b->side_at[k] = b->substep;
-		sd[0] = n.x, sd[1] = n.y, sd[2] = n.z;
-		b->pinched[k] = 0;
-	} else if (v3_dot(n, v3(sd[0], sd[1], sd[2])) < 0.0f) {
-		b->pinched[k] = 1;
-	}
+	/* The side is marked when the chunks are joined (pairs_join). */
 	const sim_body_view *bv = r->bv;
 	be_pair pr = {k,
 		      r->q1a,
@@ -512,7 +610,7 @@ static void consider(sim_bodyedge *b, uint32_t k, const sim_vec4 *x, const sim_v
 		      reach + r->h,
 		      bv->friction,
 		      bv->static_friction};
-	pair_push(b, &pr);
+	pair_push(out, &pr, n);
 }
 
 /* The half-sine of edge e's exterior dihedral angle when it is convex
@@ -611,23 +709,26 @@ static int ridge_setup(ridge *r, const be_body *bd, const be_bedge *e, float sh,
 	return 1;
 }
 
-static void lookup(sim_bodyedge *b, const be_body *bd, const be_bedge *e, ridge *r, float sh,
-		   const float *pb, float half_max, const sim_vec4 *x, const sim_vec4 *p)
+static void lookup(const sim_bodyedge *b, be_scratch *S, be_chunk *out, const be_body *bd,
+		   const be_bedge *e, ridge *r, float sh, const float *pb, float half_max,
+		   const sim_vec4 *x, const sim_vec4 *p)
 {
 	const sim_hash *H = &b->hash;
 	if (!ridge_setup(r, bd, e, sh, half_max))
 		return;
-	if (++b->epoch == 0) {
-		memset(b->stamp, 0, (size_t)b->nce * sizeof *b->stamp);
-		b->epoch = 1;
+	uint32_t *stamp = S->stamp;
+	if (++S->epoch == 0) {
+		memset(stamp, 0, (size_t)S->stamp_cap * sizeof *stamp);
+		S->epoch = 1;
 	}
+	const uint32_t epoch = S->epoch;
 	sim_cellbox cb = sim_hash_cells(H, pb);
 	if (sim_cellbox_count(&cb) > SIM_HASH_MAX_CELLS) {
 		/* A body edge spanning more cells than the hash walks (a long
 		 * ridge over a fine cloth): every cloth edge, in order. */
 		for (uint32_t ck = 0; ck < b->nce; ck++)
 			if (sim_box_overlap(&b->box[6 * (size_t)ck], pb))
-				consider(b, ck, x, p, r);
+				consider(b, out, ck, x, p, r);
 		return;
 	}
 	for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
@@ -636,18 +737,18 @@ static void lookup(sim_bodyedge *b, const be_body *bd, const be_bedge *e, ridge 
 				uint32_t slot = sim_hash_slot(H, xx, y, z);
 				for (uint32_t j = H->start[slot]; j < H->start[slot + 1]; j++) {
 					uint32_t ck = H->entries[j];
-					if (b->stamp[ck] == b->epoch)
+					if (stamp[ck] == epoch)
 						continue;
-					b->stamp[ck] = b->epoch;
+					stamp[ck] = epoch;
 					if (sim_box_overlap(&b->box[6 * (size_t)ck], pb))
-						consider(b, ck, x, p, r);
+						consider(b, out, ck, x, p, r);
 				}
 			}
 	for (uint32_t j = 0; j < H->big_count; j++) {
 		uint32_t ck = H->big[j];
-		if (b->stamp[ck] != b->epoch && sim_box_overlap(&b->box[6 * (size_t)ck], pb)) {
-			b->stamp[ck] = b->epoch;
-			consider(b, ck, x, p, r);
+		if (stamp[ck] != epoch && sim_box_overlap(&b->box[6 * (size_t)ck], pb)) {
+			stamp[ck] = epoch;
+			consider(b, out, ck, x, p, r);
 		}
 	}
 }
@@ -712,38 +813,44 @@ static int u32_cmp(const void *pa, const void *pb)
 	return x < y ? -1 : x > y;
 }
 
-/* Room for more candidates in b->kc; 0 when out of memory. */
-static int kc_reserve(sim_bodyedge *b, size_t more)
+static uint32_t be_claim(sim_bodyedge *b);
+static void be_release(sim_bodyedge *b, uint32_t j);
+static int be_workers(sim_bodyedge *b, uint32_t chunks, const drape_pool *pool);
+
+/* Room for more candidates in a chunk's list; 0 when out of memory. */
+static int kc_reserve(be_kchunk *o, size_t more)
 {
-	if (b->kc_count + more <= b->kc_cap)
+	if (o->count + more <= o->cap)
 		return 1;
-	size_t cap = b->kc_count + more + (b->kc_count + more) / 2 + 256;
-	uint32_t *k = realloc(b->kc, cap * sizeof *k);
+	size_t cap = o->count + more + (o->count + more) / 2 + 256;
+	uint32_t *k = realloc(o->kc, cap * sizeof *k);
 	if (k == NULL)
 		return 0;
-	b->kc = k;
-	b->kc_cap = cap;
+	o->kc = k;
+	o->cap = cap;
 	return 1;
 }
 
-/* Appends to b->kc, in increasing order, the cloth edges whose widened
- * box meets pb, from the hash of the widened boxes; 0 when out of
- * memory. */
-static int collect_ridge(sim_bodyedge *b, const float *pb)
+/* Appends to o, in increasing order, the cloth edges whose widened box
+ * meets pb, from the hash of the widened boxes (stamps in S); 0 when out
+ * of memory. */
+static int collect_ridge(const sim_bodyedge *b, be_scratch *S, be_kchunk *o, const float *pb)
 {
 	const sim_hash *H = &b->hash;
-	size_t first = b->kc_count;
-	if (++b->epoch == 0) {
-		memset(b->stamp, 0, (size_t)b->nce * sizeof *b->stamp);
-		b->epoch = 1;
+	size_t first = o->count;
+	uint32_t *stamp = S->stamp;
+	if (++S->epoch == 0) {
+		memset(stamp, 0, (size_t)S->stamp_cap * sizeof *stamp);
+		S->epoch = 1;
 	}
+	const uint32_t epoch = S->epoch;
 	sim_cellbox cb = sim_hash_cells(H, pb);
 	if (sim_cellbox_count(&cb) > SIM_HASH_MAX_CELLS) {
 		for (uint32_t ck = 0; ck < b->nce; ck++)
 			if (sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
-				if (!kc_reserve(b, 1))
+				if (!kc_reserve(o, 1))
 					return 0;
-				b->kc[b->kc_count++] = ck;
+				o->kc[o->count++] = ck;
 			}
 		return 1;
 	}
@@ -753,33 +860,75 @@ static int collect_ridge(sim_bodyedge *b, const float *pb)
 				uint32_t slot = sim_hash_slot(H, xx, y, z);
 				for (uint32_t j = H->start[slot]; j < H->start[slot + 1]; j++) {
 					uint32_t ck = H->entries[j];
-					if (b->stamp[ck] == b->epoch)
+					if (stamp[ck] == epoch)
 						continue;
-					b->stamp[ck] = b->epoch;
+					stamp[ck] = epoch;
 					if (sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
-						if (!kc_reserve(b, 1))
+						if (!kc_reserve(o, 1))
 							return 0;
-						b->kc[b->kc_count++] = ck;
+						o->kc[o->count++] = ck;
 					}
 				}
 			}
 	for (uint32_t j = 0; j < H->big_count; j++) {
 		uint32_t ck = H->big[j];
-		if (b->stamp[ck] != b->epoch && sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
-			b->stamp[ck] = b->epoch;
-			if (!kc_reserve(b, 1))
+		if (stamp[ck] != epoch && sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
+			stamp[ck] = epoch;
+			if (!kc_reserve(o, 1))
 				return 0;
-			b->kc[b->kc_count++] = ck;
+			o->kc[o->count++] = ck;
 		}
 	}
-	qsort(b->kc + first, b->kc_count - first, sizeof *b->kc, u32_cmp);
+	qsort(o->kc + first, o->count - first, sizeof *o->kc, u32_cmp);
 	return 1;
 }
 
+/* What a collection's chunks share. */
+typedef struct be_cjob {
+	sim_bodyedge *b;
+	be_body *bd;
+	const sim_body_view *bv;
+	const float *wb;
+	float h;
+} be_cjob;
+
+/* Chunks [begin, end) of a still body's ridges (BODYEDGE_CHUNK each):
+ * each ridge's candidates into its chunk's list, kstart relative to it. */
+static void collect_chunks(void *ctx, uint32_t begin, uint32_t end)
+{
+	const be_cjob *J = ctx;
+	sim_bodyedge *b = J->b;
+	be_body *bd = J->bd;
+	const uint32_t w = be_claim(b);
+	for (uint32_t c = begin; c < end; c++) {
+		be_kchunk *o = &b->kchunk[c];
+		o->count = 0;
+		o->failed = 0;
+		const uint32_t r1 = bd->nridge - c * BODYEDGE_CHUNK > BODYEDGE_CHUNK
+					    ? (c + 1) * BODYEDGE_CHUNK
+					    : bd->nridge;
+		ridge r;
+		r.h = J->h;
+		r.bv = J->bv;
+		float pb[6];
+		for (uint32_t ri = c * BODYEDGE_CHUNK; ri < r1 && !o->failed; ri++) {
+			bd->kstart[ri] = (uint32_t)o->count;
+			if (ridge_box(&r, J->bv, &bd->e[bd->ridge[ri]], pb, J->wb) &&
+			    !collect_ridge(b, &b->scr[w], o, pb))
+				o->failed = 1;
+			if (o->count > UINT32_MAX)
+				o->failed = 1;
+		}
+	}
+	be_release(b, w);
+}
+
 /* Collects the lists of every still body (see above) from the boxes of
- * this substep in b->box; 0 when out of memory (the search then runs). */
+ * this substep in b->box; 0 when out of memory (the search then runs).
+ * A body's ridges are collected in fixed chunks on the pool and the
+ * chunks' lists joined in chunk order: the lists of the serial loop. */
 static int collect(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
-		   const sim_vec4 *p, float thickness)
+		   const sim_vec4 *p, float thickness, drape_pool *pool)
 {
 	b->kept_gen = 0;
 	float dmax = 0.0f;
@@ -822,18 +971,35 @@ static int collect(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 
 		be_body *bd = &b->body[ci];
 		if (bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv)
 			continue; /* its edges could not be built: no part */
-		ridge r;
-		r.h = thickness + bv.thickness;
-		r.bv = &bv;
+		const float h = thickness + bv.thickness;
 		face_normals(bd, &bv);
-		classify(bd, &bv, r.h);
-		float pb[6];
-		for (uint32_t ri = 0; ri < bd->nridge; ri++) {
-			bd->kstart[ri] = (uint32_t)b->kc_count;
-			if (ridge_box(&r, &bv, &bd->e[bd->ridge[ri]], pb, wb) && !collect_ridge(b, pb))
+		classify(bd, &bv, h);
+		const uint32_t nc = (bd->nridge + BODYEDGE_CHUNK - 1) / BODYEDGE_CHUNK;
+		if (!be_workers(b, nc, pool))
+			return 0;
+		be_cjob job = {b, bd, &bv, wb, h};
+		sim_pool_for(pool, nc, 1, collect_chunks, &job);
+		for (uint32_t c = 0; c < nc; c++) {
+			const be_kchunk *o = &b->kchunk[c];
+			const size_t base = b->kc_count;
+			if (o->failed || base + o->count > UINT32_MAX)
 				return 0;
-			if (b->kc_count > UINT32_MAX)
-				return 0;
+			if (base + o->count > b->kc_cap) {
+				size_t cap = base + o->count + (base + o->count) / 2 + 256;
+				uint32_t *k = realloc(b->kc, cap * sizeof *k);
+				if (k == NULL)
+					return 0;
+				b->kc = k;
+				b->kc_cap = cap;
+			}
+			if (o->count > 0)
+				memcpy(&b->kc[base], o->kc, o->count * sizeof *o->kc);
+			const uint32_t r1 = bd->nridge - c * BODYEDGE_CHUNK > BODYEDGE_CHUNK
+						    ? (c + 1) * BODYEDGE_CHUNK
+						    : bd->nridge;
+			for (uint32_t ri = c * BODYEDGE_CHUNK; ri < r1; ri++)
+				bd->kstart[ri] += (uint32_t)base;
+			b->kc_count = base + o->count;
 		}
 		bd->kstart[bd->nridge] = (uint32_t)b->kc_count;
 		bd->kept_gen = gen;
@@ -860,25 +1026,26 @@ static int key_cmp(const void *pa, const void *pb)
  * (see above). They were made in increasing cloth edge order, which is
  * the search's when pb spans more cells than the hash walks.
  */
-static void order_pairs(sim_bodyedge *b, uint32_t first, const float *pb, const sim_hash *H)
+static void order_pairs(const sim_bodyedge *b, be_scratch *S, be_chunk *out, uint32_t first,
+			const float *pb, const sim_hash *H)
 {
-	const uint32_t m = b->pair_count - first;
+	const uint32_t m = out->count - first;
 	sim_cellbox P = sim_hash_cells(H, pb);
 	if (sim_cellbox_count(&P) > SIM_HASH_MAX_CELLS)
 		return;
-	if (m > b->key_cap) {
+	if (m > S->key_cap) {
 		uint32_t cap = m + m / 2 + 16;
-		be_key *k = realloc(b->key, (size_t)cap * sizeof *k);
+		be_key *k = realloc(S->key, (size_t)cap * sizeof *k);
 		if (k == NULL)
 			return;
-		b->key = k;
-		be_pair *t = realloc(b->tmp, (size_t)cap * sizeof *t);
+		S->key = k;
+		be_pair *t = realloc(S->tmp, (size_t)cap * sizeof *t);
 		if (t == NULL)
 			return;
-		b->tmp = t;
-		b->key_cap = cap;
+		S->tmp = t;
+		S->key_cap = cap;
 	}
-	be_key *key = b->key;
+	be_key *key = S->key;
 	const int32_t nx = P.hi[0] - P.lo[0] + 1, ny = P.hi[1] - P.lo[1] + 1;
 	uint32_t pslot[SIM_HASH_MAX_CELLS], cslot[SIM_HASH_MAX_CELLS];
 	uint32_t np = 0;
@@ -887,7 +1054,7 @@ static void order_pairs(sim_bodyedge *b, uint32_t first, const float *pb, const 
 			for (int32_t xx = P.lo[0]; xx <= P.hi[0]; xx++)
 				pslot[np++] = sim_hash_slot(H, xx, y, z);
 	for (uint32_t i = 0; i < m; i++) {
-		const uint32_t ck = b->pair[first + i].edge;
+		const uint32_t ck = out->pair[first + i].edge;
 		sim_cellbox C = sim_hash_cells(H, &b->box[6 * (size_t)ck]);
 		key[i].at = first + i;
 		if (sim_cellbox_count(&C) > SIM_HASH_MAX_CELLS) {
@@ -920,30 +1087,202 @@ static void order_pairs(sim_bodyedge *b, uint32_t first, const float *pb, const 
 	}
 	qsort(key, m, sizeof *key, key_cmp);
 	for (uint32_t i = 0; i < m; i++)
-		b->tmp[i] = b->pair[key[i].at];
-	memcpy(&b->pair[first], b->tmp, (size_t)m * sizeof *b->tmp);
+		S->tmp[i] = out->pair[key[i].at];
+	memcpy(&out->pair[first], S->tmp, (size_t)m * sizeof *S->tmp);
+	/* The normals go with their pairs (pairs_join marks with them), in
+	 * the pairs' scratch, free again (a pair holds several normals). */
+	sim_v3 *tn = (sim_v3 *)(void *)S->tmp;
+	for (uint32_t i = 0; i < m; i++)
+		tn[i] = out->n[key[i].at];
+	memcpy(&out->n[first], tn, (size_t)m * sizeof *tn);
 }
 
 /* Ridge ri (edge e) of still body bd against its kept list: the pairs of
  * lookup(), in its order (H has this substep's cells). */
-static void filter(sim_bodyedge *b, const be_body *bd, uint32_t ri, const be_bedge *e, ridge *r,
-		   float sh, const float *pb, float half_max, const sim_vec4 *x, const sim_vec4 *p,
-		   const sim_hash *H)
+static void filter(const sim_bodyedge *b, be_scratch *S, be_chunk *out, const be_body *bd,
+		   uint32_t ri, const be_bedge *e, ridge *r, float sh, const float *pb,
+		   float half_max, const sim_vec4 *x, const sim_vec4 *p, const sim_hash *H)
 {
 	if (!ridge_setup(r, bd, e, sh, half_max))
 		return;
-	const uint32_t first = b->pair_count;
+	const uint32_t first = out->count;
 	for (uint32_t j = bd->kstart[ri]; j < bd->kstart[ri + 1]; j++) {
 		uint32_t ck = b->kc[j];
 		if (sim_box_overlap(&b->box[6 * (size_t)ck], pb))
-			consider(b, ck, x, p, r);
+			consider(b, out, ck, x, p, r);
 	}
-	if (b->pair_count - first > 1)
-		order_pairs(b, first, pb, H);
+	if (out->count - first > 1)
+		order_pairs(b, S, out, first, pb, H);
+}
+
+/* What the chunks of a still body's search share (sim_bodyedge_begin). */
+typedef struct be_job {
+	sim_bodyedge *b;
+	const be_body *bd;
+	const sim_body_view *bv;
+	const float *cloth_box;
+	const sim_hash *H;
+	const sim_vec4 *x, *p;
+	float h, half_max;
+	int keep;
+} be_job;
+
+/* A free worker scratch, taken until be_release (as bodypush.c's). */
+static uint32_t be_claim(sim_bodyedge *b)
+{
+	for (;;)
+		for (uint32_t j = 0; j < b->nscr; j++)
+			if (!atomic_load_explicit(&b->busy[j], memory_order_relaxed) &&
+			    !atomic_exchange_explicit(&b->busy[j], 1, memory_order_acquire))
+				return j;
+}
+
+static void be_release(sim_bodyedge *b, uint32_t j)
+{
+	atomic_store_explicit(&b->busy[j], 0, memory_order_release);
+}
+
+/* Chunks [begin, end) of a still body's ridges (BODYEDGE_CHUNK each),
+ * each into its own pairs: from the kept lists or a fresh lookup. */
+static void ridge_chunks(void *ctx, uint32_t begin, uint32_t end)
+{
+	const be_job *J = ctx;
+	sim_bodyedge *b = J->b;
+	const be_body *bd = J->bd;
+	const uint32_t w = be_claim(b);
+	be_scratch *S = &b->scr[w];
+	for (uint32_t c = begin; c < end; c++) {
+		be_chunk *out = &b->chunk[c];
+		out->count = 0;
+		const uint32_t r1 = bd->nridge - c * BODYEDGE_CHUNK > BODYEDGE_CHUNK
+					    ? (c + 1) * BODYEDGE_CHUNK
+					    : bd->nridge;
+		for (uint32_t ri = c * BODYEDGE_CHUNK; ri < r1; ri++) {
+			/* No candidates, no pairs: most of a body is away
+			 * from the cloth. */
+			if (J->keep && bd->kstart[ri] == bd->kstart[ri + 1])
+				continue;
+			ridge r;
+			r.h = J->h;
+			r.bv = J->bv;
+			float pb[6];
+			const be_bedge *e = &bd->e[bd->ridge[ri]];
+			if (!ridge_box(&r, J->bv, e, pb, J->cloth_box))
+				continue;
+			const float sh = ridge_sharpness(bd, J->bv, e);
+			if (J->keep)
+				filter(b, S, out, bd, ri, e, &r, sh, pb, J->half_max, J->x, J->p, J->H);
+			else
+				lookup(b, S, out, bd, e, &r, sh, pb, J->half_max, J->x, J->p);
+		}
+	}
+	be_release(b, w);
+}
+
+/* Room for n chunks and for the workers' scratch (stamps for every cloth
+ * edge); 0 when out of memory. */
+static int be_workers(sim_bodyedge *b, uint32_t chunks, const drape_pool *pool)
+{
+	chunks = chunks > 0 ? chunks : 1;
+	if (chunks > b->chunk_cap) {
+		be_chunk *c = realloc(b->chunk, (size_t)chunks * sizeof *c);
+		if (c == NULL)
+			return 0;
+		memset(c + b->chunk_cap, 0, (size_t)(chunks - b->chunk_cap) * sizeof *c);
+		b->chunk = c;
+		be_kchunk *k = realloc(b->kchunk, (size_t)chunks * sizeof *k);
+		if (k == NULL)
+			return 0;
+		memset(k + b->chunk_cap, 0, (size_t)(chunks - b->chunk_cap) * sizeof *k);
+		b->kchunk = k;
+		b->chunk_cap = chunks;
+	}
+	uint32_t want = drape_pool_threads(pool);
+	want = want < chunks ? want : chunks;
+	want = want > 0 ? want : 1;
+	if (want > b->nscr) {
+		be_scratch *s = realloc(b->scr, (size_t)want * sizeof *s);
+		if (s == NULL)
+			return 0;
+		memset(s + b->nscr, 0, (size_t)(want - b->nscr) * sizeof *s);
+		b->scr = s;
+		_Atomic uint8_t *busy = calloc(want, sizeof *busy);
+		if (busy == NULL)
+			return 0;
+		free((void *)b->busy);
+		b->busy = busy;
+		b->nscr = want;
+	}
+	for (uint32_t j = 0; j < b->nscr; j++)
+		if (b->scr[j].stamp_cap < b->nce) {
+			uint32_t *st = calloc((size_t)b->nce + 1, sizeof *st);
+			if (st == NULL)
+				return 0;
+			free(b->scr[j].stamp);
+			b->scr[j].stamp = st;
+			b->scr[j].stamp_cap = b->nce;
+			b->scr[j].epoch = 0;
+		}
+	return 1;
+}
+
+/* What the blocks of the cloth edges' boxes share (sim_bodyedge_begin). */
+typedef struct be_bjob {
+	sim_bodyedge *b;
+	const sim_vec4 *x, *p;
+	float grow, sl;
+	int check;
+} be_bjob;
+
+/* The boxes of one block of cloth edges [begin, end). */
+static void box_block(const be_bjob *J, uint32_t begin, uint32_t end)
+{
+	sim_bodyedge *b = J->b;
+	const sim_vec4 *x = J->x, *p = J->p;
+	const float grow = J->grow, sl = J->sl;
+	be_bred r = {{INFINITY, INFINITY, INFINITY}, {-INFINITY, -INFINITY, -INFINITY}, 0.0f, 1, 1};
+	for (uint32_t k = begin; k < end; k++) {
+		float *bx = &b->box[6 * (size_t)k];
+		float el = v3_len(v3_sub(v3_of4(x[b->ce[k].a]), v3_of4(x[b->ce[k].b])));
+		r.half = el > r.half ? el : r.half;
+		const sim_vec4 *q[4] = {&x[b->ce[k].a], &x[b->ce[k].b], &p[b->ce[k].a], &p[b->ce[k].b]};
+		for (int j = 0; j < 3; j++)
+			bx[j] = INFINITY, bx[j + 3] = -INFINITY;
+		for (int m = 0; m < 4; m++) {
+			float c[3] = {q[m]->x, q[m]->y, q[m]->z};
+			for (int j = 0; j < 3; j++) {
+				bx[j] = sim_box_min(bx[j], c[j]);
+				bx[j + 3] = sim_box_max(bx[j + 3], c[j]);
+			}
+		}
+		b->ext[k] = sim_box_max(bx[3] - bx[0], sim_box_max(bx[4] - bx[1], bx[5] - bx[2]));
+		for (int j = 0; j < 3; j++) {
+			bx[j] -= grow;
+			bx[j + 3] += grow;
+			r.lo[j] = sim_box_min(r.lo[j], bx[j]);
+			r.hi[j] = sim_box_max(r.hi[j], bx[j + 3]);
+		}
+		r.boxes &= sim_box_valid(bx);
+		if (J->check) {
+			const float *w = &b->wbox[6 * (size_t)k];
+			r.inside &= (w[0] - sl <= bx[0]) & (w[1] - sl <= bx[1]) & (w[2] - sl <= bx[2]) &
+				    (bx[3] <= w[3] + sl) & (bx[4] <= w[4] + sl) & (bx[5] <= w[5] + sl);
+		}
+	}
+	b->bred[begin / BODYEDGE_BOX_BLOCK] = r;
+}
+
+/* The boxes of cloth edges [begin, end) (one block of
+ * BODYEDGE_BOX_BLOCK, or several when run inline), their sizes into
+ * b->ext and each block's bounds into b->bred. */
+static void box_blocks(void *ctx, uint32_t begin, uint32_t end)
+{
+	for (uint32_t k0 = begin; k0 < end; k0 += BODYEDGE_BOX_BLOCK)
+		box_block(ctx, k0, end - k0 > BODYEDGE_BOX_BLOCK ? k0 + BODYEDGE_BOX_BLOCK : end);
 }
 
 void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
-			const sim_vec4 *p, float thickness, int first)
+			const sim_vec4 *p, float thickness, int first, drape_pool *pool)
 {
 	b->pair_count = 0;
 	/* A new stamp for the pinch marks; 0 is never a substep's. */
@@ -974,38 +1313,24 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
 	double size = 0.0;
 	float half_max = 0.0f; /* the longest cloth edge at x, halved below */
-	const int check = b->kept_gen != 0;
-	const float sl = b->slack;
 	int inside = 1, boxes = 1;
-	for (uint32_t k = 0; k < b->nce; k++) {
-		float *bx = &b->box[6 * (size_t)k];
-		float el = v3_len(v3_sub(v3_of4(x[b->ce[k].a]), v3_of4(x[b->ce[k].b])));
-		half_max = el > half_max ? el : half_max;
-		const sim_vec4 *q[4] = {&x[b->ce[k].a], &x[b->ce[k].b], &p[b->ce[k].a], &p[b->ce[k].b]};
-		for (int j = 0; j < 3; j++)
-			bx[j] = INFINITY, bx[j + 3] = -INFINITY;
-		for (int m = 0; m < 4; m++) {
-			float c[3] = {q[m]->x, q[m]->y, q[m]->z};
-			for (int j = 0; j < 3; j++) {
-				bx[j] = sim_box_min(bx[j], c[j]);
-				bx[j + 3] = sim_box_max(bx[j + 3], c[j]);
-			}
-		}
-		float ext = sim_box_max(bx[3] - bx[0], sim_box_max(bx[4] - bx[1], bx[5] - bx[2]));
-		size += isfinite(ext) ? ext : 0.0f;
+	/* In blocks on the pool; the blocks' bounds are combined in order and
+	 * the sizes summed in edge order, as the serial loop did (the min and
+	 * max of boxes never meet a signed zero: grow > 0). */
+	be_bjob bj = {b, x, p, grow, b->slack, b->kept_gen != 0};
+	sim_pool_for(pool, b->nce, BODYEDGE_BOX_BLOCK, box_blocks, &bj);
+	for (uint32_t c = 0; c * BODYEDGE_BOX_BLOCK < b->nce; c++) {
+		const be_bred *r = &b->bred[c];
+		half_max = r->half > half_max ? r->half : half_max;
 		for (int j = 0; j < 3; j++) {
-			bx[j] -= grow;
-			bx[j + 3] += grow;
-			lo[j] = sim_box_min(lo[j], bx[j]);
-			hi[j] = sim_box_max(hi[j], bx[j + 3]);
+			lo[j] = sim_box_min(lo[j], r->lo[j]);
+			hi[j] = sim_box_max(hi[j], r->hi[j]);
 		}
-		boxes &= sim_box_valid(bx);
-		if (check) {
-			const float *w = &b->wbox[6 * (size_t)k];
-			inside &= (w[0] - sl <= bx[0]) & (w[1] - sl <= bx[1]) & (w[2] - sl <= bx[2]) &
-				  (bx[3] <= w[3] + sl) & (bx[4] <= w[4] + sl) & (bx[5] <= w[5] + sl);
-		}
+		inside &= r->inside;
+		boxes &= r->boxes;
 	}
+	for (uint32_t k = 0; k < b->nce; k++)
+		size += isfinite(b->ext[k]) ? b->ext[k] : 0.0f;
 	if (!inside)
 		b->kept_gen = 0;
 	half_max *= 0.5f;
@@ -1035,7 +1360,7 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		classify(bd, &bv, thickness + bv.thickness);
 		stale |= b->kept_gen == 0 || bd->kept_gen != b->kept_gen;
 	}
-	if (keep && stale && !collect(b, set, x, p, thickness)) {
+	if (keep && stale && !collect(b, set, x, p, thickness, pool)) {
 		b->kept_gen = 0;
 		keep = 0;
 		search = 1;
@@ -1060,26 +1385,19 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		if (!bv.moving) {
 			face_normals(bd, &bv);
 			classify(bd, &bv, r.h);
-			if (keep) {
-				for (uint32_t ri = 0; ri < bd->nridge; ri++) {
-					/* No candidates, no pairs: most of a body is
-					 * away from the cloth. */
-					if (bd->kstart[ri] == bd->kstart[ri + 1])
-						continue;
-					const be_bedge *e = &bd->e[bd->ridge[ri]];
-					if (ridge_box(&r, &bv, e, pb, cloth_box))
-						filter(b, bd, ri, e, &r, ridge_sharpness(bd, &bv, e), pb,
-						       half_max, x, p, &H);
-				}
-				bd->kept_uses++;
+			/* The ridges in fixed chunks on the pool, each chunk's
+			 * pairs in its own list, joined in chunk order: the
+			 * serial loop's pairs, in its order, at any thread
+			 * count (the pinch marks are made in the join). */
+			const uint32_t nc = (bd->nridge + BODYEDGE_CHUNK - 1) / BODYEDGE_CHUNK;
+			if (!be_workers(b, nc, pool))
 				continue;
-			}
-			for (uint32_t ri = 0; ri < bd->nridge; ri++) {
-				const be_bedge *e = &bd->e[bd->ridge[ri]];
-				if (ridge_box(&r, &bv, e, pb, cloth_box))
-					lookup(b, bd, e, &r, ridge_sharpness(bd, &bv, e), pb, half_max, x,
-					       p);
-			}
+			be_job job = {b, bd, &bv, cloth_box, &H, x, p, r.h, half_max, keep};
+			sim_pool_for(pool, nc, 1, ridge_chunks, &job);
+			for (uint32_t c = 0; c < nc; c++)
+				pairs_join(b, &b->chunk[c]);
+			if (keep)
+				bd->kept_uses++;
 			continue;
 		}
 		/* A moving body's edges are classified every substep, but only
@@ -1098,6 +1416,12 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		 * an edge is not classified. */
 		for (uint32_t v = 0; v < bv.nv; v++)
 			bd->voc[v] = outcode(at3(bv.q0, v), at3(bv.q1, v), cloth_box);
+		/* Serial, into the first chunk's list and the first worker's
+		 * scratch, joined as the still bodies' are. */
+		if (!be_workers(b, 1, pool))
+			continue;
+		be_chunk *out = &b->chunk[0];
+		out->count = 0;
 		for (uint32_t k = 0; k < bd->ne; k++) {
 			const be_bedge *e = &bd->e[k];
 			if (bd->voc[e->a] & bd->voc[e->b])
@@ -1112,8 +1436,9 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			float len = v3_len(v3_sub(at3(bv.q0, e->b), at3(bv.q0, e->a)));
 			if (sh > 0.0f && len * sh > BODYEDGE_SHARP * r.h &&
 			    ridge_box(&r, &bv, e, pb, cloth_box))
-				lookup(b, bd, e, &r, sh, pb, half_max, x, p);
+				lookup(b, &b->scr[0], out, bd, e, &r, sh, pb, half_max, x, p);
 		}
+		pairs_join(b, out);
 	}
 	/* Drop the pinched cloth edges' pairs; the others keep their order. */
 	uint32_t kept = 0;
@@ -1207,6 +1532,12 @@ size_t sim_bodyedge_bytes(const sim_bodyedge *b)
 	size_t s = sizeof *b + (size_t)b->nce * (sizeof(be_cedge) + 6 * sizeof(float) +
 						  2 * sizeof(uint32_t) + 3 * sizeof(float) + 1) +
 		   (size_t)b->pair_cap * sizeof(be_pair) + (size_t)b->body_cap * sizeof(be_body);
+	for (uint32_t c = 0; c < b->chunk_cap; c++)
+		s += sizeof(be_chunk) + (size_t)b->chunk[c].cap * (sizeof(be_pair) + sizeof(sim_v3)) +
+		     sizeof(be_kchunk) + b->kchunk[c].cap * sizeof(uint32_t);
+	for (uint32_t j = 0; j < b->nscr; j++)
+		s += sizeof(be_scratch) + (size_t)b->scr[j].stamp_cap * sizeof(uint32_t) +
+		     (size_t)b->scr[j].key_cap * (sizeof(be_key) + sizeof(be_pair));
 	for (uint32_t i = 0; i < b->body_cap; i++)
 		s += (size_t)b->body[i].ne * (sizeof(be_bedge) + 2 * sizeof(uint32_t)) +
 		     (size_t)b->body[i].nt * (3 * sizeof(float) + sizeof(uint32_t)) +

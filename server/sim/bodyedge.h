@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "drape/error.h"
+#include "drape/sim.h"
 #include "server/sim/collider.h"
 #include "server/sim/vec.h"
 
@@ -43,9 +44,11 @@ drape_err sim_bodyedge_reserve(sim_bodyedge *b, const sim_collider_set *set, dra
  */
 /* first: this is a step's first substep, where the kept candidate lists
  * of still bodies are dropped (bodyedge.c, "Kept candidates"); the pairs
- * are the same bits with or without them. */
+ * are the same bits with or without them. A still body's ridges are
+ * searched in fixed chunks on pool (NULL: the calling thread): the same
+ * pairs in the same order whatever its threads. */
 void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
-			const sim_vec4 *p, float thickness, int first);
+			const sim_vec4 *p, float thickness, int first, drape_pool *pool);
 
 /* Once per iteration: pushes every pair's cloth edge out by what it
  * lacks, with friction; serial, in the pairs' fixed order. Returns the

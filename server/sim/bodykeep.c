@@ -96,8 +96,17 @@ typedef struct kb_body {
 	uint32_t nv, version;
 	const float *q0, *q1; /* the pose arrays of a still body */
 	float h;
-	uint32_t base; /* its first vertex in first/count and (moving) q */
+	uint32_t base;   /* its first vertex in first/count and (moving) q */
+	uint32_t chunk0; /* its first chunk (SIM_BODY_CHUNK vertices each) */
 } kb_body;
+
+/* One chunk's candidates, every vertex's in turn (first/count index them). */
+typedef struct kb_chunk {
+	uint32_t *cand;
+	uint32_t count, cap;
+	uint32_t maxn; /* the most one vertex has */
+	int failed;    /* out of memory in this collection */
+} kb_chunk;
 
 struct sim_bodykeep {
 	float margin, budget;
@@ -109,17 +118,11 @@ struct sim_bodykeep {
 	uint32_t box_cap;
 	kb_body *body;
 	uint32_t nbody, body_cap;
-	uint32_t *first, *count; /* per body vertex: its range in cand */
+	uint32_t *first, *count; /* per body vertex: its range in its chunk's cand */
 	float *q;                /* 6 per vertex of a moving body: q0, q1 at collection */
 	uint32_t vert_cap;
-	uint32_t *cand;
-	uint32_t cand_count, cand_cap;
-	uint32_t *stamp; /* per triangle, for the collection's queries */
-	uint32_t epoch;
-	uint64_t *key; /* one vertex's ordered candidates */
-	uint32_t *out;
-	uint32_t key_cap;
-	uint32_t slots[SIM_HASH_MAX_CELLS]; /* a triangle's cells' slots */
+	kb_chunk *chunk;
+	uint32_t nchunk, chunk_cap;
 	uint32_t uses;   /* substeps served by the list since its collection */
 	uint32_t misses; /* lists in a row before it that served none */
 	uint64_t collected, kept;
@@ -144,10 +147,9 @@ void sim_bodykeep_free(sim_bodykeep *k)
 	free(k->first);
 	free(k->count);
 	free(k->q);
-	free(k->cand);
-	free(k->stamp);
-	free(k->key);
-	free(k->out);
+	for (uint32_t c = 0; c < k->chunk_cap; c++)
+		free(k->chunk[c].cand);
+	free(k->chunk);
 	free(k);
 }
 
@@ -272,12 +274,6 @@ int sim_bodykeep_start(sim_bodykeep *k, const sim_collider_set *set, const uint3
 		if (b == NULL)
 			return 0;
 		k->box0 = b;
-		uint32_t *st = realloc(k->stamp, (size_t)ntri * sizeof *st);
-		if (st == NULL)
-			return 0;
-		memset(st, 0, (size_t)ntri * sizeof *st);
-		k->stamp = st;
-		k->epoch = 0;
 		k->box_cap = ntri;
 	}
 	if (set->count > k->body_cap) {
@@ -287,7 +283,7 @@ int sim_bodykeep_start(sim_bodykeep *k, const sim_collider_set *set, const uint3
 		k->body = b;
 		k->body_cap = set->count;
 	}
-	uint32_t verts = 0, moving = 0, bodies = 0;
+	uint32_t verts = 0, moving = 0, bodies = 0, chunks = 0;
 	for (uint32_t ci = 0; ci < set->count; ci++) {
 		sim_body_view bv;
 		if (sim_colliders_body(set, ci, &bv))
@@ -308,7 +304,9 @@ int sim_bodykeep_start(sim_bodykeep *k, const sim_collider_set *set, const uint3
 		kb->q1 = bv.q1;
 		kb->h = body_h(thickness, &bv);
 		kb->base = verts;
+		kb->chunk0 = chunks;
 		verts += bv.nv;
+		chunks += (bv.nv + SIM_BODY_CHUNK - 1) / SIM_BODY_CHUNK;
 		moving += kb->moving;
 	}
 	if (verts > k->vert_cap) {
@@ -324,6 +322,20 @@ int sim_bodykeep_start(sim_bodykeep *k, const sim_collider_set *set, const uint3
 		k->q = q;
 		k->vert_cap = verts;
 	}
+	if (chunks > k->chunk_cap) {
+		kb_chunk *c = realloc(k->chunk, (size_t)chunks * sizeof *c);
+		if (c == NULL)
+			return 0;
+		memset(c + k->chunk_cap, 0, (size_t)(chunks - k->chunk_cap) * sizeof *c);
+		k->chunk = c;
+		k->chunk_cap = chunks;
+	}
+	for (uint32_t c = 0; c < chunks; c++) {
+		k->chunk[c].count = 0;
+		k->chunk[c].maxn = 0;
+		k->chunk[c].failed = 0;
+	}
+	k->nchunk = chunks;
 	memset(k->count, 0, (size_t)verts * sizeof *k->count);
 	memset(k->first, 0, (size_t)verts * sizeof *k->first);
 	for (uint32_t ci = 0; ci < set->count; ci++) {
@@ -344,7 +356,6 @@ int sim_bodykeep_start(sim_bodykeep *k, const sim_collider_set *set, const uint3
 	k->grow = grow;
 	k->thickness = thickness;
 	k->half_bound = BODYKEEP_EDGE_SLACK * half_max;
-	k->cand_count = 0;
 	if (k->collected > 0)
 		k->misses = k->uses > 0 ? 0 : (k->misses < 1000 ? k->misses + 1 : k->misses);
 	k->uses = 0;
@@ -353,33 +364,73 @@ int sim_bodykeep_start(sim_bodykeep *k, const sim_collider_set *set, const uint3
 	return 1;
 }
 
-/* Appends t to the candidates; 0 when out of memory. */
-static int cand_push(sim_bodykeep *k, uint32_t t)
+int sim_bodykeep_scratch_reserve(sim_bodykeep_scratch *s, uint32_t ntri, uint32_t n)
 {
-	if (k->cand_count == k->cand_cap) {
-		uint32_t cap = k->cand_cap + k->cand_cap / 2 + 1024;
-		uint32_t *c = realloc(k->cand, (size_t)cap * sizeof *c);
-		if (c == NULL)
+	if (ntri > s->stamp_cap) {
+		uint32_t *st = realloc(s->stamp, (size_t)ntri * sizeof *st);
+		if (st == NULL)
 			return 0;
-		k->cand = c;
-		k->cand_cap = cap;
+		memset(st, 0, (size_t)ntri * sizeof *st);
+		s->stamp = st;
+		s->stamp_cap = ntri;
+		s->epoch = 0;
 	}
-	k->cand[k->cand_count++] = t;
+	if (n > s->key_cap) {
+		uint32_t cap = n + n / 2 + 16;
+		uint64_t *key = realloc(s->key, (size_t)cap * sizeof *key);
+		if (key == NULL)
+			return 0;
+		s->key = key;
+		uint32_t *o = realloc(s->out, (size_t)cap * sizeof *o);
+		if (o == NULL)
+			return 0;
+		s->out = o;
+		s->key_cap = cap;
+	}
 	return 1;
 }
 
-void sim_bodykeep_collect(sim_bodykeep *k, uint32_t ci, uint32_t i, const sim_hash *H,
-			  const float *box, const float *pb)
+void sim_bodykeep_scratch_free(sim_bodykeep_scratch *s)
 {
-	if (!k->live)
-		return;
+	free(s->stamp);
+	free(s->key);
+	free(s->out);
+	memset(s, 0, sizeof *s);
+}
+
+/* Appends t to chunk c's candidates; 0 when out of memory. */
+static int cand_push(kb_chunk *c, uint32_t t)
+{
+	if (c->count == c->cap) {
+		uint32_t cap = c->cap + c->cap / 2 + 1024;
+		uint32_t *n = realloc(c->cand, (size_t)cap * sizeof *n);
+		if (n == NULL)
+			return 0;
+		c->cand = n;
+		c->cap = cap;
+	}
+	c->cand[c->count++] = t;
+	return 1;
+}
+
+int sim_bodykeep_collect(sim_bodykeep *k, sim_bodykeep_scratch *s, uint32_t ci, uint32_t i,
+			 const sim_hash *H, const float *box, const float *pb)
+{
+	const kb_body *kb = &k->body[ci];
+	kb_chunk *ch = &k->chunk[kb->chunk0 + i / SIM_BODY_CHUNK];
+	if (!k->live || ch->failed || s->stamp_cap < k->ntri) {
+		ch->failed = 1;
+		return 0;
+	}
 	const float m = k->margin;
 	const float pm[6] = {pb[0] - m, pb[1] - m, pb[2] - m, pb[3] + m, pb[4] + m, pb[5] + m};
-	const uint32_t v = k->body[ci].base + i, from = k->cand_count;
-	if (++k->epoch == 0) {
-		memset(k->stamp, 0, (size_t)k->box_cap * sizeof *k->stamp);
-		k->epoch = 1;
+	const uint32_t v = kb->base + i, from = ch->count;
+	uint32_t *stamp = s->stamp;
+	if (++s->epoch == 0) {
+		memset(stamp, 0, (size_t)s->stamp_cap * sizeof *stamp);
+		s->epoch = 1;
 	}
+	const uint32_t epoch = s->epoch;
 	int ok = 1;
 	sim_cellbox cb = sim_hash_cells(H, pm);
 	for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
@@ -388,43 +439,34 @@ void sim_bodykeep_collect(sim_bodykeep *k, uint32_t ci, uint32_t i, const sim_ha
 				uint32_t slot = sim_hash_slot(H, x, y, z);
 				for (uint32_t e = H->start[slot]; e < H->start[slot + 1]; e++) {
 					uint32_t t = H->entries[e];
-					if (k->stamp[t] == k->epoch)
+					if (stamp[t] == epoch)
 						continue;
-					k->stamp[t] = k->epoch;
+					stamp[t] = epoch;
 					if (sim_box_overlap(&box[6 * (size_t)t], pm))
-						ok &= cand_push(k, t);
+						ok &= cand_push(ch, t);
 				}
 			}
 	for (uint32_t j = 0; j < H->big_count; j++) {
 		uint32_t t = H->big[j];
-		if (k->stamp[t] != k->epoch && sim_box_overlap(&box[6 * (size_t)t], pm)) {
-			k->stamp[t] = k->epoch;
-			ok &= cand_push(k, t);
+		if (stamp[t] != epoch && sim_box_overlap(&box[6 * (size_t)t], pm)) {
+			stamp[t] = epoch;
+			ok &= cand_push(ch, t);
 		}
 	}
 	/* The ordering's scratch holds every vertex's candidates, so
-	 * sim_bodykeep_order never allocates. */
-	const uint32_t n = k->cand_count - from;
-	if (ok && n > k->key_cap) {
-		uint32_t cap = n + n / 2 + 16;
-		uint64_t *key = realloc(k->key, (size_t)cap * sizeof *key);
-		if (key != NULL)
-			k->key = key;
-		uint32_t *o = key != NULL ? realloc(k->out, (size_t)cap * sizeof *o) : NULL;
-		if (o != NULL) {
-			k->out = o;
-			k->key_cap = cap;
-		}
-		ok = o != NULL;
-	}
+	 * sim_bodykeep_order never allocates (sim_bodykeep_finish sizes the
+	 * other workers' scratch for the later substeps). */
+	const uint32_t n = ch->count - from;
+	if (ok)
+		ok = sim_bodykeep_scratch_reserve(s, k->ntri, n);
 	if (!ok) {
-		/* A list missing a candidate would be wrong: none is kept,
-		 * and the caller searches afresh (sim_bodykeep_live). */
-		k->live = 0;
-		return;
+		/* A list missing a candidate would be wrong: none is kept
+		 * (sim_bodykeep_finish), and the caller searches afresh. */
+		ch->failed = 1;
+		return 0;
 	}
 	/* Descending, as a single cell's slot holds them (sim_bodykeep_order). */
-	uint32_t *c = &k->cand[from];
+	uint32_t *c = &ch->cand[from];
 	for (uint32_t a = 1; a < n; a++) {
 		uint32_t t = c[a], b = a;
 		for (; b > 0 && c[b - 1] < t; b--)
@@ -433,11 +475,32 @@ void sim_bodykeep_collect(sim_bodykeep *k, uint32_t ci, uint32_t i, const sim_ha
 	}
 	k->first[v] = from;
 	k->count[v] = n;
+	ch->maxn = n > ch->maxn ? n : ch->maxn;
+	return 1;
+}
+
+void sim_bodykeep_finish(sim_bodykeep *k, sim_bodykeep_scratch *scr, uint32_t nscr)
+{
+	if (!k->live)
+		return;
+	uint32_t maxn = 0;
+	for (uint32_t c = 0; c < k->nchunk; c++) {
+		if (k->chunk[c].failed) {
+			k->live = 0;
+			return;
+		}
+		maxn = k->chunk[c].maxn > maxn ? k->chunk[c].maxn : maxn;
+	}
+	for (uint32_t j = 0; j < nscr; j++)
+		if (!sim_bodykeep_scratch_reserve(&scr[j], k->ntri, maxn)) {
+			k->live = 0;
+			return;
+		}
 }
 
 /* The index, in the query's order over cb, of the first cell whose slot
  * holds a triangle of cell box ct (which shares a cell with cb). */
-static uint32_t first_cell(sim_bodykeep *k, const sim_hash *H, const sim_cellbox *cb,
+static uint32_t first_cell(sim_bodykeep_scratch *k, const sim_hash *H, const sim_cellbox *cb,
 			   const sim_cellbox *ct)
 {
 	uint32_t j = 0, nslots = 0;
@@ -478,15 +541,17 @@ static int small_box(const float *b, float inv_cell)
 	       (b[5] - b[2]) * inv_cell < 4.0f;
 }
 
-uint32_t sim_bodykeep_order(sim_bodykeep *k, uint32_t ci, uint32_t i, const sim_hash *H,
-			    const float *box, const float *pb, const uint32_t **out)
+uint32_t sim_bodykeep_order(const sim_bodykeep *k, sim_bodykeep_scratch *s, uint32_t ci,
+			    uint32_t i, const sim_hash *H, const float *box, const float *pb,
+			    const uint32_t **out)
 {
-	const uint32_t v = k->body[ci].base + i;
+	const kb_body *kb = &k->body[ci];
+	const uint32_t v = kb->base + i;
 	const uint32_t n = k->count[v];
-	*out = k->out;
+	*out = s->out;
 	if (n == 0)
 		return 0;
-	const uint32_t *c = &k->cand[k->first[v]];
+	const uint32_t *c = &k->chunk[kb->chunk0 + i / SIM_BODY_CHUNK].cand[k->first[v]];
 	sim_cellbox cb = sim_hash_cells(H, pb);
 	const int single = cb.lo[0] == cb.hi[0] && cb.lo[1] == cb.hi[1] && cb.lo[2] == cb.hi[2];
 	uint32_t m = 0;
@@ -499,7 +564,7 @@ uint32_t sim_bodykeep_order(sim_bodykeep *k, uint32_t ci, uint32_t i, const sim_
 		uint64_t key;
 		if (single && small_box(bt, H->inv_cell)) {
 			/* In no other slot before the one cell's: first met there. */
-			k->key[m++] = (uint32_t)~t;
+			s->key[m++] = (uint32_t)~t;
 			continue;
 		}
 		sim_cellbox ct = sim_hash_cells(H, bt);
@@ -507,25 +572,25 @@ uint32_t sim_bodykeep_order(sim_bodykeep *k, uint32_t ci, uint32_t i, const sim_
 			key = ((uint64_t)UINT32_MAX << 32) | t;
 			sorted = 0;
 		} else {
-			uint32_t first = single ? 0 : first_cell(k, H, &cb, &ct);
+			uint32_t first = single ? 0 : first_cell(s, H, &cb, &ct);
 			key = ((uint64_t)first << 32) | (uint32_t)~t;
 			sorted &= first == 0;
 		}
-		k->key[m++] = key;
+		s->key[m++] = key;
 	}
 	if (!sorted)
 		for (uint32_t a = 1; a < m; a++) {
-			uint64_t x = k->key[a];
+			uint64_t x = s->key[a];
 			uint32_t b = a;
-			for (; b > 0 && k->key[b - 1] > x; b--)
-				k->key[b] = k->key[b - 1];
-			k->key[b] = x;
+			for (; b > 0 && s->key[b - 1] > x; b--)
+				s->key[b] = s->key[b - 1];
+			s->key[b] = x;
 		}
 	for (uint32_t j = 0; j < m; j++) {
-		uint64_t x = k->key[j];
-		k->out[j] = (x >> 32) == UINT32_MAX ? (uint32_t)x : ~(uint32_t)x;
+		uint64_t x = s->key[j];
+		s->out[j] = (x >> 32) == UINT32_MAX ? (uint32_t)x : ~(uint32_t)x;
 	}
-	*out = k->out;
+	*out = s->out;
 	return m;
 }
 
@@ -539,9 +604,11 @@ size_t sim_bodykeep_bytes(const sim_bodykeep *k)
 {
 	if (k == NULL)
 		return 0;
-	return sizeof *k + (size_t)k->box_cap * (6 * sizeof(float) + sizeof(uint32_t)) +
-	       (size_t)k->body_cap * sizeof(kb_body) +
-	       (size_t)k->vert_cap * (2 * sizeof(uint32_t) + 6 * sizeof(float)) +
-	       (size_t)k->cand_cap * sizeof(uint32_t) +
-	       (size_t)k->key_cap * (sizeof(uint64_t) + sizeof(uint32_t));
+	size_t b = sizeof *k + (size_t)k->box_cap * 6 * sizeof(float) +
+		   (size_t)k->body_cap * sizeof(kb_body) +
+		   (size_t)k->vert_cap * (2 * sizeof(uint32_t) + 6 * sizeof(float)) +
+		   (size_t)k->chunk_cap * sizeof(kb_chunk);
+	for (uint32_t c = 0; c < k->chunk_cap; c++)
+		b += (size_t)k->chunk[c].cap * sizeof(uint32_t);
+	return b;
 }

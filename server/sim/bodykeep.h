@@ -22,6 +22,31 @@
  * before the list is collected again. */
 #define SIM_BODYKEEP_MARGIN 0.01f
 
+/* The body vertices of one chunk of the parallel search (bodypush.c): a
+ * body's vertices [c * SIM_BODY_CHUNK, (c + 1) * SIM_BODY_CHUNK) are
+ * searched by one worker into the chunk's own lists, and the chunks'
+ * lists are joined in chunk order, so the pairs and the kept candidates
+ * are the same whatever the thread count. A constant, never the thread
+ * count: the split must not depend on it. */
+#define SIM_BODY_CHUNK 512u
+
+/* One worker's scratch for the queries of a chunk (bodypush.c hands each
+ * running chunk a free one): the per-triangle stamps of a hash query and
+ * the ordering's keys. Its contents never change a result. */
+typedef struct sim_bodykeep_scratch {
+	uint32_t *stamp; /* per cloth triangle: the last query that met it */
+	uint32_t stamp_cap, epoch;
+	uint64_t *key; /* one vertex's ordered candidates */
+	uint32_t *out;
+	uint32_t key_cap;
+	uint32_t slots[SIM_HASH_MAX_CELLS]; /* a triangle's cells' slots */
+} sim_bodykeep_scratch;
+
+/* Room in s for ntri triangles' stamps and n ordered candidates; 0 when
+ * out of memory (s keeps what it had). */
+int sim_bodykeep_scratch_reserve(sim_bodykeep_scratch *s, uint32_t ntri, uint32_t n);
+void sim_bodykeep_scratch_free(sim_bodykeep_scratch *s);
+
 typedef struct sim_bodykeep sim_bodykeep;
 
 /* NULL when out of memory (bodypush.c then searches every substep). */
@@ -60,7 +85,8 @@ int sim_bodykeep_start(sim_bodykeep *k, const sim_collider_set *set, const uint3
  * the next frame's start). Only the cost depends on it, never a result. */
 int sim_bodykeep_worth(const sim_bodykeep *k);
 /* 1 while a list is collected or kept (a collection that ran out of
- * memory ends it: the caller then searches afresh). */
+ * memory ends it at sim_bodykeep_finish: the caller then searches
+ * afresh). */
 int sim_bodykeep_live(const sim_bodykeep *k);
 /* The half longest edge the collection's vertex filter used (at least
  * half_max at the start). */
@@ -72,17 +98,27 @@ int sim_bodykeep_filtered(const sim_bodykeep *k, uint32_t ci);
 
 /* Collects the triangles of the hash H (built over box) whose boxes meet
  * pb (the body vertex's box over the substep) grown by the margin, for
- * vertex i of collider ci. */
-void sim_bodykeep_collect(sim_bodykeep *k, uint32_t ci, uint32_t i, const sim_hash *H,
-			  const float *box, const float *pb);
+ * vertex i of collider ci, into the list of i's chunk (SIM_BODY_CHUNK),
+ * with the scratch s (stamps for every triangle). Chunks may collect on
+ * several threads at once, each chunk on one. 0 when out of memory: that
+ * vertex and the rest of its chunk must then be searched afresh, and
+ * sim_bodykeep_finish drops the list. */
+int sim_bodykeep_collect(sim_bodykeep *k, sim_bodykeep_scratch *s, uint32_t ci, uint32_t i,
+			 const sim_hash *H, const float *box, const float *pb);
+/* After a collection's chunks are all done (serially): drops the list if
+ * a chunk ran out of memory, and sizes the nscr scratches for the largest
+ * vertex's candidates so sim_bodykeep_order never allocates. */
+void sim_bodykeep_finish(sim_bodykeep *k, sim_bodykeep_scratch *scr, uint32_t nscr);
 
 /*
  * The triangles of vertex i of collider ci whose boxes meet pb, in the
  * order a query of a hash with H's cell size over `box` visits them
- * (bodykeep.c). *out points to them until the next call.
+ * (bodykeep.c), with the scratch s. *out points to them (in s) until
+ * the next call with s.
  */
-uint32_t sim_bodykeep_order(sim_bodykeep *k, uint32_t ci, uint32_t i, const sim_hash *H,
-			    const float *box, const float *pb, const uint32_t **out);
+uint32_t sim_bodykeep_order(const sim_bodykeep *k, sim_bodykeep_scratch *s, uint32_t ci,
+			    uint32_t i, const sim_hash *H, const float *box, const float *pb,
+			    const uint32_t **out);
 
 /* Collections and substeps served from a kept list since create (for tests
  * and statistics). */

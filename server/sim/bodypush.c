@@ -58,19 +58,25 @@
  *     the triangle's vertices the same way, so the response is the
  *     collider's vertex contact's.
  *
- * The pass is serial in a fixed order (bodies, then their vertices, then
- * the hash's order of triangles, each once), so the result is the same for
- * any thread count and SIMD width. Its cost on the demos is in the README
- * ("The body never shows through").
+ * The pairs come in a fixed order (bodies, then their vertices, then the
+ * hash's order of triangles, each once), so the result is the same for
+ * any thread count and SIMD width. The search of step 1 runs on the pool
+ * in fixed chunks of SIM_BODY_CHUNK body vertices (and the cloth's boxes
+ * in blocks of BODYPUSH_BOX_BLOCK triangles), each chunk into its own
+ * list, joined in chunk order: that order exactly. The projection is
+ * serial. Its cost on the demos is in the README ("The body never shows
+ * through", and "The demo garment is not real time").
  */
 #include "server/sim/bodypush.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/sim/bodykeep.h"
 #include "server/sim/box.h"
+#include "server/sim/pool.h"
 #include "server/sim/selfhash.h"
 
 /* How far above a triangle (outside the cloth) a body vertex may start a
@@ -98,6 +104,14 @@
  * (test_sim_deform's test_elbow fails at 0.7). */
 #define BODYPUSH_FACING 0.5f
 
+/* Cloth triangles per block of the boxes' loop on the pool. */
+#define BODYPUSH_BOX_BLOCK 1024u
+
+/* One block's bounds of the triangles' boxes (box_blocks()). */
+typedef struct bp_bred {
+	float lo[3], hi[3], half;
+} bp_bred;
+
 typedef struct bp_pair {
 	uint32_t tri;
 	float sigma;    /* +-1: turns the triangle's normal to the outer side */
@@ -107,13 +121,28 @@ typedef struct bp_pair {
 	float mu, mus;
 } bp_pair;
 
+/* One chunk's pairs (SIM_BODY_CHUNK body vertices), joined in chunk order. */
+typedef struct bp_chunk {
+	bp_pair *pair;
+	uint32_t count, cap;
+} bp_chunk;
+
 struct sim_bodypush {
 	uint32_t ntri;
-	float *box;       /* 6 per triangle: the boxes hashed */
-	uint32_t *stamp;  /* per triangle: the last query that met it */
-	uint8_t *sides;   /* per triangle: bit 0 met from its +n side, bit 1 from -n */
-	uint32_t epoch;
+	float *box;    /* 6 per triangle: the boxes hashed */
+	float *ext;    /* per triangle: its box's largest extent, before growing */
+	bp_bred *bred; /* per block of BODYPUSH_BOX_BLOCK triangles */
+	/* Per triangle: bit 0 met from its +n side, bit 1 from -n; set by
+	 * every chunk's worker, an or, so in any order the same bits. */
+	_Atomic uint8_t *sides;
 	sim_hash hash;
+	/* The parallel search: one body's chunks' pairs, and the workers'
+	 * scratch (a running chunk takes a free one: busy). */
+	bp_chunk *chunk;
+	uint32_t chunk_cap;
+	sim_bodykeep_scratch *scr;
+	_Atomic uint8_t *busy;
+	uint32_t nscr;
 	float *nrm;       /* 3 per body vertex: normals at the start */
 	uint8_t *hollow;  /* per body vertex: 1 where a neighbour rises over its tangent plane */
 	float *fall;      /* 2 per body vertex: sine of the steepest fall to a neighbour, its distance */
@@ -139,10 +168,12 @@ sim_bodypush *sim_bodypush_create(uint32_t ntri)
 		return NULL;
 	b->ntri = ntri;
 	b->box = malloc(6 * (size_t)ntri * sizeof *b->box);
-	b->stamp = calloc(ntri, sizeof *b->stamp);
-	b->sides = calloc(ntri, sizeof *b->sides);
+	b->sides = calloc((size_t)ntri + 1, sizeof *b->sides);
+	b->ext = malloc((size_t)ntri * sizeof *b->ext + 1);
+	b->bred = malloc(((size_t)ntri / BODYPUSH_BOX_BLOCK + 1) * sizeof *b->bred);
 	b->keep = sim_bodykeep_create();
-	if (b->box == NULL || b->stamp == NULL || b->sides == NULL || sim_hash_init(&b->hash, ntri) != DRAPE_OK) {
+	if (b->box == NULL || b->sides == NULL || b->ext == NULL || b->bred == NULL ||
+	    sim_hash_init(&b->hash, ntri) != DRAPE_OK) {
 		sim_bodypush_free(b);
 		return NULL;
 	}
@@ -154,8 +185,16 @@ void sim_bodypush_free(sim_bodypush *b)
 	if (b == NULL)
 		return;
 	free(b->box);
-	free(b->stamp);
-	free(b->sides);
+	free((void *)b->sides);
+	free(b->ext);
+	free(b->bred);
+	for (uint32_t c = 0; c < b->chunk_cap; c++)
+		free(b->chunk[c].pair);
+	free(b->chunk);
+	for (uint32_t j = 0; j < b->nscr; j++)
+		sim_bodykeep_scratch_free(&b->scr[j]);
+	free(b->scr);
+	free((void *)b->busy);
 	sim_hash_free(&b->hash);
 	free(b->nrm);
 	free(b->hollow);
@@ -206,21 +245,42 @@ static inline sim_v3 at3(const float *pos, uint32_t v)
 	return v3(pos[3 * (size_t)v], pos[3 * (size_t)v + 1], pos[3 * (size_t)v + 2]);
 }
 
-/* Appends a pair, growing the array by half again when full (amortised:
- * a garment's pairs settle after the first substeps). 0 when out of
- * memory: the pair is dropped and the contact is weaker this substep. */
-static int pair_push(sim_bodypush *b, const bp_pair *pr)
+/* Appends a pair to a chunk's, growing the array by half again when full
+ * (amortised: a garment's pairs settle after the first substeps). 0 when
+ * out of memory: the pair is dropped and the contact is weaker this
+ * substep. */
+static int pair_push(bp_chunk *ch, const bp_pair *pr)
 {
-	if (b->pair_count == b->pair_cap) {
-		uint32_t cap = b->pair_cap + b->pair_cap / 2 + 64;
-		bp_pair *p = realloc(b->pair, (size_t)cap * sizeof *p);
+	if (ch->count == ch->cap) {
+		uint32_t cap = ch->cap + ch->cap / 2 + 64;
+		bp_pair *p = realloc(ch->pair, (size_t)cap * sizeof *p);
 		if (p == NULL)
 			return 0;
-		b->pair = p;
-		b->pair_cap = cap;
+		ch->pair = p;
+		ch->cap = cap;
 	}
-	b->pair[b->pair_count++] = *pr;
+	ch->pair[ch->count++] = *pr;
 	return 1;
+}
+
+/* Appends chunk ch's pairs to b's; the pairs that do not fit when out of
+ * memory are dropped, as pair_push drops them. */
+static void pairs_join(sim_bodypush *b, const bp_chunk *ch)
+{
+	uint32_t n = ch->count;
+	if (b->pair_count + n > b->pair_cap) {
+		uint32_t cap = b->pair_count + n + (b->pair_count + n) / 2 + 64;
+		bp_pair *p = realloc(b->pair, (size_t)cap * sizeof *p);
+		if (p != NULL) {
+			b->pair = p;
+			b->pair_cap = cap;
+		} else {
+			n = b->pair_cap - b->pair_count;
+		}
+	}
+	if (n > 0)
+		memcpy(&b->pair[b->pair_count], ch->pair, (size_t)n * sizeof *ch->pair);
+	b->pair_count += n;
 }
 
 /* The body vertex (q0, q1, outward unit normal nb) against triangle t:
@@ -255,8 +315,9 @@ static int sharp_enough(const sim_bodypush *b, const uint32_t *v, const sim_vec4
 	return drop > BODYPUSH_SHARP * h;
 }
 
-static void consider(sim_bodypush *b, uint32_t t, const sim_vec4 *x, const sim_vec4 *p,
-		     sim_v3 q0, sim_v3 q1, sim_v3 nb, uint32_t qi, const sim_body_view *bv, float h)
+static void consider(sim_bodypush *b, bp_chunk *out, uint32_t t, const sim_vec4 *x,
+		     const sim_vec4 *p, sim_v3 q0, sim_v3 q1, sim_v3 nb, uint32_t qi,
+		     const sim_body_view *bv, float h)
 {
 	const uint32_t *v = &b->tris[3 * (size_t)t];
 	sim_v3 a = v3_of4(x[v[0]]), e1 = v3_sub(v3_of4(x[v[1]]), a), e2 = v3_sub(v3_of4(x[v[2]]), a);
@@ -274,8 +335,11 @@ static void consider(sim_bodypush *b, uint32_t t, const sim_vec4 *x, const sim_v
 		return;
 	/* Under the triangle within the pinch distance: seen from this side
 	 * (drop_pinched). */
-	if (-s0 <= h)
-		b->sides[t] |= sigma > 0.0f ? 1u : 2u;
+	if (-s0 <= h) {
+		const uint8_t bit = sigma > 0.0f ? 1u : 2u;
+		if (!(atomic_load_explicit(&b->sides[t], memory_order_relaxed) & bit))
+			atomic_fetch_or_explicit(&b->sides[t], bit, memory_order_relaxed);
+	}
 	/* Only a feature sharp for this triangle's size can come through it
 	 * (see below); the sides were marked first, so a pinch is still seen. */
 	if (!sharp_enough(b, v, x, qi, h))
@@ -293,7 +357,7 @@ static void consider(sim_bodypush *b, uint32_t t, const sim_vec4 *x, const sim_v
 		return;
 	bp_pair pr = {t, sigma, q1, dq, nb, h, reach + BODYPUSH_RECOVER, bv->friction,
 		      bv->static_friction};
-	pair_push(b, &pr);
+	pair_push(out, &pr);
 }
 
 /*
@@ -310,7 +374,7 @@ static void drop_pinched(sim_bodypush *b)
 {
 	uint32_t kept = 0;
 	for (uint32_t k = 0; k < b->pair_count; k++)
-		if (b->sides[b->pair[k].tri] != 3u)
+		if (atomic_load_explicit(&b->sides[b->pair[k].tri], memory_order_relaxed) != 3u)
 			b->pair[kept++] = b->pair[k];
 	b->pair_count = kept;
 }
@@ -352,33 +416,190 @@ static void mark_hollows(sim_bodypush *b, const sim_body_view *bv)
 	}
 }
 
-void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint32_t *tris,
-			uint32_t ntri, const sim_vec4 *x, const sim_vec4 *p, float thickness,
-			int new_frame)
+/* What the chunks of one body's search share (sim_bodypush_begin). */
+typedef struct bp_job {
+	sim_bodypush *b;
+	const sim_body_view *bv;
+	uint32_t ci;
+	const sim_vec4 *x, *p;
+	const sim_hash *H;
+	const float *cloth_box;
+	float h, half_max, kmargin, hb;
+	int kept, collecting, kfilter;
+} bp_job;
+
+/* A free worker scratch, taken until bp_release: at most as many chunks
+ * run at once as the pool has threads, and there are that many (or as
+ * many as chunks), so the wait is at most for a chunk to finish. */
+static uint32_t bp_claim(sim_bodypush *b)
 {
-	b->pair_count = 0;
-	b->tris = tris;
-	memset(b->sides, 0, (size_t)b->ntri);
-	float hmax = 0.0f;
-	uint32_t bodies = 0;
-	for (uint32_t ci = 0; ci < set->count; ci++) {
-		sim_body_view bv;
-		if (!sim_colliders_body(set, ci, &bv) || bv.nv > b->nrm_cap)
-			continue;
-		bodies++;
-		hmax = fmaxf(hmax, thickness + bv.thickness);
+	for (;;)
+		for (uint32_t j = 0; j < b->nscr; j++)
+			if (!atomic_load_explicit(&b->busy[j], memory_order_relaxed) &&
+			    !atomic_exchange_explicit(&b->busy[j], 1, memory_order_acquire))
+				return j;
+}
+
+static void bp_release(sim_bodypush *b, uint32_t j)
+{
+	atomic_store_explicit(&b->busy[j], 0, memory_order_release);
+}
+
+/* Body vertex i of job J's body: collected into the kept list when one
+ * is being collected, then its pairs into out, from the kept list or a
+ * fresh query of the hash. *cfail is set when the chunk's collection ran
+ * out of memory (its later vertices then search afresh). */
+static void search_vertex(const bp_job *J, sim_bodykeep_scratch *S, bp_chunk *out, uint32_t i,
+			  int *cfail)
+{
+	sim_bodypush *b = J->b;
+	const sim_body_view *bv = J->bv;
+	const float h = J->h, half_max = J->half_max, kmargin = J->kmargin, hb = J->hb;
+	const sim_hash *H = J->H;
+	sim_bodykeep *K = b->keep;
+	const float *fl = &b->fall[2 * (size_t)i];
+	const int collecting = J->collecting && !*cfail;
+	if (collecting &&
+	    (!J->kfilter ||
+	     (!b->hollow[i] && fl[1] > 0.0f &&
+	      hb * fl[0] * (fl[1] > hb ? 1.0f : hb / fl[1]) > BODYPUSH_SHARP * h))) {
+		sim_v3 c0 = at3(bv->q0, i), c1 = at3(bv->q1, i);
+		float kb[6] = {sim_box_min(c0.x, c1.x), sim_box_min(c0.y, c1.y),
+			       sim_box_min(c0.z, c1.z), sim_box_max(c0.x, c1.x),
+			       sim_box_max(c0.y, c1.y), sim_box_max(c0.z, c1.z)};
+		/* Only a shortcut: a box out of the cloth's box meets no
+		 * triangle's and collects nothing. */
+		float km[6] = {kb[0] - kmargin, kb[1] - kmargin, kb[2] - kmargin,
+			       kb[3] + kmargin, kb[4] + kmargin, kb[5] + kmargin};
+		if (sim_box_overlap(km, J->cloth_box) &&
+		    !sim_bodykeep_collect(K, S, J->ci, i, H, b->box, kb))
+			*cfail = 1;
 	}
-	if (bodies == 0 || ntri == 0 || ntri > b->ntri)
+	/* A hollow, or a vertex too smooth to come through the largest of
+	 * the cloth's faces (sharp_enough), meets none. */
+	if (b->hollow[i] || !(fl[1] > 0.0f) ||
+	    !(half_max * fl[0] * (fl[1] > half_max ? 1.0f : half_max / fl[1]) > BODYPUSH_SHARP * h))
 		return;
-	/* The triangles' boxes over x and p, grown by the largest contact
-	 * distance and a millimetre; the cell is their mean size. */
-	const float grow = hmax + 1e-3f;
-	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-	double size = 0.0;
-	float half_max = 0.0f; /* the longest edge at x, halved below */
-	for (uint32_t t = 0; t < ntri; t++) {
+	sim_v3 q0 = at3(bv->q0, i), q1 = at3(bv->q1, i);
+	float pb[6] = {sim_box_min(q0.x, q1.x), sim_box_min(q0.y, q1.y), sim_box_min(q0.z, q1.z),
+		       sim_box_max(q0.x, q1.x), sim_box_max(q0.y, q1.y), sim_box_max(q0.z, q1.z)};
+	if (!sim_box_overlap(pb, J->cloth_box))
+		return;
+	sim_v3 nb = v3_scale(at3(b->nrm, i), bv->orient);
+	float nl = v3_len(nb);
+	if (!(nl > 0.0f))
+		return;
+	nb = v3_scale(nb, 1.0f / nl);
+	const sim_vec4 *x = J->x, *p = J->p;
+	if (J->kept || (J->collecting && !*cfail)) {
+		const uint32_t *ts;
+		uint32_t nts = sim_bodykeep_order(K, S, J->ci, i, H, b->box, pb, &ts);
+		for (uint32_t j = 0; j < nts; j++)
+			consider(b, out, ts[j], x, p, q0, q1, nb, i, bv, h);
+		return;
+	}
+	uint32_t *stamp = S->stamp;
+	if (++S->epoch == 0) {
+		memset(stamp, 0, (size_t)S->stamp_cap * sizeof *stamp);
+		S->epoch = 1;
+	}
+	const uint32_t epoch = S->epoch;
+	sim_cellbox cb = sim_hash_cells(H, pb);
+	for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
+		for (int32_t y = cb.lo[1]; y <= cb.hi[1]; y++)
+			for (int32_t xx = cb.lo[0]; xx <= cb.hi[0]; xx++) {
+				uint32_t slot = sim_hash_slot(H, xx, y, z);
+				for (uint32_t e = H->start[slot]; e < H->start[slot + 1]; e++) {
+					uint32_t t = H->entries[e];
+					if (stamp[t] == epoch)
+						continue;
+					stamp[t] = epoch;
+					if (sim_box_overlap(&b->box[6 * (size_t)t], pb))
+						consider(b, out, t, x, p, q0, q1, nb, i, bv, h);
+				}
+			}
+	for (uint32_t k = 0; k < H->big_count; k++) {
+		uint32_t t = H->big[k];
+		if (stamp[t] != epoch && sim_box_overlap(&b->box[6 * (size_t)t], pb)) {
+			stamp[t] = epoch;
+			consider(b, out, t, x, p, q0, q1, nb, i, bv, h);
+		}
+	}
+}
+
+/* Chunks [begin, end) of a body's vertices, each into its own pairs. */
+static void search_chunks(void *ctx, uint32_t begin, uint32_t end)
+{
+	const bp_job *J = ctx;
+	sim_bodypush *b = J->b;
+	const uint32_t w = bp_claim(b);
+	for (uint32_t c = begin; c < end; c++) {
+		bp_chunk *out = &b->chunk[c];
+		out->count = 0;
+		int cfail = 0;
+		const uint32_t i1 = J->bv->nv - c * SIM_BODY_CHUNK > SIM_BODY_CHUNK
+					    ? (c + 1) * SIM_BODY_CHUNK
+					    : J->bv->nv;
+		for (uint32_t i = c * SIM_BODY_CHUNK; i < i1; i++)
+			search_vertex(J, &b->scr[w], out, i, &cfail);
+	}
+	bp_release(b, w);
+}
+
+/* Room for a body of nv vertices' chunks and for the workers' scratch
+ * (stamps for every triangle); 0 when out of memory. */
+static int bp_workers(sim_bodypush *b, uint32_t nv, const drape_pool *pool)
+{
+	const uint32_t chunks = (nv + SIM_BODY_CHUNK - 1) / SIM_BODY_CHUNK;
+	if (chunks > b->chunk_cap) {
+		bp_chunk *c = realloc(b->chunk, (size_t)chunks * sizeof *c);
+		if (c == NULL)
+			return 0;
+		memset(c + b->chunk_cap, 0, (size_t)(chunks - b->chunk_cap) * sizeof *c);
+		b->chunk = c;
+		b->chunk_cap = chunks;
+	}
+	uint32_t want = drape_pool_threads(pool);
+	want = want < chunks ? want : chunks;
+	want = want > 0 ? want : 1;
+	if (want > b->nscr) {
+		sim_bodykeep_scratch *s = realloc(b->scr, (size_t)want * sizeof *s);
+		if (s == NULL)
+			return 0;
+		memset(s + b->nscr, 0, (size_t)(want - b->nscr) * sizeof *s);
+		b->scr = s;
+		_Atomic uint8_t *busy = calloc(want, sizeof *busy);
+		if (busy == NULL)
+			return 0;
+		free((void *)b->busy);
+		b->busy = busy;
+		b->nscr = want;
+	}
+	for (uint32_t j = 0; j < b->nscr; j++)
+		if (!sim_bodykeep_scratch_reserve(&b->scr[j], b->ntri, 0))
+			return 0;
+	return 1;
+}
+
+/* What the blocks of the cloth triangles' boxes share. */
+typedef struct bp_bjob {
+	sim_bodypush *b;
+	const uint32_t *tris;
+	const sim_vec4 *x, *p;
+	float grow;
+} bp_bjob;
+
+/* The boxes of one block of triangles [begin, end), their sizes into
+ * b->ext and the block's bounds into b->bred. */
+static void box_block(const bp_bjob *J, uint32_t begin, uint32_t end)
+{
+	sim_bodypush *b = J->b;
+	const sim_vec4 *x = J->x, *p = J->p;
+	const float grow = J->grow;
+	bp_bred r = {{INFINITY, INFINITY, INFINITY}, {-INFINITY, -INFINITY, -INFINITY}, 0.0f};
+	for (uint32_t t = begin; t < end; t++) {
 		float *bx = &b->box[6 * (size_t)t];
-		const uint32_t *v = &tris[3 * (size_t)t];
+		const uint32_t *v = &J->tris[3 * (size_t)t];
 		for (int k = 0; k < 3; k++)
 			bx[k] = INFINITY, bx[k + 3] = -INFINITY;
 		for (int j = 0; j < 3; j++) {
@@ -393,17 +614,67 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 		}
 		for (int k = 0; k < 3; k++) {
 			float e = v3_len(v3_sub(v3_of4(x[v[k]]), v3_of4(x[v[(k + 1) % 3]])));
-			half_max = e > half_max ? e : half_max;
+			r.half = e > r.half ? e : r.half;
 		}
-		float ext = sim_box_max(bx[3] - bx[0], sim_box_max(bx[4] - bx[1], bx[5] - bx[2]));
-		size += isfinite(ext) ? ext : 0.0f;
+		b->ext[t] = sim_box_max(bx[3] - bx[0], sim_box_max(bx[4] - bx[1], bx[5] - bx[2]));
 		for (int k = 0; k < 3; k++) {
 			bx[k] -= grow;
 			bx[k + 3] += grow;
-			lo[k] = sim_box_min(lo[k], bx[k]);
-			hi[k] = sim_box_max(hi[k], bx[k + 3]);
+			r.lo[k] = sim_box_min(r.lo[k], bx[k]);
+			r.hi[k] = sim_box_max(r.hi[k], bx[k + 3]);
 		}
 	}
+	b->bred[begin / BODYPUSH_BOX_BLOCK] = r;
+}
+
+/* Triangles [begin, end): one block of BODYPUSH_BOX_BLOCK, or several
+ * when run inline. */
+static void box_blocks(void *ctx, uint32_t begin, uint32_t end)
+{
+	for (uint32_t t0 = begin; t0 < end; t0 += BODYPUSH_BOX_BLOCK)
+		box_block(ctx, t0, end - t0 > BODYPUSH_BOX_BLOCK ? t0 + BODYPUSH_BOX_BLOCK : end);
+}
+
+void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint32_t *tris,
+			uint32_t ntri, const sim_vec4 *x, const sim_vec4 *p, float thickness,
+			int new_frame, drape_pool *pool)
+{
+	b->pair_count = 0;
+	b->tris = tris;
+	memset((void *)b->sides, 0, (size_t)b->ntri);
+	float hmax = 0.0f;
+	uint32_t bodies = 0, nvmax = 0;
+	for (uint32_t ci = 0; ci < set->count; ci++) {
+		sim_body_view bv;
+		if (!sim_colliders_body(set, ci, &bv) || bv.nv > b->nrm_cap)
+			continue;
+		bodies++;
+		hmax = fmaxf(hmax, thickness + bv.thickness);
+		nvmax = bv.nv > nvmax ? bv.nv : nvmax;
+	}
+	if (bodies == 0 || ntri == 0 || ntri > b->ntri || !bp_workers(b, nvmax, pool))
+		return;
+	/* The triangles' boxes over x and p, grown by the largest contact
+	 * distance and a millimetre; the cell is their mean size. */
+	const float grow = hmax + 1e-3f;
+	float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+	double size = 0.0;
+	float half_max = 0.0f; /* the longest edge at x, halved below */
+	/* In blocks on the pool; the blocks' bounds are combined in order and
+	 * the sizes summed in triangle order, as the serial loop did (the
+	 * min and max of boxes never meet a signed zero: grow > 0). */
+	bp_bjob bj = {b, tris, x, p, grow};
+	sim_pool_for(pool, ntri, BODYPUSH_BOX_BLOCK, box_blocks, &bj);
+	for (uint32_t c = 0; c * BODYPUSH_BOX_BLOCK < ntri; c++) {
+		const bp_bred *r = &b->bred[c];
+		half_max = r->half > half_max ? r->half : half_max;
+		for (int k = 0; k < 3; k++) {
+			lo[k] = sim_box_min(lo[k], r->lo[k]);
+			hi[k] = sim_box_max(hi[k], r->hi[k]);
+		}
+	}
+	for (uint32_t t = 0; t < ntri; t++)
+		size += isfinite(b->ext[t]) ? b->ext[t] : 0.0f;
 	half_max *= 0.5f;
 	float cell = 0.5f * (float)(size / ntri) + grow;
 	if (!(cell > 1e-4f) || !isfinite(cell))
@@ -463,78 +734,19 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 			mark_hollows(b, &bv);
 	measured:;
 		/* A collection takes every vertex the filter below can pass
-		 * until the frame ends (bodykeep.c). */
-		const int kfilter = collecting && sim_bodykeep_filtered(K, ci);
-		const float hb = collecting ? sim_bodykeep_half_bound(K) : 0.0f;
-		for (uint32_t i = 0; i < bv.nv; i++) {
-			const float *fl = &b->fall[2 * (size_t)i];
-			if (collecting &&
-			    (!kfilter ||
-			     (!b->hollow[i] && fl[1] > 0.0f &&
-			      hb * fl[0] * (fl[1] > hb ? 1.0f : hb / fl[1]) > BODYPUSH_SHARP * h))) {
-				sim_v3 c0 = at3(bv.q0, i), c1 = at3(bv.q1, i);
-				float kb[6] = {sim_box_min(c0.x, c1.x), sim_box_min(c0.y, c1.y),
-					       sim_box_min(c0.z, c1.z), sim_box_max(c0.x, c1.x),
-					       sim_box_max(c0.y, c1.y), sim_box_max(c0.z, c1.z)};
-				/* Only a shortcut: a box out of the cloth's box
-				 * meets no triangle's and collects nothing. */
-				float km[6] = {kb[0] - kmargin, kb[1] - kmargin, kb[2] - kmargin,
-					       kb[3] + kmargin, kb[4] + kmargin, kb[5] + kmargin};
-				if (sim_box_overlap(km, cloth_box))
-					sim_bodykeep_collect(K, ci, i, H, b->box, kb);
-			}
-			/* A hollow, or a vertex too smooth to come through the
-			 * largest of the cloth's faces (sharp_enough), meets none. */
-			if (b->hollow[i] || !(fl[1] > 0.0f) ||
-			    !(half_max * fl[0] * (fl[1] > half_max ? 1.0f : half_max / fl[1]) >
-			      BODYPUSH_SHARP * h))
-				continue;
-			sim_v3 q0 = at3(bv.q0, i), q1 = at3(bv.q1, i);
-			float pb[6] = {sim_box_min(q0.x, q1.x), sim_box_min(q0.y, q1.y),
-				       sim_box_min(q0.z, q1.z), sim_box_max(q0.x, q1.x),
-				       sim_box_max(q0.y, q1.y), sim_box_max(q0.z, q1.z)};
-			if (!sim_box_overlap(pb, cloth_box))
-				continue;
-			sim_v3 nb = v3_scale(at3(b->nrm, i), bv.orient);
-			float nl = v3_len(nb);
-			if (!(nl > 0.0f))
-				continue;
-			nb = v3_scale(nb, 1.0f / nl);
-			if (kept || (collecting && sim_bodykeep_live(K))) {
-				const uint32_t *ts;
-				uint32_t nts = sim_bodykeep_order(K, ci, i, H, b->box, pb, &ts);
-				for (uint32_t j = 0; j < nts; j++)
-					consider(b, ts[j], x, p, q0, q1, nb, i, &bv, h);
-				continue;
-			}
-			if (++b->epoch == 0) {
-				memset(b->stamp, 0, (size_t)b->ntri * sizeof *b->stamp);
-				b->epoch = 1;
-			}
-			sim_cellbox cb = sim_hash_cells(H, pb);
-			for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
-				for (int32_t y = cb.lo[1]; y <= cb.hi[1]; y++)
-					for (int32_t xx = cb.lo[0]; xx <= cb.hi[0]; xx++) {
-						uint32_t slot = sim_hash_slot(H, xx, y, z);
-						for (uint32_t e = H->start[slot]; e < H->start[slot + 1]; e++) {
-							uint32_t t = H->entries[e];
-							if (b->stamp[t] == b->epoch)
-								continue;
-							b->stamp[t] = b->epoch;
-							if (sim_box_overlap(&b->box[6 * (size_t)t], pb))
-								consider(b, t, x, p, q0, q1, nb, i, &bv, h);
-						}
-					}
-			for (uint32_t k = 0; k < H->big_count; k++) {
-				uint32_t t = H->big[k];
-				if (b->stamp[t] != b->epoch &&
-				    sim_box_overlap(&b->box[6 * (size_t)t], pb)) {
-					b->stamp[t] = b->epoch;
-					consider(b, t, x, p, q0, q1, nb, i, &bv, h);
-				}
-			}
-		}
+		 * until the frame ends (bodykeep.c). The vertices are searched
+		 * in fixed chunks, on the pool, and the chunks' pairs joined
+		 * in chunk order: the pairs of the serial loop, in its order. */
+		bp_job job = {b, &bv, ci, x, p, H, cloth_box, h, half_max, kmargin,
+			      collecting ? sim_bodykeep_half_bound(K) : 0.0f, kept, collecting,
+			      collecting && sim_bodykeep_filtered(K, ci)};
+		const uint32_t chunks = (bv.nv + SIM_BODY_CHUNK - 1) / SIM_BODY_CHUNK;
+		sim_pool_for(pool, chunks, 1, search_chunks, &job);
+		for (uint32_t c = 0; c < chunks; c++)
+			pairs_join(b, &b->chunk[c]);
 	}
+	if (collecting)
+		sim_bodykeep_finish(K, b->scr, b->nscr);
 	drop_pinched(b);
 }
 
@@ -654,6 +866,12 @@ size_t sim_bodypush_bytes(const sim_bodypush *b)
 {
 	if (b == NULL)
 		return 0;
-	return sizeof *b + sim_bodykeep_bytes(b->keep) + (size_t)b->ntri * (6 * sizeof(float) + sizeof(uint32_t)) +
-	       3 * (size_t)b->nrm_cap * sizeof(float) + (size_t)b->pair_cap * sizeof(bp_pair);
+	size_t n = sizeof *b + sim_bodykeep_bytes(b->keep) + (size_t)b->ntri * (7 * sizeof(float) + 1) +
+		   3 * (size_t)b->nrm_cap * sizeof(float) + (size_t)b->pair_cap * sizeof(bp_pair);
+	for (uint32_t c = 0; c < b->chunk_cap; c++)
+		n += sizeof(bp_chunk) + (size_t)b->chunk[c].cap * sizeof(bp_pair);
+	for (uint32_t j = 0; j < b->nscr; j++)
+		n += sizeof(sim_bodykeep_scratch) + (size_t)b->scr[j].stamp_cap * sizeof(uint32_t) +
+		     (size_t)b->scr[j].key_cap * (sizeof(uint64_t) + sizeof(uint32_t));
+	return n;
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "drape/error.h"
+#include "drape/sim.h"
 #include "server/sim/collider.h"
 #include "server/sim/vec.h"
 
@@ -32,11 +33,13 @@ drape_err sim_bodypush_reserve(sim_bodypush *b, const sim_collider_set *set, dra
  * finds the (body vertex, cloth triangle) pairs that may meet in this
  * substep (x the cloth at its start, p predicted) and the side each body
  * vertex must stay on. thickness is the cloth's; new_frame is nonzero at
- * a frame's first substep (a moving body's shape is measured then).
+ * a frame's first substep (a moving body's shape is measured then). The
+ * body's vertices are searched in fixed chunks on pool (NULL: the calling
+ * thread): the same pairs in the same order whatever its threads.
  */
 void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint32_t *tris,
 			uint32_t ntri, const sim_vec4 *x, const sim_vec4 *p, float thickness,
-			int new_frame);
+			int new_frame, drape_pool *pool);
 
 /* Once per iteration: pushes every pair's triangle out by what it lacks,
  * with friction; serial, in the pairs' fixed order. Returns the pairs

@@ -752,10 +752,10 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 						     sim->pool);
 			if (sim->bodypush != NULL)
 				sim_bodypush_begin(sim->bodypush, &sim->colliders, sim->tris, sim->ntri,
-						   sim->x, sim->p, P->thickness, s == 0);
+						   sim->x, sim->p, P->thickness, s == 0, sim->pool);
 			if (sim->bodyedge != NULL)
 				sim_bodyedge_begin(sim->bodyedge, &sim->colliders, sim->x, sim->p,
-						   P->thickness, s == 0);
+						   P->thickness, s == 0, sim->pool);
 			collide_ms += now_ms() - tc;
 		}
 		if (selfc) {

@@ -299,7 +299,8 @@ static void turned_edge(float angle, float moved[3], float up[3], uint32_t *pair
 		sim->x[k].y = sim->p[k].y = tri[3 * k + 1];
 		sim->x[k].z = sim->p[k].z = tri[3 * k + 2];
 	}
-	sim_bodyedge_begin(sim->bodyedge, &sim->colliders, sim->x, sim->p, sd.params.thickness, 1);
+	sim_bodyedge_begin(sim->bodyedge, &sim->colliders, sim->x, sim->p, sd.params.thickness, 1,
+			   NULL);
 	*pairs = sim_bodyedge_pair_count(sim->bodyedge);
 	const float ca = cosf(angle), sa = sinf(angle);
 	sim_vec4 before[3];
@@ -556,7 +557,7 @@ static void keep_static(uint32_t nx, float side)
 		size_t nb[3];
 		const void *d[3];
 		for (int i = 0; i < 3; i++) {
-			sim_bodyedge_begin(be[i], &k.sim->colliders, k.x, k.p, 0.003f, s % 8 == 0);
+			sim_bodyedge_begin(be[i], &k.sim->colliders, k.x, k.p, 0.003f, s % 8 == 0, NULL);
 			d[i] = sim_bodyedge_pair_data(be[i], &nb[i]);
 		}
 		uint32_t n0 = sim_bodyedge_pair_count(be[0]);

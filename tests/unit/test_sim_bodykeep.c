@@ -8,7 +8,9 @@
  * drift budget four times the proven one must lose pairs, so the
  * comparison can fail. Then whole runs, the deforming spikes and the demo
  * garment (examples/garment.json's meshes), must give the same bits with
- * the list kept or not, on 1 and 2 threads.
+ * the list kept or not, on 1, 2 and 3 threads. And the parallel search
+ * (the body's vertices and ridges in fixed chunks on the pool) must give
+ * the same pair lists on 1, 2 and 3 threads, substep by substep.
  *
  * Run from the repository root (tests/run.sh does); the garment's meshes
  * are read from tests/data/meshes. DRAPE_BODYKEEP_FRAMES sets the
@@ -205,9 +207,9 @@ static void compare(int kind, float margin, float budget, float slide, compare_r
 			cloth_at(&g, t0, slide, x);
 			cloth_at(&g, t1, slide, p);
 			sim_bodypush_begin(keep, &sim->colliders, sim->tris, sim->ntri, x, p,
-					   sd.params.thickness, s == 0);
+					   sd.params.thickness, s == 0, NULL);
 			sim_bodypush_begin(fresh, &sim->colliders, sim->tris, sim->ntri, x, p,
-					   sd.params.thickness, s == 0);
+					   sd.params.thickness, s == 0, NULL);
 			r->substeps++;
 			uint32_t n = sim_bodypush_pair_count(fresh);
 			r->pairs += n;
@@ -454,6 +456,12 @@ static void test_spikes_bits(void)
 	spikes_run(SIM_CREATE_BODYPUSH_FRESH, pool, &r[3]);
 	drape_pool_destroy(pool);
 	check_same_bits("deforming spikes, 20 frames", r);
+	/* And on 3 threads. */
+	run_result r3;
+	CHECK_OK(drape_pool_create(3, &pool, &err));
+	spikes_run(0, pool, &r3);
+	drape_pool_destroy(pool);
+	CHECKF(r3.ok && r3.hash == r[0].hash, "spikes on 3 threads: %016llx", (unsigned long long)r3.hash);
 }
 
 static void test_garment_bits(void)
@@ -468,8 +476,9 @@ static void test_garment_bits(void)
 	uint32_t frames = env != NULL && atoi(env) > 0 ? (uint32_t)atoi(env) : 3;
 	drape_pool *pool = NULL;
 	drape_error err;
-	run_result r[4];
+	run_result r[4], r3;
 	memset(r, 0, sizeof r);
+	memset(&r3, 0, sizeof r3);
 	if (drape_pool_create(2, &pool, &err) == DRAPE_OK) {
 		garment_run(&shirt, &body, frames, 0, NULL, &r[0]);
 		garment_run(&shirt, &body, frames, 0, pool, &r[1]);
@@ -477,11 +486,138 @@ static void test_garment_bits(void)
 		garment_run(&shirt, &body, frames, SIM_CREATE_BODYPUSH_FRESH, pool, &r[3]);
 		drape_pool_destroy(pool);
 	}
+	/* The body's vertices and ridges are searched in chunks on the pool:
+	 * 3 threads too. */
+	if (drape_pool_create(3, &pool, &err) == DRAPE_OK) {
+		garment_run(&shirt, &body, frames, 0, pool, &r3);
+		drape_pool_destroy(pool);
+	}
 	mesh_free(&shirt);
 	mesh_free(&body);
 	char what[64];
 	snprintf(what, sizeof what, "garment, %u frames", frames);
 	check_same_bits(what, r);
+	CHECKF(r3.ok && r3.hash == r[0].hash, "garment on 3 threads: %016llx %s",
+	       (unsigned long long)r3.hash, r3.msg);
+}
+
+/* ---- The parallel search: the same lists at any thread count ------------------------ */
+
+/*
+ * The garment's cloth over its body (13,652 vertices: 27 chunks of
+ * SIM_BODY_CHUNK, and the body's ridges several chunks of bodyedge.c's),
+ * after a frame of the solver: three face contacts and three edge
+ * contacts searched on no pool, a pool of 2 and a pool of 3 threads must
+ * give the same pair lists, byte for byte and in order, every substep,
+ * kept lists and fresh. The cloth drifts down and sideways between
+ * substeps so lists are collected again within the frame.
+ */
+static void test_threads_lists(void)
+{
+	mesh shirt, body;
+	CHECK(mesh_read_obj("tests/data/meshes/mh_male_casualsuit04.obj", 0.1f, &shirt) == 0);
+	if (mesh_read_obj("tests/data/meshes/mh_proxy_male_generic.obj", 0.1f, &body) != 0) {
+		mesh_free(&shirt);
+		CHECK(!"tests/data/meshes/mh_proxy_male_generic.obj");
+	}
+	CHECK(body.nv > 8 * SIM_BODY_CHUNK);
+	drape_sim_desc d;
+	drape_sim_desc_default(&d);
+	drape_error err;
+	CHECK_OK(drape_material_preset("cotton", &d.params, &err));
+	d.positions = shirt.v;
+	d.vertex_count = shirt.nv;
+	d.triangles = shirt.t;
+	d.triangle_count = shirt.nt;
+	d.params.fps = 24.0f;
+	d.params.thickness = 0.003f;
+	drape_sim *sim = NULL;
+	CHECK_OK(sim_create_ex(&d, 0, &sim, &err));
+	drape_collider_desc c;
+	drape_collider_desc_default(&c);
+	c.shape = DRAPE_SHAPE_MESH;
+	c.vertices = body.v;
+	c.vertex_count = body.nv;
+	c.triangles = body.t;
+	c.triangle_count = body.nt;
+	c.voxel_size = 0.005f;
+	c.friction = 0.5f;
+	c.static_friction = 0.7f;
+	CHECK_OK(drape_sim_add_collider(sim, &c, NULL, &err));
+	CHECK_OK(drape_sim_step(sim, NULL, &err));
+	drape_pool *pool[3] = {NULL, NULL, NULL};
+	CHECK_OK(drape_pool_create(2, &pool[1], &err));
+	CHECK_OK(drape_pool_create(3, &pool[2], &err));
+	sim_bodypush *bp[3];
+	sim_bodyedge *be[3];
+	for (int k = 0; k < 3; k++) {
+		bp[k] = sim_bodypush_create(sim->ntri);
+		be[k] = sim_bodyedge_create(sim->tris, sim->ntri);
+		CHECK(bp[k] != NULL && be[k] != NULL);
+		CHECK_OK(sim_bodypush_reserve(bp[k], &sim->colliders, &err));
+		CHECK_OK(sim_bodyedge_reserve(be[k], &sim->colliders, &err));
+	}
+	const uint32_t n = sim->n;
+	sim_vec4 *x = malloc((size_t)n * sizeof *x), *p = malloc((size_t)n * sizeof *p);
+	CHECK(x != NULL && p != NULL);
+	uint32_t substeps = 0, differ_p = 0, differ_e = 0;
+	uint64_t pairs_p = 0, pairs_e = 0;
+	for (int fresh = 0; fresh < 2; fresh++) {
+		for (int k = 0; k < 3; k++) {
+			sim_bodypush_set_keep(bp[k], fresh ? 0.0f : SIM_BODYKEEP_MARGIN, 0.5f);
+			sim_bodyedge_set_keep(be[k], !fresh, 0.0f);
+		}
+		for (uint32_t s = 0; s < 16; s++) {
+			/* 1.5 mm a substep down and along x, with a wave. */
+			for (uint32_t i = 0; i < n; i++) {
+				const sim_vec4 *q = &sim->x[i];
+				float t = (float)s, w = 0.001f * sinf(0.5f * t + 30.0f * q->x);
+				x[i] = *q;
+				x[i].x += 0.0015f * t, x[i].y -= 0.0015f * t + w;
+				p[i] = x[i];
+				p[i].x += 0.0015f, p[i].y -= 0.0015f;
+			}
+			sim_colliders_begin_substep(&sim->colliders, 1.0f + (float)s / 8.0f,
+						    1.0f + (float)(s + 1) / 8.0f);
+			for (int k = 0; k < 3; k++) {
+				sim_bodypush_begin(bp[k], &sim->colliders, sim->tris, sim->ntri, x, p,
+						   0.003f, s % 8 == 0, pool[k]);
+				sim_bodyedge_begin(be[k], &sim->colliders, x, p, 0.003f, s % 8 == 0,
+						   pool[k]);
+			}
+			substeps++;
+			pairs_p += sim_bodypush_pair_count(bp[0]);
+			pairs_e += sim_bodyedge_pair_count(be[0]);
+			for (int k = 1; k < 3; k++) {
+				differ_p += !same_pairs(bp[0], bp[k]);
+				size_t s0, s1;
+				const void *e0 = sim_bodyedge_pair_data(be[0], &s0);
+				const void *e1 = sim_bodyedge_pair_data(be[k], &s1);
+				differ_e += s0 != s1 || (s0 > 0 && memcmp(e0, e1, s0) != 0);
+			}
+		}
+	}
+	uint64_t collected, kept;
+	sim_bodypush_keep_counts(bp[2], &collected, &kept);
+	printf("  garment, %u substeps on 1, 2 and 3 threads: %llu face pairs (%llu collections, "
+	       "%llu kept), %llu edge pairs (%u collections); %u face and %u edge lists differ\n",
+	       substeps, (unsigned long long)pairs_p, (unsigned long long)collected,
+	       (unsigned long long)kept, (unsigned long long)pairs_e,
+	       sim_bodyedge_collections(be[2]), differ_p, differ_e);
+	for (int k = 0; k < 3; k++) {
+		sim_bodypush_free(bp[k]);
+		sim_bodyedge_free(be[k]);
+		drape_pool_destroy(pool[k]);
+	}
+	free(x);
+	free(p);
+	drape_sim_destroy(sim);
+	mesh_free(&shirt);
+	mesh_free(&body);
+	CHECK(differ_p == 0 && differ_e == 0);
+	/* Not vacuous: both contacts had pairs, kept lists served and were
+	 * collected again within a frame. */
+	CHECK(pairs_p > 0 && pairs_e > 0 && kept > 0 && collected > 2);
 }
 
 static const check_test tests[] = {
@@ -491,6 +627,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_loose_budget),
 	CHECK_TEST(test_spikes_bits),
 	CHECK_TEST(test_garment_bits),
+	CHECK_TEST(test_threads_lists),
 };
 
 int main(int argc, char **argv)

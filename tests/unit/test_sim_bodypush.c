@@ -354,7 +354,7 @@ static void turned_face(float angle, float moved[3], float up[3], uint32_t *pair
 		sim->x[k].z = sim->p[k].z = tri[3 * k + 2];
 	}
 	sim_bodypush_begin(sim->bodypush, &sim->colliders, sim->tris, sim->ntri, sim->x, sim->p,
-			   sd.params.thickness, 1);
+			   sd.params.thickness, 1, NULL);
 	*pairs = sim_bodypush_pair_count(sim->bodypush);
 	/* Turned about the z axis through (0, y0, 0). */
 	sim_vec4 before[3];
