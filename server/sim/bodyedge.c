@@ -879,7 +879,10 @@ static int collect_ridge(const sim_bodyedge *b, be_scratch *S, be_kchunk *o, con
 			o->kc[o->count++] = ck;
 		}
 	}
-	qsort(o->kc + first, o->count - first, sizeof *o->kc, u32_cmp);
+	/* A chunk that met nothing yet has no array: qsort's pointer must
+	 * not be null even for no elements. */
+	if (o->count - first > 1)
+		qsort(o->kc + first, o->count - first, sizeof *o->kc, u32_cmp);
 	return 1;
 }
 
