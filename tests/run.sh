@@ -137,6 +137,7 @@ if [ "$ONLY" != unit ]; then
 		echo "== building the sanitizer pass in $S"
 		t0=$(date +%s%N)
 		if make --no-print-directory -s -j"$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)" SANITIZE=address,undefined BUILD=$S \
+			"$S/obj/server/sim/sdf_vdb.o" \
 			$(for t in "$B"/tests/test_*; do echo "$S/tests/$(basename "$t")"; done) >"$log/san" 2>&1; then
 			ms=$((($(date +%s%N) - t0) / 1000000))
 			echo "   (sanitizer build: $ms ms)"
