@@ -24,7 +24,7 @@
  *     edge, and the pairs are those, in the order, of the full loop.
  *     A still body's candidates are instead kept across a step's
  *     substeps and filtered with the same tests ("Kept candidates",
- *     below): the same pairs, in the same order.
+ *     bodyedgekeep.c): the same pairs, in the same order.
  *     Only ridges take part: the edge must be convex (each face's far
  *     vertex below the other face's plane) and sharp at the cloth's scale,
  *     the body falling away from it across half the cloth edge's length
@@ -35,7 +35,7 @@
  *     rest on the faces beside it. And the ridge
  *     must be at least half as long as the cloth edge: a shorter one has
  *     its own vertices under the faces beside the cloth edge, which the
- *     vertex-face contact keeps off them (see consider()).
+ *     vertex-face contact keeps off them (see sim_be_consider()).
  *  2. With the closest points of the two lines at the start (parameters s
  *     on the body edge, t on the cloth edge, both inside [0, 1]: a closest
  *     point at a vertex belongs to a vertex contact), the contact normal is
@@ -83,6 +83,7 @@
  * the projection are serial.
  */
 #include "server/sim/bodyedge.h"
+#include "server/sim/bodyedge_impl.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -94,150 +95,6 @@
 #include "server/sim/pool.h"
 #include "server/sim/selfhash.h"
 
-/* Cloth edges per block of the boxes' loop on the pool. */
-#define BODYEDGE_BOX_BLOCK 1024u
-
-/* Ridges per chunk of a still body's parallel search: a constant, so the
- * split never depends on the thread count (see sim_bodyedge_begin). */
-#define BODYEDGE_CHUNK 128u
-
-/* The fall across a ridge, over half the cloth edge, as a fraction of the
- * contact distance, from which the crest comes through a cloth edge whose
- * vertices rest on its two faces: 1, the crest through the cloth, not
- * merely closer than the contact distance (bodypush.c takes 0.25 for its
- * vertices; at 0.25 the demo body's fine edges made 10,000 ridges to look
- * up every substep, doubling the solve, for crossings the vertex-face
- * contact already prevents). As in bodypush.c, the largest lever. */
-#define BODYEDGE_SHARP 1.0f
-#define BODYEDGE_LEVER 2.0f
-/* sin^2 of the angle below which two edges are taken as parallel (11.5
- * degrees). */
-#define BODYEDGE_PARALLEL 0.04f
-/* n . nb below which the cloth edge meets the ridge from its side. */
-#define BODYEDGE_FACING 0.5f
-
-typedef struct be_cedge {
-	uint32_t a, b;
-} be_cedge;
-
-/* A body edge: its ends, its two faces and their far vertices. */
-typedef struct be_bedge {
-	uint32_t a, b, f0, f1, o0, o1;
-} be_bedge;
-
-/* One collider's edge list, built for the triangle array it was made from. */
-typedef struct be_body {
-	const uint32_t *tris;
-	uint32_t nt, nv;
-	be_bedge *e;
-	uint32_t ne;
-	/* 3 per face: unit outward normals at the start pose (0 when
-	 * degenerate), once per substep for a moving body, once per pose
-	 * (its start positions and version) for a still one. */
-	float *fn;
-	/* Per face: the substep (sim_bodyedge.substep) whose start pose fn
-	 * holds the face's normal for, when a moving body's normals are
-	 * computed only where an edge near the cloth needs them. */
-	uint32_t *fn_at;
-	/* Per vertex: where a moving body's vertex's box over the substep
-	 * lies against the cloth's box (outcode()). */
-	uint8_t *voc;
-	const float *still_q0;
-	uint32_t still_version;
-	/* The edges that are ridges at contact distance ridge_h (convex, and
-	 * sharp at their own length: see classify()), for the pose whose
-	 * face normals fn holds. */
-	uint32_t *ridge;
-	uint32_t nridge;
-	float ridge_h;
-	int ridge_valid;
-	/* Kept candidates ("Kept candidates" below): per ridge of the list above, its
-	 * start in sim_bodyedge.kc (nridge + 1 offsets), valid while
-	 * kept_gen is sim_bodyedge.kept_gen; kept_uses counts the substeps
-	 * served from them (tests and statistics). */
-	uint32_t *kstart;
-	uint32_t kept_gen;
-	uint32_t kept_uses;
-} be_body;
-
-typedef struct be_pair {
-	uint32_t edge;  /* cloth edge */
-	sim_v3 b0, b1;  /* the body edge's ends at the end of the substep */
-	sim_v3 d0, d1;  /* and their motion over it */
-	sim_v3 nb;      /* the body's outward unit normal at the edge */
-	float h, reach; /* contact distance, the largest push accepted */
-	float mu, mus;
-} be_pair;
-
-/* One chunk's pairs, and each pair's contact normal at the start (for
- * the pinch marks, made when the chunks are joined in order). */
-typedef struct be_chunk {
-	be_pair *pair;
-	sim_v3 *n;
-	uint32_t count, cap;
-} be_chunk;
-
-/* One block's bounds of the cloth edges' boxes (box_blocks()). */
-typedef struct be_bred {
-	float lo[3], hi[3], half;
-	int boxes, inside;
-} be_bred;
-
-/* One chunk's candidates of a collection (collect()): its ridges' lists
- * in turn, joined in chunk order into b->kc. */
-typedef struct be_kchunk {
-	uint32_t *kc;
-	size_t count, cap;
-	int failed; /* out of memory */
-} be_kchunk;
-
-/* One worker's scratch: stamps for a query of the hash, keys for the
- * kept pairs' order. Its contents never change a result. */
-struct be_scratch {
-	uint32_t *stamp;
-	uint32_t epoch, stamp_cap;
-	struct be_key *key;
-	be_pair *tmp;
-	uint32_t key_cap;
-};
-typedef struct be_scratch be_scratch;
-
-struct sim_bodyedge {
-	uint32_t nce;
-	be_cedge *ce;
-	float *box;       /* 6 per cloth edge: the boxes hashed */
-	float *ext;       /* per cloth edge: its box's largest extent, before growing */
-	be_bred *bred;    /* per block of BODYEDGE_BOX_BLOCK edges */
-	float *side;      /* 3 per cloth edge: the first pair's normal this substep */
-	uint32_t *side_at;/* per cloth edge: 1 + the substep's count when side is set */
-	uint8_t *pinched; /* per cloth edge: met from both sides this substep */
-	uint32_t substep;
-	sim_hash hash;
-	be_body *body;
-	uint32_t body_cap;
-	be_pair *pair;
-	uint32_t pair_count, pair_cap;
-	/* Kept candidates ("Kept candidates" below). keep: still bodies use
-	 * them (1 unless switched off); slack: how far a cloth edge's box
-	 * may leave its widened box before the lists are dropped (0; more
-	 * only in the tests that show a loosened bound loses pairs). */
-	int keep;
-	float slack;
-	float *wbox;       /* 6 per cloth edge: the widened boxes of the lists */
-	uint32_t kept_gen; /* the lists' generation, 0 when there are none */
-	uint32_t gen_next;
-	uint32_t *kc;      /* every still body's ridges' candidates, in turn */
-	size_t kc_count, kc_cap;
-	uint32_t collections;
-	/* The parallel search's chunks and the workers' scratch (a running
-	 * chunk takes a free one: busy). */
-	be_chunk *chunk;
-	uint32_t chunk_cap;
-	be_kchunk *kchunk; /* a collection's chunks (collect()) */
-	struct be_scratch *scr;
-	_Atomic uint8_t *busy;
-	uint32_t nscr;
-};
 
 static int cedge_cmp(const void *pa, const void *pb)
 {
@@ -454,7 +311,7 @@ static void face_normal(be_body *bd, const sim_body_view *bv, uint32_t f)
 }
 
 /* The unit outward normals of the body's faces at the start pose. */
-static void face_normals(be_body *bd, const sim_body_view *bv)
+void sim_be_face_normals(be_body *bd, const sim_body_view *bv)
 {
 	if (!bv->moving && bd->still_q0 == bv->q0 && bd->still_version == bv->version)
 		return;
@@ -539,34 +396,8 @@ static int closest_lines(sim_v3 a, sim_v3 u, sim_v3 c, sim_v3 v, float *s, float
 	return 1;
 }
 
-/* The ridge (q0a - q0b at the start, q1a - q1b at the end, outward normal
- * nb, exterior angle's half-sine sh, length len) against
- * cloth edge k: kept as step 2 of the header says. */
-typedef struct ridge {
-	sim_v3 q0a, q0b, q1a, q1b, nb;
-	float sh, h, motion, len;
-	const sim_body_view *bv;
-} ridge;
 
-/*
- * Whether ridge r takes part against a cloth edge of half-length half. A
- * body edge shorter than half the cloth edge has both its vertices within
- * a quarter of the cloth edge's length of the crossing, under the two
- * faces beside the cloth edge, where the body's vertices against the
- * cloth's faces (bodypush.c) hold them; the cloth over a crest is a roof,
- * so the crest between them stays under it too. Only ridges long against
- * the cloth need this contact (and the demo's fine body under its coarse
- * suit would otherwise make tens of thousands of pairs for nothing). And
- * it must be sharp for this cloth edge: the body falls away from the
- * crest across half its length by more than BODYEDGE_SHARP h. The fresh
- * search and the kept lists' filter both ask this, so they agree.
- */
-static inline int ridge_qualifies(const ridge *r, float half)
-{
-	return r->len >= half && half * r->sh > BODYEDGE_SHARP * r->h;
-}
-
-static void consider(const sim_bodyedge *b, be_chunk *out, uint32_t k, const sim_vec4 *x,
+void sim_be_consider(const sim_bodyedge *b, be_chunk *out, uint32_t k, const sim_vec4 *x,
 		     const sim_vec4 *p, const ridge *r)
 {
 	const be_cedge *ce = &b->ce[k];
@@ -628,10 +459,10 @@ static float ridge_sharpness(const be_body *bd, const sim_body_view *bv, const b
 }
 
 /* Lists the ridges of the start pose: convex edges sharp at their own
- * length (consider() pairs an edge only with cloth edges at most twice as
+ * length (sim_be_consider() pairs an edge only with cloth edges at most twice as
  * long, so len sh bounds the fall it can test), for contact distance h.
  * Once per pose for a still body, every substep for a moving one. */
-static void classify(be_body *bd, const sim_body_view *bv, float h)
+void sim_be_classify(be_body *bd, const sim_body_view *bv, float h)
 {
 	if (bd->ridge_valid && bd->ridge_h == h)
 		return;
@@ -664,7 +495,7 @@ static inline uint8_t outcode(sim_v3 q0, sim_v3 q1, const float *cb)
 
 /* Ridge e's ends at the start and end of the substep into r, and its
  * swept box into pb: 1 when the box meets the cloth's box. */
-static int ridge_box(ridge *r, const sim_body_view *bv, const be_bedge *e, float *pb,
+int sim_be_ridge_box(ridge *r, const sim_body_view *bv, const be_bedge *e, float *pb,
 		     const float *cloth_box)
 {
 	r->q0a = at3(bv->q0, e->a), r->q0b = at3(bv->q0, e->b);
@@ -685,12 +516,12 @@ static int ridge_box(ridge *r, const sim_body_view *bv, const be_bedge *e, float
 /* The cloth edges whose boxes meet ridge e's swept box pb (its ends in r,
  * sh its ridge_sharpness), each considered once, in the hash's order. */
 /* Ridge e's length, outward normal and motion into r (its ends are there
- * from ridge_box(), sh its ridge_sharpness): 0 when it has no length or
+ * from sim_be_ridge_box(), sh its ridge_sharpness): 0 when it has no length or
  * no normal, or is too smooth for every cloth edge (the sharpness of
  * ridge_qualifies() at the longest cloth edge this ridge may pair with,
  * half of it at most its own length and the cloth's longest: the fall
  * grows with the half), and is not looked up. */
-static int ridge_setup(ridge *r, const be_body *bd, const be_bedge *e, float sh, float half_max)
+int sim_be_ridge_setup(ridge *r, const be_body *bd, const be_bedge *e, float sh, float half_max)
 {
 	sim_v3 n0 = at3(bd->fn, e->f0), n1 = at3(bd->fn, e->f1);
 	r->sh = sh;
@@ -709,12 +540,12 @@ static int ridge_setup(ridge *r, const be_body *bd, const be_bedge *e, float sh,
 	return 1;
 }
 
-static void lookup(const sim_bodyedge *b, be_scratch *S, be_chunk *out, const be_body *bd,
+void sim_be_lookup(const sim_bodyedge *b, be_scratch *S, be_chunk *out, const be_body *bd,
 		   const be_bedge *e, ridge *r, float sh, const float *pb, float half_max,
 		   const sim_vec4 *x, const sim_vec4 *p)
 {
 	const sim_hash *H = &b->hash;
-	if (!ridge_setup(r, bd, e, sh, half_max))
+	if (!sim_be_ridge_setup(r, bd, e, sh, half_max))
 		return;
 	uint32_t *stamp = S->stamp;
 	if (++S->epoch == 0) {
@@ -728,7 +559,7 @@ static void lookup(const sim_bodyedge *b, be_scratch *S, be_chunk *out, const be
 		 * ridge over a fine cloth): every cloth edge, in order. */
 		for (uint32_t ck = 0; ck < b->nce; ck++)
 			if (sim_box_overlap(&b->box[6 * (size_t)ck], pb))
-				consider(b, out, ck, x, p, r);
+				sim_be_consider(b, out, ck, x, p, r);
 		return;
 	}
 	for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
@@ -741,381 +572,16 @@ static void lookup(const sim_bodyedge *b, be_scratch *S, be_chunk *out, const be
 						continue;
 					stamp[ck] = epoch;
 					if (sim_box_overlap(&b->box[6 * (size_t)ck], pb))
-						consider(b, out, ck, x, p, r);
+						sim_be_consider(b, out, ck, x, p, r);
 				}
 			}
 	for (uint32_t j = 0; j < H->big_count; j++) {
 		uint32_t ck = H->big[j];
 		if (stamp[ck] != epoch && sim_box_overlap(&b->box[6 * (size_t)ck], pb)) {
 			stamp[ck] = epoch;
-			consider(b, out, ck, x, p, r);
+			sim_be_consider(b, out, ck, x, p, r);
 		}
 	}
-}
-
-/*
- * Kept candidates (issue 22). A still body's ridges are the same all
- * through a step, and so are their swept boxes pb (q0 = q1); only the
- * cloth moves. The search above builds the hash of the cloth edges'
- * boxes and walks it for every ridge near the cloth, every substep, which
- * on the demo garment is most of this file's cost. For still bodies, the
- * lists are kept instead:
- *
- *  - Collected (collect()) at the step's first substep, or when the bound
- *    below fails: each cloth edge's box B is widened by a margin m into
- *    W (m = BODYEDGE_KEEP_REACH times the largest coordinate of any cloth
- *    vertex's predicted motion, plus BODYEDGE_KEEP_MIN), a hash of the W
- *    is walked once per ridge whose box meets their union, and the ridge
- *    keeps every cloth edge whose W meets its box, in increasing order.
- *  - The bound, checked on every cloth edge each substep while the lists
- *    are kept: its box B' of that substep lies inside its W (each min of
- *    B' at least W's, each max at most W's, compared exactly, no
- *    arithmetic). And every B' is a box (min <= max on each axis, which
- *    fails only for NaN positions; then this substep searches afresh).
- *  - Claim: while the bound holds, the cloth edges the search would test
- *    against a ridge (those whose box B' meets the ridge's box pb, as
- *    sim_box_overlap() compares them) are all in the ridge's list. Proof:
- *    B' meets pb means, on every axis, lo(B') <= hi(pb) and lo(pb) <=
- *    hi(B'); with lo(W) <= lo(B') and hi(B') <= hi(W) this gives lo(W) <=
- *    hi(pb) and lo(pb) <= hi(W): W meets pb, and pb is the same box as at
- *    collection (a still body's ends, the same floats), so the edge was
- *    kept. The comparisons are of stored floats, so the step holds in
- *    floating point as on paper. The cloth's box (the union of the B') is
- *    inside the union of the W, so every ridge the search looks up had
- *    its list collected. Conversely, a cloth edge whose box is a box and
- *    meets pb is met by the search: in the hash's cells (its cell box
- *    meets pb's, floor being monotone), in the list of big boxes, or in
- *    the loop over every cloth edge when pb spans too many cells.
- *  - The filter (filter()) tests each kept edge with sim_box_overlap()
- *    against pb and then consider(), the search's own tests (the ridge's
- *    with ridge_setup() and ridge_qualifies()), so it keeps exactly the
- *    search's pairs. Their order is the search's: the walk meets a cloth
- *    edge at the first of pb's cells, in the walk's order, whose slot
- *    holds it (its own first cell in pb's, or an earlier cell of pb whose
- *    slot one of its cells shares), and within a slot in decreasing
- *    index (the build fills slots backwards); big boxes come after, in
- *    increasing index, and a ridge spanning too many cells meets them in
- *    increasing index (the lists' order). order_pairs() computes that key
- *    from the substep's cell size, so the pairs, the pinch marks and the
- *    frames are the same bits as the search's.
- *  - The lists are dropped at the start of every step (sim.c passes the
- *    first substep), when a body's pose or ridges change (classify()),
- *    and when the bound fails; a moving body never has them. The pairs do
- *    not depend on when the lists were made, so a run resumed from a
- *    saved state gives the same bits as one that was not stopped.
- */
-#define BODYEDGE_KEEP_REACH 4.0f
-#define BODYEDGE_KEEP_MIN 5e-4f
-
-static int u32_cmp(const void *pa, const void *pb)
-{
-	uint32_t x = *(const uint32_t *)pa, y = *(const uint32_t *)pb;
-	return x < y ? -1 : x > y;
-}
-
-static uint32_t be_claim(sim_bodyedge *b);
-static void be_release(sim_bodyedge *b, uint32_t j);
-static int be_workers(sim_bodyedge *b, uint32_t chunks, const drape_pool *pool);
-
-/* Room for more candidates in a chunk's list; 0 when out of memory. */
-static int kc_reserve(be_kchunk *o, size_t more)
-{
-	if (o->count + more <= o->cap)
-		return 1;
-	size_t cap = o->count + more + (o->count + more) / 2 + 256;
-	uint32_t *k = realloc(o->kc, cap * sizeof *k);
-	if (k == NULL)
-		return 0;
-	o->kc = k;
-	o->cap = cap;
-	return 1;
-}
-
-/* Appends to o, in increasing order, the cloth edges whose widened box
- * meets pb, from the hash of the widened boxes (stamps in S); 0 when out
- * of memory. */
-static int collect_ridge(const sim_bodyedge *b, be_scratch *S, be_kchunk *o, const float *pb)
-{
-	const sim_hash *H = &b->hash;
-	size_t first = o->count;
-	uint32_t *stamp = S->stamp;
-	if (++S->epoch == 0) {
-		memset(stamp, 0, (size_t)S->stamp_cap * sizeof *stamp);
-		S->epoch = 1;
-	}
-	const uint32_t epoch = S->epoch;
-	sim_cellbox cb = sim_hash_cells(H, pb);
-	if (sim_cellbox_count(&cb) > SIM_HASH_MAX_CELLS) {
-		for (uint32_t ck = 0; ck < b->nce; ck++)
-			if (sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
-				if (!kc_reserve(o, 1))
-					return 0;
-				o->kc[o->count++] = ck;
-			}
-		return 1;
-	}
-	for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
-		for (int32_t y = cb.lo[1]; y <= cb.hi[1]; y++)
-			for (int32_t xx = cb.lo[0]; xx <= cb.hi[0]; xx++) {
-				uint32_t slot = sim_hash_slot(H, xx, y, z);
-				for (uint32_t j = H->start[slot]; j < H->start[slot + 1]; j++) {
-					uint32_t ck = H->entries[j];
-					if (stamp[ck] == epoch)
-						continue;
-					stamp[ck] = epoch;
-					if (sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
-						if (!kc_reserve(o, 1))
-							return 0;
-						o->kc[o->count++] = ck;
-					}
-				}
-			}
-	for (uint32_t j = 0; j < H->big_count; j++) {
-		uint32_t ck = H->big[j];
-		if (stamp[ck] != epoch && sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
-			stamp[ck] = epoch;
-			if (!kc_reserve(o, 1))
-				return 0;
-			o->kc[o->count++] = ck;
-		}
-	}
-	/* A chunk that met nothing yet has no array: qsort's pointer must
-	 * not be null even for no elements. */
-	if (o->count - first > 1)
-		qsort(o->kc + first, o->count - first, sizeof *o->kc, u32_cmp);
-	return 1;
-}
-
-/* What a collection's chunks share. */
-typedef struct be_cjob {
-	sim_bodyedge *b;
-	be_body *bd;
-	const sim_body_view *bv;
-	const float *wb;
-	float h;
-} be_cjob;
-
-/* Chunks [begin, end) of a still body's ridges (BODYEDGE_CHUNK each):
- * each ridge's candidates into its chunk's list, kstart relative to it. */
-static void collect_chunks(void *ctx, uint32_t begin, uint32_t end)
-{
-	const be_cjob *J = ctx;
-	sim_bodyedge *b = J->b;
-	be_body *bd = J->bd;
-	const uint32_t w = be_claim(b);
-	for (uint32_t c = begin; c < end; c++) {
-		be_kchunk *o = &b->kchunk[c];
-		o->count = 0;
-		o->failed = 0;
-		const uint32_t r1 = bd->nridge - c * BODYEDGE_CHUNK > BODYEDGE_CHUNK
-					    ? (c + 1) * BODYEDGE_CHUNK
-					    : bd->nridge;
-		ridge r;
-		r.h = J->h;
-		r.bv = J->bv;
-		float pb[6];
-		for (uint32_t ri = c * BODYEDGE_CHUNK; ri < r1 && !o->failed; ri++) {
-			bd->kstart[ri] = (uint32_t)o->count;
-			if (ridge_box(&r, J->bv, &bd->e[bd->ridge[ri]], pb, J->wb) &&
-			    !collect_ridge(b, &b->scr[w], o, pb))
-				o->failed = 1;
-			if (o->count > UINT32_MAX)
-				o->failed = 1;
-		}
-	}
-	be_release(b, w);
-}
-
-/* Collects the lists of every still body (see above) from the boxes of
- * this substep in b->box; 0 when out of memory (the search then runs).
- * A body's ridges are collected in fixed chunks on the pool and the
- * chunks' lists joined in chunk order: the lists of the serial loop. */
-static int collect(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
-		   const sim_vec4 *p, float thickness, drape_pool *pool)
-{
-	b->kept_gen = 0;
-	float dmax = 0.0f;
-	for (uint32_t k = 0; k < b->nce; k++) {
-		const uint32_t v[2] = {b->ce[k].a, b->ce[k].b};
-		for (int j = 0; j < 2; j++) {
-			const sim_vec4 *a = &x[v[j]], *c = &p[v[j]];
-			float d = fmaxf(fabsf(c->x - a->x), fmaxf(fabsf(c->y - a->y), fabsf(c->z - a->z)));
-			dmax = d > dmax ? d : dmax;
-		}
-	}
-	const float m = BODYEDGE_KEEP_REACH * dmax + BODYEDGE_KEEP_MIN;
-	float wb[6] = {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY};
-	double size = 0.0;
-	for (uint32_t k = 0; k < b->nce; k++) {
-		const float *bx = &b->box[6 * (size_t)k];
-		float *w = &b->wbox[6 * (size_t)k];
-		for (int j = 0; j < 3; j++) {
-			w[j] = bx[j] - m;
-			w[j + 3] = bx[j + 3] + m;
-			wb[j] = sim_box_min(wb[j], w[j]);
-			wb[j + 3] = sim_box_max(wb[j + 3], w[j + 3]);
-		}
-		float ext = sim_box_max(w[3] - w[0], sim_box_max(w[4] - w[1], w[5] - w[2]));
-		size += isfinite(ext) ? ext : 0.0f;
-	}
-	float cell = (float)(size / b->nce);
-	if (!(cell > 1e-4f) || !isfinite(cell))
-		cell = 1e-4f;
-	if (sim_hash_build(&b->hash, b->wbox, b->nce, cell) != 0)
-		return 0;
-	if (++b->gen_next == 0)
-		b->gen_next = 1;
-	const uint32_t gen = b->gen_next;
-	b->kc_count = 0;
-	for (uint32_t ci = 0; ci < set->count; ci++) {
-		sim_body_view bv;
-		if (!sim_colliders_body(set, ci, &bv) || bv.moving)
-			continue;
-		be_body *bd = &b->body[ci];
-		if (bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv)
-			continue; /* its edges could not be built: no part */
-		const float h = thickness + bv.thickness;
-		face_normals(bd, &bv);
-		classify(bd, &bv, h);
-		const uint32_t nc = (bd->nridge + BODYEDGE_CHUNK - 1) / BODYEDGE_CHUNK;
-		if (!be_workers(b, nc, pool))
-			return 0;
-		be_cjob job = {b, bd, &bv, wb, h};
-		sim_pool_for(pool, nc, 1, collect_chunks, &job);
-		for (uint32_t c = 0; c < nc; c++) {
-			const be_kchunk *o = &b->kchunk[c];
-			const size_t base = b->kc_count;
-			if (o->failed || base + o->count > UINT32_MAX)
-				return 0;
-			if (base + o->count > b->kc_cap) {
-				size_t cap = base + o->count + (base + o->count) / 2 + 256;
-				uint32_t *k = realloc(b->kc, cap * sizeof *k);
-				if (k == NULL)
-					return 0;
-				b->kc = k;
-				b->kc_cap = cap;
-			}
-			if (o->count > 0)
-				memcpy(&b->kc[base], o->kc, o->count * sizeof *o->kc);
-			const uint32_t r1 = bd->nridge - c * BODYEDGE_CHUNK > BODYEDGE_CHUNK
-						    ? (c + 1) * BODYEDGE_CHUNK
-						    : bd->nridge;
-			for (uint32_t ri = c * BODYEDGE_CHUNK; ri < r1; ri++)
-				bd->kstart[ri] += (uint32_t)base;
-			b->kc_count = base + o->count;
-		}
-		bd->kstart[bd->nridge] = (uint32_t)b->kc_count;
-		bd->kept_gen = gen;
-	}
-	b->kept_gen = gen;
-	b->collections++;
-	return 1;
-}
-
-typedef struct be_key {
-	uint64_t key;
-	uint32_t at;
-} be_key;
-
-static int key_cmp(const void *pa, const void *pb)
-{
-	const be_key *x = pa, *y = pb;
-	return x->key < y->key ? -1 : x->key > y->key;
-}
-
-/*
- * Puts the pairs from b->pair[first] on, one ridge's, in the order the
- * search's walk of H (this substep's cells) over pb would have made them
- * (see above). They were made in increasing cloth edge order, which is
- * the search's when pb spans more cells than the hash walks.
- */
-static void order_pairs(const sim_bodyedge *b, be_scratch *S, be_chunk *out, uint32_t first,
-			const float *pb, const sim_hash *H)
-{
-	const uint32_t m = out->count - first;
-	sim_cellbox P = sim_hash_cells(H, pb);
-	if (sim_cellbox_count(&P) > SIM_HASH_MAX_CELLS)
-		return;
-	if (m > S->key_cap) {
-		uint32_t cap = m + m / 2 + 16;
-		be_key *k = realloc(S->key, (size_t)cap * sizeof *k);
-		if (k == NULL)
-			return;
-		S->key = k;
-		be_pair *t = realloc(S->tmp, (size_t)cap * sizeof *t);
-		if (t == NULL)
-			return;
-		S->tmp = t;
-		S->key_cap = cap;
-	}
-	be_key *key = S->key;
-	const int32_t nx = P.hi[0] - P.lo[0] + 1, ny = P.hi[1] - P.lo[1] + 1;
-	uint32_t pslot[SIM_HASH_MAX_CELLS], cslot[SIM_HASH_MAX_CELLS];
-	uint32_t np = 0;
-	for (int32_t z = P.lo[2]; z <= P.hi[2]; z++)
-		for (int32_t y = P.lo[1]; y <= P.hi[1]; y++)
-			for (int32_t xx = P.lo[0]; xx <= P.hi[0]; xx++)
-				pslot[np++] = sim_hash_slot(H, xx, y, z);
-	for (uint32_t i = 0; i < m; i++) {
-		const uint32_t ck = out->pair[first + i].edge;
-		sim_cellbox C = sim_hash_cells(H, &b->box[6 * (size_t)ck]);
-		key[i].at = first + i;
-		if (sim_cellbox_count(&C) > SIM_HASH_MAX_CELLS) {
-			key[i].key = (uint64_t)UINT32_MAX << 32 | ck;
-			continue;
-		}
-		/* The first cell of pb's that is also the edge's bounds the
-		 * walk's index; an earlier cell of pb's meets the edge when its
-		 * slot is one of the edge's cells'. */
-		int32_t c0[3];
-		for (int j = 0; j < 3; j++)
-			c0[j] = P.lo[j] > C.lo[j] ? P.lo[j] : C.lo[j];
-		uint32_t bound = (uint32_t)(((c0[2] - P.lo[2]) * ny + (c0[1] - P.lo[1])) * nx +
-					    (c0[0] - P.lo[0]));
-		if (bound > np)
-			bound = np;
-		uint32_t nc = 0;
-		for (int32_t z = C.lo[2]; z <= C.hi[2]; z++)
-			for (int32_t y = C.lo[1]; y <= C.hi[1]; y++)
-				for (int32_t xx = C.lo[0]; xx <= C.hi[0]; xx++)
-					cslot[nc++] = sim_hash_slot(H, xx, y, z);
-		uint32_t at = bound;
-		for (uint32_t t = 0; t < bound && at == bound; t++)
-			for (uint32_t c = 0; c < nc; c++)
-				if (cslot[c] == pslot[t]) {
-					at = t;
-					break;
-				}
-		key[i].key = (uint64_t)at << 32 | (uint32_t)~ck;
-	}
-	qsort(key, m, sizeof *key, key_cmp);
-	for (uint32_t i = 0; i < m; i++)
-		S->tmp[i] = out->pair[key[i].at];
-	memcpy(&out->pair[first], S->tmp, (size_t)m * sizeof *S->tmp);
-	/* The normals go with their pairs (pairs_join marks with them), in
-	 * the pairs' scratch, free again (a pair holds several normals). */
-	sim_v3 *tn = (sim_v3 *)(void *)S->tmp;
-	for (uint32_t i = 0; i < m; i++)
-		tn[i] = out->n[key[i].at];
-	memcpy(&out->n[first], tn, (size_t)m * sizeof *tn);
-}
-
-/* Ridge ri (edge e) of still body bd against its kept list: the pairs of
- * lookup(), in its order (H has this substep's cells). */
-static void filter(const sim_bodyedge *b, be_scratch *S, be_chunk *out, const be_body *bd,
-		   uint32_t ri, const be_bedge *e, ridge *r, float sh, const float *pb,
-		   float half_max, const sim_vec4 *x, const sim_vec4 *p, const sim_hash *H)
-{
-	if (!ridge_setup(r, bd, e, sh, half_max))
-		return;
-	const uint32_t first = out->count;
-	for (uint32_t j = bd->kstart[ri]; j < bd->kstart[ri + 1]; j++) {
-		uint32_t ck = b->kc[j];
-		if (sim_box_overlap(&b->box[6 * (size_t)ck], pb))
-			consider(b, out, ck, x, p, r);
-	}
-	if (out->count - first > 1)
-		order_pairs(b, S, out, first, pb, H);
 }
 
 /* What the chunks of a still body's search share (sim_bodyedge_begin). */
@@ -1131,7 +597,7 @@ typedef struct be_job {
 } be_job;
 
 /* A free worker scratch, taken until be_release (as bodypush.c's). */
-static uint32_t be_claim(sim_bodyedge *b)
+uint32_t sim_be_claim(sim_bodyedge *b)
 {
 	for (;;)
 		for (uint32_t j = 0; j < b->nscr; j++)
@@ -1140,7 +606,7 @@ static uint32_t be_claim(sim_bodyedge *b)
 				return j;
 }
 
-static void be_release(sim_bodyedge *b, uint32_t j)
+void sim_be_release(sim_bodyedge *b, uint32_t j)
 {
 	atomic_store_explicit(&b->busy[j], 0, memory_order_release);
 }
@@ -1152,7 +618,7 @@ static void ridge_chunks(void *ctx, uint32_t begin, uint32_t end)
 	const be_job *J = ctx;
 	sim_bodyedge *b = J->b;
 	const be_body *bd = J->bd;
-	const uint32_t w = be_claim(b);
+	const uint32_t w = sim_be_claim(b);
 	be_scratch *S = &b->scr[w];
 	for (uint32_t c = begin; c < end; c++) {
 		be_chunk *out = &b->chunk[c];
@@ -1170,21 +636,21 @@ static void ridge_chunks(void *ctx, uint32_t begin, uint32_t end)
 			r.bv = J->bv;
 			float pb[6];
 			const be_bedge *e = &bd->e[bd->ridge[ri]];
-			if (!ridge_box(&r, J->bv, e, pb, J->cloth_box))
+			if (!sim_be_ridge_box(&r, J->bv, e, pb, J->cloth_box))
 				continue;
 			const float sh = ridge_sharpness(bd, J->bv, e);
 			if (J->keep)
-				filter(b, S, out, bd, ri, e, &r, sh, pb, J->half_max, J->x, J->p, J->H);
+				sim_be_filter(b, S, out, bd, ri, e, &r, sh, pb, J->half_max, J->x, J->p, J->H);
 			else
-				lookup(b, S, out, bd, e, &r, sh, pb, J->half_max, J->x, J->p);
+				sim_be_lookup(b, S, out, bd, e, &r, sh, pb, J->half_max, J->x, J->p);
 		}
 	}
-	be_release(b, w);
+	sim_be_release(b, w);
 }
 
 /* Room for n chunks and for the workers' scratch (stamps for every cloth
  * edge); 0 when out of memory. */
-static int be_workers(sim_bodyedge *b, uint32_t chunks, const drape_pool *pool)
+int sim_be_workers(sim_bodyedge *b, uint32_t chunks, const drape_pool *pool)
 {
 	chunks = chunks > 0 ? chunks : 1;
 	if (chunks > b->chunk_cap) {
@@ -1359,11 +825,11 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			continue;
 		}
 		/* A still body's ridges are classified once per pose. */
-		face_normals(bd, &bv);
-		classify(bd, &bv, thickness + bv.thickness);
+		sim_be_face_normals(bd, &bv);
+		sim_be_classify(bd, &bv, thickness + bv.thickness);
 		stale |= b->kept_gen == 0 || bd->kept_gen != b->kept_gen;
 	}
-	if (keep && stale && !collect(b, set, x, p, thickness, pool)) {
+	if (keep && stale && !sim_be_collect(b, set, x, p, thickness, pool)) {
 		b->kept_gen = 0;
 		keep = 0;
 		search = 1;
@@ -1386,14 +852,14 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		r.bv = &bv;
 		float pb[6];
 		if (!bv.moving) {
-			face_normals(bd, &bv);
-			classify(bd, &bv, r.h);
+			sim_be_face_normals(bd, &bv);
+			sim_be_classify(bd, &bv, r.h);
 			/* The ridges in fixed chunks on the pool, each chunk's
 			 * pairs in its own list, joined in chunk order: the
 			 * serial loop's pairs, in its order, at any thread
 			 * count (the pinch marks are made in the join). */
 			const uint32_t nc = (bd->nridge + BODYEDGE_CHUNK - 1) / BODYEDGE_CHUNK;
-			if (!be_workers(b, nc, pool))
+			if (!sim_be_workers(b, nc, pool))
 				continue;
 			be_job job = {b, bd, &bv, cloth_box, &H, x, p, r.h, half_max, keep};
 			sim_pool_for(pool, nc, 1, ridge_chunks, &job);
@@ -1409,7 +875,7 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		 * face normals the classification needs are computed for
 		 * those edges' faces alone. The edges, their classification
 		 * and their lookups are the ones, and in the order, of
-		 * classify() followed by the still body's loop. */
+		 * sim_be_classify() followed by the still body's loop. */
 		bd->still_q0 = NULL;
 		bd->ridge_valid = 0;
 		/* Where each vertex's box over the substep lies against the
@@ -1421,7 +887,7 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			bd->voc[v] = outcode(at3(bv.q0, v), at3(bv.q1, v), cloth_box);
 		/* Serial, into the first chunk's list and the first worker's
 		 * scratch, joined as the still bodies' are. */
-		if (!be_workers(b, 1, pool))
+		if (!sim_be_workers(b, 1, pool))
 			continue;
 		be_chunk *out = &b->chunk[0];
 		out->count = 0;
@@ -1438,8 +904,8 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			float sh = ridge_sharpness(bd, &bv, e);
 			float len = v3_len(v3_sub(at3(bv.q0, e->b), at3(bv.q0, e->a)));
 			if (sh > 0.0f && len * sh > BODYEDGE_SHARP * r.h &&
-			    ridge_box(&r, &bv, e, pb, cloth_box))
-				lookup(b, &b->scr[0], out, bd, e, &r, sh, pb, half_max, x, p);
+			    sim_be_ridge_box(&r, &bv, e, pb, cloth_box))
+				sim_be_lookup(b, &b->scr[0], out, bd, e, &r, sh, pb, half_max, x, p);
 		}
 		pairs_join(b, out);
 	}
