@@ -379,10 +379,10 @@ static void test_sampling_is_the_unfused_trilinear(void)
 	CHECK(fused_differs > tested / 100);
 }
 
-/* A child builds the block at 1 mm on the CPUs it is given (TBB takes its
- * thread count from the affinity when it starts) and reports the thread
- * count and a hash of its samples. */
-static int child_field(int one_cpu, uint32_t *threads, uint64_t *hash)
+/* Runs work(r) in a child on the CPUs it is given (one, or all: TBB takes
+ * its thread count from the affinity when it starts, so it must be a new
+ * process) and copies its n results back into r; -1 when the child fails. */
+static int in_child(int one_cpu, void (*work)(uint64_t *r), uint64_t *r, size_t n)
 {
 	int fd[2];
 	if (pipe(fd) != 0)
@@ -398,98 +398,76 @@ static int child_field(int one_cpu, uint32_t *threads, uint64_t *hash)
 			CPU_SET((int)(sched_getcpu() < 0 ? 0 : sched_getcpu()), &set);
 			sched_setaffinity(0, sizeof set, &set);
 		}
-		solid s;
-		make_block(&s);
-		drape_sdf *f = NULL;
-		drape_error err;
-		uint64_t r[2] = {0, 0};
-		if (drape_sdf_build(s.v, s.nv, s.t, s.nt, 0.001f, 0, 0, &f, &err) == DRAPE_OK) {
-			drape_sdf_info info;
-			drape_sdf_get_info(f, &info);
-			r[1] = info.threads;
-			r[0] = 0xcbf29ce484222325ull;
-			/* Distance and gradient at every voxel centre and between. */
-			for (int i = -5; i <= 85; i++)
-				for (int j = -5; j <= 65; j++)
-					for (int k = -5; k <= 65; k++) {
-						const float p[3] = {(float)i * 0.001f + 0.0002f, (float)j * 0.001f,
-								    (float)k * 0.001f - 0.0003f};
-						float v[4];
-						drape_sdf_sample(f, p, 1, v, v + 1);
-						const unsigned char *c = (const unsigned char *)v;
-						for (size_t m = 0; m < sizeof v; m++)
-							r[0] = (r[0] ^ c[m]) * 0x100000001b3ull;
-					}
-			drape_sdf_release(f);
-		}
-		ssize_t w = write(fd[1], r, sizeof r);
-		_exit(w == (ssize_t)sizeof r ? 0 : 1);
+		memset(r, 0, n * sizeof *r);
+		work(r);
+		ssize_t w = write(fd[1], r, n * sizeof *r);
+		_exit(w == (ssize_t)(n * sizeof *r) ? 0 : 1);
 	}
 	close(fd[1]);
-	uint64_t r[2];
-	ssize_t got = read(fd[0], r, sizeof r);
+	ssize_t got = read(fd[0], r, n * sizeof *r);
 	close(fd[0]);
 	int status;
 	waitpid(pid, &status, 0);
-	if (got != (ssize_t)sizeof r || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+	if (got != (ssize_t)(n * sizeof *r) || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return -1;
-	*hash = r[0], *threads = (uint32_t)r[1];
 	return 0;
 }
 
-/* A child builds the MakeHuman body's field as the bench does (scale 0.1,
- * 5 mm voxels) on the CPUs it is given and reports the thread count, the
- * hash of its voxels (sim_sdf_voxel_hash) and its leaf count. */
-static int child_body(int one_cpu, uint64_t r[3])
+/* The block at 1 mm: r[0] a hash of its samples, r[1] the thread count. */
+static void block_field(uint64_t *r)
 {
-	int fd[2];
-	if (pipe(fd) != 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		close(fd[0]);
-		if (one_cpu) {
-			cpu_set_t set;
-			CPU_ZERO(&set);
-			CPU_SET((int)(sched_getcpu() < 0 ? 0 : sched_getcpu()), &set);
-			sched_setaffinity(0, sizeof set, &set);
-		}
-		uint64_t out[3] = {0, 0, 0};
-		mesh m;
-		drape_sdf *f = NULL;
-		drape_error err;
-		if (mesh_read_obj("tests/data/meshes/mh_proxy_male_generic.obj", 0.1f, &m) == 0) {
-			if (drape_sdf_build(m.v, m.nv, m.t, m.nt, 0.005f, 0, 0, &f, &err) == DRAPE_OK) {
-				drape_sdf_info info;
-				drape_sdf_get_info(f, &info);
-				out[0] = sim_sdf_voxel_hash(f, &out[2]);
-				out[1] = info.threads;
-				if (strncmp(info.builder, "band", 4) != 0)
-					out[0] = 0;
-				drape_sdf_release(f);
+	solid s;
+	make_block(&s);
+	drape_sdf *f = NULL;
+	drape_error err;
+	if (drape_sdf_build(s.v, s.nv, s.t, s.nt, 0.001f, 0, 0, &f, &err) != DRAPE_OK)
+		return;
+	drape_sdf_info info;
+	drape_sdf_get_info(f, &info);
+	r[1] = info.threads;
+	r[0] = 0xcbf29ce484222325ull;
+	/* Distance and gradient at every voxel centre and between. */
+	for (int i = -5; i <= 85; i++)
+		for (int j = -5; j <= 65; j++)
+			for (int k = -5; k <= 65; k++) {
+				const float p[3] = {(float)i * 0.001f + 0.0002f, (float)j * 0.001f,
+						    (float)k * 0.001f - 0.0003f};
+				float v[4];
+				drape_sdf_sample(f, p, 1, v, v + 1);
+				const unsigned char *c = (const unsigned char *)v;
+				for (size_t m = 0; m < sizeof v; m++)
+					r[0] = (r[0] ^ c[m]) * 0x100000001b3ull;
 			}
-			mesh_free(&m);
-		}
-		ssize_t w = write(fd[1], out, sizeof out);
-		_exit(w == (ssize_t)sizeof out ? 0 : 1);
+	drape_sdf_release(f);
+}
+
+/* The MakeHuman body's field as the bench builds it (scale 0.1, 5 mm
+ * voxels): r[0] the hash of its voxels (sim_sdf_voxel_hash; 0 unless our
+ * band builder made it), r[1] the thread count, r[2] its leaf count. */
+static void body_field(uint64_t *r)
+{
+	mesh m;
+	if (mesh_read_obj("tests/data/meshes/mh_proxy_male_generic.obj", 0.1f, &m) != 0)
+		return;
+	drape_sdf *f = NULL;
+	drape_error err;
+	if (drape_sdf_build(m.v, m.nv, m.t, m.nt, 0.005f, 0, 0, &f, &err) == DRAPE_OK) {
+		drape_sdf_info info;
+		drape_sdf_get_info(f, &info);
+		r[0] = sim_sdf_voxel_hash(f, &r[2]);
+		r[1] = info.threads;
+		if (strncmp(info.builder, "band", 4) != 0)
+			r[0] = 0;
+		drape_sdf_release(f);
 	}
-	close(fd[1]);
-	ssize_t got = read(fd[0], r, sizeof(uint64_t) * 3);
-	close(fd[0]);
-	int status;
-	waitpid(pid, &status, 0);
-	if (got != (ssize_t)(sizeof(uint64_t) * 3) || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return -1;
-	return 0;
+	mesh_free(&m);
 }
 
 static void test_body_voxels_same_on_any_thread_count(void)
 {
 	uint64_t one[3], all[3];
-	CHECK(child_body(1, one) == 0);
-	CHECK(child_body(0, all) == 0);
+	CHECK(in_child(1, body_field, one, 3) == 0);
+	CHECK(in_child(0, body_field, all, 3) == 0);
 	printf("  body voxels: %u thread(s) %016llx (%llu leaves); %u threads %016llx (%llu leaves)\n",
 	       (unsigned)one[1], (unsigned long long)one[0], (unsigned long long)one[2], (unsigned)all[1],
 	       (unsigned long long)all[0], (unsigned long long)all[2]);
@@ -503,14 +481,13 @@ static void test_body_voxels_same_on_any_thread_count(void)
 
 static void test_same_field_on_any_thread_count(void)
 {
-	uint32_t t1, tn;
-	uint64_t h1, hn;
-	CHECK(child_field(1, &t1, &h1) == 0);
-	CHECK(child_field(0, &tn, &hn) == 0);
-	printf("  %u thread(s): %016llx; %u threads: %016llx\n", t1, (unsigned long long)h1, tn,
-	       (unsigned long long)hn);
-	CHECK(t1 == 1);
-	CHECK(h1 != 0 && h1 == hn);
+	uint64_t one[2], all[2];
+	CHECK(in_child(1, block_field, one, 2) == 0);
+	CHECK(in_child(0, block_field, all, 2) == 0);
+	printf("  %u thread(s): %016llx; %u threads: %016llx\n", (unsigned)one[1],
+	       (unsigned long long)one[0], (unsigned)all[1], (unsigned long long)all[0]);
+	CHECK(one[1] == 1);
+	CHECK(one[0] != 0 && one[0] == all[0]);
 }
 
 int main(int argc, char **argv)
