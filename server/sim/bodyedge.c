@@ -79,8 +79,10 @@
  * searched (and their kept lists collected) on the pool in fixed chunks
  * of BODYEDGE_CHUNK ridges, each into its own list, joined in chunk order,
  * and the pinch marks are made in the join (pairs_join()); the cloth
- * edges' boxes are built in blocks on the pool. A moving body's edges and
- * the projection are serial.
+ * edges' boxes are built in blocks on the pool, and a moving body's edges
+ * are classified and searched on the pool in fixed chunks of
+ * BODYEDGE_EDGE_CHUNK edges, joined the same way. The projection is
+ * serial.
  */
 #include "server/sim/bodyedge.h"
 #include "server/sim/bodyedge_impl.h"
@@ -175,7 +177,6 @@ void sim_bodyedge_free(sim_bodyedge *b)
 		free(b->body[i].kstart);
 		free(b->body[i].e);
 		free(b->body[i].fn);
-		free(b->body[i].fn_at);
 		free(b->body[i].voc);
 		free(b->body[i].ridge);
 	}
@@ -210,7 +211,6 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 {
 	free(bd->e);
 	free(bd->fn);
-	free(bd->fn_at);
 	free(bd->voc);
 	free(bd->ridge);
 	free(bd->kstart);
@@ -218,18 +218,16 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	half_edge *h = malloc(3 * (size_t)bv->nt * sizeof *h + 1);
 	be_bedge *e = malloc(3 * (size_t)bv->nt / 2 * sizeof *e + sizeof *e);
 	float *fn = malloc(3 * (size_t)bv->nt * sizeof *fn + 1);
-	uint32_t *fa = calloc((size_t)bv->nt + 1, sizeof *fa);
 	uint32_t *rg = malloc(3 * (size_t)bv->nt / 2 * sizeof *rg + sizeof *rg);
 	uint8_t *vc = malloc((size_t)bv->nv + 1);
 	uint32_t *ks = malloc((3 * (size_t)bv->nt / 2 + 2) * sizeof *ks);
-	if (h == NULL || e == NULL || fn == NULL || fa == NULL || rg == NULL || vc == NULL ||
+	if (h == NULL || e == NULL || fn == NULL || rg == NULL || vc == NULL ||
 	    ks == NULL) {
 		free(ks);
 		free(vc);
 		free(h);
 		free(e);
 		free(fn);
-		free(fa);
 		free(rg);
 		return 0;
 	}
@@ -257,7 +255,6 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 	bd->e = e;
 	bd->ne = n;
 	bd->fn = fn;
-	bd->fn_at = fa;
 	bd->voc = vc;
 	bd->ridge = rg;
 	bd->kstart = ks;
@@ -750,6 +747,77 @@ static void box_blocks(void *ctx, uint32_t begin, uint32_t end)
 		box_block(ctx, k0, end - k0 > BODYEDGE_BOX_BLOCK ? k0 + BODYEDGE_BOX_BLOCK : end);
 }
 
+/* What the passes over a moving body share (sim_bodyedge_begin). */
+typedef struct be_mjob {
+	sim_bodyedge *b;
+	be_body *bd;
+	const sim_body_view *bv;
+	const float *cloth_box;
+	const sim_vec4 *x, *p;
+	float h, half_max;
+} be_mjob;
+
+/* Where each vertex's box over the substep lies against the cloth's box:
+ * an edge's box is the union of its two vertices', so it misses the
+ * cloth's box exactly when both lie beyond the same face of it (the two
+ * outcodes share a bit), and such an edge is not classified. Vertices
+ * [begin, end). */
+static void moving_outcodes(void *ctx, uint32_t begin, uint32_t end)
+{
+	const be_mjob *J = ctx;
+	for (uint32_t v = begin; v < end; v++)
+		J->bd->voc[v] = outcode(at3(J->bv->q0, v), at3(J->bv->q1, v), J->cloth_box);
+}
+
+/* The start normals of faces [begin, end) that an edge classified this
+ * substep may need: those with two vertices whose outcodes share no bit
+ * (an edge's faces hold its two ends). The others are not read. */
+static void moving_normals(void *ctx, uint32_t begin, uint32_t end)
+{
+	const be_mjob *J = ctx;
+	const uint8_t *oc = J->bd->voc;
+	for (uint32_t f = begin; f < end; f++) {
+		const uint32_t *v = &J->bv->tris[3 * (size_t)f];
+		if ((oc[v[0]] & oc[v[1]]) && (oc[v[1]] & oc[v[2]]) && (oc[v[2]] & oc[v[0]]))
+			continue;
+		face_normal(J->bd, J->bv, f);
+	}
+}
+
+/* Chunks [begin, end) of a moving body's edges (BODYEDGE_EDGE_CHUNK
+ * each): classified, and the ridges among them near the cloth looked up,
+ * each chunk into its own pairs. */
+static void moving_chunks(void *ctx, uint32_t begin, uint32_t end)
+{
+	const be_mjob *J = ctx;
+	sim_bodyedge *b = J->b;
+	const be_body *bd = J->bd;
+	const uint32_t w = sim_be_claim(b);
+	be_scratch *S = &b->scr[w];
+	ridge r;
+	r.h = J->h;
+	r.bv = J->bv;
+	for (uint32_t c = begin; c < end; c++) {
+		be_chunk *out = &b->chunk[c];
+		out->count = 0;
+		const uint32_t k1 = bd->ne - c * BODYEDGE_EDGE_CHUNK > BODYEDGE_EDGE_CHUNK
+					    ? (c + 1) * BODYEDGE_EDGE_CHUNK
+					    : bd->ne;
+		for (uint32_t k = c * BODYEDGE_EDGE_CHUNK; k < k1; k++) {
+			const be_bedge *e = &bd->e[k];
+			if (bd->voc[e->a] & bd->voc[e->b])
+				continue;
+			float sh = ridge_sharpness(bd, J->bv, e);
+			float len = v3_len(v3_sub(at3(J->bv->q0, e->b), at3(J->bv->q0, e->a)));
+			float pb[6];
+			if (sh > 0.0f && len * sh > BODYEDGE_SHARP * r.h &&
+			    sim_be_ridge_box(&r, J->bv, e, pb, J->cloth_box))
+				sim_be_lookup(b, S, out, bd, e, &r, sh, pb, J->half_max, J->x, J->p);
+		}
+	}
+	sim_be_release(b, w);
+}
+
 void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,
 			const sim_vec4 *p, float thickness, int first, drape_pool *pool)
 {
@@ -757,9 +825,6 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 	/* A new stamp for the pinch marks; 0 is never a substep's. */
 	if (++b->substep == 0) {
 		memset(b->side_at, 0, (size_t)b->nce * sizeof *b->side_at);
-		for (uint32_t i = 0; i < b->body_cap; i++)
-			if (b->body[i].fn_at != NULL)
-				memset(b->body[i].fn_at, 0, (size_t)b->body[i].nt * sizeof *b->body[i].fn_at);
 		b->substep = 1;
 	}
 	if (first)
@@ -847,13 +912,10 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		be_body *bd = &b->body[ci];
 		if (bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv)
 			continue;
-		ridge r;
-		r.h = thickness + bv.thickness;
-		r.bv = &bv;
-		float pb[6];
+		const float h = thickness + bv.thickness;
 		if (!bv.moving) {
 			sim_be_face_normals(bd, &bv);
-			sim_be_classify(bd, &bv, r.h);
+			sim_be_classify(bd, &bv, h);
 			/* The ridges in fixed chunks on the pool, each chunk's
 			 * pairs in its own list, joined in chunk order: the
 			 * serial loop's pairs, in its order, at any thread
@@ -861,7 +923,7 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			const uint32_t nc = (bd->nridge + BODYEDGE_CHUNK - 1) / BODYEDGE_CHUNK;
 			if (!sim_be_workers(b, nc, pool))
 				continue;
-			be_job job = {b, bd, &bv, cloth_box, &H, x, p, r.h, half_max, keep};
+			be_job job = {b, bd, &bv, cloth_box, &H, x, p, h, half_max, keep};
 			sim_pool_for(pool, nc, 1, ridge_chunks, &job);
 			for (uint32_t c = 0; c < nc; c++)
 				pairs_join(b, &b->chunk[c]);
@@ -875,39 +937,22 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		 * face normals the classification needs are computed for
 		 * those edges' faces alone. The edges, their classification
 		 * and their lookups are the ones, and in the order, of
-		 * sim_be_classify() followed by the still body's loop. */
+		 * sim_be_classify() followed by the still body's loop: each
+		 * step runs on the pool in fixed blocks (vertices, faces, then
+		 * chunks of BODYEDGE_EDGE_CHUNK edges, each into its own list,
+		 * joined in chunk order), so the pairs are the same bits at
+		 * any thread count. */
 		bd->still_q0 = NULL;
 		bd->ridge_valid = 0;
-		/* Where each vertex's box over the substep lies against the
-		 * cloth's box: an edge's box is the union of its two vertices',
-		 * so it misses the cloth's box exactly when both lie beyond
-		 * the same face of it (the two outcodes share a bit), and such
-		 * an edge is not classified. */
-		for (uint32_t v = 0; v < bv.nv; v++)
-			bd->voc[v] = outcode(at3(bv.q0, v), at3(bv.q1, v), cloth_box);
-		/* Serial, into the first chunk's list and the first worker's
-		 * scratch, joined as the still bodies' are. */
-		if (!sim_be_workers(b, 1, pool))
+		const uint32_t nc = (bd->ne + BODYEDGE_EDGE_CHUNK - 1) / BODYEDGE_EDGE_CHUNK;
+		if (!sim_be_workers(b, nc, pool))
 			continue;
-		be_chunk *out = &b->chunk[0];
-		out->count = 0;
-		for (uint32_t k = 0; k < bd->ne; k++) {
-			const be_bedge *e = &bd->e[k];
-			if (bd->voc[e->a] & bd->voc[e->b])
-				continue;
-			const uint32_t f[2] = {e->f0, e->f1};
-			for (int j = 0; j < 2; j++)
-				if (bd->fn_at[f[j]] != b->substep) {
-					bd->fn_at[f[j]] = b->substep;
-					face_normal(bd, &bv, f[j]);
-				}
-			float sh = ridge_sharpness(bd, &bv, e);
-			float len = v3_len(v3_sub(at3(bv.q0, e->b), at3(bv.q0, e->a)));
-			if (sh > 0.0f && len * sh > BODYEDGE_SHARP * r.h &&
-			    sim_be_ridge_box(&r, &bv, e, pb, cloth_box))
-				sim_be_lookup(b, &b->scr[0], out, bd, e, &r, sh, pb, half_max, x, p);
-		}
-		pairs_join(b, out);
+		be_mjob mj = {b, bd, &bv, cloth_box, x, p, h, half_max};
+		sim_pool_for(pool, bv.nv, BODYEDGE_BOX_BLOCK, moving_outcodes, &mj);
+		sim_pool_for(pool, bv.nt, BODYEDGE_BOX_BLOCK, moving_normals, &mj);
+		sim_pool_for(pool, nc, 1, moving_chunks, &mj);
+		for (uint32_t c = 0; c < nc; c++)
+			pairs_join(b, &b->chunk[c]);
 	}
 	/* Drop the pinched cloth edges' pairs; the others keep their order. */
 	uint32_t kept = 0;
@@ -1009,7 +1054,7 @@ size_t sim_bodyedge_bytes(const sim_bodyedge *b)
 		     (size_t)b->scr[j].key_cap * (sizeof(be_key) + sizeof(be_pair));
 	for (uint32_t i = 0; i < b->body_cap; i++)
 		s += (size_t)b->body[i].ne * (sizeof(be_bedge) + 2 * sizeof(uint32_t)) +
-		     (size_t)b->body[i].nt * (3 * sizeof(float) + sizeof(uint32_t)) +
+		     (size_t)b->body[i].nt * 3 * sizeof(float) +
 		     (size_t)b->body[i].nv;
 	return s;
 }

@@ -23,6 +23,11 @@
  * split never depends on the thread count (see sim_bodyedge_begin). */
 #define BODYEDGE_CHUNK 128u
 
+/* A moving body's edges per chunk of its classification and search on
+ * the pool, every substep: a constant, as BODYEDGE_CHUNK; most of a
+ * body's edges are far from the cloth and cost one comparison. */
+#define BODYEDGE_EDGE_CHUNK 1024u
+
 /* The fall across a ridge, over half the cloth edge, as a fraction of the
  * contact distance, from which the crest comes through a cloth edge whose
  * vertices rest on its two faces: 1, the crest through the cloth, not
@@ -57,10 +62,6 @@ typedef struct be_body {
 	 * degenerate), once per substep for a moving body, once per pose
 	 * (its start positions and version) for a still one. */
 	float *fn;
-	/* Per face: the substep (sim_bodyedge.substep) whose start pose fn
-	 * holds the face's normal for, when a moving body's normals are
-	 * computed only where an edge near the cloth needs them. */
-	uint32_t *fn_at;
 	/* Per vertex: where a moving body's vertex's box over the substep
 	 * lies against the cloth's box (outcode()). */
 	uint8_t *voc;
