@@ -19,7 +19,7 @@
  *     Only features take part: a body vertex in a hollow, or too smooth
  *     at the scale of the face to rise over it (sharp_enough), is left
  *     to the vertex contact, and so is a face met from both of its sides
- *     (drop_pinched); mark_hollows measures the body's shape, once for a
+ *     (drop_pinched); mark_hollow measures the body's shape, once for a
  *     still body and once a frame for a moving one.
  *     Within a frame the candidates are kept from substep to substep
  *     while the cloth and the body drift little (bodykeep.c): filtered
@@ -63,8 +63,11 @@
  * any thread count and SIMD width. The search of step 1 runs on the pool
  * in fixed chunks of SIM_BODY_CHUNK body vertices (and the cloth's boxes
  * in blocks of BODYPUSH_BOX_BLOCK triangles), each chunk into its own
- * list, joined in chunk order: that order exactly. The projection is
- * serial. Its cost on the demos is in the README ("The body never shows
+ * list, joined in chunk order: that order exactly. A body's normals,
+ * hollows and falls (every substep for a moving body) are gathered per
+ * vertex on the pool, each vertex summing its triangles in the order the
+ * serial loop over triangles did (bp_adj): the same bits. The projection
+ * is serial. Its cost on the demos is in the README ("The body never shows
  * through", and "The demo garment is not real time").
  */
 #include "server/sim/bodypush.h"
@@ -127,6 +130,18 @@ typedef struct bp_chunk {
 	uint32_t count, cap;
 } bp_chunk;
 
+/* A body's triangle corners grouped by vertex: vertex v's corners are
+ * corner[start[v] .. start[v + 1]), each 3 t + j (corner j of triangle t),
+ * in increasing order, which is the order the loops over triangles and
+ * their corners visited v. tn holds each triangle's area-weighted normal
+ * at the substep's start. Built once per triangle array. */
+typedef struct bp_adj {
+	const uint32_t *tris;
+	uint32_t nt, nv;
+	uint32_t *start, *corner;
+	float *tn;
+} bp_adj;
+
 struct sim_bodypush {
 	uint32_t ntri;
 	float *box;    /* 6 per triangle: the boxes hashed */
@@ -147,6 +162,11 @@ struct sim_bodypush {
 	uint8_t *hollow;  /* per body vertex: 1 where a neighbour rises over its tangent plane */
 	float *fall;      /* 2 per body vertex: sine of the steepest fall to a neighbour, its distance */
 	uint32_t nrm_cap; /* body vertices the normals hold */
+	/* Per collider: its triangles' corners by vertex, so that the
+	 * normals, hollows and falls are gathered per vertex on the pool in
+	 * the order the serial loop over triangles summed them (bp_adj). */
+	struct bp_adj *adj;
+	uint32_t adj_cap;
 	bp_pair *pair;
 	uint32_t pair_count, pair_cap;
 	/* The still body whose normals, hollows and falls are in the arrays
@@ -199,6 +219,12 @@ void sim_bodypush_free(sim_bodypush *b)
 	free(b->nrm);
 	free(b->hollow);
 	free(b->fall);
+	for (uint32_t i = 0; i < b->adj_cap; i++) {
+		free(b->adj[i].start);
+		free(b->adj[i].corner);
+		free(b->adj[i].tn);
+	}
+	free(b->adj);
 	free(b->pair);
 	sim_bodykeep_free(b->keep);
 	free(b);
@@ -389,31 +415,124 @@ static void drop_pinched(sim_bodypush *b)
  * A vertex is in a hollow when a neighbour along one of its triangles
  * rises over its tangent plane by more than BODYPUSH_HOLLOW of the
  * distance to it (a cylinder along its axis, a flat or a convex patch
- * have none). Called after the normals of `bv` are summed in b->nrm.
+ * have none). Measured with the normals of `bv` in b->nrm.
  */
-static void mark_hollows(sim_bodypush *b, const sim_body_view *bv)
+static void mark_hollow(sim_bodypush *b, const sim_body_view *bv, const bp_adj *A, uint32_t i)
 {
-	memset(b->hollow, 0, bv->nv);
-	memset(b->fall, 0, 2 * (size_t)bv->nv * sizeof *b->fall);
-	for (uint32_t t = 0; t < bv->nt; t++) {
-		const uint32_t *v = &bv->tris[3 * (size_t)t];
-		for (int j = 0; j < 3; j++) {
-			sim_v3 nb = v3_scale(at3(b->nrm, v[j]), bv->orient);
-			float nl = v3_len(nb);
-			if (!(nl > 0.0f))
-				continue;
-			sim_v3 q = at3(bv->q0, v[j]);
-			for (int k = 1; k < 3; k++) {
+	uint8_t hollow = 0;
+	float f[2] = {0.0f, 0.0f};
+	sim_v3 nb = v3_scale(at3(b->nrm, i), bv->orient);
+	float nl = v3_len(nb);
+	if (nl > 0.0f) {
+		sim_v3 q = at3(bv->q0, i);
+		for (uint32_t c = A->start[i]; c < A->start[i + 1]; c++) {
+			const uint32_t *v = &bv->tris[3 * (size_t)(A->corner[c] / 3)];
+			const uint32_t j = A->corner[c] % 3;
+			for (uint32_t k = 1; k < 3; k++) {
 				sim_v3 d = v3_sub(at3(bv->q0, v[(j + k) % 3]), q);
 				float dl = v3_len(d), rise = v3_dot(d, nb) / nl;
 				if (rise > BODYPUSH_HOLLOW * dl)
-					b->hollow[v[j]] = 1;
-				float *f = &b->fall[2 * (size_t)v[j]];
+					hollow = 1;
 				if (dl > 0.0f && -rise / dl > f[0])
 					f[0] = -rise / dl, f[1] = dl;
 			}
 		}
 	}
+	b->hollow[i] = hollow;
+	b->fall[2 * (size_t)i] = f[0];
+	b->fall[2 * (size_t)i + 1] = f[1];
+}
+
+/* Body vertices (or triangles) per block of the normals' and the
+ * hollows' passes on the pool. */
+#define BODYPUSH_SHAPE_BLOCK 1024u
+
+/* What the passes over one body's shape share. */
+typedef struct bp_sjob {
+	sim_bodypush *b;
+	const sim_body_view *bv;
+	const bp_adj *A;
+	int shape;
+} bp_sjob;
+
+/* The area-weighted normals of triangles [begin, end) at the start. */
+static void tri_normals(void *ctx, uint32_t begin, uint32_t end)
+{
+	const bp_sjob *J = ctx;
+	const sim_body_view *bv = J->bv;
+	for (uint32_t t = begin; t < end; t++) {
+		const uint32_t *v = &bv->tris[3 * (size_t)t];
+		sim_v3 a = at3(bv->q0, v[0]);
+		sim_v3 n = v3_cross(v3_sub(at3(bv->q0, v[1]), a), v3_sub(at3(bv->q0, v[2]), a));
+		float *o = &J->A->tn[3 * (size_t)t];
+		o[0] = n.x, o[1] = n.y, o[2] = n.z;
+	}
+}
+
+/* Vertices [begin, end): each one's normal, the sum of its triangles'
+ * from 0 in triangle order (the serial scatter's additions, in its
+ * order: the same bits), then, when the shape is measured, its hollow
+ * and fall. */
+static void vertex_shape(void *ctx, uint32_t begin, uint32_t end)
+{
+	const bp_sjob *J = ctx;
+	const bp_adj *A = J->A;
+	for (uint32_t i = begin; i < end; i++) {
+		float q[3] = {0.0f, 0.0f, 0.0f};
+		for (uint32_t c = A->start[i]; c < A->start[i + 1]; c++) {
+			const float *n = &A->tn[3 * (size_t)(A->corner[c] / 3)];
+			q[0] += n[0], q[1] += n[1], q[2] += n[2];
+		}
+		float *o = &J->b->nrm[3 * (size_t)i];
+		o[0] = q[0], o[1] = q[1], o[2] = q[2];
+	}
+	if (J->shape)
+		for (uint32_t i = begin; i < end; i++)
+			mark_hollow(J->b, J->bv, A, i);
+}
+
+/* Collider ci's corners by vertex (bp_adj), built when its triangle array
+ * is new; NULL when out of memory (the body then takes no part). */
+static const bp_adj *body_adj(sim_bodypush *b, uint32_t ci, const sim_body_view *bv)
+{
+	if (ci >= b->adj_cap) {
+		bp_adj *a = realloc(b->adj, ((size_t)ci + 1) * sizeof *a);
+		if (a == NULL)
+			return NULL;
+		memset(a + b->adj_cap, 0, ((size_t)ci + 1 - b->adj_cap) * sizeof *a);
+		b->adj = a;
+		b->adj_cap = ci + 1;
+	}
+	bp_adj *A = &b->adj[ci];
+	if (A->tris == bv->tris && A->nt == bv->nt && A->nv == bv->nv && A->start != NULL)
+		return A;
+	free(A->start);
+	free(A->corner);
+	free(A->tn);
+	memset(A, 0, sizeof *A);
+	A->start = calloc((size_t)bv->nv + 2, sizeof *A->start);
+	A->corner = malloc(3 * (size_t)bv->nt * sizeof *A->corner + 1);
+	A->tn = malloc(3 * (size_t)bv->nt * sizeof *A->tn + 1);
+	if (A->start == NULL || A->corner == NULL || A->tn == NULL) {
+		free(A->start);
+		free(A->corner);
+		free(A->tn);
+		memset(A, 0, sizeof *A);
+		return NULL;
+	}
+	/* A counting sort of the corners by vertex, stable: within a
+	 * vertex, corners in increasing order. */
+	const size_t nc = 3 * (size_t)bv->nt;
+	for (size_t c = 0; c < nc; c++)
+		A->start[bv->tris[c] + 2]++;
+	for (uint32_t v = 0; v < bv->nv; v++)
+		A->start[v + 2] += A->start[v + 1];
+	for (size_t c = 0; c < nc; c++)
+		A->corner[A->start[bv->tris[c] + 1]++] = (uint32_t)c;
+	A->tris = bv->tris;
+	A->nt = bv->nt;
+	A->nv = bv->nv;
+	return A;
 }
 
 /* What the chunks of one body's search share (sim_bodypush_begin). */
@@ -719,19 +838,17 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 		b->shape_of = ci + 1;
 		b->still_q0 = bv.moving ? NULL : bv.q0;
 		b->still_version = bv.version;
-		/* Area-weighted normals at the start pose. */
-		memset(b->nrm, 0, 3 * (size_t)bv.nv * sizeof *b->nrm);
-		for (uint32_t t = 0; t < bv.nt; t++) {
-			const uint32_t *v = &bv.tris[3 * (size_t)t];
-			sim_v3 a = at3(bv.q0, v[0]);
-			sim_v3 n = v3_cross(v3_sub(at3(bv.q0, v[1]), a), v3_sub(at3(bv.q0, v[2]), a));
-			for (int j = 0; j < 3; j++) {
-				float *q = &b->nrm[3 * (size_t)v[j]];
-				q[0] += n.x, q[1] += n.y, q[2] += n.z;
-			}
+		/* Area-weighted normals at the start pose, and the shape:
+		 * triangles, then vertices, in fixed blocks on the pool, each
+		 * vertex summing its triangles in the serial loop's order. */
+		const bp_adj *A = body_adj(b, ci, &bv);
+		if (A == NULL) {
+			b->shape_of = 0;
+			continue;
 		}
-		if (shape)
-			mark_hollows(b, &bv);
+		bp_sjob sj = {b, &bv, A, shape};
+		sim_pool_for(pool, bv.nt, BODYPUSH_SHAPE_BLOCK, tri_normals, &sj);
+		sim_pool_for(pool, bv.nv, BODYPUSH_SHAPE_BLOCK, vertex_shape, &sj);
 	measured:;
 		/* A collection takes every vertex the filter below can pass
 		 * until the frame ends (bodykeep.c). The vertices are searched
@@ -873,5 +990,8 @@ size_t sim_bodypush_bytes(const sim_bodypush *b)
 	for (uint32_t j = 0; j < b->nscr; j++)
 		n += sizeof(sim_bodykeep_scratch) + (size_t)b->scr[j].stamp_cap * sizeof(uint32_t) +
 		     (size_t)b->scr[j].key_cap * (sizeof(uint64_t) + sizeof(uint32_t));
+	for (uint32_t i = 0; i < b->adj_cap; i++)
+		n += sizeof(bp_adj) + ((size_t)b->adj[i].nv + 1) * sizeof(uint32_t) +
+		     (size_t)b->adj[i].nt * 3 * (sizeof(uint32_t) + sizeof(float));
 	return n;
 }
