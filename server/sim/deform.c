@@ -129,6 +129,8 @@
 #define DEFORM_NEAR 8u
 /* Cloth vertices per block of the parallel passes. */
 #define DEFORM_BLOCK 256u
+/* Triangles per block of the triangle geometry's pass on the pool. */
+#define DEFORM_TRI_BLOCK 512u
 /* Kept candidates (see "Kept candidates" above): at most this many per
  * cloth vertex, gathered this much further than the substep needs. */
 #define DEFORM_KEEP 32u
@@ -206,9 +208,12 @@ struct sim_deform {
 	float t_end;
 	sim_rigid x_end;
 
-	/* Triangle data computed on demand once per substep (stamp = epoch). */
+	/* Triangle data computed on demand once per substep (stamp = epoch);
+	 * todo: the triangles a substep's lists name, in the order first
+	 * named, whose data the pool computes (prepare()). */
 	deform_tri *td;
 	uint32_t *stamp;
+	uint32_t *todo;
 	uint32_t epoch;
 
 	/* Per cloth vertex (n of them): the candidate triangles (DEFORM_K
@@ -355,6 +360,7 @@ void sim_deform_free(sim_deform *d)
 	free(d->vhi);
 	free(d->td);
 	free(d->stamp);
+	free(d->todo);
 	free(d->B);
 	sim_bvh_free(&d->bvh);
 	free_cloth(d);
@@ -382,10 +388,11 @@ sim_deform *sim_deform_create(const float *rest, uint32_t nv, const uint32_t *tr
 	d->vhi = calloc((size_t)nv * 4, sizeof(float));
 	d->td = calloc(nt, sizeof *d->td);
 	d->stamp = calloc(nt, sizeof *d->stamp);
+	d->todo = malloc((size_t)nt * sizeof *d->todo + 1);
 	d->B = malloc(pb);
 	if (d->rest == NULL || d->tris == NULL || d->frames == NULL || d->P0 == NULL ||
 	    d->P1 == NULL || d->vdisp == NULL || d->vlo == NULL || d->vhi == NULL || d->td == NULL ||
-	    d->stamp == NULL || d->B == NULL)
+	    d->stamp == NULL || d->todo == NULL || d->B == NULL)
 		goto fail;
 	memcpy(d->rest, rest, pb);
 	memcpy(d->tris, tris, (size_t)nt * 3 * sizeof *d->tris);
@@ -930,18 +937,35 @@ static const deform_tri *tri_get(const sim_deform *d, uint32_t t, deform_tri *tm
 	return tmp;
 }
 
-static void prepare_vertex(sim_deform *d, uint32_t i)
+/* The cached geometry of every triangle the cloth vertices' lists name:
+ * marked serially (each once, stamped with the substep's epoch), then
+ * computed in blocks on the pool, each triangle into its own record with
+ * tri_compute's arithmetic wherever it runs, so the cache holds the bits
+ * the serial loop wrote. */
+static void prepare_range(void *vctx, uint32_t begin, uint32_t end)
 {
-	const uint32_t *lists[2] = {&d->near[(size_t)i * DEFORM_NEAR], &d->cand[(size_t)i * DEFORM_K]};
-	const uint32_t counts[2] = {d->nn[i], d->nc[i]};
-	for (int l = 0; l < 2; l++)
-		for (uint32_t j = 0; j < counts[l]; j++) {
-			uint32_t t = lists[l][j];
-			if (d->stamp[t] != d->epoch) {
-				tri_compute(d, t, &d->td[t]);
-				d->stamp[t] = d->epoch;
+	sim_deform *d = vctx;
+	for (uint32_t k = begin; k < end; k++)
+		tri_compute(d, d->todo[k], &d->td[d->todo[k]]);
+}
+
+static void prepare(sim_deform *d, uint32_t n, drape_pool *pool)
+{
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const uint32_t *lists[2] = {&d->near[(size_t)i * DEFORM_NEAR],
+					    &d->cand[(size_t)i * DEFORM_K]};
+		const uint32_t counts[2] = {d->nn[i], d->nc[i]};
+		for (int l = 0; l < 2; l++)
+			for (uint32_t j = 0; j < counts[l]; j++) {
+				uint32_t t = lists[l][j];
+				if (d->stamp[t] != d->epoch) {
+					d->stamp[t] = d->epoch;
+					d->todo[m++] = t;
+				}
 			}
-		}
+	}
+	sim_pool_for(pool, m, DEFORM_TRI_BLOCK, prepare_range, d);
 }
 
 /* The body surface's displacement over the substep at barycentric b of
@@ -1113,11 +1137,12 @@ uint64_t sim_deform_bytes(uint32_t nv, uint32_t nt, uint32_t frames, uint32_t cl
 	/* What sim_deform_create, sim_deform_append and sim_deform_reserve
 	 * allocate: the frames; the rest pose, the two world poses and the
 	 * displacements per body vertex; per triangle its indices, its cached
-	 * geometry and stamp, and the tree (at most 2 nt nodes, bvh.c, and its
-	 * leaf order); per cloth vertex the lists of reserve(). */
+	 * geometry, stamp and place in the todo list, and the tree (at most
+	 * 2 nt nodes, bvh.c, and its leaf order); per cloth vertex the lists
+	 * of reserve(). */
 	const uint64_t per_body = 12u + 24u + sizeof(float) + 32u + 12u;
-	const uint64_t per_tri = 12u + sizeof(deform_tri) + sizeof(uint32_t) + 2u * sizeof(sim_bvh_node) +
-				 sizeof(uint32_t);
+	const uint64_t per_tri = 12u + sizeof(deform_tri) + 2u * sizeof(uint32_t) +
+				 2u * sizeof(sim_bvh_node) + sizeof(uint32_t);
 	const uint64_t per_cloth = DEFORM_K * (sizeof(uint32_t) + sizeof(float)) +
 				   DEFORM_NEAR * (sizeof(uint32_t) + sizeof(float)) + DEFORM_K * sizeof(deform_plane) +
 				   3u + 3u * sizeof(float) +
@@ -1160,8 +1185,7 @@ void sim_deform_begin_contacts(sim_deform *d, const sim_vec4 *x, const sim_vec4 
 	}
 	d->n_fresh += fresh;
 	d->n_filtered += active - fresh;
-	for (uint32_t i = 0; i < n; i++)
-		prepare_vertex(d, i);
+	prepare(d, n, pool);
 	sim_pool_for(pool, n, DEFORM_BLOCK, classify_range, &c);
 }
 
