@@ -75,9 +75,12 @@ start() {
 		[ "$rc" -eq 124 ] && echo "FAIL $label: killed after ${DRAPE_TEST_TIMEOUT:-600} s" >>"$log/$n.out"
 		echo $((($(date +%s%N) - t0) / 1000000)) >"$log/$n.ms"
 		# The CPU time (user + system) of the program and the children
-		# it waited for, from the shell's `times` (e.g. "0m1.20s 0m0.03s").
-		times | tail -n 1 | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); s += a[1] * 60 + a[2] }
-			printf "%d\n", s * 1000 }' >"$log/$n.cpu"
+		# it waited for, from this shell's `times` (its second line, e.g.
+		# "0m1.20s 0m0.03s"); written to a file, since in a pipeline or a
+		# $(...) it would run in a new subshell with no children.
+		times >"$log/$n.times"
+		awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); s += a[1] * 60 + a[2] }
+			printf "%d\n", s * 1000 }' "$log/$n.times" >"$log/$n.cpu"
 		echo "$rc" >"$log/$n.rc"
 	) &
 }
