@@ -240,10 +240,20 @@ $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBSRV) $(LIBDRAPE) $(LIBSIM)
 NPROC := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 PAR    = $(if $(findstring -j,$(MAKEFLAGS)),,-j$(NPROC))
 
+# The sanitizer pass's longest compile (sdf_vdb.cc) starts in the background
+# at the lowest priority before the plain build (tests/run.sh
+# --start-san-vdb): it takes the CPU the build and the programs leave idle.
 test:
 	@$(MAKE) --no-print-directory deps
+	@tests/run.sh --start-san-vdb
 	@$(MAKE) --no-print-directory $(PAR) all
 	@tests/run.sh $(BUILD)
+
+# The unit programs' objects but the C++ file's: tests/run.sh builds these
+# for the sanitizer pass while that file finishes compiling.
+.PHONY: unit-c-objects
+unit-c-objects: $(filter-out $(call obj,$(SIM_CXX)),$(SIM_O)) $(PROTO_O) $(SRV_O) $(CLIENT_O) \
+		$(call obj,$(UNIT_C))
 
 test-unit: all
 	@tests/run.sh $(BUILD) unit
