@@ -112,6 +112,7 @@ typedef struct killer {
 	pthread_t th;
 	int sig;
 	const char *extra; /* extra draped argument for the restart, or NULL */
+	const char *wait_file; /* also wait for this file (attach's first frame), or NULL */
 	atomic_uint got;   /* frames the follower has */
 	atomic_bool done;  /* the follower finished */
 	atomic_int restarted; /* 1 up again, -1 failed */
@@ -122,7 +123,11 @@ static void *killer_main(void *arg)
 {
 	killer *k = arg;
 	const double until = itest_now_ms() + 120000;
-	while (atomic_load(&k->got) < KILL_AT && itest_now_ms() < until)
+	/* A drape attach that has not reached its follow loop when the
+	 * daemon dies fails its first request (exit 69, seen at load 9): the
+	 * kill waits for its first frame file too. */
+	while ((atomic_load(&k->got) < KILL_AT || (k->wait_file != NULL && access(k->wait_file, F_OK) != 0)) &&
+	       !atomic_load(&k->done) && itest_now_ms() < until)
 		itest_sleep_ms(2);
 	kill(dm.pid, k->sig);
 	waitpid(dm.pid, NULL, 0);
@@ -221,7 +226,9 @@ static void restart_case(int sig, bool poll, const char *name)
 	CHECK_OK(drape_session_run(c, s, FRAMES, NULL, &e));
 	/* drape attach follows too, from its own process. */
 	const char *av[] = {drape_path, "attach", id, "--server", dm.url, "--owner-token", hex, "--out", out, NULL};
-	killer k = {.sig = sig};
+	char first[420];
+	snprintf(first, sizeof first, "%s/frame_0001.obj", out);
+	killer k = {.sig = sig, .wait_file = first};
 	pid_t attach = itest_exec_child(av, alog, true);
 	CHECK(attach > 0);
 	pthread_create(&k.th, NULL, killer_main, &k);
