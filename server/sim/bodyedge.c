@@ -249,7 +249,7 @@ static int body_edges(be_body *bd, const sim_body_view *bv)
 		k = j;
 	}
 	free(h);
-	bd->tris = bv->tris;
+	bd->mesh = bv->mesh;
 	bd->nt = bv->nt;
 	bd->nv = bv->nv;
 	bd->e = e;
@@ -284,10 +284,10 @@ drape_err sim_bodyedge_reserve(sim_bodyedge *b, const sim_collider_set *set, dra
 	for (uint32_t ci = 0; ci < set->count; ci++) {
 		sim_body_view bv;
 		memset(&bv, 0, sizeof bv);
-		if (!sim_colliders_body_mesh(set, ci, &bv.tris, &bv.nt, &bv.nv))
+		if (!sim_colliders_body_mesh(set, ci, &bv.tris, &bv.nt, &bv.nv, &bv.mesh))
 			continue;
 		be_body *bd = &b->body[ci];
-		if ((bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv) && !body_edges(bd, &bv))
+		if (!sim_be_current(bd, &bv) && !body_edges(bd, &bv))
 			return drape_error_setf(err, DRAPE_ENOMEM,
 						"colliders[%u]: out of memory for the edges of its %u triangles",
 						ci, bv.nt);
@@ -883,7 +883,7 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		if (!sim_colliders_body(set, ci, &bv))
 			continue;
 		be_body *bd = &b->body[ci];
-		if ((bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv) && !body_edges(bd, &bv))
+		if (!sim_be_current(bd, &bv) && !body_edges(bd, &bv))
 			continue;
 		if (bv.moving || !keep) {
 			search = 1;
@@ -910,7 +910,7 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 		if (!sim_colliders_body(set, ci, &bv))
 			continue;
 		be_body *bd = &b->body[ci];
-		if (bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv)
+		if (!sim_be_current(bd, &bv))
 			continue;
 		const float h = thickness + bv.thickness;
 		if (!bv.moving) {

@@ -52,9 +52,10 @@ typedef struct be_bedge {
 	uint32_t a, b, f0, f1, o0, o1;
 } be_bedge;
 
-/* One collider's edge list, built for the triangle array it was made from. */
+/* One collider's edge list, built for the mesh it was made from (its
+ * stamp: sim_body_view.mesh; 0 for none). */
 typedef struct be_body {
-	const uint32_t *tris;
+	uint64_t mesh;
 	uint32_t nt, nv;
 	be_bedge *e;
 	uint32_t ne;
@@ -66,7 +67,7 @@ typedef struct be_body {
 	 * lies against the cloth's box (outcode()). */
 	uint8_t *voc;
 	const float *still_q0;
-	uint32_t still_version;
+	uint64_t still_version;
 	/* The edges that are ridges at contact distance ridge_h (convex, and
 	 * sharp at their own length: see classify()), for the pose whose
 	 * face normals fn holds. */
@@ -82,6 +83,12 @@ typedef struct be_body {
 	uint32_t kept_gen;
 	uint32_t kept_uses;
 } be_body;
+
+/* Whether bd's edges were built for the mesh bv shows. */
+static inline int sim_be_current(const be_body *bd, const sim_body_view *bv)
+{
+	return bd->mesh != 0 && bd->mesh == bv->mesh && bd->nt == bv->nt && bd->nv == bv->nv;
+}
 
 typedef struct be_pair {
 	uint32_t edge;  /* cloth edge */

@@ -225,7 +225,7 @@ int sim_be_collect(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 
 		if (!sim_colliders_body(set, ci, &bv) || bv.moving)
 			continue;
 		be_body *bd = &b->body[ci];
-		if (bd->tris != bv.tris || bd->nt != bv.nt || bd->nv != bv.nv)
+		if (!sim_be_current(bd, &bv))
 			continue; /* its edges could not be built: no part */
 		const float h = thickness + bv.thickness;
 		sim_be_face_normals(bd, &bv);

@@ -93,7 +93,8 @@
 typedef struct kb_body {
 	int present; /* a mesh body at collection */
 	int moving, filtered;
-	uint32_t nv, version;
+	uint32_t nv;
+	uint64_t version;
 	const float *q0, *q1; /* the pose arrays of a still body */
 	float h;
 	uint32_t base;   /* its first vertex in first/count and (moving) q */

@@ -134,9 +134,9 @@ typedef struct bp_chunk {
  * corner[start[v] .. start[v + 1]), each 3 t + j (corner j of triangle t),
  * in increasing order, which is the order the loops over triangles and
  * their corners visited v. tn holds each triangle's area-weighted normal
- * at the substep's start. Built once per triangle array. */
+ * at the substep's start. Built once per mesh (its stamp, mesh). */
 typedef struct bp_adj {
-	const uint32_t *tris;
+	uint64_t mesh;
 	uint32_t nt, nv;
 	uint32_t *start, *corner;
 	float *tn;
@@ -173,7 +173,7 @@ struct sim_bodypush {
 	 * (its start positions and version), so a static body's are not
 	 * measured again every substep. */
 	const float *still_q0;
-	uint32_t still_version;
+	uint64_t still_version;
 	uint32_t shape_of; /* 1 + the collider whose hollows and falls are held, 0 none */
 	const uint32_t *tris;
 	/* The candidates kept across a frame's substeps (bodykeep.c); NULL
@@ -491,7 +491,7 @@ static void vertex_shape(void *ctx, uint32_t begin, uint32_t end)
 			mark_hollow(J->b, J->bv, A, i);
 }
 
-/* Collider ci's corners by vertex (bp_adj), built when its triangle array
+/* Collider ci's corners by vertex (bp_adj), built when its mesh (stamp)
  * is new; NULL when out of memory (the body then takes no part). */
 static const bp_adj *body_adj(sim_bodypush *b, uint32_t ci, const sim_body_view *bv)
 {
@@ -504,7 +504,7 @@ static const bp_adj *body_adj(sim_bodypush *b, uint32_t ci, const sim_body_view 
 		b->adj_cap = ci + 1;
 	}
 	bp_adj *A = &b->adj[ci];
-	if (A->tris == bv->tris && A->nt == bv->nt && A->nv == bv->nv && A->start != NULL)
+	if (A->mesh == bv->mesh && A->nt == bv->nt && A->nv == bv->nv && A->start != NULL)
 		return A;
 	free(A->start);
 	free(A->corner);
@@ -529,7 +529,7 @@ static const bp_adj *body_adj(sim_bodypush *b, uint32_t ci, const sim_body_view 
 		A->start[v + 2] += A->start[v + 1];
 	for (size_t c = 0; c < nc; c++)
 		A->corner[A->start[bv->tris[c] + 1]++] = (uint32_t)c;
-	A->tris = bv->tris;
+	A->mesh = bv->mesh;
 	A->nt = bv->nt;
 	A->nv = bv->nv;
 	return A;

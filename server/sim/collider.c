@@ -90,7 +90,9 @@ struct sim_collider {
 	float *w0, *w1;
 	float orient;
 	int world_valid;
-	uint32_t world_version; /* counts the recomputations of w0, w1 */
+	/* The set's stamps (sim_body_view): of the triangles, and of w0, w1
+	 * (new at each recomputation). */
+	uint64_t mesh_stamp, world_version;
 };
 
 /* ---- Transforms ---------------------------------------------------------- */
@@ -500,6 +502,7 @@ drape_err sim_colliders_add(sim_collider_set *set, const drape_collider_desc *d,
 		}
 	}
 	collider_reset_motion(c);
+	c->mesh_stamp = ++set->stamp;
 	set->items[set->count] = c;
 	if (index != NULL)
 		*index = set->count;
@@ -617,7 +620,7 @@ drape_err sim_colliders_set_sdf(sim_collider_set *set, uint32_t index, drape_sdf
 
 /* ---- The step ------------------------------------------------------------- */
 
-static void collider_world(sim_collider *c);
+static void collider_world(sim_collider_set *set, sim_collider *c);
 
 void sim_colliders_begin_substep(sim_collider_set *set, float t0, float t1)
 {
@@ -628,13 +631,13 @@ void sim_colliders_begin_substep(sim_collider_set *set, float t0, float t1)
 		if (c->deform != NULL)
 			sim_deform_begin_substep(c->deform, t0, t1, &c->x0, &c->x1);
 		else if (c->w0 != NULL && (!c->world_valid || c->key_count > 0))
-			collider_world(c);
+			collider_world(set, c);
 	}
 }
 
 /* The rigid mesh's world vertices at both ends of the substep; a static
  * one (no keys) keeps them until its mesh or keys change. */
-static void collider_world(sim_collider *c)
+static void collider_world(sim_collider_set *set, sim_collider *c)
 {
 	for (uint32_t i = 0; i < c->vertex_count; i++) {
 		sim_v3 l = v3(c->vertices[3 * (size_t)i], c->vertices[3 * (size_t)i + 1],
@@ -645,14 +648,14 @@ static void collider_world(sim_collider *c)
 		q1[0] = b.x, q1[1] = b.y, q1[2] = b.z;
 	}
 	c->world_valid = 1;
-	c->world_version++;
+	c->world_version = ++set->stamp;
 }
 
 int sim_colliders_body(const sim_collider_set *set, uint32_t index, sim_body_view *out)
 {
 	const sim_collider *c = set->items[index];
 	sim_body_view v = {0,    0, NULL, NULL, NULL, 1.0f, c->thickness, c->friction,
-			   c->static_friction, 1, c->world_version};
+			   c->static_friction, 1, c->mesh_stamp, c->world_version};
 	if (c->deform != NULL) {
 		sim_deform_view(c->deform, &v.nv, &v.nt, &v.tris, &v.q0, &v.q1);
 	} else if (c->w0 != NULL && c->world_valid) {
@@ -876,17 +879,20 @@ drape_err sim_colliders_append_frames(sim_collider_set *set, uint32_t index, con
 		sim_deform_free(d);
 		return drape_error_setf(err, DRAPE_ENOMEM, "colliders[%u].frames: out of memory", index);
 	}
-	/* From now on the surface path: the field is dropped. */
+	/* From now on the surface path: the field is dropped, and the
+	 * triangles are the deforming mesh's own array. */
 	c->deform = d;
+	c->mesh_stamp = ++set->stamp;
 	drape_sdf_release(c->sdf);
 	c->sdf = NULL;
 	return DRAPE_OK;
 }
 
 int sim_colliders_body_mesh(const sim_collider_set *set, uint32_t index, const uint32_t **tris,
-			    uint32_t *nt, uint32_t *nv)
+			    uint32_t *nt, uint32_t *nv, uint64_t *mesh)
 {
 	const sim_collider *c = set->items[index];
+	*mesh = c->mesh_stamp;
 	if (c->deform != NULL) {
 		const float *q0, *q1;
 		sim_deform_view(c->deform, nv, nt, tris, &q0, &q1);

@@ -33,6 +33,11 @@ typedef struct sim_collider_set {
 	 * through sim_deform_set_cloth). */
 	const float *cloth_thickness;
 	const float *cloth_friction;
+	/* The last stamp handed out (sim_body_view's mesh and version): a
+	 * count over the set's life, so no two meshes or poses of its
+	 * colliders ever share one, even when a removed collider's arrays
+	 * are reused by the allocator for the next. */
+	uint64_t stamp;
 } sim_collider_set;
 
 void sim_colliders_init(sim_collider_set *set);
@@ -129,17 +134,24 @@ typedef struct sim_body_view {
 	/* moving: the poses may change from substep to substep (deforming
 	 * or keyframed); else they change only with version. */
 	int moving;
-	uint32_t version;
+	/* What a cache of this body may be keyed by, never by its arrays'
+	 * addresses (a collider added after a remove can get the freed
+	 * ones): mesh names the triangles (a new collider, or a mesh that
+	 * becomes deforming, gets a new one); version names a still body's
+	 * pose (q0, q1), new whenever they are recomputed. Both unique over
+	 * the set's life (sim_collider_set.stamp). */
+	uint64_t mesh;
+	uint64_t version;
 } sim_body_view;
 
 /* Fills *out and returns 1 for a mesh collider whose triangles the sim
  * holds (static, rigid or deforming), 0 for a shape or a field given
  * without its mesh. */
 int sim_colliders_body(const sim_collider_set *set, uint32_t index, sim_body_view *out);
-/* The triangles (nt, over nv vertices) such a view of collider `index`
- * will have, known before its first pose; 0 for none. */
+/* The triangles (nt, over nv vertices) and mesh stamp such a view of
+ * collider `index` will have, known before its first pose; 0 for none. */
 int sim_colliders_body_mesh(const sim_collider_set *set, uint32_t index, const uint32_t **tris,
-			    uint32_t *nt, uint32_t *nv);
+			    uint32_t *nt, uint32_t *nv, uint64_t *mesh);
 /* The vertex count such a view of collider `index` will have (0 for none). */
 uint32_t sim_colliders_body_size(const sim_collider_set *set, uint32_t index);
 
