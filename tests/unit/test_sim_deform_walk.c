@@ -348,24 +348,27 @@ static uint64_t walk_state_hash(const sim_vec4 *v, uint32_t n)
 
 /*
  * The moving body's per-substep work on the pool (issue 16, 22): the
- * walk stepped on no pool, a pool of 2 and one of 3 threads must give
- * the same positions and velocities, bit for bit, after every frame, and
- * the same body-face and body-edge pair lists (every record's bytes, in
- * order) at every frame's last substep. Through frame 53: the body
- * standing, the arms lowering and the first stride (from frame 49),
- * where no kept list serves and every substep searches. The pools must
- * have run blocks on their workers (not everything inline).
+ * walk stepped on no pool and on a pool of 3 threads must give the same
+ * positions and velocities, bit for bit, after every frame, and the same
+ * body-face and body-edge pair lists (every record's bytes, in order) at
+ * every frame's last substep. Through frame 53: the body standing, the
+ * arms lowering and the first stride (from frame 49), where no kept list
+ * serves and every substep searches. The pool must have run blocks on its
+ * workers (not everything inline). The work is cut into chunks that never
+ * depend on the thread count, so a pool of 2 runs the same chunks as one
+ * of 3 on fewer workers; it was dropped to save a third of the test's
+ * time (README, "make test"), and the test still fails when 3 threads sum
+ * a vertex's triangles in reverse order.
  */
 static void test_walk_threads(void)
 {
 	walk_scene w;
 	CHECKF(walk_load(&w), "cannot read tests/data/anim/ or the suit");
-	drape_sim *sim[3] = {NULL, NULL, NULL};
-	drape_pool *pool[3] = {NULL, NULL, NULL};
+	drape_sim *sim[2] = {NULL, NULL};
+	drape_pool *pool[2] = {NULL, NULL};
 	drape_error err;
-	CHECK_OK(drape_pool_create(2, &pool[1], &err));
-	CHECK_OK(drape_pool_create(3, &pool[2], &err));
-	for (int k = 0; k < 3; k++) {
+	CHECK_OK(drape_pool_create(3, &pool[1], &err));
+	for (int k = 0; k < 2; k++) {
 		CHECKF(walk_sim(&w, 1, &sim[k], &err) == DRAPE_OK, "%s", err.message);
 		drape_sim_set_pool(sim[k], pool[k]);
 	}
@@ -373,13 +376,13 @@ static void test_walk_threads(void)
 	uint32_t differ_x = 0, differ_v = 0, differ_p = 0, differ_e = 0, first_bad = 0;
 	uint64_t pairs_p = 0, pairs_e = 0;
 	for (uint32_t f = 1; f < last; f++) {
-		for (int k = 0; k < 3; k++)
+		for (int k = 0; k < 2; k++)
 			CHECKF(drape_sim_step(sim[k], NULL, &err) == DRAPE_OK, "frame %u: %s", f, err.message);
 		const uint32_t n = sim[0]->n;
 		const uint64_t hx = walk_state_hash(sim[0]->x, n), hv = walk_state_hash(sim[0]->v, n);
 		pairs_p += sim_bodypush_pair_count(sim[0]->bodypush);
 		pairs_e += sim_bodyedge_pair_count(sim[0]->bodyedge);
-		for (int k = 1; k < 3; k++) {
+		for (int k = 1; k < 2; k++) {
 			uint32_t bad = 0;
 			bad += walk_state_hash(sim[k]->x, n) != hx, differ_x += walk_state_hash(sim[k]->x, n) != hx;
 			bad += walk_state_hash(sim[k]->v, n) != hv, differ_v += walk_state_hash(sim[k]->v, n) != hv;
@@ -402,20 +405,20 @@ static void test_walk_threads(void)
 				first_bad = f;
 		}
 	}
-	const uint64_t wb2 = sim_pool_worker_blocks(pool[1]), wb3 = sim_pool_worker_blocks(pool[2]);
-	printf("  walk, frames 1-%u on 1, 2 and 3 threads: %llu face and %llu edge pairs at the last "
+	const uint64_t wb3 = sim_pool_worker_blocks(pool[1]);
+	printf("  walk, frames 1-%u on 1 and 3 threads: %llu face and %llu edge pairs at the last "
 	       "substeps; differing: %u positions, %u velocities, %u face lists, %u edge lists (first "
-	       "at frame %u); worker blocks %llu (2 threads), %llu (3)\n",
+	       "at frame %u); worker blocks %llu\n",
 	       last - 1, (unsigned long long)pairs_p, (unsigned long long)pairs_e, differ_x, differ_v,
-	       differ_p, differ_e, first_bad, (unsigned long long)wb2, (unsigned long long)wb3);
-	for (int k = 0; k < 3; k++) {
+	       differ_p, differ_e, first_bad, (unsigned long long)wb3);
+	for (int k = 0; k < 2; k++) {
 		drape_sim_destroy(sim[k]);
 		drape_pool_destroy(pool[k]);
 	}
 	walk_free(&w);
 	CHECK(differ_x == 0 && differ_v == 0 && differ_p == 0 && differ_e == 0);
 	/* Not vacuous: both contacts had pairs, and the workers took part. */
-	CHECK(pairs_p > 0 && pairs_e > 0 && wb2 > 0 && wb3 > 0);
+	CHECK(pairs_p > 0 && pairs_e > 0 && wb3 > 0);
 }
 
 static const check_test tests[] = {
