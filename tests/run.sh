@@ -129,7 +129,7 @@ run() {
 LONG="test_sim_material test_sim_colscene test_client_garment test_sim_settle test_sim_tether
 test_sim_deform test_sim_deform_walk test_sim_field test_sim_bodykeep test_sim_speed
 test_client_bodypush test_sim_layers test_sim_selfscene test_sim_stitch test_sim_props
-test_sim_selfthick"
+test_sim_selfthick test_sim_bodyproj"
 
 # longest_first PROGRAM...: the programs named in $LONG first, in its
 # order, then the others in the order given; one per line.

@@ -81,13 +81,15 @@
  * and the pinch marks are made in the join (pairs_join()); the cloth
  * edges' boxes are built in blocks on the pool, and a moving body's edges
  * are classified and searched on the pool in fixed chunks of
- * BODYEDGE_EDGE_CHUNK edges, joined the same way. The projection is
- * serial.
+ * BODYEDGE_EDGE_CHUNK edges, joined the same way. The projection runs in
+ * bodysched.h's order, as bodypush.c's: the tiles' pairs in parallel on
+ * the pool, then the pairs across tiles, whatever the thread count.
  */
 #include "server/sim/bodyedge.h"
 #include "server/sim/bodyedge_impl.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +175,7 @@ void sim_bodyedge_free(sim_bodyedge *b)
 	free(b->scr);
 	free((void *)b->busy);
 	sim_hash_free(&b->hash);
+	sim_bodysched_free(&b->sched);
 	for (uint32_t i = 0; i < b->body_cap; i++) {
 		free(b->body[i].kstart);
 		free(b->body[i].e);
@@ -822,6 +825,7 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			const sim_vec4 *p, float thickness, int first, drape_pool *pool)
 {
 	b->pair_count = 0;
+	b->sched_stale = 1;
 	/* A new stamp for the pinch marks; 0 is never a substep's. */
 	if (++b->substep == 0) {
 		memset(b->side_at, 0, (size_t)b->nce * sizeof *b->side_at);
@@ -962,11 +966,23 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 	b->pair_count = kept;
 }
 
-uint32_t sim_bodyedge_project(sim_bodyedge *b, sim_vec4 *restrict p, const sim_vec4 *restrict x)
+/* What an iteration's groups of pairs share (bodysched.h). */
+typedef struct be_run {
+	const sim_bodyedge *b;
+	sim_vec4 *p;
+	const sim_vec4 *x;
+} be_run;
+
+/* Pairs order[begin .. end) (k itself for a NULL order), in that order. */
+static uint32_t project_pairs(void *ctx, const uint32_t *order, uint32_t begin, uint32_t end)
 {
+	const be_run *R = ctx;
+	const sim_bodyedge *b = R->b;
+	sim_vec4 *restrict p = R->p;
+	const sim_vec4 *restrict x = R->x;
 	uint32_t pushed = 0;
-	for (uint32_t k = 0; k < b->pair_count; k++) {
-		const be_pair *pr = &b->pair[k];
+	for (uint32_t k = begin; k < end; k++) {
+		const be_pair *pr = &b->pair[order != NULL ? order[k] : k];
 		const be_cedge *ce = &b->ce[pr->edge];
 		sim_vec4 *P[2] = {&p[ce->a], &p[ce->b]};
 		sim_v3 ca = v3_of4(*P[0]), v = v3_sub(v3_of4(*P[1]), ca);
@@ -1011,9 +1027,31 @@ uint32_t sim_bodyedge_project(sim_bodyedge *b, sim_vec4 *restrict p, const sim_v
 	return pushed;
 }
 
+/* A cloth edge's two vertices are the uint32_t pair the schedule reads. */
+_Static_assert(sizeof(be_cedge) == 2 * sizeof(uint32_t), "be_cedge is two vertex indices");
+
+uint32_t sim_bodyedge_project(sim_bodyedge *b, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+			      uint32_t n, drape_pool *pool)
+{
+	/* The schedule of the pairs kept at the last begin, made at its
+	 * first iteration (the vertex count sizes the tiles). */
+	if (b->sched_stale) {
+		sim_bodysched_build(&b->sched, &b->ce[0].a, 2, b->pair, sizeof *b->pair,
+				    offsetof(be_pair, edge), b->pair_count, n);
+		b->sched_stale = 0;
+	}
+	be_run run = {b, p, x};
+	return sim_bodysched_run(&b->sched, b->pair_count, pool, project_pairs, &run);
+}
+
 uint32_t sim_bodyedge_pair_count(const sim_bodyedge *b)
 {
 	return b->pair_count;
+}
+
+const sim_bodysched *sim_bodyedge_sched(const sim_bodyedge *b)
+{
+	return &b->sched;
 }
 
 const void *sim_bodyedge_pair_data(const sim_bodyedge *b, size_t *bytes)
@@ -1045,7 +1083,8 @@ size_t sim_bodyedge_bytes(const sim_bodyedge *b)
 		return 0;
 	size_t s = sizeof *b + (size_t)b->nce * (sizeof(be_cedge) + 6 * sizeof(float) +
 						  2 * sizeof(uint32_t) + 3 * sizeof(float) + 1) +
-		   (size_t)b->pair_cap * sizeof(be_pair) + (size_t)b->body_cap * sizeof(be_body);
+		   (size_t)b->pair_cap * sizeof(be_pair) + (size_t)b->body_cap * sizeof(be_body) +
+		   sim_bodysched_bytes(&b->sched);
 	for (uint32_t c = 0; c < b->chunk_cap; c++)
 		s += sizeof(be_chunk) + (size_t)b->chunk[c].cap * (sizeof(be_pair) + sizeof(sim_v3)) +
 		     sizeof(be_kchunk) + b->kchunk[c].cap * sizeof(uint32_t);

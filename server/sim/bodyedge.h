@@ -51,12 +51,17 @@ void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_
 			const sim_vec4 *p, float thickness, int first, drape_pool *pool);
 
 /* Once per iteration: pushes every pair's cloth edge out by what it
- * lacks, with friction; serial, in the pairs' fixed order. Returns the
- * pairs that pushed. Touches only p. */
-uint32_t sim_bodyedge_project(sim_bodyedge *b, sim_vec4 *restrict p, const sim_vec4 *restrict x);
+ * lacks, with friction, in the order of bodysched.h for a cloth of n
+ * vertices, as sim_bodypush_project. Returns the pairs that pushed.
+ * Touches only p. */
+uint32_t sim_bodyedge_project(sim_bodyedge *b, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+			      uint32_t n, drape_pool *pool);
 
 /* Pairs kept at the last begin (for tests and statistics). */
 uint32_t sim_bodyedge_pair_count(const sim_bodyedge *b);
+/* The projection order of the last iteration (bodysched.h; for tests and
+ * statistics). */
+const struct sim_bodysched *sim_bodyedge_sched(const sim_bodyedge *b);
 /* The pairs of the last begin as bytes (for tests that compare two runs):
  * a pointer valid until the next begin, and its size into *bytes. */
 const void *sim_bodyedge_pair_data(const sim_bodyedge *b, size_t *bytes);

@@ -13,6 +13,7 @@
 
 #include "server/sim/bodyedge.h"
 #include "server/sim/bodypush.h"
+#include "server/sim/bodysched.h"
 #include "server/sim/pool.h"
 #include "server/sim/selfhash.h"
 
@@ -167,6 +168,10 @@ struct sim_bodyedge {
 	struct be_scratch *scr;
 	_Atomic uint8_t *busy;
 	uint32_t nscr;
+	/* The iterations' order of the pairs (bodysched.h), made again at
+	 * the first iteration after a begin (sched_stale). */
+	sim_bodysched sched;
+	int sched_stale;
 };
 
 typedef struct be_key {

@@ -67,17 +67,24 @@
  * hollows and falls (every substep for a moving body) are gathered per
  * vertex on the pool, each vertex summing its triangles in the order the
  * serial loop over triangles did (bp_adj): the same bits. The projection
- * is serial. Its cost on the demos is in the README ("The body never shows
- * through", and "The demo garment is not real time").
+ * runs in bodysched.h's order: each tile's pairs (all three vertices in
+ * one tile of the cloth) in list order, the tiles in parallel on the pool,
+ * then the pairs across tiles in list order; an order fixed by the list
+ * and the cloth's vertex count, so the same bits at any thread count. Its
+ * cost on the demos is in the README ("The body never shows through", "The
+ * demo garment is not real time" and "The body contact's projections on
+ * every thread").
  */
 #include "server/sim/bodypush.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/sim/bodykeep.h"
+#include "server/sim/bodysched.h"
 #include "server/sim/box.h"
 #include "server/sim/pool.h"
 #include "server/sim/selfhash.h"
@@ -179,6 +186,10 @@ struct sim_bodypush {
 	/* The candidates kept across a frame's substeps (bodykeep.c); NULL
 	 * when out of memory, then every substep searches. */
 	sim_bodykeep *keep;
+	/* The iterations' order of the pairs (bodysched.h), made again at
+	 * the first iteration after a begin (sched_stale). */
+	sim_bodysched sched;
+	int sched_stale;
 };
 
 sim_bodypush *sim_bodypush_create(uint32_t ntri)
@@ -227,6 +238,7 @@ void sim_bodypush_free(sim_bodypush *b)
 	free(b->adj);
 	free(b->pair);
 	sim_bodykeep_free(b->keep);
+	sim_bodysched_free(&b->sched);
 	free(b);
 }
 
@@ -759,6 +771,7 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 			int new_frame, drape_pool *pool)
 {
 	b->pair_count = 0;
+	b->sched_stale = 1;
 	b->tris = tris;
 	memset((void *)b->sides, 0, (size_t)b->ntri);
 	float hmax = 0.0f;
@@ -894,11 +907,23 @@ void sim_body_contact_push(sim_vec4 *const *P, const uint32_t *vi, const float *
 	}
 }
 
-uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_vec4 *restrict x)
+/* What an iteration's groups of pairs share (bodysched.h). */
+typedef struct bp_run {
+	const sim_bodypush *b;
+	sim_vec4 *p;
+	const sim_vec4 *x;
+} bp_run;
+
+/* Pairs order[begin .. end) (k itself for a NULL order), in that order. */
+static uint32_t project_pairs(void *ctx, const uint32_t *order, uint32_t begin, uint32_t end)
 {
+	const bp_run *R = ctx;
+	const sim_bodypush *b = R->b;
+	sim_vec4 *restrict p = R->p;
+	const sim_vec4 *restrict x = R->x;
 	uint32_t pushed = 0;
-	for (uint32_t k = 0; k < b->pair_count; k++) {
-		const bp_pair *pr = &b->pair[k];
+	for (uint32_t k = begin; k < end; k++) {
+		const bp_pair *pr = &b->pair[order != NULL ? order[k] : k];
 		const uint32_t *v = &b->tris[3 * (size_t)pr->tri];
 		sim_vec4 *P[3] = {&p[v[0]], &p[v[1]], &p[v[2]]};
 		sim_v3 a = v3_of4(*P[0]);
@@ -953,9 +978,28 @@ uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_v
 	return pushed;
 }
 
+uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+			      uint32_t n, drape_pool *pool)
+{
+	/* The schedule of the pairs found at the last begin, made at its
+	 * first iteration (the vertex count sizes the tiles). */
+	if (b->sched_stale) {
+		sim_bodysched_build(&b->sched, b->tris, 3, b->pair, sizeof *b->pair,
+				    offsetof(bp_pair, tri), b->pair_count, n);
+		b->sched_stale = 0;
+	}
+	bp_run run = {b, p, x};
+	return sim_bodysched_run(&b->sched, b->pair_count, pool, project_pairs, &run);
+}
+
 uint32_t sim_bodypush_pair_count(const sim_bodypush *b)
 {
 	return b->pair_count;
+}
+
+const sim_bodysched *sim_bodypush_sched(const sim_bodypush *b)
+{
+	return &b->sched;
 }
 
 void sim_bodypush_set_keep(sim_bodypush *b, float margin, float budget)
@@ -984,7 +1028,8 @@ size_t sim_bodypush_bytes(const sim_bodypush *b)
 	if (b == NULL)
 		return 0;
 	size_t n = sizeof *b + sim_bodykeep_bytes(b->keep) + (size_t)b->ntri * (7 * sizeof(float) + 1) +
-		   3 * (size_t)b->nrm_cap * sizeof(float) + (size_t)b->pair_cap * sizeof(bp_pair);
+		   3 * (size_t)b->nrm_cap * sizeof(float) + (size_t)b->pair_cap * sizeof(bp_pair) +
+		   sim_bodysched_bytes(&b->sched);
 	for (uint32_t c = 0; c < b->chunk_cap; c++)
 		n += sizeof(bp_chunk) + (size_t)b->chunk[c].cap * sizeof(bp_pair);
 	for (uint32_t j = 0; j < b->nscr; j++)

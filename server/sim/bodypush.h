@@ -42,9 +42,12 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 			int new_frame, drape_pool *pool);
 
 /* Once per iteration: pushes every pair's triangle out by what it lacks,
- * with friction; serial, in the pairs' fixed order. Returns the pairs
- * that pushed. Touches only p. */
-uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_vec4 *restrict x);
+ * with friction, in the order of bodysched.h for a cloth of n vertices:
+ * the tiles' pairs in parallel on pool (NULL: the calling thread), then
+ * the pairs across tiles; the same bits whatever its threads. Returns the
+ * pairs that pushed. Touches only p. */
+uint32_t sim_bodypush_project(sim_bodypush *b, sim_vec4 *restrict p, const sim_vec4 *restrict x,
+			      uint32_t n, drape_pool *pool);
 
 /*
  * The push and friction of one body contact on a point of k cloth vertices
@@ -60,6 +63,9 @@ void sim_body_contact_push(sim_vec4 *const *P, const uint32_t *vi, const float *
 
 /* Pairs found at the last begin (for tests and statistics). */
 uint32_t sim_bodypush_pair_count(const sim_bodypush *b);
+/* The projection order of the last iteration (bodysched.h; for tests and
+ * statistics). */
+const struct sim_bodysched *sim_bodypush_sched(const sim_bodypush *b);
 /* Pair k of the last begin as stored (its bytes, *size of them) and its
  * triangle; NULL past the last (for the tests that compare two lists). */
 const void *sim_bodypush_pair_record(const sim_bodypush *b, uint32_t k, size_t *size,

@@ -789,8 +789,8 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			}
 			if (sim->colliders.count > 0) {
 				double tc = now_ms();
-				/* The body's features against the cloth's faces first,
-				 * serially (bodypush.c), then the body's ridges against
+				/* The body's features against the cloth's faces first
+				 * (bodypush.c), then the body's ridges against
 				 * the cloth's edges (bodyedge.c), then the cloth's
 				 * vertices against the body: where they disagree (cloth
 				 * pinched in a closing crease) the vertex contact has
@@ -798,12 +798,15 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 				 * edge pass follows the face pass because a face push
 				 * moves whole triangles by what a vertex lacks, and the
 				 * edge pass then corrects the edges those moves left
-				 * under a crest. */
+				 * under a crest. Each pass runs the tiles' pairs on
+				 * the pool, then the pairs across tiles (bodysched.h). */
 				uint32_t c = 0;
 				if (sim->bodypush != NULL)
-					c = sim_bodypush_project(sim->bodypush, sim->p, sim->x);
+					c = sim_bodypush_project(sim->bodypush, sim->p, sim->x, n,
+								 sim->pool);
 				if (sim->bodyedge != NULL)
-					c += sim_bodyedge_project(sim->bodyedge, sim->p, sim->x);
+					c += sim_bodyedge_project(sim->bodyedge, sim->p, sim->x, n,
+								  sim->pool);
 				c += sim_colliders_project_pool(&sim->colliders, sim->p, sim->x, n,
 								P->thickness, sim->pool);
 				/* The first iteration pushes most contacts out, so

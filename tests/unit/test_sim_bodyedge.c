@@ -310,7 +310,7 @@ static void turned_edge(float angle, float moved[3], float up[3], uint32_t *pair
 		sim->p[k].y = y0 + sa * dx + ca * dy;
 		before[k] = sim->p[k];
 	}
-	sim_bodyedge_project(sim->bodyedge, sim->p, sim->x);
+	sim_bodyedge_project(sim->bodyedge, sim->p, sim->x, sim->n, NULL);
 	for (int k = 0; k < 3; k++) {
 		float d[3] = {sim->p[k].x - before[k].x, sim->p[k].y - before[k].y,
 			      sim->p[k].z - before[k].z};
