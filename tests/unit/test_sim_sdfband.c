@@ -379,10 +379,15 @@ static void test_sampling_is_the_unfused_trilinear(void)
 	CHECK(fused_differs > tested / 100);
 }
 
-/* Runs work(r) in a child on the CPUs it is given (one, or all: TBB takes
- * its thread count from the affinity when it starts, so it must be a new
- * process) and copies its n results back into r; -1 when the child fails. */
-static int in_child(int one_cpu, void (*work)(uint64_t *r), uint64_t *r, size_t n)
+/* Runs the work named `what` ("block" or "body", child_work below) in a
+ * new process on the CPUs it is given (one, or all: TBB takes its thread
+ * count from the affinity when it starts, so it must be a new process)
+ * and copies its n results back into r; -1 when the child fails. The
+ * child execs this program again (main's "--child"): a child that only
+ * forks inherits whatever lock another thread of the parent held at the
+ * fork, and under AddressSanitizer one such child hung for good in the
+ * allocator, freeing a field's tree (a fresh suite run, session 34). */
+static int in_child(int one_cpu, const char *what, uint64_t *r, size_t n)
 {
 	int fd[2];
 	if (pipe(fd) != 0)
@@ -398,12 +403,13 @@ static int in_child(int one_cpu, void (*work)(uint64_t *r), uint64_t *r, size_t 
 			CPU_SET((int)(sched_getcpu() < 0 ? 0 : sched_getcpu()), &set);
 			sched_setaffinity(0, sizeof set, &set);
 		}
-		memset(r, 0, n * sizeof *r);
-		work(r);
-		ssize_t w = write(fd[1], r, n * sizeof *r);
-		_exit(w == (ssize_t)(n * sizeof *r) ? 0 : 1);
+		char fds[16];
+		snprintf(fds, sizeof fds, "%d", fd[1]);
+		execl("/proc/self/exe", "test_sim_sdfband", "--child", what, fds, (char *)NULL);
+		_exit(127);
 	}
 	close(fd[1]);
+	memset(r, 0, n * sizeof *r);
 	ssize_t got = read(fd[0], r, n * sizeof *r);
 	close(fd[0]);
 	int status;
@@ -466,8 +472,8 @@ static void body_field(uint64_t *r)
 static void test_body_voxels_same_on_any_thread_count(void)
 {
 	uint64_t one[3], all[3];
-	CHECK(in_child(1, body_field, one, 3) == 0);
-	CHECK(in_child(0, body_field, all, 3) == 0);
+	CHECK(in_child(1, "body", one, 3) == 0);
+	CHECK(in_child(0, "body", all, 3) == 0);
 	printf("  body voxels: %u thread(s) %016llx (%llu leaves); %u threads %016llx (%llu leaves)\n",
 	       (unsigned)one[1], (unsigned long long)one[0], (unsigned long long)one[2], (unsigned)all[1],
 	       (unsigned long long)all[0], (unsigned long long)all[2]);
@@ -482,16 +488,38 @@ static void test_body_voxels_same_on_any_thread_count(void)
 static void test_same_field_on_any_thread_count(void)
 {
 	uint64_t one[2], all[2];
-	CHECK(in_child(1, block_field, one, 2) == 0);
-	CHECK(in_child(0, block_field, all, 2) == 0);
+	CHECK(in_child(1, "block", one, 2) == 0);
+	CHECK(in_child(0, "block", all, 2) == 0);
 	printf("  %u thread(s): %016llx; %u threads: %016llx\n", (unsigned)one[1],
 	       (unsigned long long)one[0], (unsigned)all[1], (unsigned long long)all[0]);
 	CHECK(one[1] == 1);
 	CHECK(one[0] != 0 && one[0] == all[0]);
 }
 
+/* The child of in_child(): `--child WHAT FD` runs the work and writes its
+ * results to FD; exit status 0 when all were written. */
+static int child_work(const char *what, const char *fd_text)
+{
+	uint64_t r[3] = {0, 0, 0};
+	size_t n;
+	if (strcmp(what, "block") == 0) {
+		block_field(r);
+		n = 2;
+	} else if (strcmp(what, "body") == 0) {
+		body_field(r);
+		n = 3;
+	} else {
+		return 2;
+	}
+	int fd = atoi(fd_text);
+	ssize_t w = write(fd, r, n * sizeof *r);
+	return w == (ssize_t)(n * sizeof *r) ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "--child") == 0)
+		return child_work(argv[2], argv[3]);
 	static const check_test tests[] = {
 		CHECK_TEST(test_same_field_on_any_thread_count),
 		CHECK_TEST(test_body_voxels_same_on_any_thread_count),
