@@ -3,6 +3,7 @@
 
 #include "drape/drape.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
@@ -10,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -49,6 +51,25 @@ void itest_pid_stop(pid_t pid, int sig, double grace_ms)
 	}
 }
 
+/* The children itest_exec_child and itest_spawn started, with their logs,
+ * for check_fail_hook (a ring: the newest ITEST_WATCHED). */
+#define ITEST_WATCHED 32
+static struct {
+	pid_t pid;
+	char name[64];
+	char log[300];
+} watched[ITEST_WATCHED];
+static unsigned nwatched;
+
+static void watch(pid_t pid, const char *exe, const char *log)
+{
+	const char *base = strrchr(exe, '/');
+	unsigned k = nwatched++ % ITEST_WATCHED;
+	watched[k].pid = pid;
+	snprintf(watched[k].name, sizeof watched[k].name, "%s", base ? base + 1 : exe);
+	snprintf(watched[k].log, sizeof watched[k].log, "%s", log ? log : "");
+}
+
 /* The daemons itest_spawn started and nobody reaped yet (0: free slot). */
 #define MAX_DAEMONS 8
 static pid_t daemons[MAX_DAEMONS];
@@ -83,6 +104,7 @@ pid_t itest_spawn(const char *log_path, const char *const *args)
 		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
+	watch(pid, bin, log_path);
 	for (int i = 0; i < MAX_DAEMONS; i++) {
 		if (daemons[i] == 0) {
 			daemons[i] = pid;
@@ -128,6 +150,111 @@ void itest_on_fatal(int sig)
 	raise(sig);
 }
 
+
+/* The fields of /proc/<pid>[/task/<tid>]/stat after the command's closing
+ * parenthesis (state first), or "" when it cannot be read. */
+static void proc_stat(const char *path, char *out, size_t len)
+{
+	char buf[1024];
+	out[0] = '\0';
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *r = strrchr(buf, ')');
+	if (r != NULL && r[1] == ' ')
+		snprintf(out, len, "%s", r + 2);
+}
+
+static void read_line(const char *path, char *out, size_t len)
+{
+	out[0] = '\0';
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return;
+	if (fgets(out, (int)len, f) != NULL)
+		out[strcspn(out, "\n")] = '\0';
+	fclose(f);
+}
+
+/* Field k (1 = state) of a stat line from proc_stat, as a number. */
+static long long stat_field(const char *st, int k)
+{
+	const char *p = st;
+	for (int i = 1; i < k && p != NULL; i++) {
+		p = strchr(p, ' ');
+		if (p != NULL)
+			p++;
+	}
+	return p != NULL ? atoll(p) : -1;
+}
+
+/* What a failing test prints about each child still around: alive or
+ * exited (and how), each thread's state, kernel wait channel and CPU
+ * ticks, and the tail of its log; so that a daemon that stopped answering
+ * in CI can be told from one that died. */
+void itest_describe_children(void)
+{
+	const pid_t self = getpid();
+	for (unsigned i = 0; i < ITEST_WATCHED && i < nwatched; i++) {
+		const pid_t pid = watched[i].pid;
+		char path[300], st[1024];
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+		proc_stat(path, st, sizeof st);
+		/* Gone (reaped) or no longer ours (the pid was reused). */
+		if (st[0] == '\0' || stat_field(st, 2) != self)
+			continue;
+		if (st[0] == 'Z') {
+			/* Field 50 of the line after the state: exit_code, as wait
+			 * would report it. */
+			const long long code = stat_field(st, 50);
+			printf("  [child %s pid %d has exited: %s %lld]\n", watched[i].name, (int)pid,
+			       code >= 0 && WIFSIGNALED((int)code) ? "signal" : "status",
+			       code >= 0 && WIFSIGNALED((int)code) ? (long long)WTERMSIG((int)code)
+								  : (long long)WEXITSTATUS((int)code));
+		} else {
+			printf("  [child %s pid %d is alive; its threads (state, wait channel, CPU ticks):]\n",
+			       watched[i].name, (int)pid);
+			snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+			DIR *d = opendir(path);
+			struct dirent *e;
+			while (d != NULL && (e = readdir(d)) != NULL) {
+				if (e->d_name[0] == '.')
+					continue;
+				char p2[640], comm[64], wchan[128], tst[1024];
+				snprintf(p2, sizeof p2, "%s/%s/comm", path, e->d_name);
+				read_line(p2, comm, sizeof comm);
+				snprintf(p2, sizeof p2, "%s/%s/wchan", path, e->d_name);
+				read_line(p2, wchan, sizeof wchan);
+				snprintf(p2, sizeof p2, "%s/%s/stat", path, e->d_name);
+				proc_stat(p2, tst, sizeof tst);
+				printf("    %s %s %c %s %lld\n", e->d_name, comm, tst[0] ? tst[0] : '?',
+				       wchan[0] ? wchan : "-", stat_field(tst, 12) + stat_field(tst, 13));
+			}
+			if (d != NULL)
+				closedir(d);
+		}
+		if (watched[i].log[0] == '\0')
+			continue;
+		printf("  [the last lines of %s:]\n", watched[i].log);
+		fflush(stdout);
+		char cmd[400];
+		snprintf(cmd, sizeof cmd, "tail -n 25 '%s' | sed 's/^/    /'", watched[i].log);
+		if (system(cmd) != 0)
+			printf("    (no log)\n");
+	}
+	fflush(stdout);
+}
+
+/* Called by check.h at a test's first failure (a weak symbol there, so
+ * the unit tests, which do not link this file, have none). */
+void check_fail_hook(void)
+{
+	itest_describe_children();
+}
+
 pid_t itest_exec_child(const char *const *argv, const char *log, bool truncate)
 {
 	pid_t parent = getpid();
@@ -147,6 +274,7 @@ pid_t itest_exec_child(const char *const *argv, const char *log, bool truncate)
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
+	watch(pid, argv[0], log);
 	return pid;
 }
 

@@ -60,6 +60,15 @@ typedef enum itest_out { ITEST_OUT_FRESH, ITEST_OUT_LOG } itest_out;
 int itest_run_cli(const char *exe, const char *const *env, const char *const *args, const char *out_path,
 		  itest_out mode);
 
+/* Prints, for each child still around that itest_exec_child or itest_spawn
+ * started (the newest 32): whether it is alive or has exited and how, each
+ * of its threads' state, kernel wait channel and CPU ticks, and the last
+ * lines of its log. check.h calls it at a test's first failure. */
+void itest_describe_children(void);
+
+/* check.h's hook, defined in itest.c: itest_describe_children. */
+void check_fail_hook(void);
+
 /* Polls until a libdrape client connects to url (1), the child pid exits
  * (0; it is reaped) or ms pass (-1). */
 int itest_wait_connect(pid_t pid, const char *url, double ms);

@@ -28,10 +28,18 @@ typedef struct check_test {
 
 static int check_failed_;
 
+/* Defined by programs that want to add to a failure's report (the
+ * integration tests: what their daemons are doing, itest.c); called once,
+ * at a test's first failure. */
+void check_fail_hook(void) __attribute__((weak));
+
 static void check_fail_(const char *file, int line, const char *what)
 {
-	if (!check_failed_)
+	if (!check_failed_) {
 		printf("  %s:%d: %s\n", file, line, what);
+		if (check_fail_hook != NULL)
+			check_fail_hook();
+	}
 	check_failed_ = 1;
 }
 
