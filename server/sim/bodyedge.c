@@ -540,6 +540,21 @@ int sim_be_ridge_setup(ridge *r, const be_body *bd, const be_bedge *e, float sh,
 	return 1;
 }
 
+/* sim_be_consider's arguments but the cloth edge, for sim_hash_visit. */
+typedef struct be_ridge_query {
+	const sim_bodyedge *b;
+	be_chunk *out;
+	const sim_vec4 *x, *p;
+	ridge *r;
+} be_ridge_query;
+
+static int visit_edge(void *ctx, uint32_t ck)
+{
+	const be_ridge_query *v = ctx;
+	sim_be_consider(v->b, v->out, ck, v->x, v->p, v->r);
+	return 1;
+}
+
 void sim_be_lookup(const sim_bodyedge *b, be_scratch *S, be_chunk *out, const be_body *bd,
 		   const be_bedge *e, ridge *r, float sh, const float *pb, float half_max,
 		   const sim_vec4 *x, const sim_vec4 *p)
@@ -547,13 +562,8 @@ void sim_be_lookup(const sim_bodyedge *b, be_scratch *S, be_chunk *out, const be
 	const sim_hash *H = &b->hash;
 	if (!sim_be_ridge_setup(r, bd, e, sh, half_max))
 		return;
-	uint32_t *stamp = S->stamp;
-	if (++S->epoch == 0) {
-		memset(stamp, 0, (size_t)S->stamp_cap * sizeof *stamp);
-		S->epoch = 1;
-	}
-	const uint32_t epoch = S->epoch;
-	sim_cellbox cb = sim_hash_cells(H, pb);
+	const uint32_t epoch = sim_stamp_next(S->stamp, S->stamp_cap, &S->epoch);
+	const sim_cellbox cb = sim_hash_cells(H, pb);
 	if (sim_cellbox_count(&cb) > SIM_HASH_MAX_CELLS) {
 		/* A body edge spanning more cells than the hash walks (a long
 		 * ridge over a fine cloth): every cloth edge, in order. */
@@ -562,26 +572,8 @@ void sim_be_lookup(const sim_bodyedge *b, be_scratch *S, be_chunk *out, const be
 				sim_be_consider(b, out, ck, x, p, r);
 		return;
 	}
-	for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
-		for (int32_t y = cb.lo[1]; y <= cb.hi[1]; y++)
-			for (int32_t xx = cb.lo[0]; xx <= cb.hi[0]; xx++) {
-				uint32_t slot = sim_hash_slot(H, xx, y, z);
-				for (uint32_t j = H->start[slot]; j < H->start[slot + 1]; j++) {
-					uint32_t ck = H->entries[j];
-					if (stamp[ck] == epoch)
-						continue;
-					stamp[ck] = epoch;
-					if (sim_box_overlap(&b->box[6 * (size_t)ck], pb))
-						sim_be_consider(b, out, ck, x, p, r);
-				}
-			}
-	for (uint32_t j = 0; j < H->big_count; j++) {
-		uint32_t ck = H->big[j];
-		if (stamp[ck] != epoch && sim_box_overlap(&b->box[6 * (size_t)ck], pb)) {
-			stamp[ck] = epoch;
-			sim_be_consider(b, out, ck, x, p, r);
-		}
-	}
+	be_ridge_query v = {b, out, x, p, r};
+	sim_hash_visit(H, &cb, b->box, pb, S->stamp, epoch, visit_edge, &v);
 }
 
 /* What the chunks of a still body's search share (sim_bodyedge_begin). */
@@ -596,21 +588,6 @@ typedef struct be_job {
 	int keep;
 } be_job;
 
-/* A free worker scratch, taken until be_release (as bodypush.c's). */
-uint32_t sim_be_claim(sim_bodyedge *b)
-{
-	for (;;)
-		for (uint32_t j = 0; j < b->nscr; j++)
-			if (!atomic_load_explicit(&b->busy[j], memory_order_relaxed) &&
-			    !atomic_exchange_explicit(&b->busy[j], 1, memory_order_acquire))
-				return j;
-}
-
-void sim_be_release(sim_bodyedge *b, uint32_t j)
-{
-	atomic_store_explicit(&b->busy[j], 0, memory_order_release);
-}
-
 /* Chunks [begin, end) of a still body's ridges (BODYEDGE_CHUNK each),
  * each into its own pairs: from the kept lists or a fresh lookup. */
 static void ridge_chunks(void *ctx, uint32_t begin, uint32_t end)
@@ -618,7 +595,7 @@ static void ridge_chunks(void *ctx, uint32_t begin, uint32_t end)
 	const be_job *J = ctx;
 	sim_bodyedge *b = J->b;
 	const be_body *bd = J->bd;
-	const uint32_t w = sim_be_claim(b);
+	const uint32_t w = sim_slot_claim(b->busy, b->nscr);
 	be_scratch *S = &b->scr[w];
 	for (uint32_t c = begin; c < end; c++) {
 		be_chunk *out = &b->chunk[c];
@@ -645,7 +622,7 @@ static void ridge_chunks(void *ctx, uint32_t begin, uint32_t end)
 				sim_be_lookup(b, S, out, bd, e, &r, sh, pb, J->half_max, J->x, J->p);
 		}
 	}
-	sim_be_release(b, w);
+	sim_slot_release(b->busy, w);
 }
 
 /* Room for n chunks and for the workers' scratch (stamps for every cloth
@@ -795,7 +772,7 @@ static void moving_chunks(void *ctx, uint32_t begin, uint32_t end)
 	const be_mjob *J = ctx;
 	sim_bodyedge *b = J->b;
 	const be_body *bd = J->bd;
-	const uint32_t w = sim_be_claim(b);
+	const uint32_t w = sim_slot_claim(b->busy, b->nscr);
 	be_scratch *S = &b->scr[w];
 	ridge r;
 	r.h = J->h;
@@ -818,7 +795,7 @@ static void moving_chunks(void *ctx, uint32_t begin, uint32_t end)
 				sim_be_lookup(b, S, out, bd, e, &r, sh, pb, J->half_max, J->x, J->p);
 		}
 	}
-	sim_be_release(b, w);
+	sim_slot_release(b->busy, w);
 }
 
 void sim_bodyedge_begin(sim_bodyedge *b, const sim_collider_set *set, const sim_vec4 *x,

@@ -217,8 +217,6 @@ int sim_be_ridge_setup(ridge *r, const be_body *bd, const be_bedge *e, float sh,
 void sim_be_lookup(const sim_bodyedge *b, be_scratch *S, be_chunk *out, const be_body *bd,
 		   const be_bedge *e, ridge *r, float sh, const float *pb, float half_max,
 		   const sim_vec4 *x, const sim_vec4 *p);
-uint32_t sim_be_claim(sim_bodyedge *b);
-void sim_be_release(sim_bodyedge *b, uint32_t j);
 int sim_be_workers(sim_bodyedge *b, uint32_t chunks, const drape_pool *pool);
 
 /* bodyedgekeep.c: a still body's kept lists (the proof is there). */

@@ -84,6 +84,17 @@ static int kc_reserve(be_kchunk *o, size_t more)
 	return 1;
 }
 
+/* Appends cloth edge ck to the chunk's list (sim_hash_visit); 0 when out of
+ * memory. */
+static int append_edge(void *ctx, uint32_t ck)
+{
+	be_kchunk *o = ctx;
+	if (!kc_reserve(o, 1))
+		return 0;
+	o->kc[o->count++] = ck;
+	return 1;
+}
+
 /* Appends to o, in increasing order, the cloth edges whose widened box
  * meets pb, from the hash of the widened boxes (stamps in S); 0 when out
  * of memory. */
@@ -91,13 +102,8 @@ static int collect_ridge(const sim_bodyedge *b, be_scratch *S, be_kchunk *o, con
 {
 	const sim_hash *H = &b->hash;
 	size_t first = o->count;
-	uint32_t *stamp = S->stamp;
-	if (++S->epoch == 0) {
-		memset(stamp, 0, (size_t)S->stamp_cap * sizeof *stamp);
-		S->epoch = 1;
-	}
-	const uint32_t epoch = S->epoch;
-	sim_cellbox cb = sim_hash_cells(H, pb);
+	const uint32_t epoch = sim_stamp_next(S->stamp, S->stamp_cap, &S->epoch);
+	const sim_cellbox cb = sim_hash_cells(H, pb);
 	if (sim_cellbox_count(&cb) > SIM_HASH_MAX_CELLS) {
 		for (uint32_t ck = 0; ck < b->nce; ck++)
 			if (sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
@@ -107,31 +113,8 @@ static int collect_ridge(const sim_bodyedge *b, be_scratch *S, be_kchunk *o, con
 			}
 		return 1;
 	}
-	for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
-		for (int32_t y = cb.lo[1]; y <= cb.hi[1]; y++)
-			for (int32_t xx = cb.lo[0]; xx <= cb.hi[0]; xx++) {
-				uint32_t slot = sim_hash_slot(H, xx, y, z);
-				for (uint32_t j = H->start[slot]; j < H->start[slot + 1]; j++) {
-					uint32_t ck = H->entries[j];
-					if (stamp[ck] == epoch)
-						continue;
-					stamp[ck] = epoch;
-					if (sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
-						if (!kc_reserve(o, 1))
-							return 0;
-						o->kc[o->count++] = ck;
-					}
-				}
-			}
-	for (uint32_t j = 0; j < H->big_count; j++) {
-		uint32_t ck = H->big[j];
-		if (stamp[ck] != epoch && sim_box_overlap(&b->wbox[6 * (size_t)ck], pb)) {
-			stamp[ck] = epoch;
-			if (!kc_reserve(o, 1))
-				return 0;
-			o->kc[o->count++] = ck;
-		}
-	}
+	if (!sim_hash_visit(H, &cb, b->wbox, pb, S->stamp, epoch, append_edge, o))
+		return 0;
 	/* A chunk that met nothing yet has no array: qsort's pointer must
 	 * not be null even for no elements. */
 	if (o->count - first > 1)
@@ -155,7 +138,7 @@ static void collect_chunks(void *ctx, uint32_t begin, uint32_t end)
 	const be_cjob *J = ctx;
 	sim_bodyedge *b = J->b;
 	be_body *bd = J->bd;
-	const uint32_t w = sim_be_claim(b);
+	const uint32_t w = sim_slot_claim(b->busy, b->nscr);
 	for (uint32_t c = begin; c < end; c++) {
 		be_kchunk *o = &b->kchunk[c];
 		o->count = 0;
@@ -176,7 +159,7 @@ static void collect_chunks(void *ctx, uint32_t begin, uint32_t end)
 				o->failed = 1;
 		}
 	}
-	sim_be_release(b, w);
+	sim_slot_release(b->busy, w);
 }
 
 /* Collects the lists of every still body (see above) from the boxes of

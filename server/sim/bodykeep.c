@@ -399,9 +399,11 @@ void sim_bodykeep_scratch_free(sim_bodykeep_scratch *s)
 	memset(s, 0, sizeof *s);
 }
 
-/* Appends t to chunk c's candidates; 0 when out of memory. */
-static int cand_push(kb_chunk *c, uint32_t t)
+/* Appends t to chunk c's candidates; 0 when out of memory (the walk of
+ * sim_hash_visit then stops: the chunk fails and keeps nothing). */
+static int push_candidate(void *c_, uint32_t t)
 {
+	kb_chunk *c = c_;
 	if (c->count == c->cap) {
 		uint32_t cap = c->cap + c->cap / 2 + 1024;
 		uint32_t *n = realloc(c->cand, (size_t)cap * sizeof *n);
@@ -426,34 +428,9 @@ int sim_bodykeep_collect(sim_bodykeep *k, sim_bodykeep_scratch *s, uint32_t ci, 
 	const float m = k->margin;
 	const float pm[6] = {pb[0] - m, pb[1] - m, pb[2] - m, pb[3] + m, pb[4] + m, pb[5] + m};
 	const uint32_t v = kb->base + i, from = ch->count;
-	uint32_t *stamp = s->stamp;
-	if (++s->epoch == 0) {
-		memset(stamp, 0, (size_t)s->stamp_cap * sizeof *stamp);
-		s->epoch = 1;
-	}
-	const uint32_t epoch = s->epoch;
-	int ok = 1;
-	sim_cellbox cb = sim_hash_cells(H, pm);
-	for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
-		for (int32_t y = cb.lo[1]; y <= cb.hi[1]; y++)
-			for (int32_t x = cb.lo[0]; x <= cb.hi[0]; x++) {
-				uint32_t slot = sim_hash_slot(H, x, y, z);
-				for (uint32_t e = H->start[slot]; e < H->start[slot + 1]; e++) {
-					uint32_t t = H->entries[e];
-					if (stamp[t] == epoch)
-						continue;
-					stamp[t] = epoch;
-					if (sim_box_overlap(&box[6 * (size_t)t], pm))
-						ok &= cand_push(ch, t);
-				}
-			}
-	for (uint32_t j = 0; j < H->big_count; j++) {
-		uint32_t t = H->big[j];
-		if (stamp[t] != epoch && sim_box_overlap(&box[6 * (size_t)t], pm)) {
-			stamp[t] = epoch;
-			ok &= cand_push(ch, t);
-		}
-	}
+	const uint32_t epoch = sim_stamp_next(s->stamp, s->stamp_cap, &s->epoch);
+	const sim_cellbox cb = sim_hash_cells(H, pm);
+	int ok = sim_hash_visit(H, &cb, box, pm, s->stamp, epoch, push_candidate, ch);
 	/* The ordering's scratch holds every vertex's candidates, so
 	 * sim_bodykeep_order never allocates (sim_bodykeep_finish sizes the
 	 * other workers' scratch for the later substeps). */

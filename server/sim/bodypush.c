@@ -559,21 +559,22 @@ typedef struct bp_job {
 	int kept, collecting, kfilter;
 } bp_job;
 
-/* A free worker scratch, taken until bp_release: at most as many chunks
- * run at once as the pool has threads, and there are that many (or as
- * many as chunks), so the wait is at most for a chunk to finish. */
-static uint32_t bp_claim(sim_bodypush *b)
-{
-	for (;;)
-		for (uint32_t j = 0; j < b->nscr; j++)
-			if (!atomic_load_explicit(&b->busy[j], memory_order_relaxed) &&
-			    !atomic_exchange_explicit(&b->busy[j], 1, memory_order_acquire))
-				return j;
-}
+/* consider's arguments but the triangle, for sim_hash_visit. */
+typedef struct bp_vertex {
+	sim_bodypush *b;
+	bp_chunk *out;
+	const sim_vec4 *x, *p;
+	sim_v3 q0, q1, nb;
+	uint32_t qi;
+	const sim_body_view *bv;
+	float h;
+} bp_vertex;
 
-static void bp_release(sim_bodypush *b, uint32_t j)
+static int visit_triangle(void *ctx, uint32_t t)
 {
-	atomic_store_explicit(&b->busy[j], 0, memory_order_release);
+	const bp_vertex *v = ctx;
+	consider(v->b, v->out, t, v->x, v->p, v->q0, v->q1, v->nb, v->qi, v->bv, v->h);
+	return 1;
 }
 
 /* Body vertex i of job J's body: collected into the kept list when one
@@ -629,33 +630,10 @@ static void search_vertex(const bp_job *J, sim_bodykeep_scratch *S, bp_chunk *ou
 			consider(b, out, ts[j], x, p, q0, q1, nb, i, bv, h);
 		return;
 	}
-	uint32_t *stamp = S->stamp;
-	if (++S->epoch == 0) {
-		memset(stamp, 0, (size_t)S->stamp_cap * sizeof *stamp);
-		S->epoch = 1;
-	}
-	const uint32_t epoch = S->epoch;
-	sim_cellbox cb = sim_hash_cells(H, pb);
-	for (int32_t z = cb.lo[2]; z <= cb.hi[2]; z++)
-		for (int32_t y = cb.lo[1]; y <= cb.hi[1]; y++)
-			for (int32_t xx = cb.lo[0]; xx <= cb.hi[0]; xx++) {
-				uint32_t slot = sim_hash_slot(H, xx, y, z);
-				for (uint32_t e = H->start[slot]; e < H->start[slot + 1]; e++) {
-					uint32_t t = H->entries[e];
-					if (stamp[t] == epoch)
-						continue;
-					stamp[t] = epoch;
-					if (sim_box_overlap(&b->box[6 * (size_t)t], pb))
-						consider(b, out, t, x, p, q0, q1, nb, i, bv, h);
-				}
-			}
-	for (uint32_t k = 0; k < H->big_count; k++) {
-		uint32_t t = H->big[k];
-		if (stamp[t] != epoch && sim_box_overlap(&b->box[6 * (size_t)t], pb)) {
-			stamp[t] = epoch;
-			consider(b, out, t, x, p, q0, q1, nb, i, bv, h);
-		}
-	}
+	const uint32_t epoch = sim_stamp_next(S->stamp, S->stamp_cap, &S->epoch);
+	const sim_cellbox cb = sim_hash_cells(H, pb);
+	bp_vertex v = {b, out, x, p, q0, q1, nb, i, bv, h};
+	sim_hash_visit(H, &cb, b->box, pb, S->stamp, epoch, visit_triangle, &v);
 }
 
 /* Chunks [begin, end) of a body's vertices, each into its own pairs. */
@@ -663,7 +641,7 @@ static void search_chunks(void *ctx, uint32_t begin, uint32_t end)
 {
 	const bp_job *J = ctx;
 	sim_bodypush *b = J->b;
-	const uint32_t w = bp_claim(b);
+	const uint32_t w = sim_slot_claim(b->busy, b->nscr);
 	for (uint32_t c = begin; c < end; c++) {
 		bp_chunk *out = &b->chunk[c];
 		out->count = 0;
@@ -674,7 +652,7 @@ static void search_chunks(void *ctx, uint32_t begin, uint32_t end)
 		for (uint32_t i = c * SIM_BODY_CHUNK; i < i1; i++)
 			search_vertex(J, &b->scr[w], out, i, &cfail);
 	}
-	bp_release(b, w);
+	sim_slot_release(b->busy, w);
 }
 
 /* Room for a body of nv vertices' chunks and for the workers' scratch

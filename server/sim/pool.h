@@ -17,6 +17,7 @@
 #ifndef DRAPE_SIM_POOL_H
 #define DRAPE_SIM_POOL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "drape/sim.h"
@@ -60,5 +61,23 @@ uint32_t sim_pool_block(const drape_pool *pool, uint32_t count);
  * threads (as opposed to the callers). */
 uint64_t sim_pool_inline_jobs(const drape_pool *pool);
 uint64_t sim_pool_worker_blocks(const drape_pool *pool);
+
+/* Worker scratch for the jobs of a sim_pool_for: busy[j] marks slot j of
+ * n taken. A job claims a free slot for its blocks and releases it after.
+ * With as many slots as jobs can run at once (the pool's threads, or the
+ * blocks when fewer), a claim waits at most for a running job to finish. */
+static inline uint32_t sim_slot_claim(_Atomic uint8_t *busy, uint32_t n)
+{
+	for (;;)
+		for (uint32_t j = 0; j < n; j++)
+			if (!atomic_load_explicit(&busy[j], memory_order_relaxed) &&
+			    !atomic_exchange_explicit(&busy[j], 1, memory_order_acquire))
+				return j;
+}
+
+static inline void sim_slot_release(_Atomic uint8_t *busy, uint32_t j)
+{
+	atomic_store_explicit(&busy[j], 0, memory_order_release);
+}
 
 #endif

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "drape/error.h"
 
@@ -111,5 +112,51 @@ void sim_hash_free(sim_hash *h);
  * hash empty but usable, else 0.
  */
 int sim_hash_build(sim_hash *h, const float *boxes, uint32_t count, float cell);
+
+/* The next epoch of a stamp array of cap entries, for deduplicating a
+ * query's entries: an entry has been seen in this epoch once stamped with
+ * it. On wrap the array is cleared, so no stale stamp matches. */
+static inline uint32_t sim_stamp_next(uint32_t *stamp, uint32_t cap, uint32_t *epoch)
+{
+	if (++*epoch == 0) {
+		memset(stamp, 0, (size_t)cap * sizeof *stamp);
+		*epoch = 1;
+	}
+	return *epoch;
+}
+
+/* Calls visit(ctx, t) once for each object t of h that is hashed into the
+ * cells cb (those of the query box q) or is big, and whose own box
+ * (boxes[6 t ..]) overlaps q: the cells in z, y, x order, each slot's
+ * entries in order, then the big objects in order. stamp and epoch
+ * (sim_stamp_next) drop the repeats. visit returns 0 to stop the walk (out
+ * of memory); the walk then returns 0, else 1. Inline, so that a constant
+ * visit is inlined into the loop. */
+static inline int sim_hash_visit(const sim_hash *h, const sim_cellbox *cb, const float *boxes, const float *q,
+				 uint32_t *stamp, uint32_t epoch, int (*visit)(void *, uint32_t), void *ctx)
+{
+	for (int32_t z = cb->lo[2]; z <= cb->hi[2]; z++)
+		for (int32_t y = cb->lo[1]; y <= cb->hi[1]; y++)
+			for (int32_t x = cb->lo[0]; x <= cb->hi[0]; x++) {
+				const uint32_t slot = sim_hash_slot(h, x, y, z);
+				for (uint32_t e = h->start[slot]; e < h->start[slot + 1]; e++) {
+					const uint32_t t = h->entries[e];
+					if (stamp[t] == epoch)
+						continue;
+					stamp[t] = epoch;
+					if (sim_box_overlap(&boxes[6 * (size_t)t], q) && !visit(ctx, t))
+						return 0;
+				}
+			}
+	for (uint32_t k = 0; k < h->big_count; k++) {
+		const uint32_t t = h->big[k];
+		if (stamp[t] != epoch && sim_box_overlap(&boxes[6 * (size_t)t], q)) {
+			stamp[t] = epoch;
+			if (!visit(ctx, t))
+				return 0;
+		}
+	}
+	return 1;
+}
 
 #endif
