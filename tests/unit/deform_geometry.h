@@ -361,4 +361,42 @@ static inline int all_finite(const float *x, uint32_t n)
 	return 1;
 }
 
+/* ---- The demo garment's scene ---------------------------------------------- */
+
+/* d for the shirt as examples/garment.json and the bench's garment rows
+ * run it: cotton (with the preset's substeps and iterations), 24 fps,
+ * 3 mm, self collision; on pool. 0, or -1 (err says why). */
+static inline int garment_desc(drape_sim_desc *d, const mesh *shirt, drape_pool *pool, drape_error *err)
+{
+	drape_sim_desc_default(d);
+	if (drape_material_preset("cotton", &d->params, err) != DRAPE_OK)
+		return -1;
+	d->positions = shirt->v;
+	d->vertex_count = shirt->nv;
+	d->triangles = shirt->t;
+	d->triangle_count = shirt->nt;
+	d->pool = pool;
+	d->params.fps = 24.0f;
+	d->params.thickness = 0.003f;
+	d->params.self_collision = 1;
+	d->params.self_thickness = 0.003f;
+	d->params.self_friction = 0.2f;
+	return 0;
+}
+
+/* c for that scene's body: still, a mesh collider at 5 mm voxels, friction
+ * 0.5 (static 0.7). */
+static inline void garment_body(drape_collider_desc *c, const mesh *body)
+{
+	drape_collider_desc_default(c);
+	c->shape = DRAPE_SHAPE_MESH;
+	c->vertices = body->v;
+	c->vertex_count = body->nv;
+	c->triangles = body->t;
+	c->triangle_count = body->nt;
+	c->voxel_size = 0.005f;
+	c->friction = 0.5f;
+	c->static_friction = 0.7f;
+}
+
 #endif

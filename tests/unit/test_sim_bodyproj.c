@@ -103,35 +103,16 @@ static void test_schedule(void)
 static drape_sim *garment_sim(const mesh *shirt, const mesh *body, drape_pool *pool)
 {
 	drape_sim_desc d;
-	drape_sim_desc_default(&d);
 	drape_error err;
-	if (drape_material_preset("cotton", &d.params, &err) != DRAPE_OK)
+	if (garment_desc(&d, shirt, pool, &err) != 0)
 		return NULL;
-	d.positions = shirt->v;
-	d.vertex_count = shirt->nv;
-	d.triangles = shirt->t;
-	d.triangle_count = shirt->nt;
-	d.pool = pool;
-	d.params.fps = 24.0f;
 	d.params.substeps = 8;
 	d.params.iterations = 20;
-	d.params.thickness = 0.003f;
-	d.params.self_collision = 1;
-	d.params.self_thickness = 0.003f;
-	d.params.self_friction = 0.2f;
 	drape_sim *sim = NULL;
 	if (drape_sim_create(&d, &sim, &err) != DRAPE_OK)
 		return NULL;
 	drape_collider_desc c;
-	drape_collider_desc_default(&c);
-	c.shape = DRAPE_SHAPE_MESH;
-	c.vertices = body->v;
-	c.vertex_count = body->nv;
-	c.triangles = body->t;
-	c.triangle_count = body->nt;
-	c.voxel_size = 0.005f;
-	c.friction = 0.5f;
-	c.static_friction = 0.7f;
+	garment_body(&c, body);
 	if (drape_sim_add_collider(sim, &c, NULL, &err) != DRAPE_OK) {
 		drape_sim_destroy(sim);
 		return NULL;
