@@ -245,7 +245,7 @@ int srv_ckpt_prepare(srv_server *srv)
 	return e;
 }
 
-static bool srv_ckpt_save_next_id(srv_server *srv, drape_error *err)
+bool srv_ckpt_save_next_id(srv_server *srv, drape_error *err)
 {
 	const uint32_t next = srv->sessions.next_id;
 	const srv_part part = { &next, sizeof next };
@@ -464,11 +464,9 @@ drape_err srv_ckpt_save_session(srv_server *srv, srv_session *s, const void *cre
 	h.client = s->client;
 	memcpy(h.token, s->token, PROTO_TOKEN_SIZE);
 	const srv_part parts[2] = { { &h, sizeof h }, { create, len } };
-	/* Inputs, then the next id (so a restart never reuses this one), then
-	 * the first checkpoint (without it a reload would start over at
-	 * frame 0). Any failure fails the create. */
-	if (!srv_file_write(s->dir, "session.bin", SRV_KIND_SESSION, parts, 2, err) ||
-	    !srv_ckpt_save_next_id(srv, err))
+	/* Inputs, then the first checkpoint (without it a reload would start
+	 * over at frame 0). Any failure fails the create. */
+	if (!srv_file_write(s->dir, "session.bin", SRV_KIND_SESSION, parts, 2, err))
 		return DRAPE_EIO;
 	return srv_ckpt_save_state(srv, s, err);
 }

@@ -45,11 +45,16 @@ struct srv_server;
 
 /* Creates <state-dir> and <state-dir>/sessions (0700); 0 or errno. */
 int srv_ckpt_prepare(struct srv_server *srv);
-/* Writes session.bin from the create request bytes, server.bin, and a first
- * state.bin. On failure returns EIO with err naming the file, the step and
- * errno's text; the caller fails the create and removes the directory. */
+/* Writes session.bin from the create request bytes and a first state.bin,
+ * for a session nobody else sees yet (a create's worker calls it). On
+ * failure returns EIO with err naming the file, the step and errno's text;
+ * the caller fails the create and removes the directory. */
 drape_err srv_ckpt_save_session(struct srv_server *srv, srv_session *s, const void *create, size_t len,
 				drape_error *err);
+/* Writes server.bin, the next session id, so that a restart never reuses an
+ * id given out (the loader also starts after the highest id on disk).
+ * false with err filled when the state dir refuses it. Loop only. */
+bool srv_ckpt_save_next_id(struct srv_server *srv, drape_error *err);
 /* Writes state.bin now when the session is quiet; while its sim is held by
  * a worker or a frame's output is in flight it only sets s->ckpt_want, and
  * the scheduler writes it after the frames in flight (never ahead of the

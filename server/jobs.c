@@ -74,6 +74,11 @@ static void srv_job_work(uv_work_t *w)
 	case PROTO_OP_SESSION_CREATE:
 		job->session = srv_create_build(job->srv, job->new_id, &job->req, &job->params, &job->err);
 		job->rc = job->session ? DRAPE_OK : (job->err.code ? job->err.code : DRAPE_EINTERNAL);
+		if (job->session != NULL) {
+			memcpy(job->session->owner, job->owner, sizeof job->owner);
+			memcpy(job->session->host, job->host, sizeof job->host);
+			job->rc = srv_create_persist(job->srv, job->session, job->raw, job->raw_len, &job->err);
+		}
 		break;
 	case PROTO_OP_PREFLIGHT:
 		job->rc = srv_preflight_run(&job->req, &job->rep, &job->pairs, &job->err);
@@ -116,10 +121,15 @@ static void srv_job_done(uv_work_t *w, int status)
 		job->reserved = 0;
 		if (job->rc == DRAPE_OK) {
 			job->session->pipe = job->key.pipe;
-			memcpy(job->session->owner, job->owner, sizeof job->owner);
-			memcpy(job->session->host, job->host, sizeof job->host);
 			srv_session_who(job->session);
-			job->rc = srv_create_finish(srv, job->session, job->raw, job->raw_len, &job->rep, &job->err);
+			job->rc = srv_create_finish(srv, job->session, &job->rep, &job->err);
+		} else if (job->session != NULL) {
+			/* Built, but the state dir refused its files: nothing is
+			 * left behind. */
+			srv_warn("session %u not created: %s", (unsigned)job->session->id, job->err.message);
+			srv_ckpt_remove_session(srv, job->session);
+			srv_session_free(job->session);
+			job->session = NULL;
 		}
 	} else if (job->req.op != PROTO_OP_PREFLIGHT) {
 		srv_session *s = job->session;

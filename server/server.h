@@ -155,14 +155,21 @@ void srv_server_maybe_finish(srv_server *srv);
 
 /* ---- ops: each fills rep (already proto_reply_init'ed) or returns an
  * error with err filled. ---- */
-/* session.create in three steps: admission on the loop (limits, params,
+/* session.create in four steps: admission on the loop (limits, params,
  * the id), building on a worker (solver, token, preflight, frame cache),
- * and entering the table on the loop (persisted before the reply). */
+ * writing its files on that worker (srv_create_persist: the inputs, the
+ * first checkpoint and the owner, fsynced, so that the loop, which answers
+ * every client, never waits for them), and entering the table on the loop
+ * (the next id persisted before the reply). */
 drape_err srv_create_admit(srv_server *srv, const proto_request *req, drape_sim_params *p, uint32_t *id,
 			   drape_error *err);
 srv_session *srv_create_build(srv_server *srv, uint32_t id, const proto_request *req, const drape_sim_params *p,
 			      drape_error *err);
-drape_err srv_create_finish(srv_server *srv, srv_session *s, const void *raw, size_t raw_len, proto_reply *rep,
+/* Worker, on the session srv_create_build made (its owner and host set):
+ * EIO with err filled when the state dir refuses a file. */
+drape_err srv_create_persist(srv_server *srv, srv_session *s, const void *raw, size_t raw_len,
+			     drape_error *err);
+drape_err srv_create_finish(srv_server *srv, srv_session *s, proto_reply *rep,
 			    drape_error *err);
 drape_err srv_op_update(srv_server *srv, srv_session *s, const proto_request *req, proto_reply *rep,
 			drape_error *err);

@@ -441,7 +441,18 @@ srv_session *srv_create_build(srv_server *srv, uint32_t id, const proto_request 
 	return s;
 }
 
-drape_err srv_create_finish(srv_server *srv, srv_session *s, const void *raw, size_t raw_len, proto_reply *rep,
+drape_err srv_create_persist(srv_server *srv, srv_session *s, const void *raw, size_t raw_len, drape_error *err)
+{
+	drape_error e;
+	s->created_unix = (uint64_t)time(NULL);
+	if (srv_ckpt_save_session(srv, s, raw, raw_len, &e) != DRAPE_OK || srv_owner_save(s, &e) != DRAPE_OK) {
+		drape_error_setf(err, DRAPE_EIO, "session.create: %s", e.message);
+		return DRAPE_EIO;
+	}
+	return DRAPE_OK;
+}
+
+drape_err srv_create_finish(srv_server *srv, srv_session *s, proto_reply *rep,
 			    drape_error *err)
 {
 	if (!srv_sessions_add(&srv->sessions, s)) {
@@ -449,13 +460,13 @@ drape_err srv_create_finish(srv_server *srv, srv_session *s, const void *raw, si
 		srv_session_free(s);
 		return drape_error_setf(err, DRAPE_ENOMEM, "session.create: out of memory");
 	}
-	/* The inputs go to disk before the reply, so a session a client was
-	 * told about survives a crash; when the state dir refuses them the
-	 * create fails with EIO and leaves nothing behind (PROTOCOL.md). */
+	/* The inputs went to disk on the worker (srv_create_persist); the
+	 * next id goes now, before the reply, so a session a client was told
+	 * about survives a crash and its id is never given out again; when
+	 * the state dir refuses it the create fails with EIO and leaves
+	 * nothing behind (PROTOCOL.md). */
 	drape_error e;
-	s->created_unix = (uint64_t)time(NULL);
-	if (srv_ckpt_save_session(srv, s, raw, raw_len, &e) != DRAPE_OK ||
-	    srv_owner_save(s, &e) != DRAPE_OK) {
+	if (!srv_ckpt_save_next_id(srv, &e)) {
 		drape_error_setf(err, DRAPE_EIO, "session.create: %s", e.message);
 		srv_warn("session %u not created: %s", (unsigned)s->id, err->message);
 		srv_sessions_remove(&srv->sessions, s);
