@@ -245,11 +245,22 @@ int srv_ckpt_prepare(srv_server *srv)
 	return e;
 }
 
+/* server.bin reserves ids in blocks of this many: a create rewrites it
+ * (two fsyncs on the loop) once every block, not every time. A restart
+ * then starts at the block's end, skipping the ids not given out. */
+#define SRV_ID_BLOCK 64u
+
 bool srv_ckpt_save_next_id(srv_server *srv, drape_error *err)
 {
-	const uint32_t next = srv->sessions.next_id;
-	const srv_part part = { &next, sizeof next };
-	return srv_file_write(srv->cfg->state_dir, "server.bin", SRV_KIND_SERVER, &part, 1, err);
+	srv_sessions *t = &srv->sessions;
+	if (t->next_id <= t->saved_id)
+		return true;
+	const uint32_t bound = t->next_id > UINT32_MAX - SRV_ID_BLOCK ? UINT32_MAX : t->next_id + SRV_ID_BLOCK - 1;
+	const srv_part part = { &bound, sizeof bound };
+	if (!srv_file_write(srv->cfg->state_dir, "server.bin", SRV_KIND_SERVER, &part, 1, err))
+		return false;
+	t->saved_id = bound;
+	return true;
 }
 
 void srv_ckpt_failed(srv_session *s, const drape_error *e)
@@ -821,5 +832,8 @@ size_t srv_ckpt_load_all(srv_server *srv)
 	}
 	closedir(d);
 	srv->sessions.next_id = next;
+	/* The first create writes server.bin again: it may hold less than
+	 * the highest id on disk. */
+	srv->sessions.saved_id = 0;
 	return loaded;
 }

@@ -51,9 +51,10 @@ int srv_ckpt_prepare(struct srv_server *srv);
  * the caller fails the create and removes the directory. */
 drape_err srv_ckpt_save_session(struct srv_server *srv, srv_session *s, const void *create, size_t len,
 				drape_error *err);
-/* Writes server.bin, the next session id, so that a restart never reuses an
- * id given out (the loader also starts after the highest id on disk).
- * false with err filled when the state dir refuses it. Loop only. */
+/* Makes sure server.bin holds an id beyond every one given out, so that a
+ * restart never reuses one (the loader also starts after the highest id on
+ * disk). It reserves ids in blocks and is written only when the block is
+ * used up. false with err filled when the state dir refuses it. Loop only. */
 bool srv_ckpt_save_next_id(struct srv_server *srv, drape_error *err);
 /* Writes state.bin now when the session is quiet; while its sim is held by
  * a worker or a frame's output is in flight it only sets s->ckpt_want, and

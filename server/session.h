@@ -166,6 +166,7 @@ typedef struct srv_sessions {
 	srv_session **items; /* not sorted; the table is small (max-sessions) */
 	size_t count, cap;
 	uint32_t next_id;    /* ids are never reused while the state dir lives */
+	uint32_t saved_id;   /* server.bin's: every id below it may have been given out */
 } srv_sessions;
 
 void srv_sessions_init(srv_sessions *t);
