@@ -324,6 +324,47 @@ static void test_no_resume_flag(void)
 	CHECK(daemon_start(NULL));
 }
 
+/* Session ids are never given out twice, even to a daemon killed right
+ * after it gave them: server.bin reserves them in blocks (checkpoint.c), so
+ * 70 creates cross a block's end. The highest ids are deleted before the
+ * kill, so the loader cannot learn them from the sessions on disk. */
+static void test_ids_never_reused(void)
+{
+	drape_client *c = client(REQUEST_MS, true);
+	CHECK(c != NULL);
+	enum { N = 70, GONE = 5 };
+	drape_session s[N];
+	drape_error e;
+	uint32_t highest = 0;
+	for (int i = 0; i < N; i++) {
+		/* A new connection every 20: a client may hold only so many
+		 * sessions (--max-sessions-per-client). */
+		if (i > 0 && i % 20 == 0) {
+			drape_close(c);
+			c = client(REQUEST_MS, true);
+			CHECK(c != NULL);
+		}
+		CHECKF(sheet_create(c, &s[i], &e) == DRAPE_OK, "create %d: %s", i, e.message);
+		CHECK(s[i].id > highest);
+		highest = s[i].id;
+	}
+	for (int i = N - GONE; i < N; i++)
+		CHECK_OK(drape_session_delete(c, s[i], &e));
+	drape_close(c);
+	itest_pid_stop(dm.pid, SIGKILL, 0);
+	dm.pid = -1;
+	CHECK(daemon_start(NULL));
+	c = client(REQUEST_MS, true);
+	CHECK(c != NULL);
+	drape_session t;
+	CHECK_OK(sheet_create(c, &t, &e));
+	CHECKF(t.id > highest, "session %u after a restart; ids up to %u were given out before it", t.id, highest);
+	drape_session_delete(c, t, NULL);
+	for (int i = 0; i < N - GONE; i++)
+		drape_session_delete(c, s[i], NULL);
+	drape_close(c);
+}
+
 int main(int argc, char **argv)
 {
 	static const check_test tests[] = {
@@ -331,6 +372,7 @@ int main(int argc, char **argv)
 		CHECK_TEST(test_sigkill_mid_run),
 		CHECK_TEST(test_sigterm_mid_run),
 		CHECK_TEST(test_no_resume_flag),
+		CHECK_TEST(test_ids_never_reused),
 	};
 	draped_path = getenv("DRAPED");
 	const char *dp = getenv("DRAPE");
