@@ -689,10 +689,18 @@ int self_reserve(void **arr, uint32_t *cap, size_t size, uint64_t need);
  * whose vertices strayed from their prediction (-1: do a full one).
  * selfcandidates.c. */
 void self_collect(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p, float reach);
+/* Which chunks' culling fits (selfcull.c) self_boxes_and_hash makes for
+ * x -> p: every chunk's (a full collection), none (the guard's hash, which
+ * no chunk pair reads), or only those a partial re-collection can read
+ * (self_cull_needed). A chunk not fitted gets a zero fit, which skips
+ * nothing, so which fits are made never changes the candidates. */
+enum { SELF_FITS_ALL, SELF_FITS_NONE, SELF_FITS_MARKED };
+
 /* The boxes over x -> p and the hash of the chunks (what self_collect
- * builds first); -1 when out of memory for the hash entries. */
+ * builds first), with the fits `fits` asks for; -1 when out of memory for
+ * the hash entries. */
 int self_boxes_and_hash(sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
-			float reach);
+			float reach, int fits);
 /* Replaces the candidate lists with the pairs of vt[0 .. nvt) and
  * ee[0 .. nee) that self_collect would keep for x -> p within `reach`:
  * the same box test and the same bounds, pair by pair, in the given
@@ -717,5 +725,8 @@ void self_cull_fit(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4
 		   uint32_t c, float reach);
 int self_cull_skip(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4 *restrict p,
 		   uint32_t A, uint32_t B, float reach);
+/* Whether chunk c's fit can be read by a partial re-collection of the
+ * marked chunks (chunk_mark): c is marked or has a marked partner. */
+int self_cull_needed(const sim_self *s, uint32_t c);
 
 #endif

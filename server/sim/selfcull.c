@@ -634,6 +634,16 @@ int self_cull_skip(const sim_self *s, const sim_vec4 *restrict x, const sim_vec4
 	return cull_passes(s, f, d0, reach);
 }
 
+int self_cull_needed(const sim_self *s, uint32_t c)
+{
+	if (s->chunk_mark[c])
+		return 1;
+	for (uint32_t k = s->cull_start[c]; k < s->cull_start[c + 1]; k++)
+		if (s->chunk_mark[s->cull_b[k]])
+			return 1;
+	return 0;
+}
+
 /* Whether a triangle of chunk c is a sliver at x (tri_degenerate): the
  * search then records its pairs whatever their distance. */
 void self_cull_slivers(const sim_self *s, const sim_vec4 *restrict x, uint32_t c)

@@ -633,7 +633,7 @@ void sim_self_end_substep(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *res
 		 * back yet, so the candidates are complete. */
 		if (round > 0) {
 			if (s->hash_stale)
-				self_boxes_and_hash(s, x, s->p_end, reach);
+				self_boxes_and_hash(s, x, s->p_end, reach, SELF_FITS_NONE);
 			changed += guard_neighbourhood(s, p, x, backoff);
 		}
 		if (!changed)

@@ -258,11 +258,21 @@ static uint32_t keep_flags(uint32_t flags)
 	return k != NULL && strcmp(k, "0") == 0 ? flags | SIM_CREATE_BODYPUSH_FRESH : flags;
 }
 
+/* BENCH_SHEET_NX=n builds the sheet scenes n x n instead of their own size,
+ * and BENCH_FRAMES=w,t runs w warm-up and t timed frames: for counting a
+ * row's instructions under callgrind in a few minutes. */
+static uint32_t sheet_nx(const scene *sc)
+{
+	const char *e = getenv("BENCH_SHEET_NX");
+	long n = e != NULL ? strtol(e, NULL, 10) : 0;
+	return n >= 2 && n <= 4000 ? (uint32_t)n : sc->nx;
+}
+
 static void run_sheet(const scene *sc, bench_result *r)
 {
 	sheet s;
 	float y = sc->kind == SCENE_HANG ? 0.0f : 0.55f;
-	if (!sheet_make(&s, sc->nx, 0.01f, y)) {
+	if (!sheet_make(&s, sheet_nx(sc), 0.01f, y)) {
 		snprintf(r->note, sizeof r->note, "out of memory");
 		return;
 	}
@@ -635,6 +645,11 @@ int main(void)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	g_cores = cores < 1 ? 1u : (uint32_t)cores;
+	/* BENCH_THREADS=n: the rows that use every core use n threads (1 for
+	 * instruction counts under callgrind, which serialises threads). */
+	const char *bt = getenv("BENCH_THREADS");
+	if (bt != NULL && atoi(bt) >= 1)
+		g_cores = (uint32_t)atoi(bt);
 	uint32_t T = g_cores;
 	double t_start = now_ms();
 	printf("drape bench: solver build %s, %u cores, sheet = 1 cm spacing, 60 fps, 4 substeps x 5 "
@@ -702,12 +717,19 @@ int main(void)
 	 * one of the words, or are exactly a word written "=name" (for
 	 * working on one scene; make bench runs everything). */
 	const char *only = getenv("BENCH_ONLY");
+	const char *frames = getenv("BENCH_FRAMES");
+	int fw = -1, ft = -1;
+	if (frames != NULL && (sscanf(frames, "%d,%d", &fw, &ft) != 2 || fw < 0 || ft < 1))
+		fw = ft = -1;
 	for (int i = 0; i < N; i++) {
 		if (only && !name_matches(scenes[i].name, only)) {
 			memset(&res[i], 0, sizeof res[i]);
 			continue;
 		}
-		run_scene(&scenes[i], &res[i]);
+		scene sc = scenes[i];
+		if (fw >= 0)
+			sc.warmup = fw, sc.timed = ft;
+		run_scene(&sc, &res[i]);
 		print_row(&scenes[i], &res[i]);
 		/* The garment rows' last-frame strain in full, and the sweeps
 		 * their schedule took (BENCH_MATERIAL_MESH). */

@@ -301,6 +301,52 @@ static void test_loosened_bound_loses_pairs(void)
 	CHECK(miss > 0);
 }
 
+/* The end-of-substep re-collection (self_recollect_strayed) around a few
+ * vertices that strayed from their prediction fits again only the chunks
+ * whose fits its chunk pairs read, and zeroes the others: its list must be
+ * the one the same re-collection makes without culling, and hold every
+ * pair a brute-force search finds for p as it is then. The strayed
+ * vertices move 0.6 edges along the sheet, towards triangles a chunk away
+ * that the fit of p before the stray would still prove out of reach. */
+static void test_recollected_list_is_the_full_list(void)
+{
+	sim_self *s = make();
+	CHECK(s != NULL);
+	static sim_vec4 p0[NV];
+	const uint32_t strays[3] = {5 * N + 7, 12 * N + 12, 17 * N + 4};
+	uint32_t checked = 0;
+	for (int kind = 0; kind < POSE_COUNT; kind++) {
+		pose(kind);
+		memcpy(p0, g_p, sizeof p0);
+		const float reach = reach_of(0.5f * H);
+		list l[2];
+		int partial[2];
+		for (int cull = 1; cull >= 0; cull--) {
+			memcpy(g_p, p0, sizeof p0);
+			s->cull_on = cull;
+			self_collect(s, g_x, g_p, reach);
+			memcpy(s->p_pred, g_p, sizeof p0);
+			for (int k = 0; k < 3; k++)
+				g_p[strays[k]].z += 0.6f * H;
+			partial[cull] = self_recollect_strayed(s, g_x, g_p, reach) == 0;
+			take(s, &l[cull]);
+		}
+		const int same = same_list(&l[1], &l[0]);
+		const uint32_t miss = brute_missing(s, &l[1], reach);
+		printf("  pose %d, 3 vertices strayed: %u vt, %u ee in the list after\n", kind, l[1].nvt,
+		       l[1].nee);
+		drop(&l[0]);
+		drop(&l[1]);
+		CHECKF(partial[0] && partial[1], "pose %d: no partial re-collection", kind);
+		CHECKF(same, "pose %d: culled re-collection differs from the full one", kind);
+		CHECKF(miss == 0, "pose %d: %u brute-force pairs missing after the re-collection", kind,
+		       miss);
+		checked++;
+	}
+	CHECK(checked == POSE_COUNT);
+	sim_self_destroy(s);
+}
+
 /* ---- the whole solver -------------------------------------------------------- */
 
 /* A 0.9 m sheet (31 x 31) dropped on a sphere of 0.18 m on the ground, off
@@ -406,6 +452,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_fold_frames_bit_identical),
 	CHECK_TEST(test_culled_list_is_the_full_list),
 	CHECK_TEST(test_loosened_bound_loses_pairs),
+	CHECK_TEST(test_recollected_list_is_the_full_list),
 };
 
 int main(int argc, char **argv)
