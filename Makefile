@@ -261,6 +261,11 @@ test:
 unit-c-objects: $(filter-out $(call obj,$(SIM_CXX)),$(SIM_O)) $(PROTO_O) $(SRV_O) $(CLIENT_O) \
 		$(call obj,$(UNIT_C))
 
+# The solver's SIMD stamp alone: tests/run.sh makes it before its two
+# background makes (the wrapper and the C objects), which both depend on it.
+.PHONY: simd-stamp
+simd-stamp: $(SIMD_STAMP)
+
 test-unit: all
 	@tests/run.sh $(BUILD) unit
 

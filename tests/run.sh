@@ -18,12 +18,18 @@ NPROC=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 S=build/san-address-undefined
 SAN_VDB_O=$S/obj/server/sim/sdf_vdb.o
 # The background compile's state: .pid (its shell), .rc (its exit status,
-# written when it ends) and .log.
+# written when it ends) and .log; SAN_BGC the same for the pass's C
+# objects.
 SAN_BG=$S/vdb-background
+SAN_BGC=$S/c-background
 if [ "${1:-}" = --start-san-vdb ]; then
 	[ "${DRAPE_SKIP_SANITIZE:-0}" = 1 ] && exit 0
 	mkdir -p "$S" || exit 1
-	rm -f "$SAN_BG.pid" "$SAN_BG.rc"
+	rm -f "$SAN_BG.pid" "$SAN_BG.rc" "$SAN_BGC.pid" "$SAN_BGC.rc"
+	# The solver's stamp first, alone: both background makes below
+	# depend on it, and its rule removes and remakes it.
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s SANITIZE=address,undefined \
+		BUILD="$S" simd-stamp </dev/null >/dev/null 2>&1
 	# In the suite's own session: with the kernel's autogroup scheduling
 	# (sched_autogroup_enabled) a nice value only counts against the
 	# processes of the same session, so a setsid here would make the
@@ -34,6 +40,19 @@ if [ "${1:-}" = --start-san-vdb ]; then
 		'make --no-print-directory -s SANITIZE=address,undefined BUILD="$1" "$2" >"$3.log" 2>&1
 		echo $? >"$3.rc"' sh "$S" "$SAN_VDB_O" "$SAN_BG" </dev/null >/dev/null 2>&1 &
 	echo $! >"$SAN_BG.pid"
+	# The pass's C objects too, on every core, under SCHED_IDLE: they run
+	# only on a core nothing else wants, so they neither slow the suite
+	# nor take the wrapper's compile's share (a nice-19 process still
+	# gets about 1.5 % of a core beside a nice-0 one, and the wrapper 5
+	# times what a SCHED_IDLE one gets beside it), and they turn the
+	# idle time of the integration programs, which run one at a time
+	# and wait on daemons, into the sanitizer stage's C objects.
+	idle="nice -n 19"
+	command -v chrt >/dev/null 2>&1 && idle="chrt --idle 0"
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $idle sh -c \
+		'make --no-print-directory -s -j"$4" SANITIZE=address,undefined BUILD="$1" unit-c-objects >"$3.log" 2>&1
+		echo $? >"$3.rc"' sh "$S" unused "$SAN_BGC" "$NPROC" </dev/null >/dev/null 2>&1 &
+	echo $! >"$SAN_BGC.pid"
 	exit 0
 fi
 
@@ -223,13 +242,31 @@ if [ "$ONLY" != unit ]; then
 			else
 				cj=$((NPROC > 1 ? NPROC - 1 : 1)) cn=0
 			fi
-			nice -n "$cn" make --no-print-directory -s -j"$cj" SANITIZE=address,undefined \
-				BUILD=$S unit-c-objects >"$log/san-c" 2>&1
+			pc=$(cat "$SAN_BGC.pid" 2>/dev/null)
+			if [ -n "$pc" ] && [ ! -f "$SAN_BGC.rc" ] && [ -n "$(descendants "$pc")" ]; then
+				# The C objects' background make (SCHED_IDLE since
+				# make test began) goes on with what it has left,
+				# as the stage's own make did: on every core at
+				# nice 5 beside the wrapper (where the system lets
+				# it leave SCHED_IDLE; otherwise it keeps taking
+				# whatever core the wrapper leaves). A second make
+				# on the same objects would race it.
+				for p in $(descendants "$pc"); do
+					chrt --other -p 0 "$p" && renice -n "$cn" -p "$p"
+				done >/dev/null 2>&1
+				while [ ! -f "$SAN_BGC.rc" ] && kill -0 "$pc" 2>/dev/null; do
+					sleep 0.5
+				done
+			elif [ -z "$pc" ]; then
+				nice -n "$cn" make --no-print-directory -s -j"$cj" SANITIZE=address,undefined \
+					BUILD=$S unit-c-objects >"$log/san-c" 2>&1
+			fi
+			echo "   (the C objects, built in the background since make test began: exit $(cat "$SAN_BGC.rc" 2>/dev/null || echo unknown), done $((($(date +%s%N) - t0) / 1000000)) ms into the stage)"
 			while [ ! -f "$SAN_BG.rc" ] && kill -0 "$pg" 2>/dev/null; do
 				sleep 0.5
 			done
 			echo "   (the C objects and the wrapper's background compile, exit $(cat "$SAN_BG.rc" 2>/dev/null || echo unknown): $((($(date +%s%N) - t0) / 1000000)) ms)"
-			rm -f "$SAN_BG.pid"
+			rm -f "$SAN_BG.pid" "$SAN_BGC.pid"
 		fi
 		# (Whatever the background left undone or failed is built here,
 		# and its errors shown.)

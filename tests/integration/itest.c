@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <ftw.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -340,9 +342,9 @@ int itest_wait_connect(pid_t pid, const char *url, double ms)
 	return -1;
 }
 
-bool itest_daemon_place(itest_daemon *d, const char *prefix, bool tcp)
+static bool daemon_place_in(itest_daemon *d, const char *base, const char *prefix, bool tcp)
 {
-	snprintf(d->dir, sizeof d->dir, "/tmp/%s-XXXXXX", prefix);
+	snprintf(d->dir, sizeof d->dir, "%s/%s-XXXXXX", base, prefix);
 	if (mkdtemp(d->dir) == NULL) {
 		d->dir[0] = '\0';
 		return false;
@@ -356,6 +358,25 @@ bool itest_daemon_place(itest_daemon *d, const char *prefix, bool tcp)
 		snprintf(d->url, sizeof d->url, "ipc://%s/ctl.sock", d->dir);
 	}
 	return true;
+}
+
+bool itest_daemon_place(itest_daemon *d, const char *prefix, bool tcp)
+{
+	return daemon_place_in(d, "/tmp", prefix, tcp);
+}
+
+bool itest_daemon_place_mem(itest_daemon *d, const char *prefix, bool tcp, unsigned long long min_free)
+{
+	struct statfs fs;
+	if (statfs("/dev/shm", &fs) == 0 && fs.f_type == TMPFS_MAGIC &&
+	    (unsigned long long)fs.f_bavail * (unsigned long long)fs.f_bsize >= min_free &&
+	    access("/dev/shm", W_OK | X_OK) == 0) {
+		if (daemon_place_in(d, "/dev/shm", prefix, tcp))
+			return true;
+		if (d->dir[0] != '\0')
+			rmdir(d->dir);
+	}
+	return daemon_place_in(d, "/tmp", prefix, tcp);
 }
 
 void itest_daemon_stop(itest_daemon *d, double grace_ms)

@@ -86,6 +86,12 @@ typedef struct itest_daemon {
  * when the folder could not be made). */
 bool itest_daemon_place(itest_daemon *d, const char *prefix, bool tcp);
 
+/* As itest_daemon_place, but the folder is made on a memory file system
+ * (/dev/shm, when it is a tmpfs with at least min_free bytes available)
+ * and in /tmp otherwise: fsync there costs nothing, for a test that
+ * measures the daemon's memory or CPU rather than its disk. */
+bool itest_daemon_place_mem(itest_daemon *d, const char *prefix, bool tcp, unsigned long long min_free);
+
 /* Stops d's draped (SIGTERM, SIGKILL after grace_ms) and removes its
  * folder. */
 void itest_daemon_stop(itest_daemon *d, double grace_ms);

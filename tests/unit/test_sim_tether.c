@@ -32,6 +32,28 @@
 
 #define G 9.81
 
+/* Under AddressSanitizer, where the case's purpose is memory safety, the
+ * woven sheet swings for its first 0.75 s (SWING_FRAMES 45 instead of
+ * 90): the same sheet and checks, through the bottom of the first swing
+ * (the run's largest strain without tethers, 33.9 %, and 2.1 % with them,
+ * both as over 90 frames), the last frame 14.5 % without tethers and
+ * 1.35 % with. The plain pass swings the full 1.5 s (README, "make test"). */
+#ifndef TETHER_SANITIZED
+#if defined(__SANITIZE_ADDRESS__)
+#define TETHER_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TETHER_SANITIZED 1
+#endif
+#endif
+#endif
+#ifndef TETHER_SANITIZED
+#define TETHER_SANITIZED 0
+#endif
+#ifndef SWING_FRAMES
+#define SWING_FRAMES (TETHER_SANITIZED ? 45 : 90)
+#endif
+
 static void woven_params(drape_sim_params *p, float k, float rho)
 {
 	drape_sim_params_default(p);
@@ -162,9 +184,9 @@ static int swing(int32_t long_range, uint32_t n, int frames, double *max_strain,
 static void test_woven_swing(void)
 {
 	/* 1 m sheet, 1 cm cells, 1.5 s: it swings down through the vertical
-	 * in about 0.5 s and back. */
+	 * in about 0.5 s and back (0.75 s under the sanitizers). */
 	const uint32_t n = 101;
-	const int frames = 90;
+	const int frames = SWING_FRAMES;
 	double on_s, on_l, on_x, sl, off_s, off_l, off_x, sl0;
 	CHECK(swing(-1, n, frames, &on_s, &on_l, &on_x, &sl) == 0);
 	CHECK(swing(0, n, frames, &off_s, &off_l, &off_x, &sl0) == 0);
