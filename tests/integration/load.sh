@@ -27,7 +27,8 @@
 #     create+delete): 0 sessions left, the same number of open descriptors
 #     as before (after connections drain), VmRSS growth at most 4 MiB after a
 #     warm-up round of the same 200.
-#   - --threads 1 with 4 runnable sessions: at one moment at least two report
+#   - --threads 1, a slow session running and 3 more started: one session
+#     list (one moment) shows at least two
 #     `queued`, positions 1 and 2 are reported and none outside 1..3, and
 #     all four complete with every frame.
 set -u
@@ -213,9 +214,22 @@ stop_daemon
 # ---- One worker, four runnable sessions: a fair queue ---------------------------------
 
 # The scheduler serves runnable sessions frame by frame from one FIFO; a
-# session is `queued` until its first frame starts, then `running`. Frames
-# of a few hundred milliseconds keep the later sessions queued long enough
-# to be seen.
+# session is `queued` until its first frame starts, then `running`. The
+# first session's frames are slow (about 8 times the others' work), and
+# the other three are started only once it runs, so while its first frame
+# solves the three wait in the queue: the window does not depend on how
+# fast the machine is, since all frames slow down together. A session list
+# is one request, answered by the loop at one moment: two `queued` in one
+# list are two queued at once.
+cat >"$T/slow.json" <<'EOF'
+{
+  "frames": 3, "substeps": 16, "iterations": 60,
+  "cloth": {
+    "mesh": {"grid": {"size": [1, 1], "resolution": [256, 256], "center": [0, 1, 0], "normal": [0, 0, 1]}},
+    "pins": {"group": "top"}
+  }
+}
+EOF
 cat >"$T/q.json" <<'EOF'
 {
   "frames": 3, "substeps": 16, "iterations": 30,
@@ -226,29 +240,36 @@ cat >"$T/q.json" <<'EOF'
 }
 EOF
 if start_daemon --threads 1; then
-	pids=
-	for k in 1 2 3 4; do
+	"$DRAPE" run "$T/slow.json" --server "$URL" --quiet >"$T/q1.out" 2>"$T/q1.err" &
+	pids=$!
+	bg_pids=$pids
+	# Wait for it to run (a condition, bounded generously for a loaded
+	# machine).
+	i=0
+	while [ $i -lt 600 ]; do
+		"$DRAPE" sessions --server "$URL" --json 2>/dev/null | grep -q '"state":"running"' && break
+		sleep 0.05
+		i=$((i + 1))
+	done
+	for k in 2 3 4; do
 		"$DRAPE" run "$T/q.json" --server "$URL" --quiet >"$T/q$k.out" 2>"$T/q$k.err" &
 		pids="$pids $!"
 	done
 	bg_pids=$pids
-	# Each status is its own request, so one sample is not an atomic
-	# snapshot; the positions are gathered over the whole run instead.
 	seen=0
 	: >"$T/qall"
 	i=0
-	while [ $i -lt 100 ]; do
+	while [ $i -lt 400 ]; do
 		"$DRAPE" sessions --server "$URL" --json >"$T/qs.json" 2>/dev/null
-		# Once all four are done there is nothing left to see.
 		[ "$(grep -c '"state":"done"' "$T/qs.json")" -eq 4 ] && break
-		ids=$(sed -n -E 's/^\{"session":([0-9]+).*/\1/p' "$T/qs.json")
-		: >"$T/qpos"
+		[ "$(grep -c '"state":"queued"' "$T/qs.json")" -ge 2 ] && seen=1
+		# The positions the queued ones report (each status is its own
+		# request).
+		ids=$(sed -n -E 's/^\{"session":([0-9]+).*"state":"queued".*/\1/p' "$T/qs.json")
 		for id in $ids; do
 			"$DRAPE" status "$id" --server "$URL" --json 2>/dev/null |
-				sed -n -E 's/.*"state":"queued".*"queue_position":([0-9]+).*/\1/p' >>"$T/qpos"
+				sed -n -E 's/.*"state":"queued".*"queue_position":([0-9]+).*/\1/p' >>"$T/qall"
 		done
-		[ "$(wc -l <"$T/qpos")" -ge 2 ] && seen=1
-		cat "$T/qpos" >>"$T/qall"
 		i=$((i + 1))
 	done
 	positions=$(sort -u "$T/qall" | tr '\n' ' ')
