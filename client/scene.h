@@ -61,7 +61,7 @@ typedef struct drape_scene {
 	 * but not written (pre-roll). 1 unless the scene says. */
 	uint32_t start_frame;
 
-	/* The cloth: positions after scale and translate, triangles, and the OBJ
+	/* The cloth: positions after scale, rotate and translate, triangles, and the OBJ
 	 * groups (or, for a grid, the groups "top", "bottom", "left", "right"
 	 * and "corners"). cloth.uvs holds the per-vertex texture coordinates
 	 * that orient a material's warp and weft (the OBJ's vt, or the grid's
