@@ -556,6 +556,8 @@ int cli_cmd_check(int argc, char **argv)
 		drape_scene_free(&sc);
 		return x;
 	}
+	char units[1024];
+	drape_scene_size_note(&sc, units, sizeof units);
 	if (o.json) {
 		printf("{\"vertices\":%u,\"triangles\":%u,\"edges\":%u,\"bends\":%u,"
 		       "\"boundary_edges\":%u,\"nonmanifold_edges\":%u,\"zero_area_triangles\":%u,"
@@ -588,6 +590,11 @@ int cli_cmd_check(int argc, char **argv)
 		print_material_json(&sc);
 		print_garment(&sc, along_seams, 1);
 		print_cloths(&sc, 1);
+		printf(",\"units_warning\":");
+		if (units[0] != '\0')
+			cli_json_str(stdout, units);
+		else
+			printf("null");
 		printf("}\n");
 	} else {
 		printf("vertices:              %u\n", t.vertices);
@@ -616,6 +623,8 @@ int cli_cmd_check(int argc, char **argv)
 			printf("  triangles %u and %u\n", pairs[i].a, pairs[i].b);
 		if (count > shown)
 			printf("  ... and %llu more\n", (unsigned long long)(count - shown));
+		if (units[0] != '\0')
+			printf("units:                 warning: %s\n", units);
 		printf("frames:                %u to %u written (%u solved)\n", (unsigned)sc.start_frame,
 		       (unsigned)sc.frames, (unsigned)sc.frames);
 		for (uint32_t i = 0; i < sc.collider_count; i++) {

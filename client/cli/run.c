@@ -788,6 +788,10 @@ int cli_cmd_run(int argc, char **argv)
 		drape_scene_free(&sc);
 		return x;
 	}
+	/* A mesh in the wrong units is valid input, so it would run unnoticed. */
+	char units[1024];
+	if (drape_scene_size_note(&sc, units, sizeof units) > 0)
+		fprintf(stderr, "drape: warning: %s\n", units);
 	uint32_t frames = o.frames ? o.frames : sc.frames;
 	if (sc.start_frame > frames) {
 		fprintf(stderr, "drape run: --frames %u ends before the scene's start_frame %u\n", (unsigned)frames,

@@ -954,6 +954,51 @@ static void test_scene_rotate(void)
 	CHECKF(rc == DRAPE_EINVAL && strstr(err.message, "cloth.rotate: ") != NULL, "%s", err.message);
 }
 
+/* The size note: a cloth or a body whose size is implausible in metres is
+ * named with its size and the scale that fixes decimetres or centimetres;
+ * sizes that are plausible in metres give none. The sheet is 1 m square. */
+static void test_scene_size_note(void)
+{
+	static const struct {
+		const char *json;
+		const char *want; /* a part of the note, NULL for no note */
+	} cases[] = {
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}", NULL},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": 3.9}}", NULL},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": 10}}",
+		 "the cloth is 10 m across: scenes are in metres (a mesh in decimetres needs \"scale\": 0.1"},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": 0.01}}",
+		 "the cloth is 0.01 m across: scenes are in metres (a mesh in millimetres needs \"scale\": 0.001)"},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": 0.03}}", NULL},
+		/* negative.obj spans y in [0, 1]: 4 m tall as a body. */
+		{"{\"colliders\": [{\"plane\": {\"point\": [0,0,0], \"normal\": [0,1,0]}},"
+		 " {\"mesh\": \"../obj/negative.obj\", \"scale\": [1, 4, 1]}], \"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}",
+		 "colliders[1] is 4 m tall: scenes are in metres, Y up"},
+		{"{\"colliders\": [{\"mesh\": \"../obj/negative.obj\", \"scale\": [9, 2.9, 9]}],"
+		 " \"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}",
+		 NULL},
+		{"{\"cloths\": [{\"name\": \"small\", \"mesh\": \"../obj/sheet.obj\"},"
+		 " {\"name\": \"big\", \"mesh\": \"../obj/sheet.obj\", \"scale\": 20, \"translate\": [0, 0, 1]}]}",
+		 "cloth \"big\" is 20 m across"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		drape_scene s;
+		drape_error err;
+		drape_err rc = load_str(cases[i].json, &s, &err);
+		CHECKF(rc == DRAPE_OK, "case %zu: %s", i, err.message);
+		if (rc != DRAPE_OK)
+			continue;
+		char note[1024];
+		size_t n = drape_scene_size_note(&s, note, sizeof note);
+		drape_scene_free(&s);
+		if (cases[i].want == NULL)
+			CHECKF(n == 0 && note[0] == '\0', "case %zu: unexpected note '%.200s'", i, note);
+		else
+			CHECKF(n == strlen(note) && strstr(note, cases[i].want) != NULL && strstr(note, "small") == NULL,
+			       "case %zu: note '%.200s'", i, note);
+	}
+}
+
 static void test_scene_examples(void)
 {
 	/* Every example scene loads (they are what users copy first). */
@@ -1057,6 +1102,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_scene_errors),
 	CHECK_TEST(test_scene_colliders),
 	CHECK_TEST(test_scene_rotate),
+	CHECK_TEST(test_scene_size_note),
 	CHECK_TEST(test_scene_examples),
 	CHECK_TEST(test_robust_mutations),
 };
