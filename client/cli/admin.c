@@ -559,7 +559,10 @@ int cli_cmd_check(int argc, char **argv)
 	char units[1024];
 	drape_scene_size_note(&sc, units, sizeof units);
 	cli_inside inside;
-	rc = cli_check_inside(&sc, &inside, &err);
+	uint32_t pieces = 0, unpinned = 0;
+	rc = cli_check_pieces(&sc, &pieces, &unpinned, &err);
+	if (rc == DRAPE_OK)
+		rc = cli_check_inside(&sc, &inside, &err);
 	if (rc != DRAPE_OK) {
 		x = cli_fail("colliders", rc, &err);
 		free(pairs);
@@ -598,6 +601,7 @@ int cli_cmd_check(int argc, char **argv)
 		print_material_json(&sc);
 		print_garment(&sc, along_seams, 1);
 		print_cloths(&sc, 1);
+		printf(",\"pieces\":%u,\"unpinned_pieces\":%u", pieces, unpinned);
 		printf(",\"inside_colliders\":{\"vertices\":%llu,\"deepest\":%.9g,\"collider\":%d}",
 		       (unsigned long long)inside.vertices, (double)inside.deepest, (int)inside.collider);
 		printf(",\"units_warning\":");
@@ -615,6 +619,10 @@ int cli_cmd_check(int argc, char **argv)
 		printf("zero-area triangles:   %u\n", t.zero_area_triangles);
 		printf("unreferenced vertices: %u\n", t.unreferenced_vertices);
 		printf("pinned vertices:       %u\n", t.pinned_vertices);
+		printf("pieces:                %u", pieces);
+		if (sc.pin_count > 0 && unpinned > 0)
+			printf(" (%u with no pinned vertex: they fall unless a collider holds them)", unpinned);
+		printf("\n");
 		if (t.welds > 0)
 			printf("welded vertices:       %u (one particle with their partners)\n", t.welds);
 		if (sc.pin_stiffness != NULL) {

@@ -142,6 +142,9 @@ typedef struct cli_inside {
 	int32_t collider;
 } cli_inside;
 drape_err cli_check_inside(const drape_scene *sc, cli_inside *out, drape_error *err);
+/* The cloth's pieces, joined by triangles and stitches, and how many of
+ * them hold no pinned vertex (pieces.c). */
+drape_err cli_check_pieces(const drape_scene *sc, uint32_t *pieces, uint32_t *unpinned, drape_error *err);
 int cli_cmd_resume(int argc, char **argv);
 int cli_cmd_loadtest(int argc, char **argv);
 int cli_cmd_admin(int argc, char **argv);

@@ -184,6 +184,17 @@ expect check_tall 0 "$DRAPE" check "$T/tall.json" &&
 expect run_tall 0 "$DRAPE" run "$T/tall.json" --local --frames 1 --out "$T/tallrun" && cp "$T/err" "$T/out" &&
 	out_has run_warns_of_units '^drape: warning: colliders\[0\] is 10 m tall'
 
+# Pieces: two separate 1 m squares, the left one pinned by a box. The right
+# one has no pin and falls; a stitch between them makes one piece.
+printf 'v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv 2 0 0\nv 3 0 0\nv 3 1 0\nv 2 1 0\nf 1 2 3 4\nf 5 6 7 8\n' >"$T/two.obj"
+cat >"$T/pieces.json" <<EOF
+{"frames": 1, "cloth": {"mesh": "two.obj", "pins": {"box": {"min": [-0.1, 0.9, -0.1], "max": [1.1, 1.1, 0.1]}}}}
+EOF
+expect check_pieces 0 "$DRAPE" check "$T/pieces.json" &&
+	out_has check_counts_unpinned_pieces "^pieces: *2 (1 with no pinned vertex: they fall unless a collider holds them)$"
+sed 's/"pins"/"stitches": [[1, 4]], "pins"/' "$T/pieces.json" >"$T/sewn.json"
+expect check_sewn 0 "$DRAPE" check "$T/sewn.json" --json && out_has check_joins_stitched_pieces '"pieces":1,"unpinned_pieces":0,'
+
 # Materials: check shows what a scene resolves to; --material swaps the
 # preset (and changes the frames); an unknown preset is a usage error that
 # lists the presets.
