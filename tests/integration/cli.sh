@@ -194,6 +194,8 @@ expect check_pieces 0 "$DRAPE" check "$T/pieces.json" &&
 	out_has check_counts_unpinned_pieces "^pieces: *2 (1 with no pinned vertex: they fall unless a collider holds them)$"
 sed 's/"pins"/"stitches": [[1, 4]], "pins"/' "$T/pieces.json" >"$T/sewn.json"
 expect check_sewn 0 "$DRAPE" check "$T/sewn.json" --json && out_has check_joins_stitched_pieces '"pieces":1,"unpinned_pieces":0,'
+expect run_pieces 0 "$DRAPE" run "$T/pieces.json" --local --frames 1 --out "$T/piecesrun" && cp "$T/err" "$T/out" &&
+	out_has run_warns_of_unpinned_pieces "^drape: warning: 1 of the cloth's 2 pieces have no pinned vertex"
 
 # Materials: check shows what a scene resolves to; --material swaps the
 # preset (and changes the frames); an unknown preset is a usage error that
