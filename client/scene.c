@@ -208,23 +208,6 @@ static char *scn_resolve(const char *base, const char *rel)
 	return p;
 }
 
-/* Applies p = p * scale + translate to every vertex and checks the result is
- * still finite (a large scale can overflow a float). */
-drape_err scn_transform(scn *c, drape_obj_mesh *m, const float scale[3], const float translate[3])
-{
-	for (uint64_t i = 0; i < (uint64_t)m->vertex_count; i++) {
-		float *p = m->positions + i * 3;
-		for (int k = 0; k < 3; k++) {
-			p[k] = p[k] * scale[k] + translate[k];
-			if (!isfinite(p[k]))
-				return scn_fail(c, DRAPE_ENONFINITE,
-						"vertex %llu is not finite after scale and translate",
-						(unsigned long long)i);
-		}
-	}
-	return DRAPE_OK;
-}
-
 /* Loads the OBJ named by the string `v` into *m within what is left of the
  * scene's vertex and triangle budget. */
 drape_err scn_load_mesh(scn *c, const cJSON *v, drape_obj_mesh *m, char **resolved)
@@ -580,7 +563,7 @@ static drape_err scn_pin_entry(scn *c, const cJSON *p)
 		}
 		/* An empty box is almost always a mistake (wrong units or axis). */
 		if (hits == 0)
-			return scn_fail(c, DRAPE_EINVAL, "selects no vertex of the cloth (after scale and translate)");
+			return scn_fail(c, DRAPE_EINVAL, "selects no vertex of the cloth (after scale, rotate and translate)");
 		scn_pop(c, old);
 	} else {
 		size_t old = scn_push_key(c, "group");
@@ -778,14 +761,14 @@ drape_err scn_cloth(scn *c, const cJSON *cl)
 					   "pins",      "material",  "model",     "stitches",
 					   "seams",     "rest_mesh", "stitch_stiffness", "sew_speed",
 					   "mass_scale", "rest_scale", "stiffness_scale", "friction", "materials",
-					   "tear_strain", "schedule", NULL};
+					   "tear_strain", "schedule", "rotate", NULL};
 	/* An entry of "cloths" also has its name and collision layers
 	 * (scene_cloths.c reads them). */
 	static const char *const entry_keys[] = {
 		"mesh",	     "scale",	   "translate",	"stretch",	   "shear",	"bend",
 		"thickness", "density",	   "pins",	"material",	   "model",	"stitches",
 		"seams",     "rest_mesh",  "stitch_stiffness", "sew_speed", "mass_scale", "rest_scale",
-		"stiffness_scale", "friction", "materials", "tear_strain", "schedule", "name", "layer", "collides_with", NULL};
+		"stiffness_scale", "friction", "materials", "tear_strain", "schedule", "name", "layer", "collides_with", "rotate", NULL};
 	drape_err e;
 	if ((e = scn_want_object(c, cl)) || (e = scn_keys(c, cl, c->in_cloths ? entry_keys : keys)))
 		return e;
@@ -839,9 +822,9 @@ drape_err scn_cloth(scn *c, const cJSON *cl)
 		SCN_FIELD(c, cl, "thickness", scn_param_float(c, v_, &p->thickness));
 	SCN_FIELD(c, cl, "density", scn_param_float(c, v_, &p->density));
 	SCN_FIELD(c, cl, "tear_strain", scn_param_float(c, v_, &p->tear_strain));
-	float scale[3] = {1, 1, 1}, translate[3] = {0, 0, 0};
-	SCN_FIELD(c, cl, "scale", scn_scale(c, v_, scale));
-	SCN_FIELD(c, cl, "translate", scn_vec(c, v_, 3, translate));
+	scn_xform xf;
+	if ((e = scn_xform_read(c, cl, &xf)) != DRAPE_OK)
+		return e;
 
 	const cJSON *mesh = scn_get(cl, "mesh");
 	if (mesh == NULL)
@@ -861,7 +844,7 @@ drape_err scn_cloth(scn *c, const cJSON *cl)
 	} else if ((e = scn_load_mesh(c, mesh, &c->s.cloth, &c->s.cloth_path)) != DRAPE_OK) {
 		return e;
 	}
-	if ((e = scn_transform(c, &c->s.cloth, scale, translate)) != DRAPE_OK)
+	if ((e = scn_transform(c, &c->s.cloth, &xf)) != DRAPE_OK)
 		return e;
 	scn_pop(c, old);
 
@@ -872,7 +855,7 @@ drape_err scn_cloth(scn *c, const cJSON *cl)
 			return e;
 		scn_pop(c, old);
 	}
-	if ((e = scn_garment(c, cl, scale, translate)) != DRAPE_OK)
+	if ((e = scn_garment(c, cl, &xf)) != DRAPE_OK)
 		return e;
 	return scn_props(c, cl);
 }
@@ -995,8 +978,8 @@ static drape_err scn_shape(scn *c, const cJSON *sh, drape_collider_desc *d, cons
 
 /* "animation": a PC2 or MDD file or an OBJ sequence pattern of the mesh's
  * vertices, resampled to one pose per simulation frame at the scene's fps
- * (pointcache.h), then scaled and translated like the mesh. */
-static drape_err scn_animation(scn *c, const cJSON *v, uint32_t idx, const float scale[3], const float translate[3])
+ * (pointcache.h), then placed like the mesh. */
+static drape_err scn_animation(scn *c, const cJSON *v, uint32_t idx, const scn_xform *x)
 {
 	if (!cJSON_IsString(v) || v->valuestring[0] == '\0')
 		return scn_fail(c, DRAPE_EINVAL, "must be a non-empty string (a .pc2 or .mdd file, or an OBJ "
@@ -1041,7 +1024,7 @@ static drape_err scn_animation(scn *c, const cJSON *v, uint32_t idx, const float
 		return scn_fail(c, DRAPE_ELIMIT, "%s: %u frames of %u vertices are too many", path, (unsigned)count,
 				(unsigned)d->vertex_count);
 	poses.vertex_count = (uint32_t)all;
-	if ((e = scn_transform(c, &poses, scale, translate)) != DRAPE_OK)
+	if ((e = scn_transform(c, &poses, x)) != DRAPE_OK)
 		return e;
 	d->frames = sa->frames;
 	d->frame_count = count;
@@ -1054,7 +1037,7 @@ static drape_err scn_collider(scn *c, const cJSON *o, uint32_t idx)
 	static const char *const keys[] = {"mesh",	 "plane",	"sphere",      "box",
 					   "capsule",	 "scale",	"translate",   "voxel_size",
 					   "max_voxels", "friction",	"static_friction", "restitution",
-					   "thickness",	 "keyframes",	"animation",   NULL};
+					   "thickness",	 "keyframes",	"animation",   "rotate", NULL};
 	static const char *const kinds[] = {"mesh", "plane", "sphere", "box", "capsule"};
 	drape_err e;
 	if ((e = scn_want_object(c, o)) || (e = scn_keys(c, o, keys)))
@@ -1073,8 +1056,8 @@ static drape_err scn_collider(scn *c, const cJSON *o, uint32_t idx)
 	if (kind == NULL)
 		return scn_fail(c, DRAPE_EINVAL, "needs one of \"mesh\", \"plane\", \"sphere\", \"box\", \"capsule\"");
 	int is_mesh = strcmp(kind, "mesh") == 0;
-	static const char *const mesh_only[] = {"scale", "translate", "voxel_size", "max_voxels", "animation"};
-	for (int i = 0; i < 5; i++) {
+	static const char *const mesh_only[] = {"scale", "rotate", "translate", "voxel_size", "max_voxels", "animation"};
+	for (int i = 0; i < 6; i++) {
 		if (!is_mesh && scn_get(o, mesh_only[i]) != NULL) {
 			scn_push_key(c, mesh_only[i]);
 			return scn_fail(c, DRAPE_EINVAL, "only mesh colliders take this key (shapes give their own "
@@ -1087,10 +1070,10 @@ static drape_err scn_collider(scn *c, const cJSON *o, uint32_t idx)
 	SCN_FIELD(c, o, "thickness", scn_float_in(c, v_, 0.0, SCN_MAX_COLLIDER_THICKNESS, 0, &d->thickness));
 	SCN_FIELD(c, o, "keyframes", scn_keyframes(c, v_, d, &c->keys[idx]));
 	if (is_mesh) {
-		float scale[3] = {1, 1, 1}, translate[3] = {0, 0, 0};
+		scn_xform xf;
 		int64_t mv;
-		SCN_FIELD(c, o, "scale", scn_scale(c, v_, scale));
-		SCN_FIELD(c, o, "translate", scn_vec(c, v_, 3, translate));
+		if ((e = scn_xform_read(c, o, &xf)) != DRAPE_OK)
+			return e;
 		SCN_FIELD(c, o, "voxel_size", scn_float_in(c, v_, 0.0, 1e30, 0, &d->voxel_size));
 		SCN_FIELD(c, o, "max_voxels", scn_integer(c, v_, 1, 9007199254740992.0, &mv));
 		if (scn_get(o, "max_voxels") != NULL)
@@ -1099,7 +1082,7 @@ static drape_err scn_collider(scn *c, const cJSON *o, uint32_t idx)
 		size_t old = scn_push_key(c, "mesh");
 		if ((e = scn_load_mesh(c, scn_get(o, "mesh"), m, NULL)) != DRAPE_OK)
 			return e;
-		if ((e = scn_transform(c, m, scale, translate)) != DRAPE_OK)
+		if ((e = scn_transform(c, m, &xf)) != DRAPE_OK)
 			return e;
 		scn_pop(c, old);
 		d->shape = DRAPE_SHAPE_MESH;
@@ -1112,7 +1095,7 @@ static drape_err scn_collider(scn *c, const cJSON *o, uint32_t idx)
 			return scn_fail(c, DRAPE_EINVAL, "a collider with an \"animation\" takes its motion from it, "
 							 "not from keyframes");
 		}
-		SCN_FIELD(c, o, "animation", scn_animation(c, v_, idx, scale, translate));
+		SCN_FIELD(c, o, "animation", scn_animation(c, v_, idx, &xf));
 	} else {
 		size_t old = scn_push_key(c, kind);
 		if ((e = scn_shape(c, scn_get(o, kind), d, kind)) != DRAPE_OK)

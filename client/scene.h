@@ -61,7 +61,7 @@ typedef struct drape_scene {
 	 * but not written (pre-roll). 1 unless the scene says. */
 	uint32_t start_frame;
 
-	/* The cloth: positions after scale and translate, triangles, and the OBJ
+	/* The cloth: positions after scale, rotate and translate, triangles, and the OBJ
 	 * groups (or, for a grid, the groups "top", "bottom", "left", "right"
 	 * and "corners"). cloth.uvs holds the per-vertex texture coordinates
 	 * that orient a material's warp and weft (the OBJ's vt, or the grid's
@@ -140,6 +140,22 @@ typedef struct drape_scene {
  * caller frees.
  */
 drape_err drape_scene_inv_mass(const drape_scene *sc, float **out, drape_error *err);
+
+/* The sizes past which drape_scene_size_note suspects the units, metres. */
+#define DRAPE_UNITS_MAX_CLOTH 4.0
+#define DRAPE_UNITS_MIN_CLOTH 0.02
+#define DRAPE_UNITS_MAX_BODY 3.0
+
+/*
+ * Whether the scene's sizes suggest a mesh in the wrong units: a cloth (or
+ * each of "cloths") over DRAPE_UNITS_MAX_CLOTH or under
+ * DRAPE_UNITS_MIN_CLOTH across, a mesh collider over DRAPE_UNITS_MAX_BODY
+ * tall (Y). Writes one line naming each suspect, its size and the scale
+ * that would fix decimetres or centimetres into buf (n bytes, always
+ * terminated when n > 0) and returns its length; 0 when the sizes look
+ * like metres. `drape check` and `drape run` print it as a warning.
+ */
+size_t drape_scene_size_note(const drape_scene *s, char *buf, size_t n);
 
 /*
  * Reads a scene file (drape_scene_load in drape/scene.h reads with it).

@@ -145,7 +145,7 @@ static drape_err scn_seams(scn *c, const cJSON *o)
 
 /* "rest_mesh": an OBJ of the same topology as the cloth (the flat pattern,
  * or the garment as modelled), under the cloth's own scale and translate. */
-static drape_err scn_rest_mesh(scn *c, const cJSON *v, const float scale[3], const float translate[3])
+static drape_err scn_rest_mesh(scn *c, const cJSON *v, const scn_xform *x)
 {
 	drape_obj_mesh r;
 	memset(&r, 0, sizeof r);
@@ -173,7 +173,7 @@ static drape_err scn_rest_mesh(scn *c, const cJSON *v, const float scale[3], con
 			drape_obj_free(&r);
 			return e;
 		}
-	if ((e = scn_transform(c, &r, scale, translate)) != DRAPE_OK) {
+	if ((e = scn_transform(c, &r, x)) != DRAPE_OK) {
 		drape_obj_free(&r);
 		return e;
 	}
@@ -184,7 +184,7 @@ static drape_err scn_rest_mesh(scn *c, const cJSON *v, const float scale[3], con
 	return DRAPE_OK;
 }
 
-drape_err scn_garment(scn *c, const cJSON *cl, const float scale[3], const float translate[3])
+drape_err scn_garment(scn *c, const cJSON *cl, const scn_xform *x)
 {
 	c->s.stitch_k = 0.0f;
 	c->s.sew_speed = 0.5f;
@@ -192,6 +192,6 @@ drape_err scn_garment(scn *c, const cJSON *cl, const float scale[3], const float
 	SCN_FIELD(c, cl, "sew_speed", scn_float_in(c, v_, 0.0, 1e3, 0, &c->s.sew_speed));
 	SCN_FIELD(c, cl, "stitches", scn_stitches(c, v_));
 	SCN_FIELD(c, cl, "seams", scn_seams(c, v_));
-	SCN_FIELD(c, cl, "rest_mesh", scn_rest_mesh(c, v_, scale, translate));
+	SCN_FIELD(c, cl, "rest_mesh", scn_rest_mesh(c, v_, x));
 	return DRAPE_OK;
 }

@@ -60,10 +60,23 @@ drape_err scn_float_in(scn *c, const cJSON *v, double lo, double hi, int lo_open
 drape_err scn_vec(scn *c, const cJSON *v, int n, float *out);
 drape_err scn_scale(scn *c, const cJSON *v, float out[3]);
 
+/* A mesh's placement in the scene: p' = R (p * scale) + translate, with R
+ * from "rotate" (XYZ Euler degrees, X applied first, as keyframes). */
+typedef struct scn_xform {
+	float scale[3];
+	double rotate[9];
+	int rotated;
+	float translate[3];
+} scn_xform;
+
+/* Reads "scale", "rotate" and "translate" of obj (absent ones stay the
+ * identity). */
+drape_err scn_xform_read(scn *c, const cJSON *obj, scn_xform *x);
+
 /* Meshes: load an OBJ named by the string v within the scene's budget,
- * and apply p * scale + translate. */
+ * and place it by x. */
 drape_err scn_load_mesh(scn *c, const cJSON *v, drape_obj_mesh *m, char **resolved);
-drape_err scn_transform(scn *c, drape_obj_mesh *m, const float scale[3], const float translate[3]);
+drape_err scn_transform(scn *c, drape_obj_mesh *m, const scn_xform *x);
 
 static inline const cJSON *scn_get(const cJSON *obj, const char *key)
 {
@@ -87,7 +100,7 @@ static inline const cJSON *scn_get(const cJSON *obj, const char *key)
 /* The cloth's garment keys ("stitches", "seams", "rest_mesh",
  * "stitch_stiffness", "sew_speed"), read after its mesh is loaded and
  * transformed (scene_garment.c). */
-drape_err scn_garment(scn *c, const cJSON *cl, const float scale[3], const float translate[3]);
+drape_err scn_garment(scn *c, const cJSON *cl, const scn_xform *x);
 /* The cloth's per-group properties (scene_props.c): "mass_scale",
  * "rest_scale", "stiffness_scale", and "thickness" and "friction" when
  * they are objects of groups (or "friction" a number). */

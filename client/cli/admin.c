@@ -556,6 +556,19 @@ int cli_cmd_check(int argc, char **argv)
 		drape_scene_free(&sc);
 		return x;
 	}
+	char units[1024];
+	drape_scene_size_note(&sc, units, sizeof units);
+	cli_inside inside;
+	uint32_t pieces = 0, unpinned = 0;
+	rc = cli_check_pieces(&sc, &pieces, &unpinned, &err);
+	if (rc == DRAPE_OK)
+		rc = cli_check_inside(&sc, &inside, &err);
+	if (rc != DRAPE_OK) {
+		x = cli_fail("colliders", rc, &err);
+		free(pairs);
+		drape_scene_free(&sc);
+		return x;
+	}
 	if (o.json) {
 		printf("{\"vertices\":%u,\"triangles\":%u,\"edges\":%u,\"bends\":%u,"
 		       "\"boundary_edges\":%u,\"nonmanifold_edges\":%u,\"zero_area_triangles\":%u,"
@@ -588,6 +601,14 @@ int cli_cmd_check(int argc, char **argv)
 		print_material_json(&sc);
 		print_garment(&sc, along_seams, 1);
 		print_cloths(&sc, 1);
+		printf(",\"pieces\":%u,\"unpinned_pieces\":%u", pieces, unpinned);
+		printf(",\"inside_colliders\":{\"vertices\":%llu,\"deepest\":%.9g,\"collider\":%d}",
+		       (unsigned long long)inside.vertices, (double)inside.deepest, (int)inside.collider);
+		printf(",\"units_warning\":");
+		if (units[0] != '\0')
+			cli_json_str(stdout, units);
+		else
+			printf("null");
 		printf("}\n");
 	} else {
 		printf("vertices:              %u\n", t.vertices);
@@ -598,6 +619,10 @@ int cli_cmd_check(int argc, char **argv)
 		printf("zero-area triangles:   %u\n", t.zero_area_triangles);
 		printf("unreferenced vertices: %u\n", t.unreferenced_vertices);
 		printf("pinned vertices:       %u\n", t.pinned_vertices);
+		printf("pieces:                %u", pieces);
+		if (sc.pin_count > 0 && unpinned > 0)
+			printf(" (%u with no pinned vertex: they fall unless a collider holds them)", unpinned);
+		printf("\n");
 		if (t.welds > 0)
 			printf("welded vertices:       %u (one particle with their partners)\n", t.welds);
 		if (sc.pin_stiffness != NULL) {
@@ -616,6 +641,14 @@ int cli_cmd_check(int argc, char **argv)
 			printf("  triangles %u and %u\n", pairs[i].a, pairs[i].b);
 		if (count > shown)
 			printf("  ... and %llu more\n", (unsigned long long)(count - shown));
+		if (inside.vertices > 0)
+			printf("inside colliders:      %llu cloth vertices start inside (deepest %.1f mm, in "
+			       "colliders[%d]): the solver pushes them out, through the cloth if deep\n",
+			       (unsigned long long)inside.vertices, 1000.0 * inside.deepest, (int)inside.collider);
+		else
+			printf("inside colliders:      0 cloth vertices\n");
+		if (units[0] != '\0')
+			printf("units:                 warning: %s\n", units);
 		printf("frames:                %u to %u written (%u solved)\n", (unsigned)sc.start_frame,
 		       (unsigned)sc.frames, (unsigned)sc.frames);
 		for (uint32_t i = 0; i < sc.collider_count; i++) {

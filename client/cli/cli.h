@@ -132,6 +132,19 @@ int cli_cmd_sessions(int argc, char **argv);
 int cli_cmd_cancel(int argc, char **argv);
 int cli_cmd_delete(int argc, char **argv);
 int cli_cmd_check(int argc, char **argv);
+
+/* Cloth vertices inside the scene's mesh colliders at frame 0 (inside.c):
+ * how many (a vertex inside two counts twice), the deepest in metres and
+ * the collider it is in (-1 when none). */
+typedef struct cli_inside {
+	uint64_t vertices;
+	float deepest;
+	int32_t collider;
+} cli_inside;
+drape_err cli_check_inside(const drape_scene *sc, cli_inside *out, drape_error *err);
+/* The cloth's pieces, joined by triangles and stitches, and how many of
+ * them hold no pinned vertex (pieces.c). */
+drape_err cli_check_pieces(const drape_scene *sc, uint32_t *pieces, uint32_t *unpinned, drape_error *err);
 int cli_cmd_resume(int argc, char **argv);
 int cli_cmd_loadtest(int argc, char **argv);
 int cli_cmd_admin(int argc, char **argv);

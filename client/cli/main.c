@@ -201,9 +201,12 @@ static const struct {
 	 "Loads the scene and reports the cloth's topology (vertices, triangles, edges,\n"
 	 "bending pairs, boundary/non-manifold/degenerate edges, pins) and the pairs of\n"
 	 "triangles that intersect (up to --max-pairs, default 16), the frames written,\n"
-	 "and each animated collider's samples and frame range. Runs in process; with\n"
-	 "--server the intersection test runs on the server. Exit 65 if any pair\n"
-	 "intersects (the solver cannot untangle a cloth that starts tangled).\n",
+	 "and each animated collider's samples and frame range; the cloth's pieces and\n"
+	 "how many have no pin, the cloth vertices that start inside a mesh collider\n"
+	 "(count, deepest, which), and a warning when a size suggests a mesh not in\n"
+	 "metres. Runs in process; with --server the intersection test runs on the\n"
+	 "server. Exit 65 if any pair intersects (the solver cannot untangle a cloth\n"
+	 "that starts tangled).\n",
 	 cli_cmd_check},
 	{"loadtest",
 	 "usage: drape loadtest [--server URL] [--clients N] [--sessions-per-client M]\n"

@@ -788,6 +788,18 @@ int cli_cmd_run(int argc, char **argv)
 		drape_scene_free(&sc);
 		return x;
 	}
+	/* A mesh in the wrong units is valid input, so it would run unnoticed. */
+	char units[1024];
+	if (drape_scene_size_note(&sc, units, sizeof units) > 0)
+		fprintf(stderr, "drape: warning: %s\n", units);
+	/* Pinned pieces next to unpinned ones: the user meant to hang them all. */
+	uint32_t pieces = 0, unpinned = 0;
+	drape_error perr;
+	if (sc.pin_count > 0 && cli_check_pieces(&sc, &pieces, &unpinned, &perr) == DRAPE_OK && unpinned > 0)
+		fprintf(stderr,
+			"drape: warning: %u of the cloth's %u pieces have no pinned vertex: they fall unless a "
+			"collider holds them\n",
+			unpinned, pieces);
 	uint32_t frames = o.frames ? o.frames : sc.frames;
 	if (sc.start_frame > frames) {
 		fprintf(stderr, "drape run: --frames %u ends before the scene's start_frame %u\n", (unsigned)frames,

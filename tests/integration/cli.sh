@@ -154,6 +154,49 @@ fi
 expect check 0 "$DRAPE" check "$T/small.json" && grep -q "vertices: *120" "$T/out" &&
 	grep -q "intersecting pairs: *0" "$T/out" && pass check_reports_topology
 
+# Cloth that starts inside a mesh collider: a 2 m sheet of 8 x 8 vertices
+# (spacing 2/7 m) through the middle of the unit cube has the 4 x 4
+# vertices with |x|, |y| < 0.5 inside it, the deepest 0.5 - 1/7 = 357 mm
+# from the faces; lifted 2 m, none. The units warning: the same cube 10 m
+# tall (a body in decimetres) is named with the scale that fixes it. Each
+# case fails (not only misses its PASS) when the output is wrong.
+out_has() { # NAME PATTERN: PASS when $T/out matches, else FAIL quoting it
+	if grep -q "$2" "$T/out"; then pass "$1"; else fail "$1" "no '$2' in: $(head -c 600 "$T/out")"; fi
+}
+cat >"$T/inside.json" <<EOF
+{"frames": 1, "cloth": {"mesh": {"grid": {"size": [2, 2], "resolution": [8, 8]}}},
+ "colliders": [{"mesh": "$TOP/tests/data/obj/block.obj"}]}
+EOF
+expect check_inside 0 "$DRAPE" check "$T/inside.json" &&
+	out_has check_counts_cloth_inside_a_collider \
+		"^inside colliders: *16 cloth vertices start inside (deepest 35[0-9]\.[0-9] mm, in colliders\[0\])"
+sed 's/"resolution": \[8, 8\]/"resolution": [8, 8], "center": [0, 2, 0]/' "$T/inside.json" >"$T/outside.json"
+expect check_outside 0 "$DRAPE" check "$T/outside.json" --json &&
+	out_has check_finds_none_outside '"inside_colliders":{"vertices":0,.*"units_warning":null'
+# A collider keyed up 2 m at frame 0 is met by the lifted sheet.
+sed 's|block.obj"|block.obj", "keyframes": [{"frame": 0, "translate": [0, 2, 0]}]|' "$T/outside.json" >"$T/keyed.json"
+expect check_keyed 0 "$DRAPE" check "$T/keyed.json" &&
+	out_has check_places_a_keyed_collider_at_frame_0 "^inside colliders: *16 cloth vertices start inside"
+sed 's|block.obj"|block.obj", "scale": [1, 10, 1]|' "$T/outside.json" >"$T/tall.json"
+expect check_tall 0 "$DRAPE" check "$T/tall.json" &&
+	out_has check_warns_of_units \
+		'^units: *warning: colliders\[0\] is 10 m tall: scenes are in metres, Y up (a body in decimetres needs "scale": 0.1'
+expect run_tall 0 "$DRAPE" run "$T/tall.json" --local --frames 1 --out "$T/tallrun" && cp "$T/err" "$T/out" &&
+	out_has run_warns_of_units '^drape: warning: colliders\[0\] is 10 m tall'
+
+# Pieces: two separate 1 m squares, the left one pinned by a box. The right
+# one has no pin and falls; a stitch between them makes one piece.
+printf 'v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv 2 0 0\nv 3 0 0\nv 3 1 0\nv 2 1 0\nf 1 2 3 4\nf 5 6 7 8\n' >"$T/two.obj"
+cat >"$T/pieces.json" <<EOF
+{"frames": 1, "cloth": {"mesh": "two.obj", "pins": {"box": {"min": [-0.1, 0.9, -0.1], "max": [1.1, 1.1, 0.1]}}}}
+EOF
+expect check_pieces 0 "$DRAPE" check "$T/pieces.json" &&
+	out_has check_counts_unpinned_pieces "^pieces: *2 (1 with no pinned vertex: they fall unless a collider holds them)$"
+sed 's/"pins"/"stitches": [[1, 4]], "pins"/' "$T/pieces.json" >"$T/sewn.json"
+expect check_sewn 0 "$DRAPE" check "$T/sewn.json" --json && out_has check_joins_stitched_pieces '"pieces":1,"unpinned_pieces":0,'
+expect run_pieces 0 "$DRAPE" run "$T/pieces.json" --local --frames 1 --out "$T/piecesrun" && cp "$T/err" "$T/out" &&
+	out_has run_warns_of_unpinned_pieces "^drape: warning: 1 of the cloth's 2 pieces have no pinned vertex"
+
 # Materials: check shows what a scene resolves to; --material swaps the
 # preset (and changes the frames); an unknown preset is a usage error that
 # lists the presets.

@@ -720,7 +720,7 @@ static void test_scene_errors(void)
 		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"pins\": {\"group\": \"nope\"}}}", DRAPE_ENOTFOUND,
 		 "s.json: cloth.pins.group: no group 'nope' in the cloth mesh (groups: body, top)"},
 		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"pins\": {\"box\": {\"min\": [5,5,5], \"max\": [6,6,6]}}}}",
-		 DRAPE_EINVAL, "s.json: cloth.pins.box: selects no vertex of the cloth (after scale and translate)"},
+		 DRAPE_EINVAL, "s.json: cloth.pins.box: selects no vertex of the cloth (after scale, rotate and translate)"},
 		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"pins\": {\"indices\": [1], \"group\": \"top\"}}}",
 		 DRAPE_EINVAL, "s.json: cloth.pins: needs exactly one of \"indices\", \"box\" and \"group\""},
 		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"pins\": {\"indices\": [1], \"attach\": 0}}}",
@@ -888,6 +888,117 @@ static void test_scene_colliders(void)
 	CHECKF(pins, "pins %u: top %u sphere %u free %u", npins, top, sph, free_pins);
 }
 
+/* Absolute difference of a float from an expected value. */
+static int near(float v, double want)
+{
+	return fabs((double)v - want) < 1e-5;
+}
+
+/* "rotate" places a mesh that was modelled Z up, or facing away: the sheet
+ * (z = 0, [0, 1]^2) stood up or laid down by XYZ Euler degrees, X first,
+ * between scale and translate. The expected corners are worked by hand. */
+static void test_scene_rotate(void)
+{
+	drape_scene s;
+	drape_error err;
+	/* Rx(90) turns +Y into +Z: corner 63 (1, 1, 0), scaled by 2, is
+	 * (2, 0, 2), then moved up 1. The box (after the whole placement)
+	 * finds the far row, y = 1 in the file, at z = 2. */
+	drape_err rc = load_str("{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": 2, \"rotate\": [90, 0, 0],"
+				"\"translate\": [0, 1, 0], \"pins\": {\"box\": {\"min\": [-1, 0.9, 1.9], "
+				"\"max\": [3, 1.1, 2.1]}}}}",
+				&s, &err);
+	CHECKF(rc == DRAPE_OK, "%s", err.message);
+	const float *p = s.cloth.positions;
+	int corner = rc == DRAPE_OK && near(p[3 * 63], 2) && near(p[3 * 63 + 1], 1) && near(p[3 * 63 + 2], 2) &&
+		     near(p[0], 0) && near(p[1], 1) && near(p[2], 0);
+	int pins = rc == DRAPE_OK && s.pin_count == 8 && s.pins[0] == 56 && s.pins[7] == 63;
+	if (rc == DRAPE_OK)
+		drape_scene_free(&s);
+	CHECKF(corner, "corner 63 at (%g, %g, %g)", rc ? 0.0 : (double)p[189], rc ? 0.0 : (double)p[190],
+	       rc ? 0.0 : (double)p[191]);
+	CHECK(pins);
+
+	/* The order: X first, then Y. (1, 1, 0) -> Rx(90) (1, 0, 1) ->
+	 * Ry(90) (1, 0, -1); Y first would give (0, 1, 1). The rest mesh
+	 * (the same file) takes the same placement, so it rests unstrained. */
+	rc = load_str("{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"rotate\": [90, 90, 0],"
+		      " \"rest_mesh\": \"../obj/sheet.obj\"}}",
+		      &s, &err);
+	CHECKF(rc == DRAPE_OK, "%s", err.message);
+	int order = rc == DRAPE_OK && near(s.cloth.positions[189], 1) && near(s.cloth.positions[190], 0) &&
+		    near(s.cloth.positions[191], -1);
+	int rest = rc == DRAPE_OK && s.rest_positions != NULL &&
+		   memcmp(s.rest_positions, s.cloth.positions, 3 * sizeof(float) * s.cloth.vertex_count) == 0;
+	if (rc == DRAPE_OK)
+		drape_scene_free(&s);
+	CHECK(order);
+	CHECK(rest);
+
+	/* A mesh collider turns too (negative.obj's second vertex is (1, 0, 0)
+	 * in the file: Rz(90) takes it to (0, 1, 0)); a shape refuses the key. */
+	rc = load_str("{\"colliders\": [{\"mesh\": \"../obj/negative.obj\", \"rotate\": [0, 0, 90]}],"
+		      " \"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}",
+		      &s, &err);
+	CHECKF(rc == DRAPE_OK, "%s", err.message);
+	int col = rc == DRAPE_OK && near(s.colliders[0].vertices[3], 0) && near(s.colliders[0].vertices[4], 1) &&
+		  near(s.colliders[0].vertices[5], 0);
+	if (rc == DRAPE_OK)
+		drape_scene_free(&s);
+	CHECK(col);
+	rc = load_str("{\"colliders\": [{\"sphere\": {\"center\": [0,0,0], \"radius\": 1}, \"rotate\": [0, 0, 90]}],"
+		      " \"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}",
+		      &s, &err);
+	CHECK(rc == DRAPE_EINVAL && strstr(err.message, "colliders[0].rotate: only mesh colliders") != NULL);
+	rc = load_str("{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"rotate\": 90}}", &s, &err);
+	CHECKF(rc == DRAPE_EINVAL && strstr(err.message, "cloth.rotate: ") != NULL, "%s", err.message);
+}
+
+/* The size note: a cloth or a body whose size is implausible in metres is
+ * named with its size and the scale that fixes decimetres or centimetres;
+ * sizes that are plausible in metres give none. The sheet is 1 m square. */
+static void test_scene_size_note(void)
+{
+	static const struct {
+		const char *json;
+		const char *want; /* a part of the note, NULL for no note */
+	} cases[] = {
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}", NULL},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": 3.9}}", NULL},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": 10}}",
+		 "the cloth is 10 m across: scenes are in metres (a mesh in decimetres needs \"scale\": 0.1"},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": 0.01}}",
+		 "the cloth is 0.01 m across: scenes are in metres (a mesh in millimetres needs \"scale\": 0.001)"},
+		{"{\"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": 0.03}}", NULL},
+		/* negative.obj spans y in [0, 1]: 4 m tall as a body. */
+		{"{\"colliders\": [{\"plane\": {\"point\": [0,0,0], \"normal\": [0,1,0]}},"
+		 " {\"mesh\": \"../obj/negative.obj\", \"scale\": [1, 4, 1]}], \"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}",
+		 "colliders[1] is 4 m tall: scenes are in metres, Y up"},
+		{"{\"colliders\": [{\"mesh\": \"../obj/negative.obj\", \"scale\": [9, 2.9, 9]}],"
+		 " \"cloth\": {\"mesh\": \"../obj/sheet.obj\"}}",
+		 NULL},
+		{"{\"cloths\": [{\"name\": \"small\", \"mesh\": \"../obj/sheet.obj\"},"
+		 " {\"name\": \"big\", \"mesh\": \"../obj/sheet.obj\", \"scale\": 20, \"translate\": [0, 0, 1]}]}",
+		 "cloth \"big\" is 20 m across"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		drape_scene s;
+		drape_error err;
+		drape_err rc = load_str(cases[i].json, &s, &err);
+		CHECKF(rc == DRAPE_OK, "case %zu: %s", i, err.message);
+		if (rc != DRAPE_OK)
+			continue;
+		char note[1024];
+		size_t n = drape_scene_size_note(&s, note, sizeof note);
+		drape_scene_free(&s);
+		if (cases[i].want == NULL)
+			CHECKF(n == 0 && note[0] == '\0', "case %zu: unexpected note '%.200s'", i, note);
+		else
+			CHECKF(n == strlen(note) && strstr(note, cases[i].want) != NULL && strstr(note, "small") == NULL,
+			       "case %zu: note '%.200s'", i, note);
+	}
+}
+
 static void test_scene_examples(void)
 {
 	/* Every example scene loads (they are what users copy first). */
@@ -990,6 +1101,8 @@ static const check_test tests[] = {
 	CHECK_TEST(test_scene_grid),
 	CHECK_TEST(test_scene_errors),
 	CHECK_TEST(test_scene_colliders),
+	CHECK_TEST(test_scene_rotate),
+	CHECK_TEST(test_scene_size_note),
 	CHECK_TEST(test_scene_examples),
 	CHECK_TEST(test_robust_mutations),
 };
