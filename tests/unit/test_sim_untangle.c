@@ -53,9 +53,8 @@ static float max_edge_strain(const float *xyz, const float *rest, const uint32_t
 	return worst;
 }
 
-/* Creates the sim on the flat mesh g with pins, sets the tangled start
- * positions and steps `frames` frames, counting intersections after each.
- * fill < 0 leaves the default region; 0 or 1 sets it (sim_self_tangle_fill). */
+/* Creates the sim on the flat mesh g (the rest shape) with pins and sets
+ * the tangled start positions. */
 static drape_sim *tangle_sim(const grid *g, const uint32_t *pins, uint32_t pin_count,
 			     const float *start, int self)
 {
@@ -88,6 +87,7 @@ static drape_sim *tangle_sim(const grid *g, const uint32_t *pins, uint32_t pin_c
 	return sim;
 }
 
+/* Steps `frames` frames, counting intersecting pairs after each. */
 static void tangle_steps(drape_sim *sim, const grid *g, uint32_t frames, tangle_run *r)
 {
 	float *xyz = malloc((size_t)g->nv * 3 * sizeof *xyz);
@@ -117,20 +117,6 @@ static void tangle_steps(drape_sim *sim, const grid *g, uint32_t frames, tangle_
 			break;
 		}
 		r->last_pairs = c;
-		if (getenv("UNTANGLE_TRACE") != NULL) {
-			uint64_t rp = 0;
-			uint32_t rv = 0;
-			if (sim->self != NULL)
-				sim_self_tangle_counts(sim->self, NULL, NULL, &rp, &rv);
-			drape_tri_pair pr[4];
-			uint64_t c2 = 0;
-			drape_preflight(xyz, g->nv, g->tri, g->nt, pr, 4, &c2, NULL);
-			printf("    frame %u: %llu intersecting, solver %llu, %u released", f,
-			       (unsigned long long)c, (unsigned long long)rp, rv);
-			for (uint64_t k = 0; k < c2 && k < 4; k++)
-				printf(" (%u %u)", pr[k].a, pr[k].b);
-			printf("\n");
-		}
 		if (c == 0 && r->clear_at == 0)
 			r->clear_at = f;
 		if (c > 0 && r->clear_at != 0 && r->bad_after == 0)
@@ -208,7 +194,7 @@ static void test_band_through_sheet_untangles(void)
 	float *start = NULL;
 	uint32_t pins[4 + 2 * BAND_N], np = 0;
 	CHECK(band_mesh(&g, &start, pins, &np));
-	drape_sim *sim = tangle_sim(&g, pins, np, start, getenv("UNTANGLE_OFF") == NULL);
+	drape_sim *sim = tangle_sim(&g, pins, np, start, 1);
 	CHECK(sim != NULL);
 	tangle_run on = {0};
 	tangle_steps(sim, &g, FRAMES, &on);
@@ -293,7 +279,7 @@ static void test_folded_strip_through_itself_untangles(void)
 			if (i == FOLD_NX - 1)
 				pins[np++] = j * FOLD_NX + i;
 		}
-	drape_sim *sim = tangle_sim(&g, pins, np, start, getenv("UNTANGLE_OFF") == NULL);
+	drape_sim *sim = tangle_sim(&g, pins, np, start, 1);
 	CHECK(sim != NULL);
 	tangle_run on = {0};
 	tangle_steps(sim, &g, FRAMES, &on);
