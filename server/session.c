@@ -438,6 +438,10 @@ srv_session *srv_create_build(srv_server *srv, uint32_t id, const proto_request 
 	if (drape_preflight(m->positions, m->vertex_count, m->triangles, m->triangle_count, NULL, 0,
 			    &s->intersections, NULL) != DRAPE_OK)
 		s->intersections = 0;
+	/* With self-collision on, the tangled region is released until it no
+	 * longer intersects (README, self-collision); the log says how much. */
+	if (s->intersections > 0)
+		drape_sim_tangle(s->sim, NULL, &s->released);
 	return s;
 }
 
@@ -485,9 +489,11 @@ drape_err srv_create_finish(srv_server *srv, srv_session *s, proto_reply *rep,
 	memcpy(rep->u.create.token, s->token, PROTO_TOKEN_SIZE);
 	rep->u.create.topology = s->topology;
 	rep->u.create.intersections = s->intersections;
-	srv_info("session %u created: %u vertices, %u triangles, %u pins, %llu intersecting pairs%s%s, user %s, from %s",
+	srv_info("session %u created: %u vertices, %u triangles, %u pins, %llu intersecting pairs "
+		 "(%u vertices released to untangle)%s%s, user %s, from %s",
 		 (unsigned)s->id, (unsigned)s->vertices, (unsigned)s->triangles,
 		 (unsigned)s->topology.pinned_vertices, (unsigned long long)s->intersections,
+		 (unsigned)s->released,
 		 s->name ? ", name " : "", s->name ? s->name : "", s->owner[0] ? s->owner : "-",
 		 s->host[0] ? s->host : "-");
 	return DRAPE_OK;

@@ -70,6 +70,7 @@ typedef struct srv_session {
 	 * copy, answered by session.colliders while a frame solves. */
 	srv_colview colview;
 	uint64_t intersections; /* preflight count of the input mesh */
+	uint32_t released;      /* vertices the self-collision releases to untangle them */
 	/* The mesh as created, for session.topology (topology.c) and
 	 * frames.get with "mesh" (the browser view draws the cloth with its
 	 * triangles): the input pose, the triangles (triangles * 3, caller's

@@ -615,6 +615,16 @@ drape_err drape_preflight(const float *positions, uint32_t vertex_count, const u
 			  uint32_t triangle_count, drape_tri_pair *pairs, uint32_t max_pairs,
 			  uint64_t *count, drape_error *err);
 
+/*
+ * Untangling (README, self-collision): the intersecting triangle pairs the
+ * self-collision found in the cloth at its first check and the vertices it
+ * released around them, which are neither kept apart nor guarded until
+ * their region no longer intersects. Checks now when no step has yet. Both
+ * 0 without self-collision or when nothing intersects. Either pointer may
+ * be NULL.
+ */
+void drape_sim_tangle(drape_sim *sim, uint64_t *pairs, uint32_t *released);
+
 /* The solver's build: "scalar", "sse2" or "avx2", for logs and hello. */
 const char *drape_sim_build(void);
 

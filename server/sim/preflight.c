@@ -21,6 +21,7 @@
  */
 #include "drape/sim.h"
 
+#include "server/sim/preflight.h"
 #include "server/sim/selfhash.h"
 #include "server/sim/vec.h"
 
@@ -428,4 +429,115 @@ drape_err drape_preflight(const float *positions, uint32_t vertex_count, const u
 	sim_hash_free(&h);
 	*count = found;
 	return DRAPE_OK;
+}
+
+/* ---- the solver's subset test (preflight.h) ---------------------------------- */
+
+int64_t sim_preflight_subset(const float *positions, size_t stride, const uint32_t *triangles,
+			     const uint32_t *subset, uint32_t n, sim_tri_pair_skip skip, void *ctx,
+			     uint8_t *hit)
+{
+	if (n < 2)
+		return 0;
+	float *boxes = malloc(6 * (size_t)n * sizeof *boxes);
+	uint32_t *stamp = calloc(n, sizeof *stamp);
+	sim_hash h;
+	int hash_ok = sim_hash_init(&h, n) == DRAPE_OK;
+	if (boxes == NULL || stamp == NULL || !hash_ok) {
+		free(boxes);
+		free(stamp);
+		if (hash_ok)
+			sim_hash_free(&h);
+		return -1;
+	}
+	double len_sum = 0.0;
+	for (uint32_t i = 0; i < n; i++) {
+		const uint32_t *tv = &triangles[3 * (size_t)subset[i]];
+		const float *pa = &positions[stride * tv[0]], *pb = &positions[stride * tv[1]],
+			    *pc = &positions[stride * tv[2]];
+		dvec a = dv(pa), b = dv(pb), c = dv(pc);
+		len_sum += sqrt(ddot(dsub(b, a), dsub(b, a))) + sqrt(ddot(dsub(c, b), dsub(c, b))) +
+			   sqrt(ddot(dsub(a, c), dsub(a, c)));
+		float *bx = &boxes[6 * (size_t)i];
+		if (degenerate(a, b, c)) {
+			bx[0] = bx[1] = bx[2] = INFINITY;
+			bx[3] = bx[4] = bx[5] = -INFINITY;
+			continue;
+		}
+		for (int k = 0; k < 3; k++) {
+			bx[k] = fminf(pa[k], fminf(pb[k], pc[k]));
+			bx[k + 3] = fmaxf(pa[k], fmaxf(pb[k], pc[k]));
+		}
+	}
+	float cell = (float)(len_sum / (3.0 * (double)n));
+	if (!(cell > 0.0f) || !isfinite(cell))
+		cell = 1.0f;
+	if (sim_hash_build(&h, boxes, n, cell) != 0) {
+		free(boxes);
+		free(stamp);
+		sim_hash_free(&h);
+		return -1;
+	}
+	int64_t found = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const float *ba = &boxes[6 * (size_t)i];
+		if (!sim_box_valid(ba))
+			continue;
+		const uint32_t ga = subset[i];
+		const uint32_t *ta = &triangles[3 * (size_t)ga];
+		dvec U[3] = {dv(&positions[stride * ta[0]]), dv(&positions[stride * ta[1]]),
+			     dv(&positions[stride * ta[2]])};
+		sim_cellbox c = sim_hash_cells(&h, ba);
+		int brute = sim_cellbox_count(&c) > SIM_HASH_MAX_CELLS;
+		uint32_t cell_iter = 0;
+		int32_t cx = c.lo[0], cy = c.lo[1], cz = c.lo[2];
+		uint32_t e = 0, e_end = 0, big_i = 0;
+		for (;;) {
+			uint32_t j;
+			if (brute) {
+				if (cell_iter >= n)
+					break;
+				j = cell_iter++;
+			} else if (e < e_end) {
+				j = h.entries[e++];
+			} else if (cz <= c.hi[2]) {
+				uint32_t slot = sim_hash_slot(&h, cx, cy, cz);
+				e = h.start[slot];
+				e_end = h.start[slot + 1];
+				if (++cx > c.hi[0]) {
+					cx = c.lo[0];
+					if (++cy > c.hi[1]) {
+						cy = c.lo[1];
+						cz++;
+					}
+				}
+				continue;
+			} else if (big_i < h.big_count) {
+				j = h.big[big_i++];
+			} else {
+				break;
+			}
+			if (j <= i || stamp[j] == i + 1)
+				continue;
+			stamp[j] = i + 1;
+			const float *bb = &boxes[6 * (size_t)j];
+			if (!sim_box_valid(bb) || !sim_box_overlap(ba, bb))
+				continue;
+			const uint32_t gb = subset[j];
+			const uint32_t *tb = &triangles[3 * (size_t)gb];
+			if (share_vertex(ta, tb) || (skip != NULL && skip(ctx, ga, gb)))
+				continue;
+			dvec V[3] = {dv(&positions[stride * tb[0]]), dv(&positions[stride * tb[1]]),
+				     dv(&positions[stride * tb[2]])};
+			if (!tri_tri_intersect(U, V))
+				continue;
+			found++;
+			hit[ga] = 1;
+			hit[gb] = 1;
+		}
+	}
+	free(boxes);
+	free(stamp);
+	sim_hash_free(&h);
+	return found;
 }

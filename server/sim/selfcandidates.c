@@ -893,9 +893,11 @@ void sim_self_begin_substep(sim_self *s, const sim_vec4 *restrict x, const sim_v
 {
 	memcpy(s->p_pred, p, (size_t)s->nv * sizeof *p);
 	s->thickness = thickness > 0.0f && isfinite(thickness) ? thickness : 0.0f;
-	if (self_reuse_begin(s, x, p, reach_of(thickness)))
-		return;
-	s->fresh_collects++;
-	self_collect(s, x, p, reach_of(thickness));
+	self_tangle_begin(s, x);
+	if (!self_reuse_begin(s, x, p, reach_of(thickness))) {
+		s->fresh_collects++;
+		self_collect(s, x, p, reach_of(thickness));
+	}
+	self_tangle_filter(s);
 }
 

@@ -289,6 +289,7 @@ void sim_self_destroy(sim_self *s)
 	free(s->reuse_ee);
 	free(s->p_end);
 	self_cull_free(s);
+	self_tangle_free(s);
 	free(s);
 }
 
@@ -301,6 +302,8 @@ drape_err sim_self_create(const uint32_t *triangles, uint32_t triangle_count, ui
 	const size_t nt = triangle_count, nv = vertex_count;
 	s->nv = vertex_count;
 	s->nt = triangle_count;
+	s->tangle_fill = 1;
+	s->tangle_rings = SELF_TANGLE_RINGS;
 	s->tris = malloc(3 * nt * sizeof *s->tris + 1);
 	s->tri_skip = calloc(nt + 1, 1);
 	s->tri_edges = malloc(3 * nt * sizeof *s->tri_edges + 1);

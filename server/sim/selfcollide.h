@@ -94,6 +94,19 @@ void sim_self_begin_frame(sim_self *s);
  * lists collected, and substeps collected afresh. */
 void sim_self_reuse_counts(const sim_self *s, uint64_t *hits, uint64_t *builds, uint64_t *fresh);
 
+/* Untangling (selftangle.c). The check of the mesh at x for intersecting
+ * pairs, done by the first substep unless called before (for the log at
+ * create); nothing after the first check. */
+void sim_self_tangle_check(sim_self *s, const sim_vec4 *restrict x);
+/* Intersecting pairs and released vertices at the first check and at the
+ * last (0 once none remain). */
+void sim_self_tangle_counts(const sim_self *s, uint64_t *pairs0, uint32_t *vertices0,
+			    uint64_t *pairs, uint32_t *vertices);
+/* on 0: release the contour triangles only, not the parts they cut off;
+ * rings: grow the region by that many rings of triangles (for tests and
+ * measurements; default 1 and SELF_TANGLE_RINGS). */
+void sim_self_tangle_fill(sim_self *s, int on, int rings);
+
 /* Candidate pairs collected in the current substep. */
 uint32_t sim_self_pair_count(const sim_self *s);
 

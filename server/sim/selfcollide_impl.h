@@ -277,7 +277,44 @@ struct sim_self {
 	uint8_t *cull_wait, *cull_backoff;
 	int cull_on;
 	float cull_scale;
+	/*
+	 * Untangling (selftangle.c): tangle_state says whether the mesh was
+	 * checked for intersections and whether some remain; while they do,
+	 * tangled[v] is 1 for a released vertex (NULL otherwise) and the rest
+	 * is the check's scratch: the triangles in a pair (hit), the subset
+	 * tested, parts and their sizes, each triangle's piece of cloth
+	 * (mcomp), each piece's largest part and the edge -> triangles CSR.
+	 * tangle_fill 0 releases the contour triangles only, tangle_rings
+	 * the rings of triangles the region is grown by (for tests).
+	 */
+	int tangle_state, tangle_full, tangle_fill, tangle_rings;
+	uint8_t *tangled, *tangle_hit;
+	uint32_t *tangle_sub, *tangle_label, *tangle_queue, *tangle_mcomp;
+	uint32_t *tangle_lsize, *tangle_lbest, *tangle_et_start, *tangle_et;
+	uint64_t tangle_pairs, tangle_pairs0;     /* at the last check, at the first */
+	uint32_t tangle_vertices, tangle_vertices0; /* released, the same way */
 };
+
+#define SELF_TANGLE_UNCHECKED 0
+#define SELF_TANGLE_ACTIVE 1
+#define SELF_TANGLE_DONE 2
+/* Rings of triangles the released region is grown by (selftangle.c): 0,
+ * as measured on the MakeHuman dress (README). */
+#define SELF_TANGLE_RINGS 0
+
+/* 1 when all four vertices of a pair are released (selftangle.c): the pair
+ * is neither pushed apart nor guarded. */
+static inline int self_released(const sim_self *s, const uint32_t idx[4])
+{
+	const uint8_t *r = s->tangled;
+	return r != NULL && (r[idx[0]] & r[idx[1]] & r[idx[2]] & r[idx[3]]);
+}
+
+/* selftangle.c: the check at a substep's start (before the candidates),
+ * the candidates' filter (after), and the buffers' release. */
+void self_tangle_begin(sim_self *s, const sim_vec4 *restrict x);
+void self_tangle_filter(sim_self *s);
+void self_tangle_free(sim_self *s);
 
 /* 1 when vertices a and b belong to objects that do not collide: a pair
  * across them is never a candidate and never guarded (objects.c). */

@@ -393,7 +393,7 @@ static int stop_pair(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict
 static int guard_vt(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
 		    const uint32_t idx[4], float backoff)
 {
-	if (self_joined(s, idx, 0) || self_masked(s, idx[0], idx[1]))
+	if (self_joined(s, idx, 0) || self_masked(s, idx[0], idx[1]) || self_released(s, idx))
 		return 0;
 	if (!pair_moved(x, p, idx))
 		return 0;
@@ -404,7 +404,7 @@ static int guard_vt(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict 
 static int guard_ee(sim_self *s, sim_vec4 *restrict p, const sim_vec4 *restrict x,
 		    const uint32_t idx[4], float backoff)
 {
-	if (self_joined(s, idx, 1) || self_masked(s, idx[0], idx[2]))
+	if (self_joined(s, idx, 1) || self_masked(s, idx[0], idx[2]) || self_released(s, idx))
 		return 0;
 	if (!pair_moved(x, p, idx))
 		return 0;

@@ -176,6 +176,9 @@ void sim_self_begin_frame(sim_self *s)
 {
 	s->reuse_reach = 0.0f;
 	s->reuse_wait = 0;
+	/* A frame's untangling starts from a check of the whole mesh, so that
+	 * it depends on the frame's start state alone (selftangle.c). */
+	s->tangle_full = 1;
 }
 
 void sim_self_reuse_counts(const sim_self *s, uint64_t *hits, uint64_t *builds, uint64_t *fresh)

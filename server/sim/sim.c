@@ -1255,3 +1255,17 @@ uint64_t drape_sim_deform_bytes(uint32_t vertex_count, uint32_t triangle_count, 
 {
 	return sim_deform_bytes(vertex_count, triangle_count, frame_count, cloth_vertices);
 }
+
+void drape_sim_tangle(drape_sim *sim, uint64_t *pairs, uint32_t *released)
+{
+	uint64_t p = 0;
+	uint32_t r = 0;
+	if (sim != NULL && sim->self != NULL) {
+		sim_self_tangle_check(sim->self, sim->x);
+		sim_self_tangle_counts(sim->self, &p, &r, NULL, NULL);
+	}
+	if (pairs != NULL)
+		*pairs = p;
+	if (released != NULL)
+		*released = r;
+}
