@@ -122,14 +122,8 @@
 #include "server/sim/pool.h"
 
 /* Triangles kept per cloth vertex: a vertex in a crease (an armpit, the
- * inside of an elbow) meets both sides, each a fan of several triangles,
- * and the list is filled nearest first at the start of the substep, when
- * the closing side is the further one. With 8, the near side's triangles
- * took every place in a deep or fast bend (a 1 cm tube bent 120 degrees in
- * 4 frames, 140 in 4 or 16: test_sim_deform's test_elbow_fast), the
- * closing side was never projected against and pinched the cloth into
- * itself by 2.5 to 6.3 mm; 16 still left 140 degrees at 2 mm. */
-#define DEFORM_K 24u
+ * inside of an elbow) meets both sides, each a fan of a few triangles. */
+#define DEFORM_K 8u
 /* Nearest triangles of any side kept for the inside test: a vertex's fan
  * on a body mesh. */
 #define DEFORM_NEAR 8u
@@ -1317,10 +1311,6 @@ void sim_deform_keep_test(sim_deform *d, int off, float scale)
 	d->keep_scale = scale > 0.0f ? scale : 1.0f;
 	d->kept = 0;
 }
-
-_Static_assert(DEFORM_K <= sizeof(((sim_deform_vertex_lists *)0)->cand) / sizeof(uint32_t) &&
-		       DEFORM_NEAR <= sizeof(((sim_deform_vertex_lists *)0)->near) / sizeof(uint32_t),
-	       "sim_deform_vertex_lists holds the lists' capacities");
 
 void sim_deform_lists(const sim_deform *d, uint32_t i, sim_deform_vertex_lists *out)
 {

@@ -117,11 +117,11 @@ void sim_deform_keep_stats(const sim_deform *d, uint64_t *filtered, uint64_t *fr
 void sim_deform_keep_test(sim_deform *d, int off, float scale);
 
 /* Tests only: cloth vertex i's lists as the last begin_contacts or
- * project left them (the capacities are deform.c's DEFORM_NEAR, 8, and
- * DEFORM_K, 24). */
+ * project left them (the capacities are deform.c's DEFORM_NEAR and
+ * DEFORM_K, both 8). */
 typedef struct sim_deform_vertex_lists {
 	uint32_t nn, nc, mode;
-	uint32_t near[8], cand[24];
+	uint32_t near[8], cand[8];
 	float ndist[8];
 	float reach, safe, clear;
 } sim_deform_vertex_lists;
