@@ -521,6 +521,32 @@ static void test_walk_measure(void)
 			double p0[3], p1[3];
 			vget(&anim[(size_t)(f > 1 ? f - 2 : 0) * body.nv * 3], nb, p0);
 			vget(bv, nb, p1);
+			{
+				/* The nearest triangles and the side of each
+				 * that the vertex is on (+ in front). */
+				double bestd[3] = {INFINITY, INFINITY, INFINITY}, side[3] = {0, 0, 0};
+				uint32_t bt3[3] = {0, 0, 0};
+				for (uint32_t t = 0; t < body.nt; t++) {
+					double A[3], B[3], C[3], nr[3], ba[3], e1[3], e2[3], nn[3];
+					vget(bv, body.t[3 * t], A), vget(bv, body.t[3 * t + 1], B), vget(bv, body.t[3 * t + 2], C);
+					double di = tri_dist(q, A, B, C, nr, ba);
+					for (int k = 0; k < 3; k++)
+						e1[k] = B[k] - A[k], e2[k] = C[k] - A[k];
+					cross3(e1, e2, nn);
+					double sd = (q[0] - nr[0]) * nn[0] + (q[1] - nr[1]) * nn[1] + (q[2] - nr[2]) * nn[2];
+					for (int k = 0; k < 3; k++)
+						if (di < bestd[k]) {
+							for (int m = 2; m > k; m--)
+								bestd[m] = bestd[m - 1], side[m] = side[m - 1], bt3[m] = bt3[m - 1];
+							bestd[k] = di, side[k] = sd, bt3[k] = t;
+							break;
+						}
+				}
+				for (int k = 0; k < 3; k++)
+					printf("      near tri %u (%u %u %u) %.2f mm, %s\n", bt3[k], body.t[3 * bt3[k]],
+					       body.t[3 * bt3[k] + 1], body.t[3 * bt3[k] + 2], 1e3 * bestd[k],
+					       side[k] > 0 ? "in front" : "behind");
+			}
 			printf("    deepest: cloth vertex %u at (%.3f %.3f %.3f), %.2f mm; nearest body vertex %u moved "
 			       "%.1f mm over the frame\n",
 			       iv, q[0], q[1], q[2], 1e3 * dd, nb,
