@@ -3,7 +3,8 @@
 
 Usage: tests/probe/walk_strain.py OUT_DIR FRAME [FRAME ...]
 OUT_DIR holds `drape run examples/walk.json --out OUT_DIR` frames
-(frame_0001.obj = the state after one step = PC2 sample 2). For each frame:
+(frame_NNNN.obj is PC2 sample NNNN counted from 1, README "Animated
+characters"). For each frame:
 the max and 99th percentile of |l - l0| / l0 over the suit's edges, and the
 top edges with, for each end, the nearest body vertex (the PC2 pose of that
 frame), its distance, the body region it belongs to (from the rest pose)
@@ -68,8 +69,8 @@ def main():
     edges = sorted({(min(a, b), max(a, b)) for t in tris for a, b in ((t[0], t[1]), (t[1], t[2]), (t[2], t[0]))})
     for f in frames:
         pos, _ = read_obj('%s/frame_%04d.obj' % (out, f))
-        g = min(f, len(anim) - 1)
-        P, Pm = anim[g], anim[g - 1]
+        g = min(f - 1, len(anim) - 1)
+        P, Pm = anim[g], anim[max(g - 1, 0)]
         s = sorted(((abs(dist(pos[a], pos[b]) / dist(rest[a], rest[b]) - 1), dist(pos[a], pos[b]) > dist(rest[a], rest[b]), a, b)
                     for a, b in edges), reverse=True)
         vals = [e[0] for e in s]

@@ -225,15 +225,19 @@ static void sleeve_mesh(mesh *m, double rad, double y0, double y1, uint32_t nr, 
  * sleeve vertex is inside the arm's triangles of that frame (ray parity):
  * the cloth caught in the closing bend is never pinched through it.
  */
-static void test_elbow(void)
+static void elbow_bend(double degrees, uint32_t bend_frames, uint32_t substeps, double *deep_out,
+		       uint32_t *inside_out, double *closest_out)
 {
+	*deep_out = INFINITY, *closest_out = INFINITY, *inside_out = UINT32_MAX;
+	uint32_t inside_all = 0;
 	mesh arm, sl;
 	arm_mesh(&arm);
 	sleeve_mesh(&sl, 0.05, -0.1, -0.5, 41, 32);
-	const uint32_t frames = 32;
+	const uint32_t frames = bend_frames + 16;
 	float *anim = malloc((size_t)frames * arm.nv * 12);
 	for (uint32_t f = 0; f < frames; f++)
-		arm_pose((f < 16 ? f / 16.0 : 1.0) * 120.0 * M_PI / 180.0, &anim[(size_t)f * arm.nv * 3]);
+		arm_pose((f < bend_frames ? (double)f / bend_frames : 1.0) * degrees * M_PI / 180.0,
+			 &anim[(size_t)f * arm.nv * 3]);
 	uint32_t pins[32];
 	for (uint32_t k = 0; k < 32; k++)
 		pins[k] = k;
@@ -245,6 +249,8 @@ static void test_elbow(void)
 	sd.triangle_count = sl.nt;
 	sd.pins = pins;
 	sd.pin_count = 32;
+	if (substeps)
+		sd.params.substeps = substeps;
 	drape_sim *sim = NULL;
 	drape_error err;
 	CHECK_OK(drape_sim_create(&sd, &sim, &err));
@@ -269,7 +275,20 @@ static void test_elbow(void)
 		double d = deepest_inside(x, sl.nv, &anim[(size_t)f * arm.nv * 3], arm.t, arm.nv, arm.nt,
 					  &inside);
 		deep = d > deep ? d : deep;
-		CHECKF(inside == 0, "frame %u: %u sleeve vertices inside the arm, deepest %.5f m", f, inside, d);
+		inside_all += inside;
+		if (getenv("DRAPE_ELBOW_VERBOSE") && inside) {
+			parity_grid g;
+			const float *av = &anim[(size_t)f * arm.nv * 3];
+			grid_build(&g, av, arm.t, arm.nv, arm.nt, 0.01);
+			for (uint32_t i = 0; i < sl.nv; i++) {
+				double q[3];
+				vget(x, i, q);
+				if (grid_inside(&g, q))
+					printf("    frame %u: vertex %u (ring %u) at (%.3f %.3f %.3f) inside by %.2f mm\n", f,
+					       i, i / 32, q[0], q[1], q[2], 1e3 * mesh_dist(av, arm.t, arm.nt, q));
+			}
+			parity_free(&g);
+		}
 	}
 	/* The sleeve really was squeezed: some vertex sits in the bend's
 	 * inner side, closer to the arm than the 1 cm gap it started with. */
@@ -281,13 +300,56 @@ static void test_elbow(void)
 		double dd = mesh_dist(last, arm.t, arm.nt, q);
 		closest = dd < closest ? dd : closest;
 	}
-	CHECKF(closest < 0.008, "no sleeve vertex came near the arm (closest %.4f m)", closest);
-	printf("  elbow: deepest %.2g m, closest vertex %.4f m from the arm at 120 degrees\n", deep, closest);
+	*closest_out = closest;
+	*deep_out = deep;
+	*inside_out = inside_all;
 	free(x);
 	free(anim);
 	mesh_free(&arm);
 	mesh_free(&sl);
 	drape_sim_destroy(sim);
+}
+
+static void test_elbow(void)
+{
+	double closest, deep;
+	uint32_t inside;
+	elbow_bend(120.0, 16, 0, &deep, &inside, &closest);
+	CHECKF(inside == 0, "%u sleeve vertices inside the arm over the frames, deepest %.5f m", inside, deep);
+	CHECKF(closest < 0.008, "no sleeve vertex came near the arm (closest %.4f m)", closest);
+	printf("  elbow: deepest %.2g m, closest vertex %.4f m from the arm at 120 degrees\n", deep, closest);
+}
+
+/*
+ * Faster and deeper bends than test_elbow (issue 16's "motions you have
+ * not seen"), figures only, run with DRAPE_ELBOW_SWEEP=1
+ * (DRAPE_ELBOW_SUBSTEPS=N at N substeps, DRAPE_ELBOW_ONLY=k one case,
+ * DRAPE_ELBOW_VERBOSE=1 every vertex inside): to 120 degrees in 4 frames
+ * (the forearm's end, about 0.3 m from the bend, at 3.8 m/s, 39 mm a
+ * substep at the default 4), to 140 in 16, 4 and 2 frames (the bend's
+ * inner wall then curves at 1 mm) and to 120 in 2. Not asserted: at 4
+ * substeps every one leaves sleeve vertices inside the arm (README
+ * "Animated characters", faster motions); they become a test when the
+ * contact holds them.
+ */
+static void test_elbow_sweep(void)
+{
+	if (getenv("DRAPE_ELBOW_SWEEP") == NULL)
+		return;
+	const double deg[] = {120, 140, 140, 140, 120};
+	const uint32_t bf[] = {4, 16, 4, 2, 2};
+	const int only = getenv("DRAPE_ELBOW_ONLY") ? atoi(getenv("DRAPE_ELBOW_ONLY")) : -1;
+	const uint32_t sub = getenv("DRAPE_ELBOW_SUBSTEPS") ? (uint32_t)atoi(getenv("DRAPE_ELBOW_SUBSTEPS")) : 0;
+	for (int k = 0; k < 5; k++) {
+		if (only >= 0 && k != only)
+			continue;
+		double closest, deep;
+		uint32_t inside;
+		elbow_bend(deg[k], bf[k], sub, &deep, &inside, &closest);
+		printf("  elbow %.0f degrees in %u frames: %u vertex-frames inside, deepest %.2f mm, closest "
+		       "%.2f mm\n",
+		       deg[k], bf[k], inside, 1e3 * deep, 1e3 * closest);
+	}
 }
 
 /* ---- A breathing sphere ----------------------------------------------------- */
@@ -936,7 +998,7 @@ static void test_threads(void)
 }
 
 static const check_test tests[] = {
-	CHECK_TEST(test_box_sweep_5),  CHECK_TEST(test_box_sweep_20), CHECK_TEST(test_elbow),
+	CHECK_TEST(test_box_sweep_5),  CHECK_TEST(test_box_sweep_20), CHECK_TEST(test_elbow), CHECK_TEST(test_elbow_sweep),
 	CHECK_TEST(test_sphere_breathe), CHECK_TEST(test_skin_pins),  CHECK_TEST(test_friction_carries),
 	CHECK_TEST(test_pinch_slides), CHECK_TEST(test_bad_frames),
 	CHECK_TEST(test_append_frames), CHECK_TEST(test_threads),

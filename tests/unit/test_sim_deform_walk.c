@@ -20,6 +20,7 @@
 #include "drape/sim.h"
 #include "server/sim/internal.h"
 #include "server/sim/pool.h"
+#include "server/sim/bodythrough.h"
 #include "sim_fixtures.h"
 #include "deform_geometry.h"
 
@@ -421,10 +422,159 @@ static void test_walk_threads(void)
 	CHECK(pairs_p > 0 && pairs_e > 0 && wb3 > 0);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * A measure only, run when DRAPE_WALK_MEASURE names a `drape run --out`
+ * folder (frame_NNNN.obj is PC2 sample NNNN, counted from 1: a cache
+ * starting at frame 1 keeps its frame numbers, README "Animated
+ * characters") and
+ * DRAPE_WALK_PC2 the body's point cache that run used (tests/probe/
+ * fastwalk.py makes faster walks). Per frame: the deepest cloth vertex
+ * inside that sample's body triangles (ray parity, as test_walk), whether
+ * any coordinate is not finite, and the body-through measure
+ * (bodythrough.h: body vertices covered by the cloth but on its outer side
+ * by more than 1 mm, body edges through cloth triangles, cloth edges
+ * through body triangles): cloth carried to the far side of a limb leaves
+ * the limb showing through it. Nothing asserted.
+ */
+static void test_walk_measure(void)
+{
+	const char *dir = getenv("DRAPE_WALK_MEASURE"), *pc2 = getenv("DRAPE_WALK_PC2");
+	if (dir == NULL || pc2 == NULL) {
+		printf("  (DRAPE_WALK_MEASURE=DIR DRAPE_WALK_PC2=FILE not set: skipped)\n");
+		return;
+	}
+	mesh body;
+	CHECK(read_obj("tests/data/anim/body_rest_m.obj", &body, 1.0));
+	uint32_t samples = 0;
+	float *anim = read_pc2(pc2, body.nv, &samples);
+	CHECKF(anim != NULL, "cannot read %s", pc2);
+	mesh rest;
+	CHECK(read_obj("tests/data/meshes/mh_male_casualsuit04.obj", &rest, 0.1));
+	const float thickness = 0.003f;
+	double worst = 0, run_smax = 0;
+	uint32_t worst_frame = 0, bad_frames = 0, through_frames = 0, frames = 0;
+	double *strain = malloc((size_t)rest.nt * 3 * sizeof *strain);
+	for (uint32_t f = 1; f <= samples; f++) {
+		char path[400];
+		snprintf(path, sizeof path, "%s/frame_%04u.obj", dir, f);
+		mesh c;
+		if (!read_obj(path, &c, 1.0))
+			break;
+		CHECKF(c.nv == rest.nv && c.nt == rest.nt, "frame %u: not the suit's topology", f);
+		frames++;
+		/* Edge strain |l - l0| / l0 over every triangle's edges (an inner
+		 * edge counts twice, which leaves max and p99 as good as exact). */
+		uint32_t ne = 0;
+		for (uint32_t t = 0; t < c.nt; t++)
+			for (int k = 0; k < 3; k++) {
+				uint32_t a = c.t[3 * t + k], b = c.t[3 * t + (k + 1) % 3];
+				double q0[3], q1[3], r0[3], r1[3];
+				vget(c.v, a, q0), vget(c.v, b, q1), vget(rest.v, a, r0), vget(rest.v, b, r1);
+				double l = sqrt((q0[0] - q1[0]) * (q0[0] - q1[0]) + (q0[1] - q1[1]) * (q0[1] - q1[1]) + (q0[2] - q1[2]) * (q0[2] - q1[2]));
+				double l0 = sqrt((r0[0] - r1[0]) * (r0[0] - r1[0]) + (r0[1] - r1[1]) * (r0[1] - r1[1]) + (r0[2] - r1[2]) * (r0[2] - r1[2]));
+				strain[ne++] = l0 > 0 ? fabs(l - l0) / l0 : 0;
+			}
+		qsort(strain, ne, sizeof *strain, cmp_double);
+		double smax = ne ? strain[ne - 1] : 0, sp99 = ne ? strain[(size_t)(0.99 * (ne - 1))] : 0;
+		run_smax = smax > run_smax ? smax : run_smax;
+		const float *bv = &anim[(size_t)(f - 1) * body.nv * 3];
+		int finite = all_finite(c.v, c.nv);
+		uint32_t inside = 0;
+		double d = finite ? deepest_inside(c.v, c.nv, bv, body.t, body.nv, body.nt, &inside) : INFINITY;
+		sim_body_through bt = {0};
+		if (finite)
+			sim_body_through_measure(bv, body.nv, body.t, body.nt, c.v, c.nv, c.t, c.nt, 0.001f,
+						 0.03f, &bt, NULL);
+		if (d > worst)
+			worst = d, worst_frame = f;
+		if (getenv("DRAPE_WALK_WHERE") != NULL && inside > 0) {
+			/* Where: the deepest inside vertex and how fast the body
+			 * near it moved over the frame. */
+			parity_grid g;
+			grid_build(&g, bv, body.t, body.nv, body.nt, 0.01);
+			double dd = 0, q[3], bq[3];
+			uint32_t iv = 0;
+			for (uint32_t i = 0; i < c.nv; i++) {
+				vget(c.v, i, q);
+				if (!grid_inside(&g, q))
+					continue;
+				double di = mesh_dist(bv, body.t, body.nt, q);
+				if (di >= dd)
+					dd = di, iv = i;
+			}
+			parity_free(&g);
+			vget(c.v, iv, q);
+			uint32_t nb = 0;
+			double nd = INFINITY;
+			for (uint32_t b = 0; b < body.nv; b++) {
+				vget(bv, b, bq);
+				double e = (bq[0] - q[0]) * (bq[0] - q[0]) + (bq[1] - q[1]) * (bq[1] - q[1]) + (bq[2] - q[2]) * (bq[2] - q[2]);
+				if (e < nd)
+					nd = e, nb = b;
+			}
+			double p0[3], p1[3];
+			vget(&anim[(size_t)(f > 1 ? f - 2 : 0) * body.nv * 3], nb, p0);
+			vget(bv, nb, p1);
+			{
+				/* The nearest triangles and the side of each
+				 * that the vertex is on (+ in front). */
+				double bestd[3] = {INFINITY, INFINITY, INFINITY}, side[3] = {0, 0, 0};
+				uint32_t bt3[3] = {0, 0, 0};
+				for (uint32_t t = 0; t < body.nt; t++) {
+					double A[3], B[3], C[3], nr[3], ba[3], e1[3], e2[3], nn[3];
+					vget(bv, body.t[3 * t], A), vget(bv, body.t[3 * t + 1], B), vget(bv, body.t[3 * t + 2], C);
+					double di = tri_dist(q, A, B, C, nr, ba);
+					for (int k = 0; k < 3; k++)
+						e1[k] = B[k] - A[k], e2[k] = C[k] - A[k];
+					cross3(e1, e2, nn);
+					double sd = (q[0] - nr[0]) * nn[0] + (q[1] - nr[1]) * nn[1] + (q[2] - nr[2]) * nn[2];
+					for (int k = 0; k < 3; k++)
+						if (di < bestd[k]) {
+							for (int m = 2; m > k; m--)
+								bestd[m] = bestd[m - 1], side[m] = side[m - 1], bt3[m] = bt3[m - 1];
+							bestd[k] = di, side[k] = sd, bt3[k] = t;
+							break;
+						}
+				}
+				for (int k = 0; k < 3; k++)
+					printf("      near tri %u (%u %u %u) %.2f mm, %s\n", bt3[k], body.t[3 * bt3[k]],
+					       body.t[3 * bt3[k] + 1], body.t[3 * bt3[k] + 2], 1e3 * bestd[k],
+					       side[k] > 0 ? "in front" : "behind");
+			}
+			printf("    deepest: cloth vertex %u at (%.3f %.3f %.3f), %.2f mm; nearest body vertex %u moved "
+			       "%.1f mm over the frame\n",
+			       iv, q[0], q[1], q[2], 1e3 * dd, nb,
+			       1e3 * sqrt((p1[0] - p0[0]) * (p1[0] - p0[0]) + (p1[1] - p0[1]) * (p1[1] - p0[1]) + (p1[2] - p0[2]) * (p1[2] - p0[2])));
+		}
+		bad_frames += d > 0.1 * thickness;
+		through_frames += bt.through > 0 || bt.edges_through > 0 || bt.cloth_edges_in > 0;
+		printf("  frame %3u: %s inside %4u deepest %6.2f mm; body through: %u vertices "
+		       "(%.1f mm), %u body edges, %u cloth edges; strain max %.1f %% p99 %.1f %%\n",
+		       f, finite ? "finite" : "NaN", inside, 1e3 * d, bt.through, 1e3 * bt.deepest,
+		       bt.edges_through, bt.cloth_edges_in, 100 * smax, 100 * sp99);
+		mesh_free(&c);
+	}
+	printf("  %s: %u frames, deepest %.2f mm (frame %u), %u frames deeper than %.1f mm, %u frames "
+	       "with the body through, largest strain %.1f %%\n",
+	       dir, frames, 1e3 * worst, worst_frame, bad_frames, 1e3 * 0.1 * thickness, through_frames,
+	       100 * run_smax);
+	free(strain);
+	mesh_free(&rest);
+	free(anim);
+	mesh_free(&body);
+}
+
 static const check_test tests[] = {
 	CHECK_TEST(test_walk),
 	CHECK_TEST(test_walk_threads),
 	CHECK_TEST(test_walk_timing),
+	CHECK_TEST(test_walk_measure),
 };
 
 int main(int argc, char **argv)
