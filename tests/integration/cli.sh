@@ -198,7 +198,7 @@ expect check_tall 0 "$DRAPE" check "$T/tall.json" &&
 	out_has check_warns_of_units \
 		'^units: *warning: colliders\[0\] is 10 m tall: scenes are in metres, Y up (a body in decimetres needs "scale": 0.1'
 expect run_tall 0 "$DRAPE" run "$T/tall.json" --local --frames 1 --out "$T/tallrun" && cp "$T/err" "$T/out" &&
-	out_has run_warns_of_units '^drape: warning: colliders\[0\] is 10 m tall'
+	out_has run_warns_of_units '^drape: warning: colliders\[0\] is 10 m tall' || miss run_warns_of_units
 
 # Pieces: two separate 1 m squares, the left one pinned by a box. The right
 # one has no pin and falls; a stitch between them makes one piece.
@@ -211,7 +211,7 @@ expect check_pieces 0 "$DRAPE" check "$T/pieces.json" &&
 sed 's/"pins"/"stitches": [[1, 4]], "pins"/' "$T/pieces.json" >"$T/sewn.json"
 expect check_sewn 0 "$DRAPE" check "$T/sewn.json" --json && out_has check_joins_stitched_pieces '"pieces":1,"unpinned_pieces":0,'
 expect run_pieces 0 "$DRAPE" run "$T/pieces.json" --local --frames 1 --out "$T/piecesrun" && cp "$T/err" "$T/out" &&
-	out_has run_warns_of_unpinned_pieces "^drape: warning: 1 of the cloth's 2 pieces have no pinned vertex"
+	out_has run_warns_of_unpinned_pieces "^drape: warning: 1 of the cloth's 2 pieces have no pinned vertex" || miss run_warns_of_unpinned_pieces
 
 # Materials: check shows what a scene resolves to; --material swaps the
 # preset (and changes the frames); an unknown preset is a usage error that
