@@ -21,6 +21,7 @@ export XDG_CACHE_HOME="$T/cache"
 unset DRAPE_TOKEN DRAPE_SERVER
 passed=0
 failed=0
+xfail=
 daemon_pid=
 bg_pid=
 cleanup() {
@@ -38,9 +39,24 @@ expect() {
 	shift 2
 	"$@" >"$T/out" 2>"$T/err"
 	got=$?
+	xfail=
 	[ "$got" -eq "$want" ] && return 0
 	fail "$name" "exit $got, expected $want; stderr: $(head -c 400 "$T/err")"
+	xfail=$failed
 	return 1
+}
+# miss NAME: `expect ... && CHECK && pass NAME || miss NAME`: the chain
+# stopped on a false check (a grep, a [ ], a cmp), so FAIL, with the head
+# of the command's output; unless it stopped at an expect that has just
+# printed its own FAIL (xfail: the failed count that expect left, cleared
+# by the next expect, so a chain must begin with one), not counted twice.
+miss() {
+	if [ -n "$xfail" ] && [ "$xfail" -eq "$failed" ]; then
+		xfail=
+		return 0
+	fi
+	xfail=
+	fail "$1" "a check was false; out: $(head -c 300 "$T/out" 2>/dev/null); err: $(head -c 300 "$T/err" 2>/dev/null)"
 }
 # children PID: the process ids whose parent is PID (read from /proc, as
 # procps may be missing).
@@ -82,7 +98,7 @@ embedded=$(children "$bg_pid")
 # A second run on the same folder while the first holds it: busy, retry later.
 # shellcheck disable=SC2086
 expect second_run_on_dir 75 "$DRAPE" run "$SCENE" $SET --frames $N --state-dir "$D" --quiet &&
-	grep -q "in use" "$T/err" && pass "a second run on a state dir in use exits 75"
+	grep -q "in use" "$T/err" && pass "a second run on a state dir in use exits 75" || miss "a second run on a state dir in use exits 75"
 kill -TERM "$bg_pid"
 [ -n "$embedded" ] && kill -CONT $embedded
 wait "$bg_pid"
@@ -98,7 +114,7 @@ fi
 ls -i "$D/frames" >"$T/inodes1"
 cksum "$D"/frames/* >"$T/sums1"
 # shellcheck disable=SC2086
-expect resume 0 "$DRAPE" run "$SCENE" $SET --frames $N --state-dir "$D" --json && pass "run again: exit 0"
+expect resume 0 "$DRAPE" run "$SCENE" $SET --frames $N --state-dir "$D" --json && pass "run again: exit 0" || miss "run again: exit 0"
 cp "$T/out" "$T/j2"
 resume=$(grep '"event":"resume"' "$T/j2")
 done_before=$(echo "$resume" | sed 's/.*"frames_done":\([0-9]*\).*/\1/')
@@ -124,11 +140,11 @@ done
 cksum "$D"/frames/* >"$T/sums2"
 # shellcheck disable=SC2086
 expect again 0 "$DRAPE" run "$SCENE" $SET --frames $N --state-dir "$D" --quiet &&
-	cksum "$D"/frames/* | cmp -s - "$T/sums2" && pass "a finished run run again exits 0 and changes nothing"
+	cksum "$D"/frames/* | cmp -s - "$T/sums2" && pass "a finished run run again exits 0 and changes nothing" || miss "a finished run run again exits 0 and changes nothing"
 # shellcheck disable=SC2086
 expect other_frames 64 "$DRAPE" run "$SCENE" $SET --frames $((N + 1)) --state-dir "$D" --quiet &&
-	grep -q -- "--frames" "$T/err" && pass "the same state dir with other --frames is a usage error (64)"
-expect local_state 64 "$DRAPE" run "$SCENE" --local --state-dir "$T/x" && pass "--local --state-dir is a usage error"
+	grep -q -- "--frames" "$T/err" && pass "the same state dir with other --frames is a usage error (64)" || miss "the same state dir with other --frames is a usage error (64)"
+expect local_state 64 "$DRAPE" run "$SCENE" --local --state-dir "$T/x" && pass "--local --state-dir is a usage error" || miss "--local --state-dir is a usage error"
 
 # ---- SIGKILL: no chance to checkpoint in the CLI ----
 # The embedded daemon outlives the CLI for a moment (PR_SET_PDEATHSIG stops
@@ -167,31 +183,31 @@ else
 fi
 
 # ---- Exit classes ----
-expect bad_url 64 "$DRAPE" status --server "nonsense" && pass "malformed server URL exits 64"
+expect bad_url 64 "$DRAPE" status --server "nonsense" && pass "malformed server URL exits 64" || miss "malformed server URL exits 64"
 printf '{"frames":2,"cloth":{"mesh":"missing.obj"}}\n' >"$T/nomesh.json"
 expect missing_mesh 66 "$DRAPE" run "$T/nomesh.json" --local --quiet && grep -q "missing.obj" "$T/err" &&
-	pass "a mesh the scene names that does not exist exits 66, naming it"
-expect unreachable 69 "$DRAPE" status --server "ipc://$T/nobody.sock" && pass "unreachable server exits 69"
+	pass "a mesh the scene names that does not exist exits 66, naming it" || miss "a mesh the scene names that does not exist exits 66, naming it"
+expect unreachable 69 "$DRAPE" status --server "ipc://$T/nobody.sock" && pass "unreachable server exits 69" || miss "unreachable server exits 69"
 DRAPE_SERVER="ipc://$T/nobody.sock" expect env_server 69 "$DRAPE" status &&
-	grep -q "nobody.sock" "$T/err" && pass "DRAPE_SERVER is the default server"
+	grep -q "nobody.sock" "$T/err" && pass "DRAPE_SERVER is the default server" || miss "DRAPE_SERVER is the default server"
 DRAPE_SERVER="ipc://$T/nobody.sock" expect env_local 0 "$DRAPE" run "$SCENE" $SET --local --frames 1 --quiet &&
-	pass "--local runs whatever DRAPE_SERVER says"
+	pass "--local runs whatever DRAPE_SERVER says" || miss "--local runs whatever DRAPE_SERVER says"
 
 # ---- --set and drape submit's checks (no Slurm needed) ----
 expect set_not_object 65 "$DRAPE" run "$SCENE" --local --frames 1 --set fps.x=1 --quiet &&
-	grep -q -- '--set fps.x=1: "fps" is not an object' "$T/err" && pass "--set into a non-object names the --set"
+	grep -q -- '--set fps.x=1: "fps" is not an object' "$T/err" && pass "--set into a non-object names the --set" || miss "--set into a non-object names the --set"
 expect set_bad_value 65 "$DRAPE" run "$SCENE" --local --frames 1 --set cloth.material=velvet --quiet &&
-	grep -q velvet "$T/err" && pass "--set with a value the scene rejects exits 65, naming it"
-expect set_no_eq 64 "$DRAPE" run "$SCENE" --local --set fps && pass "--set without = is a usage error"
+	grep -q velvet "$T/err" && pass "--set with a value the scene rejects exits 65, naming it" || miss "--set with a value the scene rejects exits 65, naming it"
+expect set_no_eq 64 "$DRAPE" run "$SCENE" --local --set fps && pass "--set without = is a usage error" || miss "--set without = is a usage error"
 expect submit_dry 0 "$DRAPE" submit "$SCENE" "$SCENE" --wedge cloth.material=cotton,silk \
 	--wedge 'wind.velocity=[1,0,0],[2,0,0]' --frames 3 --out "$T/sub" --dry-run &&
 	grep -q '^#SBATCH --array=1-8$' "$T/out" && grep -q '^#SBATCH --requeue$' "$T/out" &&
 	grep -q "^8) exec .* --set 'cloth.material=silk' --set 'wind.velocity=\[2,0,0\]' --frames 3 --state-dir '[^']*/task_0008'" "$T/out" &&
 	[ ! -e "$T/sub/task_0001/params.json" ] &&
-	pass "submit --dry-run prints a job array of scenes x wedges (8 tasks, array values whole) and writes no task"
-expect submit_bad_wedge 64 "$DRAPE" submit "$SCENE" --wedge cloth.material= --out "$T/sub" && pass "an empty wedge value is a usage error"
-expect submit_missing 66 "$DRAPE" submit "$T/nope.json" --out "$T/sub" && pass "submit of a missing scene exits 66"
-expect farm_not_dir 66 "$DRAPE" farm status "$T/sub" && pass "farm status of a folder without tasks exits 66"
+	pass "submit --dry-run prints a job array of scenes x wedges (8 tasks, array values whole) and writes no task" || miss "submit --dry-run prints a job array of scenes x wedges (8 tasks, array values whole) and writes no task"
+expect submit_bad_wedge 64 "$DRAPE" submit "$SCENE" --wedge cloth.material= --out "$T/sub" && pass "an empty wedge value is a usage error" || miss "an empty wedge value is a usage error"
+expect submit_missing 66 "$DRAPE" submit "$T/nope.json" --out "$T/sub" && pass "submit of a missing scene exits 66" || miss "submit of a missing scene exits 66"
+expect farm_not_dir 66 "$DRAPE" farm status "$T/sub" && pass "farm status of a folder without tasks exits 66" || miss "farm status of a folder without tasks exits 66"
 
 URL="ipc://$T/full.sock"
 "$DRAPED" --listen "$URL" --state-dir "$T/state-full" --max-sessions 1 --threads 1 >"$T/full.log" 2>&1 &
@@ -205,7 +221,7 @@ done
 # shellcheck disable=SC2086
 DRAPE_SERVER="$URL" expect first_session 0 "$DRAPE" run "$SCENE" $SET --frames 1 --quiet &&
 	DRAPE_SERVER="$URL" expect full_server 75 "$DRAPE" run "$SCENE" $SET --frames 1 --quiet &&
-	grep -q max_sessions "$T/err" && pass "a full server (max_sessions) exits 75, naming the limit"
+	grep -q max_sessions "$T/err" && pass "a full server (max_sessions) exits 75, naming the limit" || miss "a full server (max_sessions) exits 75, naming the limit"
 kill "$daemon_pid"; wait "$daemon_pid" 2>/dev/null
 "$DRAPED" --listen "$URL" --state-dir "$T/state-small" --max-vertices 100 --threads 1 >"$T/full.log" 2>&1 &
 daemon_pid=$!
@@ -215,5 +231,5 @@ until "$DRAPE" status --server "$URL" >/dev/null 2>&1; do
 done
 # shellcheck disable=SC2086
 expect never_fits 65 "$DRAPE" run "$SCENE" $SET --frames 1 --server "$URL" --quiet &&
-	grep -q max_vertices "$T/err" && pass "a mesh over max_vertices (never fits) exits 65, not 75"
+	grep -q max_vertices "$T/err" && pass "a mesh over max_vertices (never fits) exits 65, not 75" || miss "a mesh over max_vertices (never fits) exits 65, not 75"
 finish

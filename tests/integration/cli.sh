@@ -20,6 +20,7 @@ mkdir -p "$TMPDIR"
 unset DRAPE_TOKEN
 passed=0
 failed=0
+xfail=
 daemon_pid=
 bg_pid=
 
@@ -46,11 +47,26 @@ expect() {
 	shift 2
 	"$@" >"$T/out" 2>"$T/err"
 	got=$?
+	xfail=
 	if [ "$got" -eq "$want" ]; then
 		return 0
 	fi
 	fail "$name" "exit $got, expected $want; stderr: $(head -c 400 "$T/err")"
+	xfail=$failed
 	return 1
+}
+# miss NAME: `expect ... && CHECK && pass NAME || miss NAME`: the chain
+# stopped on a false check (a grep, a [ ], a cmp), so FAIL, with the head
+# of the command's output; unless it stopped at an expect that has just
+# printed its own FAIL (xfail: the failed count that expect left, cleared
+# by the next expect, so a chain must begin with one), not counted twice.
+miss() {
+	if [ -n "$xfail" ] && [ "$xfail" -eq "$failed" ]; then
+		xfail=
+		return 0
+	fi
+	xfail=
+	fail "$1" "a check was false; out: $(head -c 300 "$T/out" 2>/dev/null); err: $(head -c 300 "$T/err" 2>/dev/null)"
 }
 
 # No process may still run with our private TMPDIR on its command line, and
@@ -97,21 +113,21 @@ EOF
 # ---- Without a daemon ------------------------------------------------------------
 
 expect help 0 "$DRAPE" --help && grep -q "drape run" "$T/out" && grep -q "owner-token" "$T/out" &&
-	expect run_help 0 "$DRAPE" run --help && grep -q -- "--frames" "$T/out" && pass help
+	expect run_help 0 "$DRAPE" run --help && grep -q -- "--frames" "$T/out" && pass help || miss help
 
 expect usage 64 "$DRAPE" run && expect usage_unknown_option 64 "$DRAPE" run "$T/small.json" --bogus &&
-	expect usage_unknown_command 64 "$DRAPE" frobnicate && pass usage_exit_64
+	expect usage_unknown_command 64 "$DRAPE" frobnicate && pass usage_exit_64 || miss usage_exit_64
 
 if expect bad_scene 65 "$DRAPE" run "$T/bad.json" --quiet; then
 	if grep -q strech "$T/err"; then pass bad_scene_exit_65_names_key
 	else fail bad_scene_exit_65_names_key "message does not name the key: $(cat "$T/err")"; fi
 fi
 
-expect missing_scene 66 "$DRAPE" run "$T/nope.json" && pass missing_scene_exit_66
+expect missing_scene 66 "$DRAPE" run "$T/nope.json" && pass missing_scene_exit_66 || miss missing_scene_exit_66
 
 expect unreachable 69 "$DRAPE" run "$T/small.json" --server "ipc://$T/nobody.sock" --quiet &&
 	expect unreachable_status 69 "$DRAPE" status --server "ipc://$T/nobody.sock" &&
-	pass unreachable_server_exit_69
+	pass unreachable_server_exit_69 || miss unreachable_server_exit_69
 
 # Embedded mode: no daemon runs; drape starts and stops its own.
 if expect embedded_run 0 "$DRAPE" run "$T/small.json" --out "$T/emb" --quiet; then
@@ -152,7 +168,7 @@ if expect embedded_missing 69 env DRAPED="$T/no-draped" "$DRAPE" run "$T/small.j
 fi
 
 expect check 0 "$DRAPE" check "$T/small.json" && grep -q "vertices: *120" "$T/out" &&
-	grep -q "intersecting pairs: *0" "$T/out" && pass check_reports_topology
+	grep -q "intersecting pairs: *0" "$T/out" && pass check_reports_topology || miss check_reports_topology
 
 # Cloth that starts inside a mesh collider: a 2 m sheet of 8 x 8 vertices
 # (spacing 2/7 m) through the middle of the unit cube has the 4 x 4
@@ -182,7 +198,7 @@ expect check_tall 0 "$DRAPE" check "$T/tall.json" &&
 	out_has check_warns_of_units \
 		'^units: *warning: colliders\[0\] is 10 m tall: scenes are in metres, Y up (a body in decimetres needs "scale": 0.1'
 expect run_tall 0 "$DRAPE" run "$T/tall.json" --local --frames 1 --out "$T/tallrun" && cp "$T/err" "$T/out" &&
-	out_has run_warns_of_units '^drape: warning: colliders\[0\] is 10 m tall'
+	out_has run_warns_of_units '^drape: warning: colliders\[0\] is 10 m tall' || miss run_warns_of_units
 
 # Pieces: two separate 1 m squares, the left one pinned by a box. The right
 # one has no pin and falls; a stitch between them makes one piece.
@@ -195,28 +211,28 @@ expect check_pieces 0 "$DRAPE" check "$T/pieces.json" &&
 sed 's/"pins"/"stitches": [[1, 4]], "pins"/' "$T/pieces.json" >"$T/sewn.json"
 expect check_sewn 0 "$DRAPE" check "$T/sewn.json" --json && out_has check_joins_stitched_pieces '"pieces":1,"unpinned_pieces":0,'
 expect run_pieces 0 "$DRAPE" run "$T/pieces.json" --local --frames 1 --out "$T/piecesrun" && cp "$T/err" "$T/out" &&
-	out_has run_warns_of_unpinned_pieces "^drape: warning: 1 of the cloth's 2 pieces have no pinned vertex"
+	out_has run_warns_of_unpinned_pieces "^drape: warning: 1 of the cloth's 2 pieces have no pinned vertex" || miss run_warns_of_unpinned_pieces
 
 # Materials: check shows what a scene resolves to; --material swaps the
 # preset (and changes the frames); an unknown preset is a usage error that
 # lists the presets.
 expect check_pbd 0 "$DRAPE" check "$T/small.json" && grep -q "material: *none (pbd" "$T/out" &&
-	grep -q "UVs: *yes" "$T/out" && pass check_shows_pbd_without_material
+	grep -q "UVs: *yes" "$T/out" && pass check_shows_pbd_without_material || miss check_shows_pbd_without_material
 sed 's/"pins"/"material": {"preset": "denim", "bend": 2e-5}, "pins"/' "$T/small.json" >"$T/denim.json"
 expect check_denim 0 "$DRAPE" check "$T/denim.json" --json &&
 	grep -q '"model":"xpbd","material":"denim"' "$T/out" && grep -q '"bend_k":1.99999995e-05' "$T/out" &&
 	grep -q '"schedule":{"name":"frame","steps":' "$T/out" &&
-	pass check_shows_the_material
+	pass check_shows_the_material || miss check_shows_the_material
 # The schedule: check prints the steps x iterations a scene gets, and
 # cloth.schedule "mesh" is taken from the scene (README, "Mesh-aware
 # schedule"); a bad value is refused naming the key.
 expect check_sched_pbd 0 "$DRAPE" check "$T/small.json" && grep -q "^schedule: .*iterations* (pbd)" "$T/out" &&
-	pass check_prints_the_pbd_schedule
+	pass check_prints_the_pbd_schedule || miss check_prints_the_pbd_schedule
 sed 's/"pins"/"material": "denim", "schedule": "mesh", "pins"/' "$T/small.json" >"$T/mesh.json"
 expect check_sched_mesh 0 "$DRAPE" check "$T/mesh.json" && grep -q "^schedule: .*(xpbd, mesh)" "$T/out" &&
-	pass check_prints_the_mesh_schedule
+	pass check_prints_the_mesh_schedule || miss check_prints_the_mesh_schedule
 expect run_sched_mesh 0 "$DRAPE" run "$T/mesh.json" --local --frames 2 --out "$T/meshrun" &&
-	grep -q "^drape: schedule: .*(xpbd, mesh)" "$T/err" && pass run_local_prints_the_schedule
+	grep -q "^drape: schedule: .*(xpbd, mesh)" "$T/err" && pass run_local_prints_the_schedule || miss run_local_prints_the_schedule
 # The schedule travels on the wire: the embedded server's frames equal
 # --local's with "mesh" (80 steps a frame here), and differ from "frame"'s
 # (10 steps).
@@ -233,7 +249,7 @@ fi
 sed 's/"pins"/"material": "denim", "schedule": "fine", "pins"/' "$T/small.json" >"$T/badsched.json"
 expect check_sched_bad 65 "$DRAPE" check "$T/badsched.json" &&
 	grep -q 'cloth.schedule: unknown schedule "fine" (expected one of: frame, mesh)' "$T/err" &&
-	pass bad_schedule_refused_naming_the_key
+	pass bad_schedule_refused_naming_the_key || miss bad_schedule_refused_naming_the_key
 if expect material_run 0 "$DRAPE" run "$T/small.json" --local --material silk --out "$T/silk" --quiet &&
 	expect material_run_pbd 0 "$DRAPE" run "$T/small.json" --local --out "$T/pbd" --quiet; then
 	if cmp -s "$T/silk/frame_0006.obj" "$T/pbd/frame_0006.obj"; then
@@ -243,11 +259,11 @@ if expect material_run 0 "$DRAPE" run "$T/small.json" --local --material silk --
 	fi
 fi
 expect material_unknown 64 "$DRAPE" run "$T/small.json" --local --material velvet &&
-	grep -q "unknown preset \"velvet\" (known: cotton, denim" "$T/err" && pass unknown_material_exit_64_lists_presets
+	grep -q "unknown preset \"velvet\" (known: cotton, denim" "$T/err" && pass unknown_material_exit_64_lists_presets || miss unknown_material_exit_64_lists_presets
 
 # Frames that cannot be written: --out under a regular file.
 touch "$T/file"
-expect out_unwritable 74 "$DRAPE" run "$T/small.json" --out "$T/file/sub" --quiet && pass unwritable_out_exit_74
+expect out_unwritable 74 "$DRAPE" run "$T/small.json" --out "$T/file/sub" --quiet && pass unwritable_out_exit_74 || miss unwritable_out_exit_74
 
 # The embedded server must not outlive drape on Ctrl-C (orderly stop) nor
 # on SIGKILL (PR_SET_PDEATHSIG). wait_embedded waits until drape reports
@@ -306,11 +322,11 @@ if expect server_run 0 "$DRAPE" run "$T/small.json" --server "$URL" --out "$T/sr
 		id=1
 	fi
 	expect status_id 0 "$DRAPE" status "$id" --server "$URL" && grep -q "state: *done" "$T/out" &&
-		grep -q "frames: *6" "$T/out" && pass status_of_a_session
+		grep -q "frames: *6" "$T/out" && pass status_of_a_session || miss status_of_a_session
 	expect sessions 0 "$DRAPE" sessions --server "$URL" && grep -q "small.json" "$T/out" &&
 		expect sessions_json 0 "$DRAPE" sessions --server "$URL" --json &&
-		grep -q "\"session\":$id,\"name\":\"small.json\",\"state\":\"done\"" "$T/out" && pass sessions_lists_it
-	expect server_status 0 "$DRAPE" status --server "$URL" && grep -q "sessions:" "$T/out" && pass server_status
+		grep -q "\"session\":$id,\"name\":\"small.json\",\"state\":\"done\"" "$T/out" && pass sessions_lists_it || miss sessions_lists_it
+	expect server_status 0 "$DRAPE" status --server "$URL" && grep -q "sessions:" "$T/out" && pass server_status || miss server_status
 
 	# attach fetches every retained frame; with --scene the faces too, so
 	# the files equal those of the run.
@@ -323,9 +339,9 @@ if expect server_run 0 "$DRAPE" run "$T/small.json" --server "$URL" --out "$T/sr
 	# Another user (another token cache) is refused; the owner is not.
 	expect other_delete 77 env XDG_CACHE_HOME="$T/other" "$DRAPE" delete "$id" --server "$URL" &&
 		expect other_cancel 77 env XDG_CACHE_HOME="$T/other" "$DRAPE" cancel "$id" --server "$URL" &&
-		pass not_owner_exit_77
+		pass not_owner_exit_77 || miss not_owner_exit_77
 	expect owner_token_option 0 env XDG_CACHE_HOME="$T/other" "$DRAPE" delete "$id" --server "$URL" --owner-token "$tok" &&
-		expect deleted_status 65 "$DRAPE" status "$id" --server "$URL" && pass delete_with_owner_token
+		expect deleted_status 65 "$DRAPE" status "$id" --server "$URL" && pass delete_with_owner_token || miss delete_with_owner_token
 fi
 
 # cancel: a long run in the background, cancelled by the same user (the
@@ -367,7 +383,9 @@ if [ -n "$lid" ]; then
 		else
 			fail attach_follows_a_running_session "exit $attrc, $k frames, in order: $inorder; $(head -c 300 "$T/att.err")"
 		fi
-		expect delete 0 "$DRAPE" delete "$lid" --server "$URL" && pass delete_by_owner
+		expect delete 0 "$DRAPE" delete "$lid" --server "$URL" && pass delete_by_owner || miss delete_by_owner
+	else
+		miss cancel_stops_a_run
 	fi
 else
 	fail cancel_stops_a_run "no session id from the background run: $(cat "$T/bg.err")"

@@ -205,6 +205,8 @@ if start_daemon "$T/d1.log"; then
 	if "$DRAPE" export 1 --server "$URL" --out "$T/export" --quiet 2>"$T/err"; then
 		same=1
 		for f in "$T"/long_local/frame_*.obj; do
+			# (No frame at all must not leave same=1.)
+			[ -f "$f" ] || { same=0; echo "  no frames in $T/long_local"; break; }
 			b=$(basename "$f")
 			grep -E '^(v|f) ' "$f" | sed 's|/[0-9]*||g' >"$T/a.txt"
 			grep -E '^(v|f) ' "$T/export/$b" 2>/dev/null | sed 's|/[0-9]*||g' >"$T/b.txt"

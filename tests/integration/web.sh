@@ -168,11 +168,13 @@ fail=$((fail + ${f:-1}))
 DRAPE_TOKEN=$(head -n 1 "$T/token") "$DRAPE" run "$TOP/tests/data/scenes/web_colliders.json" \
 	--server "ipc://$T/ctl" --frames 100000 --quiet >/dev/null 2>"$T/run-col.err" &
 cpid=$!
+cstarted=1
 i=0
 until grep -q 'owner token' "$T/run-col.err" 2>/dev/null; do
 	i=$((i + 1))
 	if [ $i -gt 600 ] || ! kill -0 "$cpid" 2>/dev/null; then
 		ko "colliders session starts" "$(cat "$T/run-col.err")"
+		cstarted=0
 		break
 	fi
 	sleep 0.1
@@ -188,6 +190,9 @@ if [ -n "$csession" ] && [ -n "$cowner" ]; then
 	f=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$T/page-col.out" | tail -n 1)
 	pass=$((pass + ${p:-0}))
 	fail=$((fail + ${f:-1}))
+elif [ $cstarted -eq 1 ]; then
+	# (Without this the page's collider cases would vanish unreported.)
+	ko "colliders session starts" "no session or owner token in: $(cat "$T/run-col.err")"
 fi
 kill -INT "$cpid" 2>/dev/null
 wait "$cpid" 2>/dev/null
