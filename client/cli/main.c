@@ -205,8 +205,8 @@ static const struct {
 	 "how many have no pin, the cloth vertices that start inside a mesh collider\n"
 	 "(count, deepest, which), and a warning when a size suggests a mesh not in\n"
 	 "metres. Runs in process; with --server the intersection test runs on the\n"
-	 "server. Exit 65 if any pair intersects (the solver cannot untangle a cloth\n"
-	 "that starts tangled).\n",
+	 "server. Intersecting pairs are reported, not an error: self-collision\n"
+	 "releases a tangled start until it no longer intersects.\n",
 	 cli_cmd_check},
 	{"loadtest",
 	 "usage: drape loadtest [--server URL] [--clients N] [--sessions-per-client M]\n"

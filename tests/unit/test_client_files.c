@@ -469,6 +469,8 @@ static void test_obj_project_meshes(void)
 	static const mesh_count meshes[] = {
 		{DATA "meshes/mh_male_casualsuit04.obj", 1696, 1620},
 		{DATA "meshes/mh_proxy_male_generic.obj", 13652, 13650},
+		{DATA "meshes/mh_female_elegantsuit01.obj", 2205, 2096},
+		{DATA "meshes/mh_proxy_female_generic.obj", 13868, 13866},
 		{DATA "meshes/cj_spot.obj", 2930, 5856},
 	};
 	for (size_t i = 0; i < CHECK_COUNT(meshes); i++) {
