@@ -922,8 +922,10 @@ int cli_cmd_run(int argc, char **argv)
 			fflush(stdout);
 		}
 		if (info.intersections > 0)
-			fprintf(stderr, "drape: warning: the cloth starts with %llu intersecting triangle pairs\n",
-				(unsigned long long)info.intersections);
+			fprintf(stderr, "drape: warning: the cloth starts with %llu intersecting triangle pairs%s\n",
+				(unsigned long long)info.intersections,
+				sc.params.self_collision ? ": self-collision releases them until they separate"
+							 : " (self-collision is off: they pass through each other)");
 		if (o.state_dir != NULL) {
 			snprintf(b.server, sizeof b.server, "%s", o.server ? o.server : "");
 			snprintf(b.url, sizeof b.url, "%s", o.server ? box : "");

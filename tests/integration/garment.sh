@@ -298,6 +298,8 @@ while [ $f -le 6 ]; do
 	fi
 	f=$((f + 1))
 done
+grep -q "starts with 28 intersecting triangle pairs: self-collision releases them" "$T/dr.err" ||
+	bad="$bad no warning naming the 28 pairs and their release;"
 if [ $rc -eq 0 ] && [ -z "$bad" ]; then
 	pass tangled_dress_untangles_untorn
 else
