@@ -538,6 +538,16 @@ static int tear_check_format(const drape_scene *sc, const cli_opts *o)
 	return CLI_USAGE;
 }
 
+/* The cloth starts with `pairs` intersecting triangle pairs: what the run
+ * will do with them. */
+static void cli_warn_tangled(uint64_t pairs, int self_collision)
+{
+	fprintf(stderr, "drape: warning: the cloth starts with %llu intersecting triangle pairs%s\n",
+		(unsigned long long)pairs,
+		self_collision ? ": self-collision releases them until they separate"
+			       : " (self-collision is off: they pass through each other)");
+}
+
 /* `drape run --local`: the same scene through the solver in this process. */
 static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, const cli_opts *o, double t0)
 {
@@ -590,6 +600,12 @@ static int run_local(const drape_scene *sc, uint32_t frames, uint32_t start, con
 				x = cli_fail("attaching pins", rc, &err);
 		}
 	}
+	/* The warning a run through a server gives from its create reply. */
+	uint64_t tangled = 0;
+	if (x == 0 && drape_preflight(sc->cloth.positions, sc->cloth.vertex_count, sc->cloth.triangles,
+				      sc->cloth.triangle_count, NULL, 0, &tangled, NULL) == DRAPE_OK &&
+	    tangled > 0)
+		cli_warn_tangled(tangled, sc->params.self_collision);
 	uint32_t *torn_tris = NULL;
 	uint32_t pos_cap = sc->cloth.vertex_count;
 	float *pos = malloc((size_t)pos_cap * 3 * sizeof *pos);
@@ -922,10 +938,7 @@ int cli_cmd_run(int argc, char **argv)
 			fflush(stdout);
 		}
 		if (info.intersections > 0)
-			fprintf(stderr, "drape: warning: the cloth starts with %llu intersecting triangle pairs%s\n",
-				(unsigned long long)info.intersections,
-				sc.params.self_collision ? ": self-collision releases them until they separate"
-							 : " (self-collision is off: they pass through each other)");
+			cli_warn_tangled(info.intersections, sc.params.self_collision);
 		if (o.state_dir != NULL) {
 			snprintf(b.server, sizeof b.server, "%s", o.server ? o.server : "");
 			snprintf(b.url, sizeof b.url, "%s", o.server ? box : "");
