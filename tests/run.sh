@@ -22,9 +22,55 @@ SAN_VDB_O=$S/obj/server/sim/sdf_vdb.o
 # objects.
 SAN_BG=$S/vdb-background
 SAN_BGC=$S/c-background
+# The background makes below outlive the `make test` that started them
+# unless told: an asynchronous command of a non-interactive shell ignores
+# SIGINT, so a Ctrl-C left a 2 GB compile running for minutes, and a
+# second `make test` then compiled the same object beside it. Each runs
+# under this watch instead: it polls every second for the make that ran
+# `make test` (this script's parent, or the nearest make above it) and,
+# once that is gone, stops its make and everything under it.
+#   bg_watch WATCH_PID STATUS_FILE COMMAND...
+BG_WATCH='
+children() {
+	for st in /proc/[0-9]*/stat; do
+		read -r c_pid c_comm c_state c_ppid c_rest <"$st" 2>/dev/null || continue
+		[ "$c_ppid" = "$1" ] && echo "$c_pid"
+	done
+}
+stop_tree() {
+	kill -STOP "$1" 2>/dev/null
+	for c in $(children "$1"); do stop_tree "$c"; done
+	kill -TERM "$1" 2>/dev/null
+	kill -CONT "$1" 2>/dev/null
+}
+watch=$1 status=$2
+shift 2
+"$@" &
+job=$!
+while kill -0 "$job" 2>/dev/null; do
+	if [ -n "$watch" ] && ! kill -0 "$watch" 2>/dev/null; then
+		stop_tree "$job"
+		break
+	fi
+	sleep 1
+done
+wait "$job"
+echo $? >"$status"
+'
 if [ "${1:-}" = --start-san-vdb ]; then
 	[ "${DRAPE_SKIP_SANITIZE:-0}" = 1 ] && exit 0
 	mkdir -p "$S" || exit 1
+	# The make to watch: the nearest make above this script.
+	watch=
+	p=$PPID
+	while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+		read -r c_pid c_comm c_state c_ppid c_rest <"/proc/$p/stat" 2>/dev/null || break
+		if [ "$c_comm" = "(make)" ]; then
+			watch=$p
+			break
+		fi
+		p=$c_ppid
+	done
 	rm -f "$SAN_BG.pid" "$SAN_BG.rc" "$SAN_BGC.pid" "$SAN_BGC.rc"
 	# The solver's stamp first, alone: both background makes below
 	# depend on it, and its rule removes and remakes it.
@@ -36,9 +82,9 @@ if [ "${1:-}" = --start-san-vdb ]; then
 	# compile an equal of the whole suite instead of its idle-time
 	# guest. No MAKEFLAGS, so it joins no jobserver of the make that
 	# started it.
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL nice -n 19 sh -c \
-		'make --no-print-directory -s SANITIZE=address,undefined BUILD="$1" "$2" >"$3.log" 2>&1
-		echo $? >"$3.rc"' sh "$S" "$SAN_VDB_O" "$SAN_BG" </dev/null >/dev/null 2>&1 &
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL nice -n 19 sh -c "$BG_WATCH" sh "$watch" "$SAN_BG.rc" \
+		sh -c 'exec make --no-print-directory -s SANITIZE=address,undefined BUILD="$1" "$2" >"$3.log" 2>&1' \
+		sh "$S" "$SAN_VDB_O" "$SAN_BG" </dev/null >/dev/null 2>&1 &
 	echo $! >"$SAN_BG.pid"
 	# The pass's C objects too, on every core, under SCHED_IDLE: they run
 	# only on a core nothing else wants, so they neither slow the suite
@@ -49,9 +95,9 @@ if [ "${1:-}" = --start-san-vdb ]; then
 	# and wait on daemons, into the sanitizer stage's C objects.
 	idle="nice -n 19"
 	command -v chrt >/dev/null 2>&1 && idle="chrt --idle 0"
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $idle sh -c \
-		'make --no-print-directory -s -j"$4" SANITIZE=address,undefined BUILD="$1" unit-c-objects >"$3.log" 2>&1
-		echo $? >"$3.rc"' sh "$S" unused "$SAN_BGC" "$NPROC" </dev/null >/dev/null 2>&1 &
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $idle sh -c "$BG_WATCH" sh "$watch" "$SAN_BGC.rc" \
+		sh -c 'exec make --no-print-directory -s -j"$4" SANITIZE=address,undefined BUILD="$1" unit-c-objects >"$3.log" 2>&1' \
+		sh "$S" unused "$SAN_BGC" "$NPROC" </dev/null >/dev/null 2>&1 &
 	echo $! >"$SAN_BGC.pid"
 	exit 0
 fi
