@@ -20,27 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/unionfind.h"
+
 static int u64_cmp(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return (x > y) - (x < y);
-}
-
-static uint32_t uf_find(uint32_t *parent, uint32_t v)
-{
-	while (parent[v] != v) {
-		parent[v] = parent[parent[v]];
-		v = parent[v];
-	}
-	return v;
-}
-
-static void uf_union(uint32_t *parent, uint32_t a, uint32_t b)
-{
-	a = uf_find(parent, a);
-	b = uf_find(parent, b);
-	if (a != b)
-		parent[a < b ? b : a] = a < b ? a : b;
 }
 
 /* Parameter of the closest point to p on segment a-b, and its squared

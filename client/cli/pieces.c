@@ -10,22 +10,7 @@
 
 #include <stdlib.h>
 
-static uint32_t root(uint32_t *p, uint32_t a)
-{
-	while (p[a] != a) {
-		p[a] = p[p[a]];
-		a = p[a];
-	}
-	return a;
-}
-
-static void join(uint32_t *p, uint32_t a, uint32_t b)
-{
-	a = root(p, a);
-	b = root(p, b);
-	if (a != b)
-		p[a < b ? b : a] = a < b ? a : b;
-}
+#include "client/unionfind.h"
 
 drape_err cli_check_pieces(const drape_scene *sc, uint32_t *pieces, uint32_t *unpinned, drape_error *err)
 {
@@ -45,18 +30,18 @@ drape_err cli_check_pieces(const drape_scene *sc, uint32_t *pieces, uint32_t *un
 	for (uint32_t t = 0; t < m->triangle_count; t++) {
 		const uint32_t *tv = &m->triangles[3 * (size_t)t];
 		used[tv[0]] = used[tv[1]] = used[tv[2]] = 1;
-		join(p, tv[0], tv[1]);
-		join(p, tv[0], tv[2]);
+		uf_union(p, tv[0], tv[1]);
+		uf_union(p, tv[0], tv[2]);
 	}
 	for (uint32_t i = 0; i < sc->stitch_count; i++) {
-		join(p, sc->stitches[i].a, sc->stitches[i].b0);
-		join(p, sc->stitches[i].a, sc->stitches[i].b1);
+		uf_union(p, sc->stitches[i].a, sc->stitches[i].b0);
+		uf_union(p, sc->stitches[i].a, sc->stitches[i].b1);
 	}
 	for (uint32_t i = 0; i < sc->pin_count; i++)
-		held[root(p, sc->pins[i])] = 1;
+		held[uf_find(p, sc->pins[i])] = 1;
 	uint32_t count = 0, free_pieces = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		if (!used[i] || root(p, i) != i)
+		if (!used[i] || uf_find(p, i) != i)
 			continue;
 		count++;
 		free_pieces += !held[i];
