@@ -288,9 +288,10 @@ FUZZ_REPLAY := $(BUILD)/fuzz_replay_proto $(BUILD)/fuzz_replay_obj $(BUILD)/fuzz
 all: $(FUZZ_REPLAY)
 $(BUILD)/fuzz_replay_proto: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_proto.c) $(PROTO_O) $(ERROR_O)
 	$(CC) $(LDFLAGS) -o $@ $^ $(NET_LIBS) $(SYS_LIBS)
-$(BUILD)/fuzz_replay_obj: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_obj.c client/obj.c) $(ERROR_O)
+$(BUILD)/fuzz_replay_obj: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_obj.c client/obj.c client/readfile.c) $(ERROR_O)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SYS_LIBS)
-$(BUILD)/fuzz_replay_pc2: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_pc2.c client/pointcache.c client/obj.c) $(ERROR_O)
+$(BUILD)/fuzz_replay_pc2: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_pc2.c client/pointcache.c client/obj.c \
+			     client/readfile.c) $(ERROR_O)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SYS_LIBS)
 $(BUILD)/fuzz_replay_scene: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_scene.c) $(LIBDRAPE) $(LIBSIM)
 	$(CC) $(LDFLAGS) -o $@ $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_scene.c) $(LIBDRAPE) $(LIBSIM) \
