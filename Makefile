@@ -169,7 +169,11 @@ $(SIMD_STAMP):
 	@mkdir -p $(dir $@) && rm -f $(BUILD)/simd.* && touch $@
 $(SIM_O): $(SIMD_STAMP)
 
-$(LIBSIM): $(SIM_O)
+# The solver's library carries the one codec object it shares with the
+# scene reader: the rotation of a keyframe's Euler angles (proto/euler.h).
+# Programs that link it alone (test_sim_*, embedders) need nothing else.
+EULER_O  := $(call obj,proto/euler.c)
+$(LIBSIM): $(SIM_O) $(EULER_O)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 

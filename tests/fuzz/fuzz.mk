@@ -39,7 +39,7 @@ SIM_OBJ   := $(call san,$(SIM_SRC) $(SIM_CC))
 PROTO_OBJ := $(call cov,$(PROTO_SRC) server/sim/error.c)
 OBJ_OBJ   := $(call cov,client/obj.c client/readfile.c server/sim/error.c)
 PC2_OBJ   := $(call cov,client/pointcache.c client/obj.c client/readfile.c server/sim/error.c)
-SCENE_OBJ := $(call cov,client/scene.c client/obj.c client/readfile.c)
+SCENE_OBJ := $(call cov,client/scene.c client/obj.c client/readfile.c proto/euler.c)
 SRV_SRC   := $(filter-out server/main.c,$(sort $(wildcard server/*.c)))
 DAEMON_OBJ := $(call cov,$(SRV_SRC) $(PROTO_SRC))
 
