@@ -169,7 +169,11 @@ $(SIMD_STAMP):
 	@mkdir -p $(dir $@) && rm -f $(BUILD)/simd.* && touch $@
 $(SIM_O): $(SIMD_STAMP)
 
-$(LIBSIM): $(SIM_O)
+# The solver's library carries the one codec object it shares with the
+# scene reader: the rotation of a keyframe's Euler angles (proto/euler.h).
+# Programs that link it alone (test_sim_*, embedders) need nothing else.
+EULER_O  := $(call obj,proto/euler.c)
+$(LIBSIM): $(SIM_O) $(EULER_O)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
@@ -288,9 +292,10 @@ FUZZ_REPLAY := $(BUILD)/fuzz_replay_proto $(BUILD)/fuzz_replay_obj $(BUILD)/fuzz
 all: $(FUZZ_REPLAY)
 $(BUILD)/fuzz_replay_proto: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_proto.c) $(PROTO_O) $(ERROR_O)
 	$(CC) $(LDFLAGS) -o $@ $^ $(NET_LIBS) $(SYS_LIBS)
-$(BUILD)/fuzz_replay_obj: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_obj.c client/obj.c) $(ERROR_O)
+$(BUILD)/fuzz_replay_obj: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_obj.c client/obj.c client/readfile.c) $(ERROR_O)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SYS_LIBS)
-$(BUILD)/fuzz_replay_pc2: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_pc2.c client/pointcache.c client/obj.c) $(ERROR_O)
+$(BUILD)/fuzz_replay_pc2: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_pc2.c client/pointcache.c client/obj.c \
+			     client/readfile.c) $(ERROR_O)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SYS_LIBS)
 $(BUILD)/fuzz_replay_scene: $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_scene.c) $(LIBDRAPE) $(LIBSIM)
 	$(CC) $(LDFLAGS) -o $@ $(call obj,tests/fuzz/replay.c tests/fuzz/fuzz_scene.c) $(LIBDRAPE) $(LIBSIM) \

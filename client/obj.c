@@ -1,5 +1,6 @@
 /* Wavefront OBJ reading and writing; see obj.h for the accepted dialect. */
 #include "client/obj.h"
+#include "client/readfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -937,44 +938,11 @@ drape_err drape_obj_read_file(const char *path, const drape_obj_limits *limits, 
 		drape_obj_limits_default(&lim);
 	if (path == NULL || out == NULL)
 		return drape_error_setf(err, DRAPE_EINVAL, "no path or no output given");
-	/* O_NONBLOCK: opening a FIFO named by a scene must not hang; regular
-	 * files ignore the flag, and anything else is refused below. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return drape_error_setf(err, errno == ENOENT ? DRAPE_ENOTFOUND : DRAPE_EIO, "%s: cannot open: %s",
-					path, strerror(errno));
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return drape_error_setf(err, DRAPE_EIO, "%s: not a regular file", path);
-	}
-	if ((uint64_t)st.st_size > lim.max_bytes || (uint64_t)st.st_size > SIZE_MAX - 1) {
-		close(fd);
-		return drape_error_setf(err, DRAPE_ELIMIT, "%s: %lld bytes is over the limit of %llu", path,
-					(long long)st.st_size, (unsigned long long)lim.max_bytes);
-	}
-	size_t size = (size_t)st.st_size;
-	char *buf = malloc(size ? size : 1);
-	if (buf == NULL) {
-		close(fd);
-		return drape_error_setf(err, DRAPE_ENOMEM, "%s: out of memory for %zu bytes", path, size);
-	}
-	size_t got = 0;
-	while (got < size) {
-		ssize_t n = read(fd, buf + got, size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int en = errno;
-			free(buf);
-			close(fd);
-			return drape_error_setf(err, DRAPE_EIO, "%s: read failed: %s", path, strerror(en));
-		}
-		if (n == 0)
-			break; /* the file shrank while we read it: parse what we have */
-		got += (size_t)n;
-	}
-	close(fd);
+	char *buf;
+	size_t got;
+	drape_err rc = readfile_whole(path, lim.max_bytes, "OBJ", &buf, &got, err);
+	if (rc != DRAPE_OK)
+		return rc;
 	/* Messages name the file as the user gave it. */
 	drape_err e = drape_obj_read_buffer(buf, got, path, &lim, out, err);
 	free(buf);

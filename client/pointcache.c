@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "client/obj.h"
+#include "client/readfile.h"
 
 void drape_anim_limits_default(drape_anim_limits *l)
 {
@@ -213,49 +214,6 @@ drape_err drape_mdd_read_buffer(const void *data, size_t len, const char *name, 
 	return DRAPE_OK;
 }
 
-/* Reads a whole regular file of at most max bytes. */
-static drape_err pc_slurp(const char *path, uint64_t max, uint8_t **data, size_t *len, drape_error *err)
-{
-	/* O_NONBLOCK: a FIFO named by a scene must not hang the open. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return drape_error_setf(err, errno == ENOENT ? DRAPE_ENOTFOUND : DRAPE_EIO, "%s: cannot open: %s",
-					path, strerror(errno));
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return drape_error_setf(err, DRAPE_EIO, "%s: not a regular file", path);
-	}
-	if ((uint64_t)st.st_size > max) {
-		close(fd);
-		return drape_error_setf(err, DRAPE_ELIMIT, "%s: size: %lld bytes, over the limit of %llu", path,
-					(long long)st.st_size, (unsigned long long)max);
-	}
-	size_t n = (size_t)st.st_size, got = 0;
-	uint8_t *buf = malloc(n > 0 ? n : 1);
-	if (buf == NULL) {
-		close(fd);
-		return drape_error_setf(err, DRAPE_ENOMEM, "%s: out of memory", path);
-	}
-	while (got < n) {
-		ssize_t r = read(fd, buf + got, n - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			int e = r < 0 ? errno : EIO;
-			close(fd);
-			free(buf);
-			return drape_error_setf(err, DRAPE_EIO, "%s: cannot read: %s", path,
-						r < 0 ? strerror(e) : "the file shrank while read");
-		}
-		got += (size_t)r;
-	}
-	close(fd);
-	*data = buf;
-	*len = n;
-	return DRAPE_OK;
-}
-
 /* Headers plus the largest positions block the limits allow. */
 static uint64_t pc_max_file(const drape_anim_limits *lim)
 {
@@ -267,12 +225,12 @@ drape_err drape_pc2_read_file(const char *path, const drape_anim_limits *limits,
 {
 	drape_anim_limits ls;
 	const drape_anim_limits *lim = pc_limits(limits, &ls);
-	uint8_t *buf;
+	char *buf;
 	size_t len;
-	drape_err rc = pc_slurp(path, pc_max_file(lim), &buf, &len, err);
+	drape_err rc = readfile_whole(path, pc_max_file(lim), "point cache", &buf, &len, err);
 	if (rc != DRAPE_OK)
 		return rc;
-	rc = drape_pc2_read_buffer(buf, len, path, lim, out, err);
+	rc = drape_pc2_read_buffer((const uint8_t *)buf, len, path, lim, out, err);
 	free(buf);
 	return rc;
 }
@@ -282,12 +240,12 @@ drape_err drape_mdd_read_file(const char *path, const drape_anim_limits *limits,
 {
 	drape_anim_limits ls;
 	const drape_anim_limits *lim = pc_limits(limits, &ls);
-	uint8_t *buf;
+	char *buf;
 	size_t len;
-	drape_err rc = pc_slurp(path, pc_max_file(lim), &buf, &len, err);
+	drape_err rc = readfile_whole(path, pc_max_file(lim), "point cache", &buf, &len, err);
 	if (rc != DRAPE_OK)
 		return rc;
-	rc = drape_mdd_read_buffer(buf, len, path, lim, out, err);
+	rc = drape_mdd_read_buffer((const uint8_t *)buf, len, path, lim, out, err);
 	free(buf);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /* Scene files (JSON through cJSON); client/SCENE.md documents the format. */
 #include "client/scene.h"
 #include "client/scene_internal.h"
+#include "client/readfile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -1391,44 +1392,11 @@ drape_err drape_scene_read(const char *path, const drape_obj_limits *limits, dra
 {
 	if (path == NULL || out == NULL)
 		return drape_error_setf(err, DRAPE_EINVAL, "scene: no path or no output given");
-	/* O_NONBLOCK: opening a FIFO named by a scene must not hang; regular
-	 * files ignore the flag, and anything else is refused below. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return drape_error_setf(err, errno == ENOENT ? DRAPE_ENOTFOUND : DRAPE_EIO, "%s: cannot open: %s",
-					path, strerror(errno));
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return drape_error_setf(err, DRAPE_EIO, "%s: not a regular file", path);
-	}
-	if ((uint64_t)st.st_size > SCN_MAX_JSON_BYTES) {
-		close(fd);
-		return drape_error_setf(err, DRAPE_ELIMIT, "%s: %lld bytes is over the scene size limit of %u", path,
-					(long long)st.st_size, SCN_MAX_JSON_BYTES);
-	}
-	size_t size = (size_t)st.st_size, got = 0;
-	char *buf = malloc(size + 1);
-	if (buf == NULL) {
-		close(fd);
-		return drape_error_setf(err, DRAPE_ENOMEM, "%s: out of memory", path);
-	}
-	while (got < size) {
-		ssize_t n = read(fd, buf + got, size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int en = errno;
-			free(buf);
-			close(fd);
-			return drape_error_setf(err, DRAPE_EIO, "%s: read failed: %s", path, strerror(en));
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	buf[got] = '\0';
+	char *buf;
+	size_t got;
+	drape_err rc = readfile_whole(path, SCN_MAX_JSON_BYTES, "scene size", &buf, &got, err);
+	if (rc != DRAPE_OK)
+		return rc;
 	/* Mesh paths are relative to the scene file's folder. */
 	char *dir;
 	const char *slash = strrchr(path, '/');

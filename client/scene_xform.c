@@ -5,6 +5,7 @@
  */
 #include "client/scene.h"
 #include "client/scene_internal.h"
+#include "proto/euler.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -37,21 +38,6 @@ drape_err scn_transform(scn *c, drape_obj_mesh *m, const scn_xform *x)
 	return DRAPE_OK;
 }
 
-/* R = Rz Ry Rx from XYZ Euler degrees: X is applied first, as a keyframe's
- * "rotate" (server/sim/keyframes.c), so a mesh placed with "rotate" and one
- * moved by a single key of the same angles end up alike. */
-static void scn_euler(const float deg[3], double r[9])
-{
-	const double k = 0.017453292519943295;
-	double cx = cos(deg[0] * k), sx = sin(deg[0] * k);
-	double cy = cos(deg[1] * k), sy = sin(deg[1] * k);
-	double cz = cos(deg[2] * k), sz = sin(deg[2] * k);
-	const double m[9] = {cz * cy, cz * sy * sx - sz * cx, cz * sy * cx + sz * sx,
-			     sz * cy, sz * sy * sx + cz * cx, sz * sy * cx - cz * sx,
-			     -sy,     cy * sx,                cy * cx};
-	memcpy(r, m, sizeof m);
-}
-
 drape_err scn_xform_read(scn *c, const cJSON *obj, scn_xform *x)
 {
 	memset(x, 0, sizeof *x);
@@ -61,6 +47,6 @@ drape_err scn_xform_read(scn *c, const cJSON *obj, scn_xform *x)
 	SCN_FIELD(c, obj, "rotate", scn_vec(c, v_, 3, deg));
 	SCN_FIELD(c, obj, "translate", scn_vec(c, v_, 3, x->translate));
 	x->rotated = deg[0] != 0.0f || deg[1] != 0.0f || deg[2] != 0.0f;
-	scn_euler(deg, x->rotate);
+	proto_euler_xyz(deg, x->rotate);
 	return DRAPE_OK;
 }

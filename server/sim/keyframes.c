@@ -6,24 +6,17 @@
  *
  * Between keys the translation and the three Euler angles are interpolated
  * linearly (collider.c says why); the rotation is R = Rz Ry Rx, so X is
- * applied first, and world = R local + translate.
+ * applied first (proto/euler.h, shared with a scene's "rotate"), and
+ * world = R local + translate.
  */
 #include "drape/sim.h"
 
-#include <math.h>
-
-#define KEYFRAMES_DEG 0.017453292519943295
+#include "proto/euler.h"
 
 static void from_euler(const float tr[3], const float deg[3], float r[9], float t[3])
 {
-	/* Computed in double so that long keyed spins lose nothing before the
-	 * matrix is stored in float. */
-	double cx = cos(deg[0] * KEYFRAMES_DEG), sx = sin(deg[0] * KEYFRAMES_DEG);
-	double cy = cos(deg[1] * KEYFRAMES_DEG), sy = sin(deg[1] * KEYFRAMES_DEG);
-	double cz = cos(deg[2] * KEYFRAMES_DEG), sz = sin(deg[2] * KEYFRAMES_DEG);
-	double m[9] = {cz * cy, cz * sy * sx - sz * cx, cz * sy * cx + sz * sx,
-		       sz * cy, sz * sy * sx + cz * cx, sz * sy * cx - cz * sx,
-		       -sy,     cy * sx,                cy * cx};
+	double m[9];
+	proto_euler_xyz(deg, m);
 	for (int i = 0; i < 9; i++)
 		r[i] = (float)m[i];
 	for (int i = 0; i < 3; i++)

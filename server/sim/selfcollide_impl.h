@@ -18,6 +18,7 @@
 #include "server/sim/selfcollide.h"
 
 #include "server/sim/pool.h"
+#include "server/sim/preflight.h"
 #include "server/sim/selfhash.h"
 
 #include <math.h>
@@ -291,6 +292,7 @@ struct sim_self {
 	uint8_t *tangled, *tangle_hit;
 	uint32_t *tangle_sub, *tangle_label, *tangle_queue, *tangle_mcomp;
 	uint32_t *tangle_lsize, *tangle_lbest, *tangle_et_start, *tangle_et;
+	sim_preflight_scratch tangle_pf; /* the checks' boxes and hash, kept while tangled */
 	uint64_t tangle_pairs, tangle_pairs0;     /* at the last check, at the first */
 	uint32_t tangle_vertices, tangle_vertices0; /* released, the same way */
 };

@@ -111,6 +111,30 @@ static inline sim_v3 at_time(const sim_vec4 *x, const sim_vec4 *p, uint32_t v, f
 }
 
 /*
+ * The times in (0, 1] at which vt_toi and ee_toi test a pair, into t[16]:
+ * the roots of the triple-product cubic of the three relative motions
+ * (rel_motion from v[0] to v[1], v[2] to v[3] and v[4] to v[5]); or, when
+ * the motion stays within one plane and the cubic is rounding noise
+ * against scale (the pair's size cubed), 16 even samples of the path.
+ * Returns how many.
+ */
+static int coplanar_times(const sim_vec4 *x, const sim_vec4 *p, const uint32_t v[6], double scale,
+			  double t[16])
+{
+	double A[3], dA[3], B[3], dB[3], C[3], dC[3], co[4];
+	rel_motion(x, p, v[0], v[1], A, dA);
+	rel_motion(x, p, v[2], v[3], B, dB);
+	rel_motion(x, p, v[4], v[5], C, dC);
+	triple_cubic(A, dA, B, dB, C, dC, co);
+	if (fabs(co[0]) + fabs(co[1]) + fabs(co[2]) + fabs(co[3]) <= 1e-12 * scale) {
+		for (int k = 0; k < 16; k++)
+			t[k] = (k + 1) / 16.0;
+		return 16;
+	}
+	return cubic_roots01(co, t);
+}
+
+/*
  * Earliest time in (0, 1] at which vertex idx[0] touches triangle
  * idx[1..3] while all four move linearly from x to p, or -1. Touching means
  * coplanar (a root of the triple-product cubic) and within a small tolerance
@@ -134,25 +158,10 @@ static double vt_toi(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4]
 		if (plane > M + tol || point_triangle_distance(q, a, b, c) > M + tol)
 			return -1.0;
 	}
-	double E1[3], dE1[3], E2[3], dE2[3], Q[3], dQ[3], co[4], roots[3];
-	rel_motion(x, p, idx[1], idx[2], E1, dE1);
-	rel_motion(x, p, idx[1], idx[3], E2, dE2);
-	rel_motion(x, p, idx[1], idx[0], Q, dQ);
-	triple_cubic(E1, dE1, E2, dE2, Q, dQ, co);
-	double scale = (double)(L + M) * (L + M) * (L + M);
-	int nr;
+	/* Triangle edges and the vertex, from the triangle's first vertex. */
+	const uint32_t motions[6] = {idx[1], idx[2], idx[1], idx[3], idx[1], idx[0]};
 	double samples[16];
-	if (fabs(co[0]) + fabs(co[1]) + fabs(co[2]) + fabs(co[3]) <= 1e-12 * scale) {
-		/* Motion within one plane: the cubic is rounding noise, so
-		 * sample the path instead. */
-		nr = 16;
-		for (int k = 0; k < 16; k++)
-			samples[k] = (k + 1) / 16.0;
-	} else {
-		nr = cubic_roots01(co, roots);
-		for (int k = 0; k < nr; k++)
-			samples[k] = roots[k];
-	}
+	int nr = coplanar_times(x, p, motions, (double)(L + M) * (L + M) * (L + M), samples);
 	for (int k = 0; k < nr; k++) {
 		float t = (float)samples[k];
 		sim_v3 qt = at_time(x, p, idx[0], t), at = at_time(x, p, idx[1], t),
@@ -195,23 +204,10 @@ static double ee_toi(const sim_vec4 *x, const sim_vec4 *p, const uint32_t idx[4]
 		return -1.0;
 	if (segment_distance(a0, a1, b0, b1) > M + tol)
 		return -1.0;
-	double EA[3], dEA[3], EB[3], dEB[3], R[3], dR[3], co[4], roots[3];
-	rel_motion(x, p, idx[0], idx[1], EA, dEA);
-	rel_motion(x, p, idx[2], idx[3], EB, dEB);
-	rel_motion(x, p, idx[0], idx[2], R, dR);
-	triple_cubic(EA, dEA, EB, dEB, R, dR, co);
-	double scale = (double)(L + M) * (L + M) * (L + M);
-	int nr;
+	/* The two edges and the offset between their first vertices. */
+	const uint32_t motions[6] = {idx[0], idx[1], idx[2], idx[3], idx[0], idx[2]};
 	double samples[16];
-	if (fabs(co[0]) + fabs(co[1]) + fabs(co[2]) + fabs(co[3]) <= 1e-12 * scale) {
-		nr = 16;
-		for (int k = 0; k < 16; k++)
-			samples[k] = (k + 1) / 16.0;
-	} else {
-		nr = cubic_roots01(co, roots);
-		for (int k = 0; k < nr; k++)
-			samples[k] = roots[k];
-	}
+	int nr = coplanar_times(x, p, motions, (double)(L + M) * (L + M) * (L + M), samples);
 	for (int k = 0; k < nr; k++) {
 		float t = (float)samples[k];
 		sim_v3 pa0 = at_time(x, p, idx[0], t), pa1 = at_time(x, p, idx[1], t),

@@ -88,6 +88,7 @@ void self_tangle_free(sim_self *s)
 	free(s->tangle_lbest);
 	free(s->tangle_et_start);
 	free(s->tangle_et);
+	sim_preflight_scratch_free(&s->tangle_pf);
 	s->tangled = NULL;
 	s->tangle_hit = NULL;
 	s->tangle_sub = NULL;
@@ -194,11 +195,12 @@ static void tangle_check(sim_self *s, const sim_vec4 *restrict x, int full)
 				if (!s->tri_skip[t])
 					sub[n++] = t;
 			found = sim_preflight_subset(&x[0].x, 4, s->tris, sub, n, tangle_skip, s,
-						     hit);
+						     hit, &s->tangle_pf);
 		}
 		free(hit);
 		free(sub);
 		if (found <= 0 || tangle_alloc(s) != 0) {
+			sim_preflight_scratch_free(&s->tangle_pf);
 			s->tangle_state = SELF_TANGLE_DONE;
 			s->tangle_pairs = 0;
 			s->tangle_vertices = 0;
@@ -216,7 +218,7 @@ static void tangle_check(sim_self *s, const sim_vec4 *restrict x, int full)
 	}
 	memset(s->tangle_hit, 0, nt);
 	int64_t found = sim_preflight_subset(&x[0].x, 4, s->tris, s->tangle_sub, n, tangle_skip, s,
-					     s->tangle_hit);
+					     s->tangle_hit, &s->tangle_pf);
 	if (found <= 0) {
 		/* Untangled (or out of memory: the guard as before). */
 		self_tangle_free(s);

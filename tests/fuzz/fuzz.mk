@@ -37,9 +37,9 @@ san = $(patsubst %.cc,$(FZ)/san/%.o,$(patsubst %.c,$(FZ)/san/%.o,$(1)))
 
 SIM_OBJ   := $(call san,$(SIM_SRC) $(SIM_CC))
 PROTO_OBJ := $(call cov,$(PROTO_SRC) server/sim/error.c)
-OBJ_OBJ   := $(call cov,client/obj.c server/sim/error.c)
-PC2_OBJ   := $(call cov,client/pointcache.c client/obj.c server/sim/error.c)
-SCENE_OBJ := $(call cov,client/scene.c client/obj.c)
+OBJ_OBJ   := $(call cov,client/obj.c client/readfile.c server/sim/error.c)
+PC2_OBJ   := $(call cov,client/pointcache.c client/obj.c client/readfile.c server/sim/error.c)
+SCENE_OBJ := $(call cov,client/scene.c client/obj.c client/readfile.c proto/euler.c)
 SRV_SRC   := $(filter-out server/main.c,$(sort $(wildcard server/*.c)))
 DAEMON_OBJ := $(call cov,$(SRV_SRC) $(PROTO_SRC))
 
