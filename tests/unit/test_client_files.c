@@ -472,6 +472,8 @@ static void test_obj_project_meshes(void)
 		{DATA "meshes/mh_female_elegantsuit01.obj", 2205, 2096},
 		{DATA "meshes/mh_proxy_female_generic.obj", 13868, 13866},
 		{DATA "meshes/cj_spot.obj", 2930, 5856},
+		{DATA "meshes/dc_tshirt1900.obj", 1921, 3726},
+		{DATA "meshes/gc_mean_all.obj", 23752, 47500},
 	};
 	for (size_t i = 0; i < CHECK_COUNT(meshes); i++) {
 		drape_obj_mesh m;
