@@ -145,13 +145,16 @@ drape_err drape_scene_inv_mass(const drape_scene *sc, float **out, drape_error *
 #define DRAPE_UNITS_MAX_CLOTH 4.0
 #define DRAPE_UNITS_MIN_CLOTH 0.02
 #define DRAPE_UNITS_MAX_BODY 3.0
+#define DRAPE_UNITS_MIN_BODY 0.5 /* a collider this tall, or taller, sizes the cloth */
 
 /*
  * Whether the scene's sizes suggest a mesh in the wrong units: a cloth (or
  * each of "cloths") over DRAPE_UNITS_MAX_CLOTH or under
  * DRAPE_UNITS_MIN_CLOTH across, a mesh collider over DRAPE_UNITS_MAX_BODY
  * tall (Y). Writes one line naming each suspect, its size and the scale
- * that would fix decimetres or centimetres into buf (n bytes, always
+ * that would fix decimetres or centimetres (and, for a cloth, the factor
+ * on its scale that makes it as large as the tallest mesh collider from
+ * DRAPE_UNITS_MIN_BODY to DRAPE_UNITS_MAX_BODY tall) into buf (n bytes, always
  * terminated when n > 0) and returns its length; 0 when the sizes look
  * like metres. `drape check` and `drape run` print it as a warning.
  */

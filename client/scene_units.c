@@ -31,6 +31,17 @@ static void units_extent(const float *xyz, uint32_t first, uint32_t count, doubl
 	*height = hi[1] >= lo[1] ? (double)hi[1] - lo[1] : 0.0;
 }
 
+/* The Y extent of colliders[i] when it is a mesh (1), else 0. */
+static int units_collider_height(const drape_scene *s, uint32_t i, double *height)
+{
+	const drape_collider_desc *d = &s->colliders[i];
+	if (d->shape != DRAPE_SHAPE_MESH || d->vertices == NULL)
+		return 0;
+	double largest;
+	units_extent(d->vertices, 0, d->vertex_count, &largest, height);
+	return 1;
+}
+
 /* Appends to buf (at *used of n), "; " between notes; truncates safely. */
 static void units_add(char *buf, size_t n, size_t *used, const char *fmt, ...)
 {
@@ -55,6 +66,18 @@ size_t drape_scene_size_note(const drape_scene *s, char *buf, size_t n)
 	size_t used = 0;
 	if (n > 0)
 		buf[0] = '\0';
+	/* A mesh of unstated units (DiffCloth's T-shirt, 11.4 across) is in
+	 * neither decimetres nor centimetres: the one size the scene does tell
+	 * is the body's. The tallest mesh collider of a plausible height in
+	 * metres bounds the cloth's scale: a garment is no larger than the
+	 * body it is worn on. */
+	int body = -1;
+	double body_height = 0.0;
+	for (uint32_t i = 0; i < s->collider_count; i++) {
+		double height;
+		if (units_collider_height(s, i, &height) && height >= DRAPE_UNITS_MIN_BODY && height <= DRAPE_UNITS_MAX_BODY && height > body_height)
+			body = (int)i, body_height = height;
+	}
 	const uint32_t pieces = s->object_count > 0 ? s->object_count : 1;
 	for (uint32_t i = 0; i < pieces; i++) {
 		uint32_t first = 0, count = s->cloth.vertex_count;
@@ -69,24 +92,26 @@ size_t drape_scene_size_note(const drape_scene *s, char *buf, size_t n)
 			snprintf(who, sizeof who, "cloth \"%.64s\"", s->objects[i].name);
 		else
 			snprintf(who, sizeof who, "the cloth");
+		char fit[160] = "";
+		if (body >= 0 && (largest > DRAPE_UNITS_MAX_CLOTH || largest < DRAPE_UNITS_MIN_CLOTH))
+			snprintf(fit, sizeof fit,
+				 "; in units not stated, it is as large as colliders[%d] (%.3g m tall) "
+				 "with its \"scale\" times %.3g, and a garment worn on it smaller",
+				 body, body_height, body_height / largest);
 		if (largest > DRAPE_UNITS_MAX_CLOTH)
 			units_add(buf, n, &used,
 				  "%s is %.3g m across: scenes are in metres (a mesh in decimetres needs "
-				  "\"scale\": 0.1, in centimetres 0.01)",
-				  who, largest);
+				  "\"scale\": 0.1, in centimetres 0.01%s)",
+				  who, largest, fit);
 		else if (largest < DRAPE_UNITS_MIN_CLOTH)
 			units_add(buf, n, &used,
 				  "%s is %.3g m across: scenes are in metres (a mesh in millimetres needs "
-				  "\"scale\": 0.001)",
-				  who, largest);
+				  "\"scale\": 0.001%s)",
+				  who, largest, fit);
 	}
 	for (uint32_t i = 0; i < s->collider_count; i++) {
-		const drape_collider_desc *d = &s->colliders[i];
-		if (d->shape != DRAPE_SHAPE_MESH || d->vertices == NULL)
-			continue;
-		double largest, height;
-		units_extent(d->vertices, 0, d->vertex_count, &largest, &height);
-		if (height > DRAPE_UNITS_MAX_BODY)
+		double height;
+		if (units_collider_height(s, i, &height) && height > DRAPE_UNITS_MAX_BODY)
 			units_add(buf, n, &used,
 				  "colliders[%u] is %.3g m tall: scenes are in metres, Y up (a body in "
 				  "decimetres needs \"scale\": 0.1, in centimetres 0.01)",

@@ -602,8 +602,12 @@ int cli_cmd_check(int argc, char **argv)
 		print_garment(&sc, along_seams, 1);
 		print_cloths(&sc, 1);
 		printf(",\"pieces\":%u,\"unpinned_pieces\":%u", pieces, unpinned);
-		printf(",\"inside_colliders\":{\"vertices\":%llu,\"deepest\":%.9g,\"collider\":%d}",
+		printf(",\"inside_colliders\":{\"vertices\":%llu,\"deepest\":%.9g,\"collider\":%d",
 		       (unsigned long long)inside.vertices, (double)inside.deepest, (int)inside.collider);
+		if (inside.vertices > 0)
+			printf(",\"deepest_vertex\":%u,\"deepest_at\":[%.9g,%.9g,%.9g]", inside.vertex,
+			       (double)inside.at[0], (double)inside.at[1], (double)inside.at[2]);
+		printf("}");
 		printf(",\"units_warning\":");
 		if (units[0] != '\0')
 			cli_json_str(stdout, units);
@@ -649,8 +653,10 @@ int cli_cmd_check(int argc, char **argv)
 			printf("  ... and %llu more\n", (unsigned long long)(count - shown));
 		if (inside.vertices > 0)
 			printf("inside colliders:      %llu cloth vertices start inside (deepest %.1f mm, in "
-			       "colliders[%d]): the solver pushes them out, through the cloth if deep\n",
-			       (unsigned long long)inside.vertices, 1000.0 * inside.deepest, (int)inside.collider);
+			       "colliders[%d], vertex %u at [%.3f, %.3f, %.3f]): the solver pushes them out, "
+			       "through the cloth if deep\n",
+			       (unsigned long long)inside.vertices, 1000.0 * inside.deepest, (int)inside.collider,
+			       inside.vertex, (double)inside.at[0], (double)inside.at[1], (double)inside.at[2]);
 		else
 			printf("inside colliders:      0 cloth vertices\n");
 		if (units[0] != '\0')

@@ -140,6 +140,8 @@ typedef struct cli_inside {
 	uint64_t vertices;
 	float deepest;
 	int32_t collider;
+	uint32_t vertex; /* the deepest cloth vertex, and where it is (scene space) */
+	float at[3];
 } cli_inside;
 drape_err cli_check_inside(const drape_scene *sc, cli_inside *out, drape_error *err);
 /* The cloth's pieces, joined by triangles and stitches, and how many of

@@ -51,17 +51,20 @@ drape_err cli_check_inside(const drape_scene *sc, cli_inside *out, drape_error *
 			break;
 		drape_sdf_sample(sdf, local, n, dist, NULL);
 		drape_sdf_release(sdf);
-		uint32_t inside = 0;
+		uint32_t inside = 0, at = 0;
 		float deepest = 0.0f;
 		for (uint32_t i = 0; i < n; i++)
 			if (dist[i] < 0.0f) {
 				inside++;
-				deepest = -dist[i] > deepest ? -dist[i] : deepest;
+				if (-dist[i] > deepest)
+					deepest = -dist[i], at = i;
 			}
 		out->vertices += inside;
 		if (inside > 0 && deepest > out->deepest) {
 			out->deepest = deepest;
 			out->collider = (int32_t)c;
+			out->vertex = at;
+			memcpy(out->at, &sc->cloth.positions[3 * (size_t)at], sizeof out->at);
 		}
 	}
 	free(local);

@@ -174,7 +174,8 @@ expect check 0 "$DRAPE" check "$T/small.json" && grep -q "vertices: *120" "$T/ou
 # (spacing 2/7 m) through the middle of the unit cube has the 4 x 4
 # vertices with |x|, |y| < 0.5 inside it, the deepest 0.5 - 1/7 = 357 mm
 # from the faces; lifted 2 m, none. The units warning: the same cube 10 m
-# tall (a body in decimetres) is named with the scale that fixes it. Each
+# tall (a body in decimetres) is named with the scale that fixes it; the
+# deepest inside vertex is named with its place, to find it. Each
 # case fails (not only misses its PASS) when the output is wrong.
 out_has() { # NAME PATTERN: PASS when $T/out matches, else FAIL quoting it
 	if grep -q "$2" "$T/out"; then pass "$1"; else fail "$1" "no '$2' in: $(head -c 600 "$T/out")"; fi
@@ -185,7 +186,12 @@ cat >"$T/inside.json" <<EOF
 EOF
 expect check_inside 0 "$DRAPE" check "$T/inside.json" &&
 	out_has check_counts_cloth_inside_a_collider \
-		"^inside colliders: *16 cloth vertices start inside (deepest 35[0-9]\.[0-9] mm, in colliders\[0\])"
+		"^inside colliders: *16 cloth vertices start inside (deepest 35[0-9]\.[0-9] mm, in colliders\[0\], vertex [0-9]* at \[-\?0\.143, -\?0\.143, -\?0\.000\])"
+# Where: the deepest are the 4 vertices 1/7 m from the cube's centre
+# (which of them is the field's rounding), given by index and place.
+expect check_inside_json 0 "$DRAPE" check "$T/inside.json" --json &&
+	out_has check_says_where_the_deepest_inside_is \
+		'"inside_colliders":{"vertices":16,"deepest":0\.35[0-9]*,"collider":0,"deepest_vertex":\(27\|28\|35\|36\),"deepest_at":\[-\?0\.14285[0-9]*,-\?0\.14285[0-9]*,[-0-9.e]*\]}'
 sed 's/"resolution": \[8, 8\]/"resolution": [8, 8], "center": [0, 2, 0]/' "$T/inside.json" >"$T/outside.json"
 expect check_outside 0 "$DRAPE" check "$T/outside.json" --json &&
 	out_has check_finds_none_outside '"inside_colliders":{"vertices":0,.*"units_warning":null'
@@ -197,6 +203,12 @@ sed 's|block.obj"|block.obj", "scale": [1, 10, 1]|' "$T/outside.json" >"$T/tall.
 expect check_tall 0 "$DRAPE" check "$T/tall.json" &&
 	out_has check_warns_of_units \
 		'^units: *warning: colliders\[0\] is 10 m tall: scenes are in metres, Y up (a body in decimetres needs "scale": 0.1'
+# A cloth of unstated units (20 m across) on a 1 m body: the factor on its
+# scale that makes it as large as the body, 1 / 20.
+sed 's/"size": \[2, 2\]/"size": [20, 20]/' "$T/inside.json" >"$T/huge.json"
+expect check_huge 0 "$DRAPE" check "$T/huge.json" &&
+	out_has check_sizes_a_cloth_of_unstated_units_by_the_body \
+		'^units: *warning: the cloth is 20 m across: .*centimetres 0.01; in units not stated, it is as large as colliders\[0\] (1 m tall) with its "scale" times 0.05, and a garment worn on it smaller)$'
 expect run_tall 0 "$DRAPE" run "$T/tall.json" --local --frames 1 --out "$T/tallrun" && cp "$T/err" "$T/out" &&
 	out_has run_warns_of_units '^drape: warning: colliders\[0\] is 10 m tall' || miss run_warns_of_units
 

@@ -472,6 +472,8 @@ static void test_obj_project_meshes(void)
 		{DATA "meshes/mh_female_elegantsuit01.obj", 2205, 2096},
 		{DATA "meshes/mh_proxy_female_generic.obj", 13868, 13866},
 		{DATA "meshes/cj_spot.obj", 2930, 5856},
+		{DATA "meshes/dc_tshirt1900.obj", 1921, 3726},
+		{DATA "meshes/gc_mean_all.obj", 23752, 47500},
 	};
 	for (size_t i = 0; i < CHECK_COUNT(meshes); i++) {
 		drape_obj_mesh m;
@@ -982,6 +984,18 @@ static void test_scene_size_note(void)
 		{"{\"cloths\": [{\"name\": \"small\", \"mesh\": \"../obj/sheet.obj\"},"
 		 " {\"name\": \"big\", \"mesh\": \"../obj/sheet.obj\", \"scale\": 20, \"translate\": [0, 0, 1]}]}",
 		 "cloth \"big\" is 20 m across"},
+		/* A body 0.5 to 3 m tall sizes a cloth of unstated units: the
+		 * 10 m sheet is as large as a 1.5 m body at 0.15 of its scale
+		 * (the tallest of two), and a 0.1 m sheet at 15 times it. */
+		{"{\"colliders\": [{\"mesh\": \"../obj/negative.obj\", \"scale\": [1, 1.2, 1]},"
+		 " {\"mesh\": \"../obj/negative.obj\", \"scale\": [1, 1.5, 1]}],"
+		 " \"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": 10}}",
+		 "centimetres 0.01; in units not stated, it is as large as colliders[1] (1.5 m tall) with its "
+		 "\"scale\" times 0.15, and a garment worn on it smaller)"},
+		{"{\"colliders\": [{\"mesh\": \"../obj/negative.obj\", \"scale\": [1, 1.5, 1]}],"
+		 " \"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": 0.01}}",
+		 "\"scale\": 0.001; in units not stated, it is as large as colliders[0] (1.5 m tall) with its "
+		 "\"scale\" times 150,"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		drape_scene s;
@@ -996,8 +1010,29 @@ static void test_scene_size_note(void)
 		if (cases[i].want == NULL)
 			CHECKF(n == 0 && note[0] == '\0', "case %zu: unexpected note '%.200s'", i, note);
 		else
-			CHECKF(n == strlen(note) && strstr(note, cases[i].want) != NULL && strstr(note, "small") == NULL,
-			       "case %zu: note '%.200s'", i, note);
+			CHECKF(n == strlen(note) && strstr(note, cases[i].want) != NULL && strstr(note, "\"small\"") == NULL,
+			       "case %zu: note '%.300s'", i, note);
+	}
+	/* A collider under 0.5 m (a ball, a prop) or a body out of metres
+	 * sizes nothing: the note is the units one alone. */
+	static const char *const unsized[] = {
+		"{\"colliders\": [{\"mesh\": \"../obj/negative.obj\", \"scale\": [1, 0.4, 1]}],"
+		" \"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": 10}}",
+		"{\"colliders\": [{\"mesh\": \"../obj/negative.obj\", \"scale\": [1, 17, 1]}],"
+		" \"cloth\": {\"mesh\": \"../obj/sheet.obj\", \"scale\": 10}}",
+	};
+	for (size_t i = 0; i < CHECK_COUNT(unsized); i++) {
+		drape_scene s;
+		drape_error err;
+		drape_err rc = load_str(unsized[i], &s, &err);
+		CHECKF(rc == DRAPE_OK, "unsized %zu: %s", i, err.message);
+		if (rc != DRAPE_OK)
+			continue;
+		char note[1024];
+		drape_scene_size_note(&s, note, sizeof note);
+		drape_scene_free(&s);
+		CHECKF(strstr(note, "the cloth is 10 m across") != NULL && strstr(note, "not stated") == NULL,
+		       "unsized %zu: note '%.300s'", i, note);
 	}
 }
 
@@ -1005,7 +1040,7 @@ static void test_scene_examples(void)
 {
 	/* Every example scene loads (they are what users copy first). */
 	static const char *const files[] = {"examples/flag.json", "examples/sphere_drape.json",
-					    "examples/garment.json", "examples/cape.json",
+					    "examples/garment.json", "examples/cape.json", "examples/tshirt.json",
 					    DATA "scenes/grid_flat.json"};
 	for (size_t i = 0; i < CHECK_COUNT(files); i++) {
 		drape_scene s;
