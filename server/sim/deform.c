@@ -534,6 +534,62 @@ void sim_deform_begin_substep(sim_deform *d, float t0, float t1, const sim_rigid
 	}
 }
 
+/* Body vertex v's local position at time t, as sim_deform_pose computes
+ * it, then moved by x. */
+static sim_v3 pose_vertex(const sim_deform *d, float t, const sim_rigid *x, uint32_t v)
+{
+	size_t per = (size_t)d->nv * 3;
+	double f = (double)t - (double)d->start;
+	const float *q;
+	float o[3];
+	if (!(f > 0.0) || d->count == 1) {
+		q = &d->frames[3 * (size_t)v];
+	} else if (f >= (double)(d->count - 1)) {
+		q = &d->frames[(size_t)(d->count - 1) * per + 3 * (size_t)v];
+	} else {
+		double fl = floor(f);
+		float s = (float)(f - fl);
+		const float *a = d->frames + (size_t)fl * per + 3 * (size_t)v, *b = a + per;
+		for (int k = 0; k < 3; k++)
+			o[k] = a[k] + s * (b[k] - a[k]);
+		q = o;
+	}
+	const float *r = x->r;
+	return v3(r[0] * q[0] + r[1] * q[1] + r[2] * q[2] + x->t.x,
+		  r[3] * q[0] + r[4] * q[1] + r[5] * q[2] + x->t.y,
+		  r[6] * q[0] + r[7] * q[1] + r[8] * q[2] + x->t.z);
+}
+
+void sim_deform_motion(const sim_deform *d, float t0, float t1, const sim_rigid *x0,
+		       const sim_rigid *x1, float *turn, float *disp)
+{
+	/* The smallest cosine of a triangle's turn; a triangle degenerate at
+	 * either end has no normal to turn and is skipped. */
+	double cmin = 1.0;
+	float dmax = 0.0f;
+	for (uint32_t t = 0; t < d->nt; t++) {
+		const uint32_t *c = &d->tris[3 * (size_t)t];
+		sim_v3 a0 = pose_vertex(d, t0, x0, c[0]), b0 = pose_vertex(d, t0, x0, c[1]),
+		       c0 = pose_vertex(d, t0, x0, c[2]);
+		sim_v3 a1 = pose_vertex(d, t1, x1, c[0]), b1 = pose_vertex(d, t1, x1, c[1]),
+		       c1 = pose_vertex(d, t1, x1, c[2]);
+		sim_v3 n0 = v3_cross(v3_sub(b0, a0), v3_sub(c0, a0));
+		sim_v3 n1 = v3_cross(v3_sub(b1, a1), v3_sub(c1, a1));
+		double l = sqrt((double)v3_dot(n0, n0) * (double)v3_dot(n1, n1));
+		if (l > 0.0 && l < INFINITY) {
+			double cs = (double)v3_dot(n0, n1) / l;
+			cmin = cs < cmin ? cs : cmin;
+		}
+		/* Each corner's displacement (a vertex of several triangles
+		 * is measured several times, to the same bits). */
+		dmax = fmax2(dmax, v3_len(v3_sub(a1, a0)));
+		dmax = fmax2(dmax, v3_len(v3_sub(b1, b0)));
+		dmax = fmax2(dmax, v3_len(v3_sub(c1, c0)));
+	}
+	*turn = (float)acos(cmin < -1.0 ? -1.0 : cmin);
+	*disp = dmax;
+}
+
 /* Refits the tree to the boxes the triangles sweep in this substep, and
  * makes this substep's start pose B, from which later substeps measure
  * the body's drift (kdrift): between refits, the boxes hold every
