@@ -225,8 +225,16 @@ static void sleeve_mesh(mesh *m, double rad, double y0, double y1, uint32_t nr, 
  * sleeve vertex is inside the arm's triangles of that frame (ray parity):
  * the cloth caught in the closing bend is never pinched through it.
  */
+/* What a bend did beyond the depths: the frames the step split for the
+ * arm's motion (stats.split > 1) and the state's hash at the end. */
+typedef struct elbow_run {
+	drape_pool *pool;
+	uint32_t split_frames, split_max;
+	uint64_t hash;
+} elbow_run;
+
 static void elbow_bend(double degrees, uint32_t bend_frames, uint32_t substeps, int xpbd,
-		       double *deep_out, uint32_t *inside_out, double *closest_out)
+		       double *deep_out, uint32_t *inside_out, double *closest_out, elbow_run *run)
 {
 	*deep_out = INFINITY, *closest_out = INFINITY, *inside_out = UINT32_MAX;
 	uint32_t inside_all = 0;
@@ -253,6 +261,10 @@ static void elbow_bend(double degrees, uint32_t bend_frames, uint32_t substeps, 
 		sd.params.substeps = substeps;
 	if (xpbd)
 		sd.params.model = DRAPE_MODEL_XPBD;
+	if (run != NULL) {
+		sd.pool = run->pool;
+		run->split_frames = run->split_max = 0;
+	}
 	drape_sim *sim = NULL;
 	drape_error err;
 	CHECK_OK(drape_sim_create(&sd, &sim, &err));
@@ -270,7 +282,12 @@ static void elbow_bend(double degrees, uint32_t bend_frames, uint32_t substeps, 
 	float *x = malloc((size_t)sl.nv * 12);
 	double deep = 0;
 	for (uint32_t f = 1; f < frames; f++) {
-		CHECKF(drape_sim_step(sim, NULL, &err) == DRAPE_OK, "frame %u: %s", f, err.message);
+		drape_sim_stats st;
+		CHECKF(drape_sim_step(sim, &st, &err) == DRAPE_OK, "frame %u: %s", f, err.message);
+		if (run != NULL && st.split > 1) {
+			run->split_frames++;
+			run->split_max = st.split > run->split_max ? st.split : run->split_max;
+		}
 		drape_sim_get_positions(sim, x);
 		CHECK(all_finite(x, sl.nv));
 		uint32_t inside;
@@ -305,6 +322,8 @@ static void elbow_bend(double degrees, uint32_t bend_frames, uint32_t substeps, 
 	*closest_out = closest;
 	*deep_out = deep;
 	*inside_out = inside_all;
+	if (run != NULL)
+		run->hash = state_hash(sim);
 	free(x);
 	free(anim);
 	mesh_free(&arm);
@@ -316,7 +335,7 @@ static void test_elbow(void)
 {
 	double closest, deep;
 	uint32_t inside;
-	elbow_bend(120.0, 16, 0, 0, &deep, &inside, &closest);
+	elbow_bend(120.0, 16, 0, 0, &deep, &inside, &closest, NULL);
 	CHECKF(inside == 0, "%u sleeve vertices inside the arm over the frames, deepest %.5f m", inside, deep);
 	CHECKF(closest < 0.008, "no sleeve vertex came near the arm (closest %.4f m)", closest);
 	printf("  elbow: deepest %.2g m, closest vertex %.4f m from the arm at 120 degrees\n", deep, closest);
@@ -339,11 +358,24 @@ static void test_elbow_fast(void)
 {
 	double closest, deep;
 	uint32_t inside;
-	elbow_bend(140.0, 2, 0, 0, &deep, &inside, &closest);
+	elbow_run one = {0}, three = {0};
+	elbow_bend(140.0, 2, 0, 0, &deep, &inside, &closest, &one);
 	CHECKF(deep <= 0.1 * 0.005, "a sleeve vertex %.2f mm inside the arm (%u vertex-frames inside)", 1e3 * deep,
 	       inside);
 	CHECKF(closest < 0.008, "no sleeve vertex came near the arm (closest %.4f m)", closest);
-	printf("  elbow 140 degrees in 2 frames: deepest %.2f mm, closest %.2f mm\n", 1e3 * deep, 1e3 * closest);
+	/* The two bending frames were split, the 16 held frames not; the
+	 * split frames give the same bits on 3 threads. */
+	CHECKF(one.split_frames == 2, "%u frames split, not the 2 bending ones", one.split_frames);
+	drape_error err;
+	CHECK_OK(drape_pool_create(3, &three.pool, &err));
+	double deep3, closest3;
+	uint32_t inside3;
+	elbow_bend(140.0, 2, 0, 0, &deep3, &inside3, &closest3, &three);
+	CHECK(three.hash == one.hash);
+	drape_pool_destroy(three.pool);
+	printf("  elbow 140 degrees in 2 frames: deepest %.2f mm, closest %.2f mm, %u frames split into %ux "
+	       "substeps\n",
+	       1e3 * deep, 1e3 * closest, one.split_frames, one.split_max);
 }
 
 /*
@@ -372,7 +404,7 @@ static void test_elbow_sweep(void)
 			continue;
 		double closest, deep;
 		uint32_t inside;
-		elbow_bend(deg[k], bf[k], sub, xpbd, &deep, &inside, &closest);
+		elbow_bend(deg[k], bf[k], sub, xpbd, &deep, &inside, &closest, NULL);
 		printf("  elbow %.0f degrees in %u frames: %u vertex-frames inside, deepest %.2f mm, closest "
 		       "%.2f mm\n",
 		       deg[k], bf[k], inside, 1e3 * deep, 1e3 * closest);
