@@ -560,12 +560,17 @@ static sim_v3 pose_vertex(const sim_deform *d, float t, const sim_rigid *x, uint
 		  r[6] * q[0] + r[7] * q[1] + r[8] * q[2] + x->t.z);
 }
 
-void sim_deform_motion(const sim_deform *d, float t0, float t1, const sim_rigid *x0,
-		       const sim_rigid *x1, float *turn, float *disp)
+void sim_deform_motion(sim_deform *d, float t0, float t1, const sim_rigid *x0, const sim_rigid *x1,
+		       float *turn, float *disp)
 {
-	/* The smallest cosine of a triangle's turn; a triangle degenerate at
-	 * either end has no normal to turn and is skipped. */
-	double cmin = 1.0;
+	/* Each vertex's normal at both poses, the sum of its triangles'
+	 * area-weighted normals (the surface's, which a sliver triangle whose
+	 * own normal swings under a small motion hardly moves), in the tree's
+	 * box scratch (vlo at t0, vhi at t1), which refit_tree writes afresh
+	 * before it reads it. */
+	float *n0 = d->vlo, *n1 = d->vhi;
+	memset(n0, 0, (size_t)d->nv * 4 * sizeof *n0);
+	memset(n1, 0, (size_t)d->nv * 4 * sizeof *n1);
 	float dmax = 0.0f;
 	for (uint32_t t = 0; t < d->nt; t++) {
 		const uint32_t *c = &d->tris[3 * (size_t)t];
@@ -573,18 +578,32 @@ void sim_deform_motion(const sim_deform *d, float t0, float t1, const sim_rigid 
 		       c0 = pose_vertex(d, t0, x0, c[2]);
 		sim_v3 a1 = pose_vertex(d, t1, x1, c[0]), b1 = pose_vertex(d, t1, x1, c[1]),
 		       c1 = pose_vertex(d, t1, x1, c[2]);
-		sim_v3 n0 = v3_cross(v3_sub(b0, a0), v3_sub(c0, a0));
-		sim_v3 n1 = v3_cross(v3_sub(b1, a1), v3_sub(c1, a1));
-		double l = sqrt((double)v3_dot(n0, n0) * (double)v3_dot(n1, n1));
-		if (l > 0.0 && l < INFINITY) {
-			double cs = (double)v3_dot(n0, n1) / l;
-			cmin = cs < cmin ? cs : cmin;
+		sim_v3 f0 = v3_cross(v3_sub(b0, a0), v3_sub(c0, a0));
+		sim_v3 f1 = v3_cross(v3_sub(b1, a1), v3_sub(c1, a1));
+		for (int k = 0; k < 3; k++) {
+			float *p = &n0[4 * (size_t)c[k]], *q = &n1[4 * (size_t)c[k]];
+			p[0] += f0.x, p[1] += f0.y, p[2] += f0.z;
+			q[0] += f1.x, q[1] += f1.y, q[2] += f1.z;
 		}
 		/* Each corner's displacement (a vertex of several triangles
 		 * is measured several times, to the same bits). */
 		dmax = fmax2(dmax, v3_len(v3_sub(a1, a0)));
 		dmax = fmax2(dmax, v3_len(v3_sub(b1, b0)));
 		dmax = fmax2(dmax, v3_len(v3_sub(c1, c0)));
+	}
+	/* The smallest cosine of a vertex normal's turn; a vertex without a
+	 * normal at either end (no triangles, or a fan that cancels) is
+	 * skipped. */
+	double cmin = 1.0;
+	for (uint32_t v = 0; v < d->nv; v++) {
+		const float *p = &n0[4 * (size_t)v], *q = &n1[4 * (size_t)v];
+		double pp = (double)p[0] * p[0] + (double)p[1] * p[1] + (double)p[2] * p[2];
+		double qq = (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2];
+		double l = sqrt(pp * qq);
+		if (l > 0.0 && l < INFINITY) {
+			double cs = ((double)p[0] * q[0] + (double)p[1] * q[1] + (double)p[2] * q[2]) / l;
+			cmin = cs < cmin ? cs : cmin;
+		}
 	}
 	*turn = (float)acos(cmin < -1.0 ? -1.0 : cmin);
 	*disp = dmax;
