@@ -534,30 +534,9 @@ void sim_deform_begin_substep(sim_deform *d, float t0, float t1, const sim_rigid
 	}
 }
 
-/* Body vertex v's local position at time t, as sim_deform_pose computes
- * it, then moved by x. */
-static sim_v3 pose_vertex(const sim_deform *d, float t, const sim_rigid *x, uint32_t v)
+static inline sim_v3 vat(const float *pos, uint32_t v)
 {
-	size_t per = (size_t)d->nv * 3;
-	double f = (double)t - (double)d->start;
-	const float *q;
-	float o[3];
-	if (!(f > 0.0) || d->count == 1) {
-		q = &d->frames[3 * (size_t)v];
-	} else if (f >= (double)(d->count - 1)) {
-		q = &d->frames[(size_t)(d->count - 1) * per + 3 * (size_t)v];
-	} else {
-		double fl = floor(f);
-		float s = (float)(f - fl);
-		const float *a = d->frames + (size_t)fl * per + 3 * (size_t)v, *b = a + per;
-		for (int k = 0; k < 3; k++)
-			o[k] = a[k] + s * (b[k] - a[k]);
-		q = o;
-	}
-	const float *r = x->r;
-	return v3(r[0] * q[0] + r[1] * q[1] + r[2] * q[2] + x->t.x,
-		  r[3] * q[0] + r[4] * q[1] + r[5] * q[2] + x->t.y,
-		  r[6] * q[0] + r[7] * q[1] + r[8] * q[2] + x->t.z);
+	return v3(pos[3 * (size_t)v], pos[3 * (size_t)v + 1], pos[3 * (size_t)v + 2]);
 }
 
 void sim_deform_motion(sim_deform *d, float t0, float t1, const sim_rigid *x0, const sim_rigid *x1,
@@ -571,25 +550,28 @@ void sim_deform_motion(sim_deform *d, float t0, float t1, const sim_rigid *x0, c
 	float *n0 = d->vlo, *n1 = d->vhi;
 	memset(n0, 0, (size_t)d->nv * 4 * sizeof *n0);
 	memset(n1, 0, (size_t)d->nv * 4 * sizeof *n1);
+	/* The poses in the substep's buffers, whose next substep then
+	 * computes its start pose afresh (the same bits as the end pose it
+	 * would have reused: the same functions of the same time). */
+	float *P0 = d->P0, *P1 = d->P1;
+	sim_deform_pose(d, t0, P0);
+	to_world(x0, P0, d->nv);
+	sim_deform_pose(d, t1, P1);
+	to_world(x1, P1, d->nv);
+	d->have_end = 0;
 	float dmax = 0.0f;
+	for (uint32_t v = 0; v < d->nv; v++)
+		dmax = fmax2(dmax, v3_len(v3_sub(vat(P1, v), vat(P0, v))));
 	for (uint32_t t = 0; t < d->nt; t++) {
 		const uint32_t *c = &d->tris[3 * (size_t)t];
-		sim_v3 a0 = pose_vertex(d, t0, x0, c[0]), b0 = pose_vertex(d, t0, x0, c[1]),
-		       c0 = pose_vertex(d, t0, x0, c[2]);
-		sim_v3 a1 = pose_vertex(d, t1, x1, c[0]), b1 = pose_vertex(d, t1, x1, c[1]),
-		       c1 = pose_vertex(d, t1, x1, c[2]);
-		sim_v3 f0 = v3_cross(v3_sub(b0, a0), v3_sub(c0, a0));
-		sim_v3 f1 = v3_cross(v3_sub(b1, a1), v3_sub(c1, a1));
+		sim_v3 a0 = vat(P0, c[0]), a1 = vat(P1, c[0]);
+		sim_v3 f0 = v3_cross(v3_sub(vat(P0, c[1]), a0), v3_sub(vat(P0, c[2]), a0));
+		sim_v3 f1 = v3_cross(v3_sub(vat(P1, c[1]), a1), v3_sub(vat(P1, c[2]), a1));
 		for (int k = 0; k < 3; k++) {
 			float *p = &n0[4 * (size_t)c[k]], *q = &n1[4 * (size_t)c[k]];
 			p[0] += f0.x, p[1] += f0.y, p[2] += f0.z;
 			q[0] += f1.x, q[1] += f1.y, q[2] += f1.z;
 		}
-		/* Each corner's displacement (a vertex of several triangles
-		 * is measured several times, to the same bits). */
-		dmax = fmax2(dmax, v3_len(v3_sub(a1, a0)));
-		dmax = fmax2(dmax, v3_len(v3_sub(b1, b0)));
-		dmax = fmax2(dmax, v3_len(v3_sub(c1, c0)));
 	}
 	/* The smallest cosine of a vertex normal's turn; a vertex without a
 	 * normal at either end (no triangles, or a fan that cancels) is
@@ -635,11 +617,6 @@ void sim_deform_view(const sim_deform *d, uint32_t *nv, uint32_t *nt, const uint
 	*tris = d->tris;
 	*p0 = d->P0;
 	*p1 = d->P1;
-}
-
-static inline sim_v3 vat(const float *pos, uint32_t v)
-{
-	return v3(pos[3 * (size_t)v], pos[3 * (size_t)v + 1], pos[3 * (size_t)v + 2]);
 }
 
 float sim_closest_on_triangle(sim_v3 q, sim_v3 a, sim_v3 b, sim_v3 c, float bary[3])
