@@ -35,6 +35,8 @@ typedef struct sink {
 	double start_ms;    /* when frames started to arrive (after setup) */
 	double sim_ms;      /* sum of the solver's per-frame times */
 	float max_strain;   /* over every frame received (the solver's per-frame maximum) */
+	uint32_t split;     /* frames the solver split for the body's motion (stats.split > 1) */
+	uint32_t split_max; /* the largest split */
 	const float *rest;  /* the scene's rest positions, for the last frame's strain; NULL = none */
 	float *last;        /* a copy of the latest frame's positions (when rest is set) */
 	bool rest_is_input; /* rest is the pose the run started from (frame 0), as in run */
@@ -262,6 +264,10 @@ static int sink_frame(sink *k, uint32_t index, const float *positions, uint32_t 
 	k->sim_ms += st->solve_ms;
 	if (st->max_strain > k->max_strain)
 		k->max_strain = st->max_strain;
+	if (st->split > 1) {
+		k->split++;
+		k->split_max = st->split > k->split_max ? st->split : k->split_max;
+	}
 	if (k->o->json) {
 		printf("{\"frame\":%u,\"sim_ms\":%.3f,\"max_strain\":%.6g,\"mean_strain\":%.6g,"
 		       "\"contacts\":%u",
@@ -274,6 +280,11 @@ static int sink_frame(sink *k, uint32_t index, const float *positions, uint32_t 
 			       "\"tear_ms\":%.3f",
 			       (unsigned)st->topology, (unsigned)st->torn_edges,
 			       (unsigned)st->split_vertices, st->tear_ms);
+		/* A frame split into more substeps for the body's motion
+		 * (a fast-turning collider; sim.c). */
+		if (st->split > 1)
+			printf(",\"split\":%u,\"substeps\":%u,\"body_turn_deg\":%.3g", (unsigned)st->split,
+			       (unsigned)st->substeps, (double)st->body_turn * 57.29577951308232);
 		printf("}\n");
 		if (fflush(stdout) != 0)
 			return CLI_IOERR;
@@ -310,6 +321,11 @@ static void sink_summary(const sink *k, uint32_t session, double total_ms, const
 		       k->written ? k->write_ms / k->written : 0.0);
 		fflush(stdout);
 	} else if (!k->o->quiet) {
+		if (k->split > 0)
+			fprintf(stderr,
+				"drape: %u frames split into up to %u times the substeps: a collider turned "
+				"more than 4 degrees a substep\n",
+				(unsigned)k->split, (unsigned)k->split_max);
 		char last[96] = "";
 		if (last_max >= 0.0f)
 			snprintf(last, sizeof last, "; last frame: max %.4g, 99th percentile %.4g",

@@ -382,7 +382,16 @@ drape_err sim_xpbd_derive(drape_sim *sim, drape_error *err)
 	sim_xpbd_schedule(sim, number, &X->steps, &X->iterations);
 	X->number = number;
 	X->dt = 1.0 / ((double)P->fps * (double)X->steps);
-	const double dt2 = X->dt * X->dt;
+	sim_xpbd_rates(sim, X->dt);
+	return sim_tether_derive(sim, err);
+}
+
+void sim_xpbd_rates(drape_sim *sim, double dt)
+{
+	const drape_sim_params *P = &sim->params;
+	sim_xpbd *X = &sim->xpbd;
+	const uint32_t ns = sim->stretch_count, nsh = sim->shear_count, nb = sim->bend_count;
+	const double dt2 = dt * dt;
 	const double ku = P->stretch_k, kv = P->stretch_k_weft > 0.0f ? P->stretch_k_weft : P->stretch_k;
 	const double kcmp = P->compress_k;
 	for (uint32_t i = 0; i < ns; i++) {
@@ -397,7 +406,6 @@ drape_err sim_xpbd_derive(drape_sim *sim, drape_error *err)
 		X->shear_kt[i] = (float)((double)X->shear_geo[i] * P->shear_k * dt2);
 	for (uint32_t i = 0; i < nb; i++)
 		X->bend_kt[i] = (float)((double)X->bend_geo[i] * P->bend_k * dt2);
-	return sim_tether_derive(sim, err);
 }
 
 void sim_xpbd_reset(const drape_sim *sim)

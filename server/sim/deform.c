@@ -534,6 +534,63 @@ void sim_deform_begin_substep(sim_deform *d, float t0, float t1, const sim_rigid
 	}
 }
 
+static inline sim_v3 vat(const float *pos, uint32_t v)
+{
+	return v3(pos[3 * (size_t)v], pos[3 * (size_t)v + 1], pos[3 * (size_t)v + 2]);
+}
+
+void sim_deform_motion(sim_deform *d, float t0, float t1, const sim_rigid *x0, const sim_rigid *x1,
+		       float *turn, float *disp)
+{
+	/* Each vertex's normal at both poses, the sum of its triangles'
+	 * area-weighted normals (the surface's, which a sliver triangle whose
+	 * own normal swings under a small motion hardly moves), in the tree's
+	 * box scratch (vlo at t0, vhi at t1), which refit_tree writes afresh
+	 * before it reads it. */
+	float *n0 = d->vlo, *n1 = d->vhi;
+	memset(n0, 0, (size_t)d->nv * 4 * sizeof *n0);
+	memset(n1, 0, (size_t)d->nv * 4 * sizeof *n1);
+	/* The poses in the substep's buffers, whose next substep then
+	 * computes its start pose afresh (the same bits as the end pose it
+	 * would have reused: the same functions of the same time). */
+	float *P0 = d->P0, *P1 = d->P1;
+	sim_deform_pose(d, t0, P0);
+	to_world(x0, P0, d->nv);
+	sim_deform_pose(d, t1, P1);
+	to_world(x1, P1, d->nv);
+	d->have_end = 0;
+	float dmax = 0.0f;
+	for (uint32_t v = 0; v < d->nv; v++)
+		dmax = fmax2(dmax, v3_len(v3_sub(vat(P1, v), vat(P0, v))));
+	for (uint32_t t = 0; t < d->nt; t++) {
+		const uint32_t *c = &d->tris[3 * (size_t)t];
+		sim_v3 a0 = vat(P0, c[0]), a1 = vat(P1, c[0]);
+		sim_v3 f0 = v3_cross(v3_sub(vat(P0, c[1]), a0), v3_sub(vat(P0, c[2]), a0));
+		sim_v3 f1 = v3_cross(v3_sub(vat(P1, c[1]), a1), v3_sub(vat(P1, c[2]), a1));
+		for (int k = 0; k < 3; k++) {
+			float *p = &n0[4 * (size_t)c[k]], *q = &n1[4 * (size_t)c[k]];
+			p[0] += f0.x, p[1] += f0.y, p[2] += f0.z;
+			q[0] += f1.x, q[1] += f1.y, q[2] += f1.z;
+		}
+	}
+	/* The smallest cosine of a vertex normal's turn; a vertex without a
+	 * normal at either end (no triangles, or a fan that cancels) is
+	 * skipped. */
+	double cmin = 1.0;
+	for (uint32_t v = 0; v < d->nv; v++) {
+		const float *p = &n0[4 * (size_t)v], *q = &n1[4 * (size_t)v];
+		double pp = (double)p[0] * p[0] + (double)p[1] * p[1] + (double)p[2] * p[2];
+		double qq = (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2];
+		double l = sqrt(pp * qq);
+		if (l > 0.0 && l < INFINITY) {
+			double cs = ((double)p[0] * q[0] + (double)p[1] * q[1] + (double)p[2] * q[2]) / l;
+			cmin = cs < cmin ? cs : cmin;
+		}
+	}
+	*turn = (float)acos(cmin < -1.0 ? -1.0 : cmin);
+	*disp = dmax;
+}
+
 /* Refits the tree to the boxes the triangles sweep in this substep, and
  * makes this substep's start pose B, from which later substeps measure
  * the body's drift (kdrift): between refits, the boxes hold every
@@ -560,11 +617,6 @@ void sim_deform_view(const sim_deform *d, uint32_t *nv, uint32_t *nt, const uint
 	*tris = d->tris;
 	*p0 = d->P0;
 	*p1 = d->P1;
-}
-
-static inline sim_v3 vat(const float *pos, uint32_t v)
-{
-	return v3(pos[3 * (size_t)v], pos[3 * (size_t)v + 1], pos[3 * (size_t)v + 2]);
 }
 
 float sim_closest_on_triangle(sim_v3 q, sim_v3 a, sim_v3 b, sim_v3 c, float bary[3])

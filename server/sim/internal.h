@@ -487,6 +487,10 @@ drape_err sim_xpbd_build(drape_sim *sim, const float *uvs, drape_error *err);
 /* Allocates the kt, kc and lambda arrays if the model is XPBD and they do
  * not exist yet, then derives kt and kc from sim->params. */
 drape_err sim_xpbd_derive(drape_sim *sim, drape_error *err);
+/* The records' stiffness for steps of dt seconds (what derive sets for
+ * xpbd.dt; the step sets it for shorter steps in a frame it splits, and
+ * back, to the same bits). */
+void sim_xpbd_rates(drape_sim *sim, double dt);
 void sim_xpbd_free(sim_xpbd *X);
 /* The XPBD schedule: substeps per frame and iterations per substep for
  * sim->params (compliance.c says why); `number` is the stiffness number

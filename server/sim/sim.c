@@ -51,20 +51,78 @@ float sim_stiffness(float k, uint32_t n)
 /* Derives the per-projection stiffness and per-substep damping (PBD), or
  * the XPBD records' stiffness and the damping over its substep, a rate per
  * second so that it does not depend on the frame rate or the substeps. */
-static drape_err derive(drape_sim *sim, drape_error *err)
+static void pbd_rates(drape_sim *sim, uint32_t split)
 {
 	const drape_sim_params *P = &sim->params;
-	uint32_t n = (uint32_t)P->substeps * (uint32_t)P->iterations;
+	uint32_t n = (uint32_t)P->substeps * split * (uint32_t)P->iterations;
 	sim->k_stretch = sim_stiffness(P->stretch, n);
 	sim->k_shear = sim_stiffness(P->shear, n);
 	sim->k_bend = sim_stiffness(P->bend, n);
-	sim->damping_substep = (float)pow((double)P->damping, 1.0 / (double)P->substeps);
+	sim->damping_substep = (float)pow((double)P->damping, 1.0 / ((double)P->substeps * split));
+}
+
+static drape_err derive(drape_sim *sim, drape_error *err)
+{
+	const drape_sim_params *P = &sim->params;
+	pbd_rates(sim, 1);
 	if (P->model != DRAPE_MODEL_XPBD)
 		return DRAPE_OK;
 	drape_err rc = sim_xpbd_derive(sim, err);
 	if (rc == DRAPE_OK)
 		sim->damping_substep = (float)exp(-(double)P->damping_rate * sim->xpbd.dt);
 	return rc;
+}
+
+/*
+ * Substeps chosen from the body's motion (README, "Animated characters",
+ * faster motions): the contact against a moving body is linearised over a
+ * substep (deform.c: the side from the start, the plane at the end; the
+ * candidates from the start), which holds while the body's surface turns
+ * little in a substep. Before a frame, the step measures how far the
+ * colliders' surfaces turn over it (sim_colliders_motion) and, when a
+ * substep of the schedule would turn them by more than SIM_SPLIT_TURN, takes
+ * `split` times the substeps (each of the schedule's iterations) for this
+ * frame only, with each substep's stiffness and damping derived for the
+ * shorter step as derive() does (PBD: the same stiffness over the frame's
+ * projections; XPBD: the compliance over the shorter dt), so the cloth is
+ * the same material. The split depends only on the colliders' poses, so it
+ * is the same on any thread count and after a resume, and a frame whose
+ * body turns less than the bound is solved exactly as without it. A turn
+ * past SIM_SPLIT_MAX splits takes SIM_SPLIT_MAX (a body that teleports or
+ * spins cannot make a frame take without bound; contact there may then miss,
+ * as before); stats->split says what a frame took.
+ */
+#ifndef SIM_SPLIT_TURN
+#define SIM_SPLIT_TURN (4.0 * M_PI / 180.0)
+#endif
+#define SIM_SPLIT_MAX 8u
+
+static uint32_t motion_split(const drape_sim *sim, uint32_t steps, float *turn_out)
+{
+	*turn_out = 0.0f;
+	if (sim->colliders.count == 0)
+		return 1;
+	float turn, disp;
+	sim_colliders_motion(&sim->colliders, (float)sim->frame, (float)sim->frame + 1.0f, &turn, &disp);
+	*turn_out = turn;
+	double want = ceil((double)turn / ((double)steps * SIM_SPLIT_TURN));
+	if (!(want > 1.0))
+		return 1;
+	return want > (double)SIM_SPLIT_MAX ? SIM_SPLIT_MAX : (uint32_t)want;
+}
+
+/* The stiffness and damping for substeps `split` times shorter than the
+ * schedule's (1: what derive() set, to the same bits). */
+static void split_rates(drape_sim *sim, uint32_t split)
+{
+	if (sim->params.model != DRAPE_MODEL_XPBD) {
+		pbd_rates(sim, split);
+		return;
+	}
+	const double dt = sim->xpbd.dt / (double)split;
+	sim_xpbd_rates(sim, split == 1 ? sim->xpbd.dt : dt);
+	sim->damping_substep =
+		(float)exp(-(double)sim->params.damping_rate * (split == 1 ? sim->xpbd.dt : dt));
 }
 
 static drape_err validate_desc(const drape_sim_desc *d, drape_error *err)
@@ -692,7 +750,12 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 	const int xpbd = P->model == DRAPE_MODEL_XPBD;
 	/* XPBD's schedule (compliance.c) may split the frame into more
 	 * substeps than params.substeps; PBD takes what it is given. */
-	const int32_t substeps = xpbd ? (int32_t)sim->xpbd.steps : P->substeps;
+	const int32_t steps = xpbd ? (int32_t)sim->xpbd.steps : P->substeps;
+	float turn;
+	const uint32_t split = motion_split(sim, (uint32_t)steps, &turn);
+	const int32_t substeps = steps * (int32_t)split;
+	if (split > 1)
+		split_rates(sim, split);
 	const int32_t iterations = xpbd ? (int32_t)sim->xpbd.iterations : P->iterations;
 	const float dt = (float)(1.0 / ((double)P->fps * (double)substeps));
 	/* long_range -1 means on whenever there are pins; lra_count is 0
@@ -831,6 +894,9 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 		sim_weld_sync(sim);
 	}
 
+	if (split > 1)
+		split_rates(sim, 1);
+
 	uint32_t bad = count_nonfinite(sim);
 	if (bad) {
 		memcpy(sim->x, sim->x_save, (size_t)n * sizeof *sim->x);
@@ -882,6 +948,9 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 		stats->contacts = contacts;
 		stats->self_ms = self_ms;
 		stats->self_pairs = selfc ? sim_self_pair_count(sim->self) : 0;
+		stats->split = split;
+		stats->substeps = (uint32_t)substeps;
+		stats->body_turn = turn;
 		stats->solve_ms = now_ms() - t0;
 	}
 	return DRAPE_OK;

@@ -159,6 +159,9 @@ class drape_sim_stats(ctypes.Structure):
         ("split_vertices", ctypes.c_uint32),
         ("topology", ctypes.c_uint32),
         ("tear_ms", ctypes.c_double),
+        ("split", ctypes.c_uint32),
+        ("substeps", ctypes.c_uint32),
+        ("body_turn", ctypes.c_float),
     ]
 
 
