@@ -328,8 +328,8 @@ static void test_elbow(void)
  * (the forearm's end, about 0.3 m from the bend, at 3.8 m/s, 39 mm a
  * substep at the default 4), to 140 in 16, 4 and 2 frames (the bend's
  * inner wall then curves at 1 mm) and to 120 in 2. Not asserted: at 4
- * substeps every one leaves sleeve vertices inside the arm (README
- * "Animated characters", faster motions); they become a test when the
+ * substeps every one leaves sleeve vertices inside the arm (docs/
+ * animation.md, faster motions); they become a test when the
  * contact holds them.
  */
 static void test_elbow_sweep(void)
