@@ -41,7 +41,7 @@ ARCHFLAGS := -mavx2 -mfma
 # client built here still loads on an artist's desktop without AVX-512.
 # 16 lanes, 32 registers and mask registers: sheet300 on one thread takes
 # about 15 % less CPU per frame than the avx2 build, with the same bits
-# (README, "Known limits").
+# (docs/speed.md, "One thread").
 SIM_ARCHFLAGS := -mavx512f -mavx512vl -mavx512dq -mavx512bw
 else ifeq ($(SIMD),avx2)
 ARCHFLAGS := -mavx2 -mfma
@@ -70,8 +70,8 @@ CFLAGS   += -fvisibility=hidden
 # largest part of `make test` on 2 cores; at -O1 5.6 minutes (the same
 # instrumentation; -O1 is what ASan's documentation recommends). And with
 # line tables only (-g1): the full debug information of OpenVDB's
-# instantiated templates was a third of that compile (README, "make
-# test"); a sanitizer's report still names every frame's function, file
+# instantiated templates was a third of that compile (see
+# docs/testsuite.md); a sanitizer's report still names every frame's function, file
 # and line.
 CXXOPT   := $(OPT)
 CXXDEBUG := -g

@@ -439,7 +439,7 @@ srv_session *srv_create_build(srv_server *srv, uint32_t id, const proto_request 
 			    &s->intersections, NULL) != DRAPE_OK)
 		s->intersections = 0;
 	/* With self-collision on, the tangled region is released until it no
-	 * longer intersects (README, self-collision); the log says how much. */
+	 * longer intersects (docs/untangle.md); the log says how much. */
 	if (s->intersections > 0)
 		drape_sim_tangle(s->sim, NULL, &s->released);
 	return s;

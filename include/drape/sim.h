@@ -69,8 +69,8 @@ typedef struct drape_sim_params {
 	 * stretch is 1, a strain limit that keeps every edge within 1 % of its
 	 * rest length at the end of each iteration: -1 on whenever there are
 	 * pins (default), 0 off, 1 on. With model XPBD the tethers, their
-	 * chain bounds and the strain limit allow the material's slack (README,
-	 * "Pinned cloth") instead of 0 and 1 %. */
+	 * chain bounds and the strain limit allow the material's slack
+	 * (docs/material.md, "Pinned cloth") instead of 0 and 1 %. */
 	int32_t long_range;
 	/* Self-collision (0 off, 1 on; default off), its thickness in metres
 	 * (0 = use `thickness`) and the friction between cloth layers [0, 1]. */
@@ -97,8 +97,8 @@ typedef struct drape_sim_params {
 	 * be set at drape_sim_create: set_params may change a nonzero
 	 * threshold, not switch tearing on. >= 0, finite. */
 	float tear_strain;
-	/* How model XPBD spends the frame's substeps x iterations (README,
-	 * "The physical material", "Mesh-aware schedule"):
+	/* How model XPBD spends the frame's substeps x iterations
+	 * (docs/material.md, "Mesh-aware schedule"):
 	 * DRAPE_SCHEDULE_FRAME (the default) as that many small steps, the
 	 * same whatever the mesh; DRAPE_SCHEDULE_MESH as at least that many,
 	 * more where the mesh is fine enough that the budget would leave the
@@ -624,7 +624,7 @@ drape_err drape_preflight(const float *positions, uint32_t vertex_count, const u
 			  uint64_t *count, drape_error *err);
 
 /*
- * Untangling (README, self-collision): the intersecting triangle pairs the
+ * Untangling (docs/untangle.md): the intersecting triangle pairs the
  * self-collision found in the cloth at its first check and the vertices it
  * released around them, which are neither kept apart nor guarded until
  * their region no longer intersects. Checks now when no step has yet. Both

@@ -71,8 +71,8 @@
  * one tile of the cloth) in list order, the tiles in parallel on the pool,
  * then the pairs across tiles in list order; an order fixed by the list
  * and the cloth's vertex count, so the same bits at any thread count. Its
- * cost on the demos is in the README ("The body never shows through", "The
- * demo garment is not real time" and "The body contact's projections on
+ * cost on the demos is in docs/bodycontact.md and docs/speed.md ("The
+ * demo garment is not real time": "The body contact's projections on
  * every thread").
  */
 #include "server/sim/bodypush.h"

@@ -3,7 +3,7 @@
  *
  * The pairs used to be projected in their list order on one thread: on the
  * walk's striding frames 20 % of the instructions, and on the garment the
- * largest serial item left (README, "The body contact's projections on
+ * largest serial item left (docs/speed.md, "The body contact's projections on
  * every thread"). Gauss-Seidel needs an order, not that one: any order
  * fixed independently of the thread count keeps the project's rule. This
  * one is the sweep's (sweep.c): the tiles' own pairs, tiles in parallel,

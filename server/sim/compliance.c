@@ -218,7 +218,7 @@ size_t sim_xpbd_bytes(const drape_sim *sim)
 }
 
 /*
- * The XPBD schedule, chosen by measurement (README, "Solver"): the frame's
+ * The XPBD schedule, chosen by measurement (docs/material.md): the frame's
  * budget of substeps x iterations projections is spent as that many small
  * steps of one iteration each (Macklin, Storey, Lu, Terdiman, Chentanez,
  * Kim, Müller, "Small Steps in Physics Simulation", SCA 2019): the error a
@@ -242,7 +242,7 @@ size_t sim_xpbd_bytes(const drape_sim *sim)
 /*
  * The mesh-aware schedule (params.schedule = DRAPE_SCHEDULE_MESH, or the
  * internal SIM_CREATE_XPBD_MESH): a step's error grows with the stiffness
- * number k_e dt^2 (w_a + w_b) of its edges (README, "What the defaults
+ * number k_e dt^2 (w_a + w_b) of its edges (docs/material.md, "What the defaults
  * resolve"). Refining a mesh by r keeps k_e (k A / l0^2) and divides the
  * vertex masses by r^2, so the same frame budget leaves a finer cloth
  * softer. This schedule measures the number at the frame schedule's step

@@ -777,7 +777,7 @@ int self_recollect_strayed(sim_self *s, const sim_vec4 *restrict x, const sim_ve
 	 * that is not a partner record has D0 = 0 and is never skipped):
 	 * the other chunks' fits, nearly all of them, are not made again
 	 * for p as it is now. (They were 7 % of all the instructions of the
-	 * bench's fold scene at 120 x 120; see the README.) */
+	 * bench's fold scene at 120 x 120; see docs/speed.md.) */
 	if (self_boxes_and_hash(s, x, p, reach, SELF_FITS_MARKED) != 0)
 		return -1;
 

@@ -301,7 +301,7 @@ struct sim_self {
 #define SELF_TANGLE_ACTIVE 1
 #define SELF_TANGLE_DONE 2
 /* Rings of triangles the released region is grown by (selftangle.c): 0,
- * as measured on the MakeHuman dress (README). */
+ * as measured on the MakeHuman dress (docs/untangle.md). */
 #define SELF_TANGLE_RINGS 0
 
 /* 1 when all four vertices of a pair are released (selftangle.c): the pair

@@ -33,7 +33,7 @@
  * clear; growing it by one ring of triangles left 6 pairs locked at the
  * end, by two tore the cloth (343 % strain); the contour triangles alone
  * (no parts) clear the dress too but leave the synthetic bands of
- * tests/unit/test_sim_untangle.c locked (README has the figures).
+ * tests/unit/test_sim_untangle.c locked (docs/untangle.md has the figures).
  *
  * Why the guard still holds for the other pairs: a pair with a vertex
  * outside the region is apart at x. A triangle with such a vertex is in no
@@ -276,7 +276,7 @@ static void tangle_check(sim_self *s, const sim_vec4 *restrict x, int full)
 		s->tangled[tv[0]] = s->tangled[tv[1]] = s->tangled[tv[2]] = 1;
 	}
 	/* Grown by tangle_rings rings of triangles, for measurements: on the
-	 * dress every ring made it worse (README), as a larger released
+	 * dress every ring made it worse (docs/untangle.md), as a larger released
 	 * region has more pairs free to cross into new tangles. */
 	for (int ring = 0; ring < s->tangle_rings; ring++) {
 		memset(s->tangle_hit, 0, nt);

@@ -74,7 +74,7 @@ static drape_err derive(drape_sim *sim, drape_error *err)
 }
 
 /*
- * Substeps chosen from the body's motion (README, "Animated characters",
+ * Substeps chosen from the body's motion (docs/animation.md,
  * faster motions): the contact against a moving body is linearised over a
  * substep (deform.c: the side from the start, the plane at the end; the
  * candidates from the start), which holds while the body's surface turns

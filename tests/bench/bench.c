@@ -426,7 +426,7 @@ static void run_tshirt(const scene *sc, bench_result *r)
 	}
 	/* BENCH_GARMENT15K_SETTINGS=SxI runs the large garment at S substeps
 	 * x I iterations instead of the preset's (its strain at a converged
-	 * budget, README "Known limits"); a trailing 'i' spends them as
+	 * budget, docs/limits.md, "The large garment"); a trailing 'i' spends them as
 	 * iterations of S steps rather than the material's small steps, a
 	 * trailing 'm' with the mesh-aware schedule (params.schedule mesh).
 	 * BENCH_MATERIAL_MESH=1 gives every garment row (the cotton material)
@@ -826,7 +826,7 @@ int main(void)
 	/* Long-range attachments: the strain left at frame 180 of the hanging
 	 * sheet300, with (default) and without, and with them and a stiffer
 	 * bend (1.0 against the default 0.1), whose corners do not fold over
-	 * while the sheet swings down (README, known limits). The runs are
+	 * while the sheet swings down (docs/limits.md, free edges). The runs are
 	 * independent and each single-threaded, so they run at once: the
 	 * results do not depend on threads, and 540 frames fit the budget. */
 	const scene lra[] = {

@@ -236,7 +236,7 @@ expect check_denim 0 "$DRAPE" check "$T/denim.json" --json &&
 	grep -q '"schedule":{"name":"frame","steps":' "$T/out" &&
 	pass check_shows_the_material || miss check_shows_the_material
 # The schedule: check prints the steps x iterations a scene gets, and
-# cloth.schedule "mesh" is taken from the scene (README, "Mesh-aware
+# cloth.schedule "mesh" is taken from the scene (docs/material.md, "Mesh-aware
 # schedule"); a bad value is refused naming the key.
 expect check_sched_pbd 0 "$DRAPE" check "$T/small.json" && grep -q "^schedule: .*iterations* (pbd)" "$T/out" &&
 	pass check_prints_the_pbd_schedule || miss check_prints_the_pbd_schedule

@@ -3,8 +3,8 @@
 
 Usage: tests/probe/walk_strain.py OUT_DIR FRAME [FRAME ...]
 OUT_DIR holds `drape run examples/walk.json --out OUT_DIR` frames
-(frame_NNNN.obj is PC2 sample NNNN counted from 1, README "Animated
-characters"). For each frame:
+(frame_NNNN.obj is PC2 sample NNNN counted from 1, docs/animation.md,
+"Faster motions and deeper bends"). For each frame:
 the max and 99th percentile of |l - l0| / l0 over the suit's edges, and the
 top edges with, for each end, the nearest body vertex (the PC2 pose of that
 frame), its distance, the body region it belongs to (from the rest pose)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Per-frame strain and intersections of a drape run: the README's figures
+"""Per-frame strain and intersections of a drape run: docs/untangle.md's figures
 for cloth that starts tangled (the MakeHuman dress).
 
 python3 tests/sim/untangle_figures.py REST.obj SCALE OUTDIR [--drape build/drape]

@@ -9,7 +9,7 @@
  *
  * Run from the repository root (tests/run.sh does). DRAPE_BODYPUSH_FIGURES=1
  * runs the demos in full, with and without the contact, for the figures in
- * the README; make test runs their first frames.
+ * docs/bodycontact.md; make test runs their first frames.
  */
 #include <math.h>
 #include <stdint.h>
@@ -167,7 +167,7 @@ static void print_run(const char *name, const char *how, const demo_run *r)
 }
 
 /*
- * The figures of the README and the closing note, when
+ * The figures of docs/bodycontact.md and the closing note, when
  * DRAPE_BODYPUSH_FIGURES is set: both demos in full, without the contacts,
  * with the vertex-face one and with both, in the same process. Nothing asserted (the short runs below
  * assert).

@@ -27,8 +27,8 @@
 /* Under AddressSanitizer, where the case's purpose is memory safety, the
  * scene is solved for its first GARMENT_FRAMES frames (the first second,
  * half the scene's 48): the same scene, field and checks, each frame
- * checked as in the plain pass, which solves them all (README, "make
- * test"). */
+ * checked as in the plain pass, which solves them all
+ * (docs/testsuite.md). */
 #ifndef GARMENT_SANITIZED
 #if defined(__SANITIZE_ADDRESS__)
 #define GARMENT_SANITIZED 1

@@ -28,7 +28,7 @@
  * The default cap's size is still computed and its finer neighbour
  * refused, which allocates nothing; building it took 46 s of CPU plain and
  * 150 s under the sanitizers, 800 MB resident, for a field of 12 triangles
- * (README, "make test"). */
+ * (docs/testsuite.md). */
 #define AUTO_VOXEL_CAP 2000000ull
 
 /* ---- Helpers ---------------------------------------------------------------- */

@@ -346,7 +346,7 @@ static void test_elbow(void)
  * forearm's end, about 0.3 m from the bend, at 8.4 m/s at 24 fps) at the
  * default substeps and iterations. A substep of the schedule would turn
  * the forearm's triangles by 17.5 degrees, past the linearised contact's
- * reach (README, "Animated characters", faster motions; 31.5 mm inside
+ * reach (docs/animation.md, faster motions; 31.5 mm inside
  * before the step chose substeps from the body's motion). No sleeve vertex
  * may be deeper than a tenth of the cloth thickness (0.5 mm) inside the
  * arm's triangles of any frame, measured by ray parity against the
@@ -388,8 +388,8 @@ static void test_elbow_fast(void)
  * inner wall then curves at 1 mm) and to 120 in 2. Not asserted: with
  * substeps chosen from the arm's motion the bend to 140 in 2 frames holds
  * (test_elbow_fast); the others still leave vertices inside at 4
- * substeps, in the closed crease once the arm stops (README "Animated
- * characters", faster motions). DRAPE_ELBOW_XPBD=1 runs them under the
+ * substeps, in the closed crease once the arm stops (docs/animation.md,
+ * faster motions). DRAPE_ELBOW_XPBD=1 runs them under the
  * XPBD material.
  */
 static void test_elbow_sweep(void)

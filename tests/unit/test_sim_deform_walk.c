@@ -358,7 +358,7 @@ static uint64_t walk_state_hash(const sim_vec4 *v, uint32_t n)
  * workers (not everything inline). The work is cut into chunks that never
  * depend on the thread count, so a pool of 2 runs the same chunks as one
  * of 3 on fewer workers; it was dropped to save a third of the test's
- * time (README, "make test"), and the test still fails when 3 threads sum
+ * time (docs/testsuite.md), and the test still fails when 3 threads sum
  * a vertex's triangles in reverse order.
  */
 static void test_walk_threads(void)
@@ -431,8 +431,8 @@ static int cmp_double(const void *a, const void *b)
 /*
  * A measure only, run when DRAPE_WALK_MEASURE names a `drape run --out`
  * folder (frame_NNNN.obj is PC2 sample NNNN, counted from 1: a cache
- * starting at frame 1 keeps its frame numbers, README "Animated
- * characters") and
+ * starting at frame 1 keeps its frame numbers, docs/animation.md, "Faster
+ * motions and deeper bends") and
  * DRAPE_WALK_PC2 the body's point cache that run used (tests/probe/
  * fastwalk.py makes faster walks). Per frame: the deepest cloth vertex
  * inside that sample's body triangles (ray parity, as test_walk), whether

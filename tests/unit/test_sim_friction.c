@@ -248,8 +248,8 @@ static void test_tube_falls_without_friction(void)
  * the default 4 x 10 the same sheet ends at 7.67 %: the legs' sudden load
  * overshoots while the unconverged solve lets the cloth over the bar
  * stretch, and static friction then holds that stretch for good. That is
- * issue 17's open problem (unpinned cloth at the default budget, README
- * "Materials"); this test holds the physics the fix must keep.
+ * issue 17's open problem (unpinned cloth at the default budget, docs/
+ * material.md); this test holds the physics the fix must keep.
  */
 #define BAR_R 0.05f     /* bar radius, m */
 #define BAR_TH 0.004f   /* cloth thickness */
@@ -373,7 +373,7 @@ static void test_sheet_over_bar_strain(void)
  * ends, Gronwall's inequality gives T = 0 everywhere: no friction can keep
  * any of the stretch, and the band must relax completely (the solve's own
  * residual aside). A friction that froze the unconverged solve (issues
- * 17, 19: README "The walk's strain") would keep it.
+ * 17, 19: docs/limits.md, "The walk's strain") would keep it.
  *
  * The largest tensile strain of the edges along the band after `frames`
  * frames (24 fps, 4 x 5), NAN on failure. */

@@ -42,8 +42,8 @@
  * for SAG_SECS seconds instead of 8, and the strips (tensile, own weight,
  * resolution) for HANG_FRAMES frames instead of 96 (2 s, the figures
  * averaged over the second second instead of the fourth: the same to
- * 0.02 mm, the tensile ones to 0.3 mm, within their bounds); README,
- * "make test". */
+ * 0.02 mm, the tensile ones to 0.3 mm, within their bounds);
+ * docs/testsuite.md. */
 #ifndef MATERIAL_SANITIZED
 #if defined(__SANITIZE_ADDRESS__)
 #define MATERIAL_SANITIZED 1
@@ -165,7 +165,7 @@ static double hang_strip(const drape_sim_params *P, float w, float L, uint32_t n
  * (24 fps, 16 x 40; 2.5 cm cells), and a knit-like k = 60 N/m carrying
  * 0.09 N at the defaults (4 x 10; 5 cm cells); both about 1.5 % strain from
  * the load. The defaults resolve a material whose edges' k dt^2 (w_a + w_b)
- * is well below 1 (README, "Solver"): the knit on 5 cm cells, not a woven.
+ * is well below 1 (docs/material.md): the knit on 5 cm cells, not a woven.
  */
 static void test_tensile(void)
 {

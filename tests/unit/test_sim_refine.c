@@ -22,7 +22,7 @@
  *    instead of 1 / l^2, or the area left out) would make the fine mesh
  *    3 or 9 times stiffer or softer: the energies would differ by that.
  *
- * What this does not claim (README, "Large garment"): that the step
+ * What this does not claim (docs/limits.md, "The large garment"): that the step
  * converges as well on the finer mesh. At a fixed budget of sweeps it does
  * not, which is why the garment15k row's strain is not the coarse garment's.
  */

@@ -37,7 +37,7 @@
  * 90): the same sheet and checks, through the bottom of the first swing
  * (the run's largest strain without tethers, 33.9 %, and 2.1 % with them,
  * both as over 90 frames), the last frame 14.5 % without tethers and
- * 1.35 % with. The plain pass swings the full 1.5 s (README, "make test"). */
+ * 1.35 % with. The plain pass swings the full 1.5 s (docs/testsuite.md). */
 #ifndef TETHER_SANITIZED
 #if defined(__SANITIZE_ADDRESS__)
 #define TETHER_SANITIZED 1

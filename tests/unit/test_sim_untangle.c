@@ -1,5 +1,5 @@
 /*
- * Cloth that starts tangled (README, self-collision: untangling), on the
+ * Cloth that starts tangled (README; figures in docs/untangle.md), on the
  * real solver: two sheets with a band of one pushed through the other, and a
  * strip whose folded-back flap is pushed through its own base. Their own
  * forces (stretch, gravity on a hinged flap) pull them apart, which the
@@ -79,7 +79,7 @@ static drape_sim *tangle_sim(const grid *g, const uint32_t *pins, uint32_t pin_c
 	}
 	free(vel);
 	/* UNTANGLE_REGION=fill,rings measures the other definitions of the
-	 * released region (README); the checks are for the default. */
+	 * released region (docs/untangle.md); the checks are for the default. */
 	const char *region = getenv("UNTANGLE_REGION");
 	int fill = 1, rings = 1;
 	if (region != NULL && sim->self != NULL && sscanf(region, "%d,%d", &fill, &rings) == 2)

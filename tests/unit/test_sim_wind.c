@@ -174,9 +174,10 @@ static void test_terminal_uneven_xpbd(void)
 }
 
 /*
- * Known limit (README, "Known limits"), not in make test: a 1 cm square of
- * cotton on 0.31 mm cells, tilted 17 degrees, falls for 1 s. Cotton's
- * bending length (B / (rho_s g))^(1/3) is 3.9 cm, so the square falls as a
+ * Known limit (docs/limits.md, "Air drag on fine detail in free fall"),
+ * not in make test: a 1 cm square of cotton on 0.31 mm cells, tilted 17
+ * degrees, falls for 1 s. Cotton's bending length (B / (rho_s g))^(1/3)
+ * is 3.9 cm, so the square falls as a
  * rigid plate, and the air's load (about its weight, rho_s g = 2.2 Pa)
  * strains a 2,000 N/m membrane by about rho_s g L / k = 1e-5: the bar is
  * 1 %. The sim lets it crumple (max strain about 1 by frame 12).
@@ -212,7 +213,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_terminal_uneven_xpbd),
 };
 
-/* The air model's known limits (README): they fail until it is fixed.
+/* The air model's known limits (docs/limits.md): they fail until it is fixed.
  * `test_sim_wind --known-limits [NAME]` runs them. */
 static const check_test known_limits[] = {
 	CHECK_TEST(test_terminal_uneven_pbd),
