@@ -385,6 +385,15 @@ static void srv_after_work(uv_work_t *w, int status)
 		goto landed;
 	}
 
+	/* A frame solved in more substeps for a collider's motion (sim.c,
+	 * "substeps chosen from the body's motion") is logged: the frame
+	 * message does not carry it. */
+	if (s->work_stats.split > 1)
+		srv_info("session %u frame %u solved in %u substeps, %ux the schedule's: a collider's "
+			 "surface turned %.1f degrees",
+			 (unsigned)s->id, (unsigned)s->work_stats.frame, (unsigned)s->work_stats.substeps,
+			 (unsigned)s->work_stats.split, (double)s->work_stats.body_turn * (180.0 / 3.14159265358979));
+
 	/* The frame is kept even when the run was canceled while it solved
 	 * (the sim has advanced); the END goes out after it. */
 	if (s->writing) {

@@ -11,7 +11,8 @@
 # only frames start_frame..frames. Pins attached to the deforming body (its
 # skin) give the same frames in process and through the server. drape check
 # prints the animation's range, and an animation of the wrong vertex count is
-# refused naming the field.
+# refused naming the field. A keyframed collider turning fast splits its
+# frames into more substeps, printed by --local --json and logged by draped.
 set -u
 B=${1:-build}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -136,6 +137,33 @@ if "$DRAPE" run "$T/pins.json" --server "$URL" --out "$T/pins_server" --quiet 2>
 else
 	fail skin_pins_through_server_bit_identical_to_local \
 		"$(files "$T/pins_server"); $(tail -c 300 "$T/pins_local.err" "$T/pins_server.err")"
+fi
+
+# A capsule turning half a turn in 2 frames (90 degrees a frame, 11.25 a
+# substep at 8): each frame is solved in ceil(90 / (4 x 8)) = 3 times the
+# substeps (docs/animation.md, faster motions). --local --json says so on
+# each frame; the daemon, whose frames do not carry it, logs it; both give
+# the same bits.
+cat >"$T/turn.json" <<EOF2
+{
+  "fps": 24, "frames": 2, "substeps": 8, "iterations": 5,
+  "colliders": [{"capsule": {"a": [-0.2, 1.0, 0], "b": [0.2, 1.0, 0], "radius": 0.06},
+                 "keyframes": [{"frame": 0, "rotate": [0, 0, 0]}, {"frame": 2, "rotate": [0, 180, 0]}]}],
+  "cloth": {"mesh": {"grid": {"size": [0.3, 0.3], "resolution": [8, 8], "center": [0, 1.064, 0],
+                              "normal": [0, 1, 0]}}}
+}
+EOF2
+"$DRAPE" run "$T/turn.json" --local --json --out "$T/turn_local" >"$T/turn_local.out" 2>"$T/turn_local.err"
+if "$DRAPE" run "$T/turn.json" --server "$URL" --out "$T/turn_server" --quiet 2>"$T/turn_server.err" &&
+	[ "$(grep -c '"split":3,"substeps":24' "$T/turn_local.out")" -eq 2 ] &&
+	grep -q 'frame 1 solved in 24 substeps, 3x the schedule.s: a collider.s surface turned 90.0 degrees' \
+		"$T/draped.log" &&
+	grep -q 'frame 2 solved in 24 substeps, 3x' "$T/draped.log" &&
+	cmp -s "$T/turn_local/frame_0002.obj" "$T/turn_server/frame_0002.obj"; then
+	pass fast_turn_split_printed_and_logged
+else
+	fail fast_turn_split_printed_and_logged \
+		"$(grep -c split "$T/turn_local.out") split lines; $(grep 'solved in' "$T/draped.log" | tail -n 2); $(tail -c 300 "$T/turn_server.err")"
 fi
 
 if "$DRAPE" run "$T/bad.json" --local >"$T/bad.out" 2>"$T/bad.err"; then
