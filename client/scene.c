@@ -762,14 +762,14 @@ drape_err scn_cloth(scn *c, const cJSON *cl)
 					   "pins",      "material",  "model",     "stitches",
 					   "seams",     "rest_mesh", "stitch_stiffness", "sew_speed",
 					   "mass_scale", "rest_scale", "stiffness_scale", "friction", "materials",
-					   "tear_strain", "schedule", "rotate", NULL};
+					   "tear_strain", "schedule", "rotate", "uvs", NULL};
 	/* An entry of "cloths" also has its name and collision layers
 	 * (scene_cloths.c reads them). */
 	static const char *const entry_keys[] = {
 		"mesh",	     "scale",	   "translate",	"stretch",	   "shear",	"bend",
 		"thickness", "density",	   "pins",	"material",	   "model",	"stitches",
 		"seams",     "rest_mesh",  "stitch_stiffness", "sew_speed", "mass_scale", "rest_scale",
-		"stiffness_scale", "friction", "materials", "tear_strain", "schedule", "name", "layer", "collides_with", "rotate", NULL};
+		"stiffness_scale", "friction", "materials", "tear_strain", "schedule", "name", "layer", "collides_with", "rotate", "uvs", NULL};
 	drape_err e;
 	if ((e = scn_want_object(c, cl)) || (e = scn_keys(c, cl, c->in_cloths ? entry_keys : keys)))
 		return e;
@@ -848,6 +848,25 @@ drape_err scn_cloth(scn *c, const cJSON *cl)
 	if ((e = scn_transform(c, &c->s.cloth, &xf)) != DRAPE_OK)
 		return e;
 	scn_pop(c, old);
+
+	/* "uvs": false drops the mesh's texture coordinates, so the material's
+	 * warp stiffness acts in every direction: for meshes whose UVs are
+	 * not the fabric's grain (a face per island, a packed atlas). */
+	const cJSON *uv = scn_get(cl, "uvs");
+	if (uv != NULL) {
+		old = scn_push_key(c, "uvs");
+		if (!cJSON_IsBool(uv))
+			return scn_fail(c, DRAPE_EINVAL,
+					"must be true (the mesh's texture coordinates orient the warp and weft) "
+					"or false (ignore them), not %s",
+					scn_type_name(uv));
+		scn_pop(c, old);
+		if (cJSON_IsFalse(uv)) {
+			free(c->s.cloth.uvs);
+			c->s.cloth.uvs = NULL;
+			c->s.cloth.uv_seam_vertices = 0;
+		}
+	}
 
 	const cJSON *pins = scn_get(cl, "pins");
 	if (pins != NULL) {

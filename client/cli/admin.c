@@ -326,6 +326,19 @@ static void print_material_text(const drape_scene *sc)
 		printf("UVs:                   yes (%u vertices on seams)\n", sc->cloth.uv_seam_vertices);
 	else
 		printf("UVs:                   no\n");
+	/* A vertex on a UV seam keeps one side's coordinate (obj.h), so the
+	 * faces on the other side see a displaced corner and a wrong grain.
+	 * When most vertices are on seams the warp and weft are noise, which
+	 * matters when they differ by more than a tenth. */
+	const float warp = p->stretch_k;
+	const float weft = p->stretch_k_weft > 0.0f ? p->stretch_k_weft : warp;
+	if (p->model == DRAPE_MODEL_XPBD && sc->cloth.uvs != NULL && (weft > 1.1f * warp || warp > 1.1f * weft) &&
+	    (uint64_t)sc->cloth.uv_seam_vertices * 2u > sc->cloth.vertex_count)
+		printf("note: %u of %u cloth vertices sit on UV seams, so the texture coordinates do not "
+		       "give the fabric's grain here and the warp (%g N/m) and weft (%g N/m) land in "
+		       "arbitrary directions; \"uvs\": false in the cloth uses the warp stiffness in "
+		       "every direction\n",
+		       sc->cloth.uv_seam_vertices, sc->cloth.vertex_count, (double)warp, (double)weft);
 }
 
 static void print_material_json(const drape_scene *sc)

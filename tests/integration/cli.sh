@@ -192,6 +192,34 @@ expect check_inside 0 "$DRAPE" check "$T/inside.json" &&
 expect check_inside_json 0 "$DRAPE" check "$T/inside.json" --json &&
 	out_has check_says_where_the_deepest_inside_is \
 		'"inside_colliders":{"vertices":16,"deepest":0\.35[0-9]*,"collider":0,"deepest_vertex":\(27\|28\|35\|36\),"deepest_at":\[-\?0\.14285[0-9]*,-\?0\.14285[0-9]*,[-0-9.e]*\]}'
+# Texture coordinates that are not a grain: DiffCloth's T-shirt has 1,882
+# of its 1,921 vertices on UV seams. With jersey (warp twice the weft)
+# check says the directions are arbitrary and names "uvs": false, which
+# drops the UVs; a grid's own UVs (no seams), or cotton (warp and weft
+# within a tenth), say nothing; "uvs" must be a boolean.
+for k in seams nouv grid cotton bad; do
+	case $k in
+	seams) c='"mesh": "'"$TOP"'/tests/data/meshes/dc_tshirt1900.obj", "material": "jersey"' ;;
+	nouv) c='"mesh": "'"$TOP"'/tests/data/meshes/dc_tshirt1900.obj", "material": "jersey", "uvs": false' ;;
+	grid) c='"mesh": {"grid": {"size": [1, 1], "resolution": [8, 8]}}, "material": "jersey"' ;;
+	cotton) c='"mesh": "'"$TOP"'/tests/data/meshes/dc_tshirt1900.obj", "material": "cotton"' ;;
+	bad) c='"mesh": "'"$TOP"'/tests/data/meshes/dc_tshirt1900.obj", "material": "jersey", "uvs": "no"' ;;
+	esac
+	echo '{"frames": 1, "cloth": {'"$c"'}}' >"$T/uv_$k.json"
+done
+expect check_uv_seams 0 "$DRAPE" check "$T/uv_seams.json" &&
+	out_has check_says_uv_seams_make_the_grain_arbitrary \
+		'^note: 1882 of 1921 cloth vertices sit on UV seams, .*"uvs": false in the cloth uses the warp stiffness'
+expect check_uvs_false 0 "$DRAPE" check "$T/uv_nouv.json" &&
+	grep -q '^UVs: *no$' "$T/out" && grep -q 'warp, .* weft (no UVs: isotropic, warp value)' "$T/out" &&
+	! grep -q 'UV seams' "$T/out" && pass uvs_false_drops_the_texture_coordinates || miss uvs_false_drops_the_texture_coordinates
+expect check_uv_grid 0 "$DRAPE" check "$T/uv_grid.json" && grep -q '^UVs: *yes (0 vertices on seams)' "$T/out" &&
+	! grep -q 'UV seams' "$T/out" && pass no_uv_note_without_seams || miss no_uv_note_without_seams
+expect check_uv_cotton 0 "$DRAPE" check "$T/uv_cotton.json" && grep -q '^UVs: *yes (1882 vertices on seams)' "$T/out" &&
+	! grep -q 'UV seams' "$T/out" && pass no_uv_note_when_warp_is_weft || miss no_uv_note_when_warp_is_weft
+expect uvs_not_boolean 65 "$DRAPE" check "$T/uv_bad.json" &&
+	grep -q 'cloth.uvs: must be true (.*) or false (ignore them), not a string' "$T/err" &&
+	pass uvs_must_be_boolean || miss uvs_must_be_boolean
 sed 's/"resolution": \[8, 8\]/"resolution": [8, 8], "center": [0, 2, 0]/' "$T/inside.json" >"$T/outside.json"
 expect check_outside 0 "$DRAPE" check "$T/outside.json" --json &&
 	out_has check_finds_none_outside '"inside_colliders":{"vertices":0,.*"units_warning":null'
