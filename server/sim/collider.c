@@ -646,31 +646,22 @@ static double xf_turn(const collider_xform *x0, const collider_xform *x1)
 	return acos(c > 1.0 ? 1.0 : c < -1.0 ? -1.0 : c);
 }
 
-void sim_colliders_motion(const sim_collider_set *set, float t0, float t1, float *turn,
-			  float *disp)
+float sim_colliders_motion(const sim_collider_set *set, float t0, float t1)
 {
-	float tm = 0.0f, dm = 0.0f;
+	float tm = 0.0f;
 	for (uint32_t i = 0; i < set->count; i++) {
 		const sim_collider *c = set->items[i];
 		collider_xform a, b;
 		collider_eval(c, t0, &a);
 		collider_eval(c, t1, &b);
-		float ct = 0.0f, cd = 0.0f;
-		if (c->deform != NULL) {
-			sim_deform_motion(c->deform, t0, t1, &a, &b, &ct, &cd);
-		} else if (c->key_count > 0) {
+		float ct = 0.0f;
+		if (c->deform != NULL)
+			ct = sim_deform_motion(c->deform, t0, t1, &a, &b);
+		else if (c->key_count > 0)
 			ct = (float)xf_turn(&a, &b);
-			for (uint32_t v = 0; v < c->vertex_count && c->vertices != NULL; v++) {
-				sim_v3 l = v3(c->vertices[3 * (size_t)v], c->vertices[3 * (size_t)v + 1],
-					      c->vertices[3 * (size_t)v + 2]);
-				cd = fmaxf(cd, v3_len(v3_sub(xf_apply(&b, l), xf_apply(&a, l))));
-			}
-		}
 		tm = fmaxf(tm, ct);
-		dm = fmaxf(dm, cd);
 	}
-	*turn = tm;
-	*disp = dm;
+	return tm;
 }
 
 /* The rigid mesh's world vertices at both ends of the substep; a static

@@ -74,14 +74,13 @@ drape_err sim_collider_build_sdf(const drape_collider_desc *d, drape_sdf **out, 
 void sim_colliders_begin_substep(sim_collider_set *set, float t0, float t1);
 
 /*
- * How far the colliders move from time t0 to t1 (frames), pose to pose, for
+ * How far the colliders turn from time t0 to t1 (frames), pose to pose, for
  * the step's choice of substeps (sim.c): the largest angle any collider's
- * surface turns through (radians: a deforming mesh's triangles' normals, a
- * keyframed collider's rotation) and the largest displacement of a mesh
- * vertex. Changes no collider state.
+ * surface turns through, in radians (a deforming mesh's vertex normals, a
+ * keyframed collider's rotation; a translation does not count). Changes no
+ * collider state.
  */
-void sim_colliders_motion(const sim_collider_set *set, float t0, float t1, float *turn,
-			  float *disp);
+float sim_colliders_motion(const sim_collider_set *set, float t0, float t1);
 
 /*
  * After begin_substep and with the substep's predicted positions: each

@@ -539,8 +539,7 @@ static inline sim_v3 vat(const float *pos, uint32_t v)
 	return v3(pos[3 * (size_t)v], pos[3 * (size_t)v + 1], pos[3 * (size_t)v + 2]);
 }
 
-void sim_deform_motion(sim_deform *d, float t0, float t1, const sim_rigid *x0, const sim_rigid *x1,
-		       float *turn, float *disp)
+float sim_deform_motion(sim_deform *d, float t0, float t1, const sim_rigid *x0, const sim_rigid *x1)
 {
 	/* Each vertex's normal at both poses, the sum of its triangles'
 	 * area-weighted normals (the surface's, which a sliver triangle whose
@@ -559,9 +558,6 @@ void sim_deform_motion(sim_deform *d, float t0, float t1, const sim_rigid *x0, c
 	sim_deform_pose(d, t1, P1);
 	to_world(x1, P1, d->nv);
 	d->have_end = 0;
-	float dmax = 0.0f;
-	for (uint32_t v = 0; v < d->nv; v++)
-		dmax = fmax2(dmax, v3_len(v3_sub(vat(P1, v), vat(P0, v))));
 	for (uint32_t t = 0; t < d->nt; t++) {
 		const uint32_t *c = &d->tris[3 * (size_t)t];
 		sim_v3 a0 = vat(P0, c[0]), a1 = vat(P1, c[0]);
@@ -587,8 +583,7 @@ void sim_deform_motion(sim_deform *d, float t0, float t1, const sim_rigid *x0, c
 			cmin = cs < cmin ? cs : cmin;
 		}
 	}
-	*turn = (float)acos(cmin < -1.0 ? -1.0 : cmin);
-	*disp = dmax;
+	return (float)acos(cmin < -1.0 ? -1.0 : cmin);
 }
 
 /* Refits the tree to the boxes the triangles sweep in this substep, and

@@ -73,14 +73,12 @@ int sim_deform_reserve(sim_deform *d, uint32_t n);
  * * 12), the triangle tree and the per-substep scratch. */
 uint64_t sim_deform_bytes(uint32_t nv, uint32_t nt, uint32_t frames, uint32_t cloth_n);
 
-/* The body's motion from time t0 (transform x0) to t1 (x1), pose to pose:
+/* The body's turn from time t0 (transform x0) to t1 (x1), pose to pose:
  * the largest angle a vertex normal (the sum of its triangles'
  * area-weighted normals) turns through, in radians (a vertex without a
- * normal is skipped), and the largest displacement of a vertex. Reads the
- * frames and leaves the substep's state alone (it writes only scratch
- * that the next refit writes afresh). */
-void sim_deform_motion(sim_deform *d, float t0, float t1, const sim_rigid *x0, const sim_rigid *x1,
-		       float *turn, float *disp);
+ * normal is skipped). Reads the frames and leaves the substep's state
+ * alone (it writes only scratch that the next refit writes afresh). */
+float sim_deform_motion(sim_deform *d, float t0, float t1, const sim_rigid *x0, const sim_rigid *x1);
 
 /* Moves the body to its world poses at the start (t0, transform x0) and
  * end (t1, x1) of the substep and refits the tree. */

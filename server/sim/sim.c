@@ -102,8 +102,7 @@ static uint32_t motion_split(const drape_sim *sim, uint32_t steps, float *turn_o
 	*turn_out = 0.0f;
 	if (sim->colliders.count == 0)
 		return 1;
-	float turn, disp;
-	sim_colliders_motion(&sim->colliders, (float)sim->frame, (float)sim->frame + 1.0f, &turn, &disp);
+	const float turn = sim_colliders_motion(&sim->colliders, (float)sim->frame, (float)sim->frame + 1.0f);
 	*turn_out = turn;
 	double want = ceil((double)turn / ((double)steps * SIM_SPLIT_TURN));
 	if (!(want > 1.0))
@@ -119,10 +118,9 @@ static void split_rates(drape_sim *sim, uint32_t split)
 		pbd_rates(sim, split);
 		return;
 	}
-	const double dt = sim->xpbd.dt / (double)split;
-	sim_xpbd_rates(sim, split == 1 ? sim->xpbd.dt : dt);
-	sim->damping_substep =
-		(float)exp(-(double)sim->params.damping_rate * (split == 1 ? sim->xpbd.dt : dt));
+	const double dt = sim->xpbd.dt / (double)split; /* exact for split 1 */
+	sim_xpbd_rates(sim, dt);
+	sim->damping_substep = (float)exp(-(double)sim->params.damping_rate * dt);
 }
 
 static drape_err validate_desc(const drape_sim_desc *d, drape_error *err)
