@@ -302,6 +302,9 @@ static drape_err join(scn *c, part *P, uint32_t n, int self_given)
 		memcpy(m->positions + 3 * (size_t)v0, qm->positions, 3 * (size_t)qm->vertex_count * sizeof(float));
 		for (size_t k = 0; k < 3 * (size_t)qm->triangle_count; k++)
 			m->triangles[3 * (size_t)t0 + k] = qm->triangles[k] + v0;
+		/* A cloth without uvs keeps the calloc's zeros: an edge whose
+		 * ends share their uvs takes the warp stiffness, as a mesh
+		 * without uvs does (sim_warp_fraction). */
 		if (uvs && qm->uvs != NULL)
 			memcpy(m->uvs + 2 * (size_t)v0, qm->uvs, 2 * (size_t)qm->vertex_count * sizeof(float));
 		if (rest)

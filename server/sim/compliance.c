@@ -29,8 +29,10 @@
  * fraction along the warp is c = du^2 / (du^2 + dv^2), and its compliance
  * blends the two, 1 / k(c) = c / k_u + (1 - c) / k_v, as two springs in
  * series. That takes the UV layout to have the same scale in u and v, as a
- * garment's pattern layout does. Without uvs the fabric is isotropic
- * (stretch_k). Compression (compress_k, C < 0) uses the same geometry,
+ * garment's pattern layout does. Without uvs the fabric is isotropic at
+ * the warp's stiffness (stretch_k, c = 1), and so is an edge whose ends
+ * share their uvs (a cloth without them joined to one that has them, in
+ * a scene's "cloths"). Compression (compress_k, C < 0) uses the same geometry,
  * isotropic; 0 means the edge's stretch stiffness.
  *
  * Shear, in-plane shear stiffness G [N/m] (energy G gamma^2 / 2 per area),
@@ -110,6 +112,12 @@ static key_val *key_find(key_val *kv, uint32_t n, uint64_t key)
 	return lo < n && kv[lo].key == key ? &kv[lo] : NULL;
 }
 
+float sim_warp_fraction(double du, double dv)
+{
+	double s = du * du + dv * dv;
+	return s > 0.0 ? (float)(du * du / s) : 1.0f;
+}
+
 drape_err sim_xpbd_build(drape_sim *sim, const float *uvs, drape_error *err)
 {
 	sim_xpbd *X = &sim->xpbd;
@@ -149,15 +157,12 @@ drape_err sim_xpbd_build(drape_sim *sim, const float *uvs, drape_error *err)
 		sim->xpbd.stretch_geo[k->index] = (float)(SIM_XPBD_BETA * k->value / ((double)rest * rest));
 	}
 	for (uint32_t i = 0; i < ns; i++) {
-		float c = 0.5f;
+		float c = 1.0f;
 		if (uvs != NULL) {
 			uint32_t a = sim->order ? sim->order[sim->stretch[i].a] : sim->stretch[i].a;
 			uint32_t b = sim->order ? sim->order[sim->stretch[i].b] : sim->stretch[i].b;
-			double du = (double)uvs[2 * (size_t)a] - uvs[2 * (size_t)b];
-			double dv = (double)uvs[2 * (size_t)a + 1] - uvs[2 * (size_t)b + 1];
-			double s = du * du + dv * dv;
-			if (s > 0.0)
-				c = (float)(du * du / s);
+			c = sim_warp_fraction((double)uvs[2 * (size_t)a] - uvs[2 * (size_t)b],
+					      (double)uvs[2 * (size_t)a + 1] - uvs[2 * (size_t)b + 1]);
 		}
 		X->stretch_warp[i] = c;
 	}

@@ -484,6 +484,10 @@ float sim_bend_rest_angle(sim_v3 p1, sim_v3 p2, sim_v3 p3, sim_v3 p4);
 /* Builds xpbd's rest-geometry factors from sim->x (still the rest pose) and
  * the optional per-vertex uvs (caller's order); DRAPE_ENOMEM on failure. */
 drape_err sim_xpbd_build(drape_sim *sim, const float *uvs, drape_error *err);
+/* The fraction of an edge along the warp from the uv difference of its
+ * ends (du, dv): du^2 / (du^2 + dv^2), or 1 (all warp) when the uvs do not
+ * separate its ends, as for a mesh without uvs. */
+float sim_warp_fraction(double du, double dv);
 /* Allocates the kt, kc and lambda arrays if the model is XPBD and they do
  * not exist yet, then derives kt and kc from sim->params. */
 drape_err sim_xpbd_derive(drape_sim *sim, drape_error *err);

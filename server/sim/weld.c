@@ -304,10 +304,9 @@ drape_err sim_weld_warp(drape_sim *sim, const drape_sim_desc *d,
 			if (hit == NULL || done[hit->index])
 				continue;
 			done[hit->index] = 1;
-			double du = (double)d->uvs[2 * (size_t)ca] - d->uvs[2 * (size_t)cb];
-			double dv = (double)d->uvs[2 * (size_t)ca + 1] - d->uvs[2 * (size_t)cb + 1];
-			double s = du * du + dv * dv;
-			sim->xpbd.stretch_warp[hit->index] = s > 0.0 ? (float)(du * du / s) : 0.5f;
+			sim->xpbd.stretch_warp[hit->index] =
+				sim_warp_fraction((double)d->uvs[2 * (size_t)ca] - d->uvs[2 * (size_t)cb],
+						  (double)d->uvs[2 * (size_t)ca + 1] - d->uvs[2 * (size_t)cb + 1]);
 		}
 	}
 	free(kv);

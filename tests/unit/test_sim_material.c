@@ -117,8 +117,24 @@ static float *strip_inv_mass(const grid *g, float rho, double extra)
  * frames and returns the mean elongation of the bottom row over the last
  * `avg` frames (metres), or NAN on failure.
  */
+enum strip_uv { STRIP_NO_UV, STRIP_U_ACROSS, STRIP_U_DOWN, STRIP_UV_ZERO };
+
+static double hang_strip_uv(const drape_sim_params *P, float w, float L, uint32_t nx, uint32_t ny,
+			    double mass, int frames, int avg, uint32_t flags, drape_pool *pool,
+			    enum strip_uv uvs);
+
 static double hang_strip(const drape_sim_params *P, float w, float L, uint32_t nx, uint32_t ny,
 			 double mass, int frames, int avg, uint32_t flags, drape_pool *pool)
+{
+	return hang_strip_uv(P, w, L, nx, ny, mass, frames, avg, flags, pool, STRIP_NO_UV);
+}
+
+/* hang_strip with texture coordinates in metres: none, u across the strip
+ * (its length along the weft), u down it (along the warp) or all (0, 0)
+ * (what a scene's "cloths" gives a cloth without them next to one with). */
+static double hang_strip_uv(const drape_sim_params *P, float w, float L, uint32_t nx, uint32_t ny,
+			    double mass, int frames, int avg, uint32_t flags, drape_pool *pool,
+			    enum strip_uv uvs)
 {
 	grid g;
 	const float o[3] = {0, 0, 0}, u[3] = {w, 0, 0}, v[3] = {0, -L, 0};
@@ -129,6 +145,12 @@ static double hang_strip(const drape_sim_params *P, float w, float L, uint32_t n
 	float *inv = strip_inv_mass(&g, P->density, mass / nx);
 	uint32_t *pins = malloc(nx * sizeof *pins);
 	float *x = malloc(g.nv * 3 * sizeof *x);
+	float *uv = uvs != STRIP_NO_UV ? malloc(g.nv * 2 * sizeof *uv) : NULL;
+	for (uint32_t i = 0; uv && i < g.nv; i++) {
+		float across = g.pos[3 * i], down = -g.pos[3 * i + 1];
+		uv[2 * i] = uvs == STRIP_UV_ZERO ? 0.0f : uvs == STRIP_U_ACROSS ? across : down;
+		uv[2 * i + 1] = uvs == STRIP_UV_ZERO ? 0.0f : uvs == STRIP_U_ACROSS ? down : across;
+	}
 	drape_sim_desc d;
 	desc_from_grid(&d, &g);
 	d.params = *P;
@@ -136,11 +158,12 @@ static double hang_strip(const drape_sim_params *P, float w, float L, uint32_t n
 	d.pins = pins;
 	d.pin_count = nx;
 	d.pool = pool;
+	d.uvs = uv;
 	for (uint32_t i = 0; pins && i < nx; i++)
 		pins[i] = i;
 	drape_sim *sim = NULL;
 	double sum = 0.0;
-	int ok = inv && pins && x && sim_create_ex(&d, flags, &sim, NULL) == DRAPE_OK;
+	int ok = inv && pins && x && (uv || uvs == STRIP_NO_UV) && sim_create_ex(&d, flags, &sim, NULL) == DRAPE_OK;
 	for (int f = 0; ok && f < frames; f++) {
 		ok = drape_sim_step(sim, NULL, NULL) == DRAPE_OK;
 		if (ok && f >= frames - avg) {
@@ -155,6 +178,7 @@ static double hang_strip(const drape_sim_params *P, float w, float L, uint32_t n
 	free(inv);
 	free(pins);
 	free(x);
+	free(uv);
 	grid_free(&g);
 	return ok ? sum / avg : NAN;
 }
@@ -193,6 +217,48 @@ static void test_tensile(void)
 		       want * 1e3, (got / want - 1.0) * 100.0);
 		CHECKF(fabs(got / want - 1.0) < c[i].tol, "%s: elongation %.4f mm, theory %.4f mm",
 		       c[i].name, got * 1e3, want * 1e3);
+	}
+}
+
+/*
+ * Warp and weft: the converged tensile strip of test_tensile with a warp
+ * four times its weft (1000 and 250 N/m) elongates by F L / (k w) with the
+ * k of the direction it hangs along: the weft when its uvs run u across
+ * it, the warp when u runs down it, and the warp without uvs (SCENE.md:
+ * "a mesh without them gets the warp stiffness in every direction"; the
+ * same for uvs that are all zero),
+ * within test_tensile's 5 %. The springs-in-series blend of the diagonal
+ * edges (compliance.c) is exact for an isotropic fabric only: at this 4:1
+ * ratio it makes the strip 19 % softer along the warp and 8 % stiffer
+ * along the weft (docs/limits.md), so those two rows are held to 25 %,
+ * which still fails if the uvs were ignored (-74 % across) or swapped.
+ */
+static void test_warp_weft(void)
+{
+	const float w = 0.1f, L = 1.0f, rho = 0.3f, ku = 1000.0f, kv = 250.0f;
+	const double M = 0.038;
+	const struct {
+		const char *name;
+		enum strip_uv uv;
+		float k;
+		double tol;
+	} c[4] = {{"u across (weft)", STRIP_U_ACROSS, kv, 0.25},
+		  {"u down (warp)", STRIP_U_DOWN, ku, 0.25},
+		  {"no uvs (warp)", STRIP_NO_UV, ku, 0.05},
+		  {"uvs all zero (warp)", STRIP_UV_ZERO, ku, 0.05}};
+	for (int i = 0; i < 4; i++) {
+		drape_sim_params P;
+		xpbd_params(&P, ku, kv / 100.0f, 0.0f, rho, 4.0f);
+		P.stretch_k_weft = kv;
+		P.substeps = 16;
+		P.iterations = 40;
+		const double want = M * G * L / (c[i].k * w) + rho * G * L * L / (2.0 * c[i].k);
+		double got = hang_strip_uv(&P, w, L, 5, 41, M, HANG_FRAMES, 24, 0, NULL, c[i].uv);
+		printf("  warp/weft strip, %s: elongation %.3f mm; theory F L / (k w) + rho g L^2 / (2 k) "
+		       "with k %g N/m = %.3f mm (%+.1f %%)\n",
+		       c[i].name, got * 1e3, (double)c[i].k, want * 1e3, (got / want - 1.0) * 100.0);
+		CHECKF(fabs(got / want - 1.0) < c[i].tol, "%s: elongation %.4f mm, theory %.4f mm", c[i].name,
+		       got * 1e3, want * 1e3);
 	}
 }
 
@@ -645,6 +711,7 @@ int main(int argc, char **argv)
 		CHECK_TEST(test_xpbd_deterministic),
 		CHECK_TEST(test_pbd_ignores_material),
 		CHECK_TEST(test_tensile),
+		CHECK_TEST(test_warp_weft),
 		CHECK_TEST(test_weight_matters),
 		CHECK_TEST(test_cantilever),
 		CHECK_TEST(test_settings_independence),
