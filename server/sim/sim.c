@@ -61,6 +61,12 @@ static void pbd_rates(drape_sim *sim, uint32_t split)
 	sim->damping_substep = (float)pow((double)P->damping, 1.0 / ((double)P->substeps * split));
 }
 
+/* The XPBD damping over a step of dt seconds: a rate per second. */
+static float xpbd_damping(const drape_sim *sim, double dt)
+{
+	return (float)exp(-(double)sim->params.damping_rate * dt);
+}
+
 static drape_err derive(drape_sim *sim, drape_error *err)
 {
 	const drape_sim_params *P = &sim->params;
@@ -69,7 +75,7 @@ static drape_err derive(drape_sim *sim, drape_error *err)
 		return DRAPE_OK;
 	drape_err rc = sim_xpbd_derive(sim, err);
 	if (rc == DRAPE_OK)
-		sim->damping_substep = (float)exp(-(double)P->damping_rate * sim->xpbd.dt);
+		sim->damping_substep = xpbd_damping(sim, sim->xpbd.dt);
 	return rc;
 }
 
@@ -120,7 +126,7 @@ static void split_rates(drape_sim *sim, uint32_t split)
 	}
 	const double dt = sim->xpbd.dt / (double)split; /* exact for split 1 */
 	sim_xpbd_rates(sim, dt);
-	sim->damping_substep = (float)exp(-(double)sim->params.damping_rate * dt);
+	sim->damping_substep = xpbd_damping(sim, dt);
 }
 
 static drape_err validate_desc(const drape_sim_desc *d, drape_error *err)
