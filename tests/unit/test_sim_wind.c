@@ -39,7 +39,8 @@ static void graded(float *c, uint32_t n, double h0, double r)
 }
 
 /* A horizontal sheet at height y0: (n+1) x (n+1) vertices on the graded
- * coordinates, two triangles per cell with the diagonal alternating. */
+ * coordinates, the fixture's grid (diagonal alternating) laid with u along
+ * z and v along x, so its triangles face +y, and then moved onto them. */
 static int graded_sheet(grid *g, uint32_t n, double h0, double r, float y0)
 {
 	const uint32_t m = n + 1;
@@ -47,28 +48,13 @@ static int graded_sheet(grid *g, uint32_t n, double h0, double r, float y0)
 	if (m > 64)
 		return 0;
 	graded(c, n, h0, r);
-	g->nx = g->ny = m;
-	g->nv = m * m;
-	g->nt = 2 * n * n;
-	g->pos = malloc((size_t)g->nv * 3 * sizeof *g->pos);
-	g->tri = malloc((size_t)g->nt * 3 * sizeof *g->tri);
-	if (g->pos == NULL || g->tri == NULL)
+	const float o[3] = {0, 0, 0}, u[3] = {0, 0, 1}, v[3] = {1, 0, 0};
+	if (!grid_make(g, m, m, o, u, v))
 		return 0;
 	for (uint32_t j = 0; j < m; j++)
 		for (uint32_t i = 0; i < m; i++) {
 			float *p = &g->pos[3 * (j * m + i)];
-			p[0] = c[i], p[1] = y0, p[2] = c[j];
-		}
-	uint32_t t = 0;
-	for (uint32_t j = 0; j < n; j++)
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t a = j * m + i, b = a + 1, cc = a + m, d = cc + 1;
-			uint32_t *q = &g->tri[6 * t++];
-			if ((i + j) % 2) {
-				q[0] = a, q[1] = d, q[2] = b, q[3] = a, q[4] = cc, q[5] = d;
-			} else {
-				q[0] = a, q[1] = cc, q[2] = b, q[3] = b, q[4] = cc, q[5] = d;
-			}
+			p[0] = c[j], p[1] = y0, p[2] = c[i];
 		}
 	return 1;
 }
