@@ -124,12 +124,13 @@ void sim_deform_keep_stats(const sim_deform *d, uint64_t *filtered, uint64_t *fr
 void sim_deform_keep_test(sim_deform *d, int off, float scale);
 
 /* Tests only: cloth vertex i's lists as the last begin_contacts or
- * project left them (the capacities are deform.c's DEFORM_NEAR and
- * DEFORM_K, both 8). */
+ * project left them: the nearest (DEFORM_NEAR, 8), the kept planes'
+ * triangles (DEFORM_PLANES, 12: the 8 nearest front-facing and up to 4
+ * from the path list) and the path list (DEFORM_PATH_LIST, 12). */
 typedef struct sim_deform_vertex_lists {
-	uint32_t nn, nc, mode;
-	uint32_t near[8], cand[8];
-	float ndist[8];
+	uint32_t nn, nc, np, mode;
+	uint32_t near[8], cand[12], path[12];
+	float ndist[8], pdist[12];
 	float reach, safe, clear;
 } sim_deform_vertex_lists;
 void sim_deform_lists(const sim_deform *d, uint32_t i, sim_deform_vertex_lists *out);
