@@ -1,7 +1,7 @@
 /*
  * Deforming mesh colliders (deform.h): the animation frames, the body's
- * pose at any time, the contact against the moving triangles, and points
- * bound to the skin.
+ * pose at any time, the contact against the moving triangles, and where
+ * points bound to the skin are (skin.c binds them).
  *
  * The method, per substep of length dt, with r = cloth thickness + collider
  * thickness:
@@ -1485,51 +1485,9 @@ void sim_deform_lists(const sim_deform *d, uint32_t i, sim_deform_vertex_lists *
 
 /* ---- Skin ------------------------------------------------------------------- */
 
-/* The triangle's own frame: first edge direction, normal x edge, normal.
- * Returns 0 for a degenerate triangle. */
-static int tri_frame(sim_v3 a, sim_v3 b, sim_v3 c, sim_v3 f[3])
-{
-	float lu, ln;
-	sim_v3 u = unit(v3_sub(b, a), &lu);
-	sim_v3 n = unit(v3_cross(v3_sub(b, a), v3_sub(c, a)), &ln);
-	if (!(lu > 0.0f) || !(ln > 0.0f))
-		return 0;
-	f[0] = u;
-	f[1] = v3_cross(n, u);
-	f[2] = n;
-	return 1;
-}
-
 void sim_deform_bind(const sim_deform *d, const float local[3], sim_skin *out)
 {
 	sim_skin_bind(d->rest, d->tris, d->nt, local, out);
-}
-
-void sim_skin_bind(const float *rest, const uint32_t *tris, uint32_t nt, const float local[3],
-		   sim_skin *out)
-{
-	sim_v3 q = v3(local[0], local[1], local[2]);
-	float best = INFINITY;
-	memset(out, 0, sizeof *out);
-	out->b[0] = 1.0f;
-	for (uint32_t t = 0; t < nt; t++) {
-		const uint32_t *v = &tris[3 * (size_t)t];
-		sim_v3 a = vat(rest, v[0]), b = vat(rest, v[1]), c = vat(rest, v[2]), f[3];
-		if (!tri_frame(a, b, c, f))
-			continue;
-		float bary[3];
-		float d2 = sim_closest_on_triangle(q, a, b, c, bary);
-		if (!(d2 < best))
-			continue;
-		best = d2;
-		out->tri = t;
-		memcpy(out->b, bary, sizeof bary);
-		sim_v3 cp = v3_add(v3_add(v3_scale(a, bary[0]), v3_scale(b, bary[1])), v3_scale(c, bary[2]));
-		sim_v3 o = v3_sub(q, cp);
-		out->off[0] = v3_dot(o, f[0]);
-		out->off[1] = v3_dot(o, f[1]);
-		out->off[2] = v3_dot(o, f[2]);
-	}
 }
 
 void sim_deform_skin_point(const sim_deform *d, const sim_skin *s, float out[3])
@@ -1539,7 +1497,7 @@ void sim_deform_skin_point(const sim_deform *d, const sim_skin *s, float out[3])
 	uint32_t v[3] = {t[0], d->flipped ? t[2] : t[1], d->flipped ? t[1] : t[2]};
 	sim_v3 a = vat(d->P1, v[0]), b = vat(d->P1, v[1]), c = vat(d->P1, v[2]), f[3];
 	sim_v3 w = v3_add(v3_add(v3_scale(a, s->b[0]), v3_scale(b, s->b[1])), v3_scale(c, s->b[2]));
-	if (tri_frame(a, b, c, f))
+	if (sim_skin_frame(a, b, c, f))
 		w = v3_add(w, v3_add(v3_add(v3_scale(f[0], s->off[0]), v3_scale(f[1], s->off[1])),
 				     v3_scale(f[2], s->off[2])));
 	out[0] = w.x;

@@ -146,6 +146,9 @@ void sim_deform_view(const sim_deform *d, uint32_t *nv, uint32_t *nt, const uint
 void sim_skin_bind(const float *rest, const uint32_t *tris, uint32_t nt, const float local[3],
 		   sim_skin *out);
 void sim_deform_bind(const sim_deform *d, const float local[3], sim_skin *out);
+/* A triangle's own frame (skin.c): first edge direction, normal x edge,
+ * normal. Returns 0 for a degenerate triangle. */
+int sim_skin_frame(sim_v3 a, sim_v3 b, sim_v3 c, sim_v3 f[3]);
 /* Where a bound point is at the end of the current substep (world). */
 void sim_deform_skin_point(const sim_deform *d, const sim_skin *s, float out[3]);
 
