@@ -1,7 +1,7 @@
 /*
  * Deforming mesh colliders (deform.h): the animation frames, the body's
- * pose at any time, the contact against the moving triangles, and points
- * bound to the skin.
+ * pose at any time, the contact against the moving triangles, and where
+ * points bound to the skin are (skin.c binds them).
  *
  * The method, per substep of length dt, with r = cloth thickness + collider
  * thickness:
@@ -111,6 +111,25 @@
  *  - test_sim_deformkeep compares every vertex's lists and projection with
  *    a collider searching the tree every substep, bit for bit, and finds
  *    them different when the drift allowed is four times the bound.
+ *
+ * Where the vertex goes (issue 16, the elbow bending fast and deep). The
+ * DEFORM_K front-facing triangles nearest x are the ones around where the
+ * vertex starts. A vertex the substep carries far (the sleeve flung down
+ * the arm as the forearm snaps shut, 10 to 12 mm a substep) meets the
+ * body where it ends, by a wall that was not among the nearest at its
+ * start: at the inside of a bent elbow the fold's many small triangles
+ * fill the list, and the forearm's wall, facing them, is left out. So a
+ * vertex predicted to move more than its contact distance r (|p - x| >
+ * r) also keeps, of the same triangles gather_visit accepts (front-facing
+ * at the start, within lim), the DEFORM_PATH_LIST nearest its predicted
+ * p at the end pose, and up to DEFORM_PATH_MAX of them not already among
+ * the DEFORM_K join its planes, after them. The list is a function of the
+ * same set of triangles, sorted by (distance, index), so a kept list gives
+ * it bit for bit too, on any thread count. A vertex moving less than r
+ * keeps exactly its former planes: slow scenes are solved as before.
+ * Taking more of the nearest to x instead (24) held the elbow but put a
+ * vertex of the walking suit's shoulder 2.19 mm inside the body
+ * (docs/animation.md).
  */
 #include "server/sim/deform.h"
 
@@ -127,6 +146,17 @@
 /* Nearest triangles of any side kept for the inside test: a vertex's fan
  * on a body mesh. */
 #define DEFORM_NEAR 8u
+/* The path list ("Where the vertex goes" below): for a vertex predicted
+ * to move more than its contact distance in the substep, the
+ * DEFORM_PATH_LIST front-facing triangles nearest its predicted position
+ * at the end pose, of which at most DEFORM_PATH_MAX not among the DEFORM_K
+ * nearest to its start join its planes. */
+#define DEFORM_PATH_LIST 12u
+#define DEFORM_PATH_MAX 4u
+/* Kept planes per cloth vertex. */
+#define DEFORM_PLANES (DEFORM_K + DEFORM_PATH_MAX)
+_Static_assert(DEFORM_PLANES <= 12u && DEFORM_PATH_LIST <= 12u && DEFORM_NEAR <= 8u,
+	       "sim_deform_vertex_lists (deform.h) holds 12 planes, 12 path and 8 near triangles");
 /* Cloth vertices per block of the parallel passes. */
 #define DEFORM_BLOCK 256u
 /* Triangles per block of the triangle geometry's pass on the pool. */
@@ -229,7 +259,15 @@ struct sim_deform {
 	 * be within r of it (the nearest plane's distance from x, less r and
 	 * a rounding margin); the iterations skip a vertex closer than that. */
 	float *clear;
-	deform_plane *pl; /* MODE_FACES, MODE_PINCH: the nc kept planes, DEFORM_K each */
+	deform_plane *pl; /* MODE_FACES, MODE_PINCH: the nc kept planes, DEFORM_PLANES each */
+	/* The path list (DEFORM_PATH_LIST each, pn[] of them: front-facing
+	 * triangles by their distance dd from the predicted position at the
+	 * end pose), and the predicted position the lists were gathered for
+	 * (pp, 3 floats). */
+	uint32_t *path;
+	float *pdist;
+	uint8_t *pn;
+	float *pp;
 	uint32_t *etri;
 	float *eb;
 	float *en;
@@ -338,6 +376,13 @@ static void free_cloth(sim_deform *d)
 	free(d->kb);
 	free(d->kn);
 	free(d->fresh);
+	free(d->path);
+	free(d->pdist);
+	free(d->pn);
+	free(d->pp);
+	d->path = NULL;
+	d->pdist = d->pp = NULL;
+	d->pn = NULL;
 	d->cand = d->near = d->etri = d->keep = NULL;
 	d->cdist = d->ndist = d->reach = d->safe = d->clear = d->eb = d->en = d->ec = NULL;
 	d->kd = d->kx = d->km = d->kb = NULL;
@@ -680,11 +725,12 @@ done:
  * the order the tree visits in. */
 typedef struct gather_one {
 	const sim_deform *d;
-	sim_v3 q;
+	sim_v3 q, p;
+	int far; /* p is further than r from q: keep the path list */
 	float base;
-	uint32_t *near, *cand;
-	float *ndist, *cdist;
-	uint32_t kn, kc;
+	uint32_t *near, *cand, *path;
+	float *ndist, *cdist, *pdist;
+	uint32_t kn, kc, kp;
 } gather_one;
 
 /* Inserts (dist, t) into a sorted list of at most cap entries. */
@@ -740,8 +786,15 @@ static void gather_visit(void *ctx, uint32_t t)
 	list_insert(g->near, g->ndist, &g->kn, DEFORM_NEAR, t, dist);
 	/* In front of the plane at the start: the sign of (q - a) . normal,
 	 * the normal left unnormalised. */
-	if (side >= 0.0f)
+	if (side >= 0.0f) {
 		list_insert(g->cand, g->cdist, &g->kc, DEFORM_K, t, dist);
+		if (g->far) {
+			float bp[3];
+			float dp = sim_closest_on_triangle(g->p, vat(d->P1, v[0]), vat(d->P1, v[1]),
+							   vat(d->P1, v[2]), bp);
+			list_insert(g->path, g->pdist, &g->kp, DEFORM_PATH_LIST, t, sqrtf(dp));
+		}
+	}
 }
 
 /* The start of vertex i's gather for a motion of up to `mv` from x: its
@@ -757,13 +810,19 @@ static float gather_setup(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r
 	float base = 2.0f * r + 1e-3f + 1.5f * mv;
 	d->reach[i] = base + d->maxdisp;
 	d->safe[i] = base - r;
+	sim_v3 p = v3(d->pp[3 * (size_t)i], d->pp[3 * (size_t)i + 1], d->pp[3 * (size_t)i + 2]);
 	*g = (gather_one){d,
 			  q,
+			  p,
+			  mv > r,
 			  base,
 			  &d->near[(size_t)i * DEFORM_NEAR],
 			  &d->cand[(size_t)i * DEFORM_K],
+			  &d->path[(size_t)i * DEFORM_PATH_LIST],
 			  &d->ndist[(size_t)i * DEFORM_NEAR],
 			  &d->cdist[(size_t)i * DEFORM_K],
+			  &d->pdist[(size_t)i * DEFORM_PATH_LIST],
+			  0,
 			  0,
 			  0};
 	return base;
@@ -790,6 +849,7 @@ static void gather_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r
 	sim_bvh_query(&d->bvh, lo, hi, gather_visit, &g);
 	d->nn[i] = (uint8_t)g.kn;
 	d->nc[i] = (uint8_t)g.kc;
+	d->pn[i] = (uint8_t)g.kp;
 }
 
 /* ---- Kept candidates ---------------------------------------------------------- */
@@ -886,6 +946,7 @@ static void filter_vertex(sim_deform *d, uint32_t i, sim_v3 q, float mv, float r
 		gather_visit(&g, keep[j]);
 	d->nn[i] = (uint8_t)g.kn;
 	d->nc[i] = (uint8_t)g.kc;
+	d->pn[i] = (uint8_t)g.kp;
 }
 
 /* Vertex i's lists for a motion of mv from q, from its kept list when that
@@ -924,6 +985,7 @@ static void gather_range(void *vctx, uint32_t begin, uint32_t end)
 	for (uint32_t i = begin; i < end; i++) {
 		d->nc[i] = 0;
 		d->nn[i] = 0;
+		d->pn[i] = 0;
 		d->mode[i] = MODE_NONE;
 		d->fresh[i] = 0;
 		if (!(c->x[i].w > 0.0f)) {
@@ -933,6 +995,9 @@ static void gather_range(void *vctx, uint32_t begin, uint32_t end)
 		}
 		sim_v3 q = v3_of4(c->x[i]);
 		float mv = v3_len(v3_sub(v3_of4(c->p[i]), q)), r = vertex_r(d, i, c->r);
+		d->pp[3 * (size_t)i] = c->p[i].x;
+		d->pp[3 * (size_t)i + 1] = c->p[i].y;
+		d->pp[3 * (size_t)i + 2] = c->p[i].z;
 		if (c->rekeep)
 			keep_vertex(d, i, q, mv, r);
 		d->fresh[i] = (uint8_t)(lists_vertex(d, i, q, mv, r) | c->rekeep);
@@ -1000,10 +1065,10 @@ static void prepare(sim_deform *d, uint32_t n, drape_pool *pool)
 {
 	uint32_t m = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		const uint32_t *lists[2] = {&d->near[(size_t)i * DEFORM_NEAR],
-					    &d->cand[(size_t)i * DEFORM_K]};
-		const uint32_t counts[2] = {d->nn[i], d->nc[i]};
-		for (int l = 0; l < 2; l++)
+		const uint32_t *lists[3] = {&d->near[(size_t)i * DEFORM_NEAR], &d->cand[(size_t)i * DEFORM_K],
+					    &d->path[(size_t)i * DEFORM_PATH_LIST]};
+		const uint32_t counts[3] = {d->nn[i], d->nc[i], d->pn[i]};
+		for (int l = 0; l < 3; l++)
 			for (uint32_t j = 0; j < counts[l]; j++) {
 				uint32_t t = lists[l][j];
 				if (d->stamp[t] != d->epoch) {
@@ -1024,6 +1089,17 @@ static sim_v3 surface_motion(const sim_deform *d, uint32_t t, const float b[3])
 	for (int k = 0; k < 3; k++)
 		m = v3_add(m, v3_scale(v3_sub(vat(d->P1, v[k]), vat(d->P0, v[k])), b[k]));
 	return m;
+}
+
+/* Triangle t's end plane and edges, kept beside its vertex. */
+static inline deform_plane plane_of(const deform_tri *T, uint32_t t)
+{
+	return (deform_plane){T->n1,
+			      T->d1,
+			      {T->e[0], T->e[1], T->e[2]},
+			      {T->eo[0], T->eo[1], T->eo[2]},
+			      {T->h[0], T->h[1], T->h[2]},
+			      t};
 }
 
 /* Phase 3: inside or outside at the start. Inside, the escape plane
@@ -1076,18 +1152,35 @@ static void classify_vertex(sim_deform *d, uint32_t i, sim_v3 x, float r)
 	uint32_t m = 0;
 	const float far = r + d->safe[i];
 	float nearest = far;
-	deform_plane *pl = &d->pl[(size_t)i * DEFORM_K];
+	deform_plane *pl = &d->pl[(size_t)i * DEFORM_PLANES];
+	/* Where the vertex goes ("Where the vertex goes"): of the
+	 * triangles nearest its predicted position, those not among the
+	 * DEFORM_K nearest to x, DEFORM_PATH_MAX at most, in the path list's
+	 * order. */
+	uint32_t extra[DEFORM_PATH_MAX];
+	uint32_t ne = 0;
+	const uint32_t *path = &d->path[(size_t)i * DEFORM_PATH_LIST];
+	for (uint32_t j = 0; j < d->pn[i] && ne < DEFORM_PATH_MAX; j++) {
+		uint32_t c2 = 0;
+		while (c2 < d->nc[i] && cand[c2] != path[j])
+			c2++;
+		if (c2 == d->nc[i])
+			extra[ne++] = path[j];
+	}
 	for (uint32_t j = 0; j < d->nc[i]; j++) {
 		const deform_tri *T = tri_get(d, cand[j], &tmp);
 		float s = v3_dot(T->n1, x) - T->d1;
 		if (T->ok && s < far) {
-			pl[m] = (deform_plane){T->n1,
-					       T->d1,
-					       {T->e[0], T->e[1], T->e[2]},
-					       {T->eo[0], T->eo[1], T->eo[2]},
-					       {T->h[0], T->h[1], T->h[2]},
-					       cand[j]};
+			pl[m] = plane_of(T, cand[j]);
 			cand[m++] = cand[j];
+			nearest = fmin2(nearest, s);
+		}
+	}
+	for (uint32_t j = 0; j < ne; j++) {
+		const deform_tri *T = tri_get(d, extra[j], &tmp);
+		float s = v3_dot(T->n1, x) - T->d1;
+		if (T->ok && s < far) {
+			pl[m++] = plane_of(T, extra[j]);
 			nearest = fmin2(nearest, s);
 		}
 	}
@@ -1107,15 +1200,12 @@ static void classify_vertex(sim_deform *d, uint32_t i, sim_v3 x, float r)
 	 * acts relative to the mean motion of the two surfaces at its nearest
 	 * points (kept in ec, unused outside MODE_ESCAPE). */
 	for (uint32_t j = 0; j < m && d->mode[i] == MODE_FACES; j++) {
-		const deform_tri *A = tri_get(d, cand[j], &tmp);
-		sim_v3 na = A->n1;
+		sim_v3 na = pl[j].n;
 		for (uint32_t k2 = j + 1; k2 < m; k2++) {
-			deform_tri tmp2;
-			const deform_tri *B = tri_get(d, cand[k2], &tmp2);
-			if (!(v3_dot(na, B->n1) < DEFORM_PINCH_DOT))
+			if (!(v3_dot(na, pl[k2].n) < DEFORM_PINCH_DOT))
 				continue;
 			sim_v3 mm = v3(0, 0, 0);
-			const uint32_t pair[2] = {cand[j], cand[k2]};
+			const uint32_t pair[2] = {pl[j].tri, pl[k2].tri};
 			for (int s2 = 0; s2 < 2; s2++) {
 				const uint32_t *tv = &d->tris[3 * (size_t)pair[s2]];
 				float bb[3];
@@ -1155,7 +1245,11 @@ int sim_deform_reserve(sim_deform *d, uint32_t n)
 	d->reach = calloc(m, sizeof *d->reach);
 	d->safe = calloc(m, sizeof *d->safe);
 	d->clear = calloc(m, sizeof *d->clear);
-	d->pl = malloc(m * DEFORM_K * sizeof *d->pl);
+	d->pl = malloc(m * DEFORM_PLANES * sizeof *d->pl);
+	d->path = malloc(m * DEFORM_PATH_LIST * sizeof *d->path);
+	d->pdist = malloc(m * DEFORM_PATH_LIST * sizeof *d->pdist);
+	d->pn = calloc(m, 1);
+	d->pp = calloc(m * 3, sizeof *d->pp);
 	d->etri = calloc(m, sizeof *d->etri);
 	d->eb = calloc(m * 3, sizeof *d->eb);
 	d->en = calloc(m * 3, sizeof *d->en);
@@ -1170,7 +1264,8 @@ int sim_deform_reserve(sim_deform *d, uint32_t n)
 	if (d->cand == NULL || d->cdist == NULL || d->near == NULL || d->ndist == NULL ||
 	    d->nc == NULL || d->nn == NULL || d->mode == NULL || d->reach == NULL ||
 	    d->safe == NULL || d->clear == NULL || d->pl == NULL || d->etri == NULL || d->eb == NULL || d->en == NULL || d->ec == NULL ||
-	    d->keep == NULL || d->kd == NULL || d->kx == NULL || d->km == NULL || d->kb == NULL || d->kn == NULL || d->fresh == NULL) {
+	    d->keep == NULL || d->kd == NULL || d->kx == NULL || d->km == NULL || d->kb == NULL || d->kn == NULL || d->fresh == NULL ||
+	    d->path == NULL || d->pdist == NULL || d->pn == NULL || d->pp == NULL) {
 		free_cloth(d);
 		return -1;
 	}
@@ -1191,7 +1286,8 @@ uint64_t sim_deform_bytes(uint32_t nv, uint32_t nt, uint32_t frames, uint32_t cl
 	const uint64_t per_tri = 12u + sizeof(deform_tri) + 2u * sizeof(uint32_t) +
 				 2u * sizeof(sim_bvh_node) + sizeof(uint32_t);
 	const uint64_t per_cloth = DEFORM_K * (sizeof(uint32_t) + sizeof(float)) +
-				   DEFORM_NEAR * (sizeof(uint32_t) + sizeof(float)) + DEFORM_K * sizeof(deform_plane) +
+				   DEFORM_NEAR * (sizeof(uint32_t) + sizeof(float)) + DEFORM_PLANES * sizeof(deform_plane) +
+				   DEFORM_PATH_LIST * (sizeof(uint32_t) + sizeof(float)) + 1u + 3u * sizeof(float) +
 				   3u + 3u * sizeof(float) +
 				   sizeof(uint32_t) + 9u * sizeof(float) +
 				   (DEFORM_KEEP + 1u) * (sizeof(uint32_t) + sizeof(float)) + 5u * sizeof(float) + 2u;
@@ -1288,6 +1384,9 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 		 * whoever computes it. */
 		float mv = v3_len(v3_sub(q, x0));
 		if (mv > d->safe[i]) {
+			d->pp[3 * (size_t)i] = q.x;
+			d->pp[3 * (size_t)i + 1] = q.y;
+			d->pp[3 * (size_t)i + 2] = q.z;
 			lists_vertex(d, i, x0, mv, r);
 			classify_vertex(d, i, x0, r);
 		}
@@ -1305,7 +1404,7 @@ uint32_t sim_deform_project(sim_deform *d, sim_vec4 *restrict p, const sim_vec4 
 				hit = 1;
 			}
 		} else {
-			const deform_plane *pl = &d->pl[(size_t)i * DEFORM_K];
+			const deform_plane *pl = &d->pl[(size_t)i * DEFORM_PLANES];
 			for (uint32_t j = 0; j < d->nc[i]; j++) {
 				const deform_plane *T = &pl[j];
 				float s = v3_dot(T->n, q) - T->d;
@@ -1369,7 +1468,16 @@ void sim_deform_lists(const sim_deform *d, uint32_t i, sim_deform_vertex_lists *
 	out->mode = d->mode[i];
 	memcpy(out->near, &d->near[(size_t)i * DEFORM_NEAR], out->nn * sizeof(uint32_t));
 	memcpy(out->ndist, &d->ndist[(size_t)i * DEFORM_NEAR], out->nn * sizeof(float));
-	memcpy(out->cand, &d->cand[(size_t)i * DEFORM_K], out->nc * sizeof(uint32_t));
+	/* With planes (MODE_FACES, MODE_PINCH), the planes' triangles: the
+	 * kept front-facing ones, then the path list's; else the front-facing
+	 * list as gathered. */
+	for (uint32_t j = 0; j < out->nc; j++)
+		out->cand[j] = d->mode[i] == MODE_FACES || d->mode[i] == MODE_PINCH
+				       ? d->pl[(size_t)i * DEFORM_PLANES + j].tri
+				       : d->cand[(size_t)i * DEFORM_K + j];
+	out->np = d->pn[i];
+	memcpy(out->path, &d->path[(size_t)i * DEFORM_PATH_LIST], out->np * sizeof(uint32_t));
+	memcpy(out->pdist, &d->pdist[(size_t)i * DEFORM_PATH_LIST], out->np * sizeof(float));
 	out->reach = d->reach[i];
 	out->safe = d->safe[i];
 	out->clear = d->clear[i];
@@ -1377,51 +1485,9 @@ void sim_deform_lists(const sim_deform *d, uint32_t i, sim_deform_vertex_lists *
 
 /* ---- Skin ------------------------------------------------------------------- */
 
-/* The triangle's own frame: first edge direction, normal x edge, normal.
- * Returns 0 for a degenerate triangle. */
-static int tri_frame(sim_v3 a, sim_v3 b, sim_v3 c, sim_v3 f[3])
-{
-	float lu, ln;
-	sim_v3 u = unit(v3_sub(b, a), &lu);
-	sim_v3 n = unit(v3_cross(v3_sub(b, a), v3_sub(c, a)), &ln);
-	if (!(lu > 0.0f) || !(ln > 0.0f))
-		return 0;
-	f[0] = u;
-	f[1] = v3_cross(n, u);
-	f[2] = n;
-	return 1;
-}
-
 void sim_deform_bind(const sim_deform *d, const float local[3], sim_skin *out)
 {
 	sim_skin_bind(d->rest, d->tris, d->nt, local, out);
-}
-
-void sim_skin_bind(const float *rest, const uint32_t *tris, uint32_t nt, const float local[3],
-		   sim_skin *out)
-{
-	sim_v3 q = v3(local[0], local[1], local[2]);
-	float best = INFINITY;
-	memset(out, 0, sizeof *out);
-	out->b[0] = 1.0f;
-	for (uint32_t t = 0; t < nt; t++) {
-		const uint32_t *v = &tris[3 * (size_t)t];
-		sim_v3 a = vat(rest, v[0]), b = vat(rest, v[1]), c = vat(rest, v[2]), f[3];
-		if (!tri_frame(a, b, c, f))
-			continue;
-		float bary[3];
-		float d2 = sim_closest_on_triangle(q, a, b, c, bary);
-		if (!(d2 < best))
-			continue;
-		best = d2;
-		out->tri = t;
-		memcpy(out->b, bary, sizeof bary);
-		sim_v3 cp = v3_add(v3_add(v3_scale(a, bary[0]), v3_scale(b, bary[1])), v3_scale(c, bary[2]));
-		sim_v3 o = v3_sub(q, cp);
-		out->off[0] = v3_dot(o, f[0]);
-		out->off[1] = v3_dot(o, f[1]);
-		out->off[2] = v3_dot(o, f[2]);
-	}
 }
 
 void sim_deform_skin_point(const sim_deform *d, const sim_skin *s, float out[3])
@@ -1431,7 +1497,7 @@ void sim_deform_skin_point(const sim_deform *d, const sim_skin *s, float out[3])
 	uint32_t v[3] = {t[0], d->flipped ? t[2] : t[1], d->flipped ? t[1] : t[2]};
 	sim_v3 a = vat(d->P1, v[0]), b = vat(d->P1, v[1]), c = vat(d->P1, v[2]), f[3];
 	sim_v3 w = v3_add(v3_add(v3_scale(a, s->b[0]), v3_scale(b, s->b[1])), v3_scale(c, s->b[2]));
-	if (tri_frame(a, b, c, f))
+	if (sim_skin_frame(a, b, c, f))
 		w = v3_add(w, v3_add(v3_add(v3_scale(f[0], s->off[0]), v3_scale(f[1], s->off[1])),
 				     v3_scale(f[2], s->off[2])));
 	out[0] = w.x;

@@ -124,12 +124,13 @@ void sim_deform_keep_stats(const sim_deform *d, uint64_t *filtered, uint64_t *fr
 void sim_deform_keep_test(sim_deform *d, int off, float scale);
 
 /* Tests only: cloth vertex i's lists as the last begin_contacts or
- * project left them (the capacities are deform.c's DEFORM_NEAR and
- * DEFORM_K, both 8). */
+ * project left them: the nearest (DEFORM_NEAR, 8), the kept planes'
+ * triangles (DEFORM_PLANES, 12: the 8 nearest front-facing and up to 4
+ * from the path list) and the path list (DEFORM_PATH_LIST, 12). */
 typedef struct sim_deform_vertex_lists {
-	uint32_t nn, nc, mode;
-	uint32_t near[8], cand[8];
-	float ndist[8];
+	uint32_t nn, nc, np, mode;
+	uint32_t near[8], cand[12], path[12];
+	float ndist[8], pdist[12];
 	float reach, safe, clear;
 } sim_deform_vertex_lists;
 void sim_deform_lists(const sim_deform *d, uint32_t i, sim_deform_vertex_lists *out);
@@ -145,6 +146,9 @@ void sim_deform_view(const sim_deform *d, uint32_t *nv, uint32_t *nt, const uint
 void sim_skin_bind(const float *rest, const uint32_t *tris, uint32_t nt, const float local[3],
 		   sim_skin *out);
 void sim_deform_bind(const sim_deform *d, const float local[3], sim_skin *out);
+/* A triangle's own frame (skin.c): first edge direction, normal x edge,
+ * normal. Returns 0 for a degenerate triangle. */
+int sim_skin_frame(sim_v3 a, sim_v3 b, sim_v3 c, sim_v3 f[3]);
 /* Where a bound point is at the end of the current substep (world). */
 void sim_deform_skin_point(const sim_deform *d, const sim_skin *s, float out[3]);
 
