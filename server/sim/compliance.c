@@ -28,11 +28,13 @@
  * edge's direction in the fabric is its uv difference (du, dv); the
  * fraction along the warp is c = du^2 / (du^2 + dv^2), and its compliance
  * blends the two, 1 / k(c) = c / k_u + (1 - c) / k_v, as two springs in
- * series. That takes the UV layout to have the same scale in u and v, as a
+ * series, with k_u and k_v the edges' warp and weft (edge_warp_weft below:
+ * stretch_k and stretch_k_weft corrected for the diagonals' share of a
+ * pull). That takes the UV layout to have the same scale in u and v, as a
  * garment's pattern layout does. Without uvs the fabric is isotropic at
- * the warp's stiffness (stretch_k, c = 1), and so is an edge whose ends
- * share their uvs (a cloth without them joined to one that has them, in
- * a scene's "cloths"). Compression (compress_k, C < 0) uses the same geometry,
+ * the warp's stiffness (stretch_k as it is, c = SIM_WARP_NONE), and so is
+ * an edge whose ends share their uvs (a cloth without them joined to one
+ * that has them, in a scene's "cloths"). Compression (compress_k, C < 0) uses the same geometry,
  * isotropic; 0 means the edge's stretch stiffness.
  *
  * Shear, in-plane shear stiffness G [N/m] (energy G gamma^2 / 2 per area),
@@ -69,6 +71,36 @@
 #include <string.h>
 
 #define SIM_XPBD_BETA (5.0 / 6.0)
+
+/*
+ * The edges' warp and weft (a, b) for a fabric of warp ku and weft kv. The
+ * grid's diagonals take part in a pull (the 1.2 above); with ku != kv
+ * they sit at the springs-in-series blend d = 2ab / (a + b), stiffer than
+ * the weft edges and softer than the warp's, so a and b = ku, kv made a
+ * strip 19 % softer than ku along the warp and 8 % stiffer than kv along
+ * the weft at ku = 4 kv (docs/limits.md). Minimising the grid's energy
+ * per cell over the free direction, a strip pulled along u stores
+ * beta [a + b d / (4 b + d)] per unit strain squared, and one pulled
+ * along v beta [b + a d / (4 a + d)]; a and b are chosen so that these
+ * are ku and kv (a fixed point, converged to rounding in 50 rounds for
+ * any ratio up to 10^6; tested by test_sim_material's test_warp_weft).
+ * An isotropic fabric keeps a = b = k exactly.
+ */
+static void edge_warp_weft(double ku, double kv, double *a, double *b)
+{
+	*a = ku, *b = kv;
+	if (ku == kv)
+		return;
+	const double U = ku / SIM_XPBD_BETA, V = kv / SIM_XPBD_BETA;
+	double x = ku, y = kv;
+	for (int i = 0; i < 50; i++) {
+		double d = 2.0 * x * y / (x + y);
+		x = U - y * d / (4.0 * y + d);
+		d = 2.0 * x * y / (x + y);
+		y = V - x * d / (4.0 * x + d);
+	}
+	*a = x, *b = y;
+}
 #define SIM_XPBD_SHEAR_C 1.754
 #define SIM_XPBD_BEND_C 1.0
 
@@ -115,7 +147,7 @@ static key_val *key_find(key_val *kv, uint32_t n, uint64_t key)
 float sim_warp_fraction(double du, double dv)
 {
 	double s = du * du + dv * dv;
-	return s > 0.0 ? (float)(du * du / s) : 1.0f;
+	return s > 0.0 ? (float)(du * du / s) : SIM_WARP_NONE;
 }
 
 drape_err sim_xpbd_build(drape_sim *sim, const float *uvs, drape_error *err)
@@ -157,7 +189,7 @@ drape_err sim_xpbd_build(drape_sim *sim, const float *uvs, drape_error *err)
 		sim->xpbd.stretch_geo[k->index] = (float)(SIM_XPBD_BETA * k->value / ((double)rest * rest));
 	}
 	for (uint32_t i = 0; i < ns; i++) {
-		float c = 1.0f;
+		float c = SIM_WARP_NONE;
 		if (uvs != NULL) {
 			uint32_t a = sim->order ? sim->order[sim->stretch[i].a] : sim->stretch[i].a;
 			uint32_t b = sim->order ? sim->order[sim->stretch[i].b] : sim->stretch[i].b;
@@ -287,14 +319,16 @@ drape_err sim_xpbd_stiffness_number(const drape_sim *sim, double dt, double *out
 	float *v = malloc((ns ? ns : 1) * sizeof *v);
 	if (v == NULL)
 		return drape_error_setf(err, DRAPE_ENOMEM, "material: out of memory for the schedule");
-	const double ku = P->stretch_k, kv = P->stretch_k_weft > 0.0f ? P->stretch_k_weft : P->stretch_k;
+	const double k0 = P->stretch_k;
+	double ku, kv;
+	edge_warp_weft(k0, P->stretch_k_weft > 0.0f ? P->stretch_k_weft : k0, &ku, &kv);
 	uint32_t m = 0;
 	for (uint32_t i = 0; i < ns; i++) {
 		double w = (double)sim->x[sim->stretch[i].a].w + (double)sim->x[sim->stretch[i].b].w;
 		if (!(w > 0.0))
 			continue;
 		double c = X->stretch_warp[i];
-		double k = 1.0 / (c / ku + (1.0 - c) / kv);
+		double k = c < 0.0 ? k0 : 1.0 / (c / ku + (1.0 - c) / kv);
 		v[m++] = (float)((double)X->stretch_geo[i] * k * w);
 	}
 	double q = 0.0;
@@ -397,12 +431,15 @@ void sim_xpbd_rates(drape_sim *sim, double dt)
 	sim_xpbd *X = &sim->xpbd;
 	const uint32_t ns = sim->stretch_count, nsh = sim->shear_count, nb = sim->bend_count;
 	const double dt2 = dt * dt;
-	const double ku = P->stretch_k, kv = P->stretch_k_weft > 0.0f ? P->stretch_k_weft : P->stretch_k;
+	const double k0 = P->stretch_k;
+	double ku, kv;
+	edge_warp_weft(k0, P->stretch_k_weft > 0.0f ? P->stretch_k_weft : k0, &ku, &kv);
 	const double kcmp = P->compress_k;
 	for (uint32_t i = 0; i < ns; i++) {
 		double c = X->stretch_warp[i];
-		/* Springs in series: the compliances add (file comment). */
-		double k = 1.0 / (c / ku + (1.0 - c) / kv);
+		/* Springs in series: the compliances add (file comment); no
+		 * grain, the warp as it is. */
+		double k = c < 0.0 ? k0 : 1.0 / (c / ku + (1.0 - c) / kv);
 		double g = X->stretch_geo[i];
 		X->stretch_kt[i] = (float)(g * k * dt2);
 		X->stretch_kc[i] = (float)(g * (kcmp > 0.0 ? kcmp : k) * dt2);

@@ -485,8 +485,10 @@ float sim_bend_rest_angle(sim_v3 p1, sim_v3 p2, sim_v3 p3, sim_v3 p4);
  * the optional per-vertex uvs (caller's order); DRAPE_ENOMEM on failure. */
 drape_err sim_xpbd_build(drape_sim *sim, const float *uvs, drape_error *err);
 /* The fraction of an edge along the warp from the uv difference of its
- * ends (du, dv): du^2 / (du^2 + dv^2), or 1 (all warp) when the uvs do not
- * separate its ends, as for a mesh without uvs. */
+ * ends (du, dv): du^2 / (du^2 + dv^2), or SIM_WARP_NONE when the uvs do
+ * not separate its ends, as on a mesh without uvs: such an edge takes the
+ * fabric's warp stiffness as it is (isotropic cloth, no grain). */
+#define SIM_WARP_NONE (-1.0f)
 float sim_warp_fraction(double du, double dv);
 /* Allocates the kt, kc and lambda arrays if the model is XPBD and they do
  * not exist yet, then derives kt and kc from sim->params. */

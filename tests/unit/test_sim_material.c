@@ -222,16 +222,17 @@ static void test_tensile(void)
 
 /*
  * Warp and weft: the converged tensile strip of test_tensile with a warp
- * four times its weft (1000 and 250 N/m) elongates by F L / (k w) with the
- * k of the direction it hangs along: the weft when its uvs run u across
- * it, the warp when u runs down it, and the warp without uvs (SCENE.md:
- * "a mesh without them gets the warp stiffness in every direction"; the
- * same for uvs that are all zero),
- * within test_tensile's 5 %. The springs-in-series blend of the diagonal
- * edges (compliance.c) is exact for an isotropic fabric only: at this 4:1
- * ratio it makes the strip 19 % softer along the warp and 8 % stiffer
- * along the weft (docs/limits.md), so those two rows are held to 25 %,
- * which still fails if the uvs were ignored (-74 % across) or swapped.
+ * four times its weft (1000 and 250 N/m) stretches as an isotropic strip
+ * of the stiffness of the direction it hangs along, and that one by
+ * F L / (k w) within test_tensile's 5 %: the weft when its uvs run u across
+ * it, the warp when u runs down it, and the warp without uvs or with uvs
+ * that are all zero (SCENE.md: "a mesh without them gets the warp stiffness
+ * in every direction"; within 0.5 %: the pins' tethers take their slack
+ * from the softer of warp and weft, tether.c). The first two
+ * within 2 % of the isotropic strip: with the edges' warp and weft equal to
+ * the fabric's, the diagonals (at their blend) made the strip 16 % softer
+ * along the warp and 12 % stiffer along the weft than that at this ratio;
+ * compliance.c corrects the edges' values (edge_warp_weft).
  */
 static void test_warp_weft(void)
 {
@@ -241,24 +242,30 @@ static void test_warp_weft(void)
 		const char *name;
 		enum strip_uv uv;
 		float k;
-		double tol;
-	} c[4] = {{"u across (weft)", STRIP_U_ACROSS, kv, 0.25},
-		  {"u down (warp)", STRIP_U_DOWN, ku, 0.25},
-		  {"no uvs (warp)", STRIP_NO_UV, ku, 0.05},
-		  {"uvs all zero (warp)", STRIP_UV_ZERO, ku, 0.05}};
+		double tol; /* against the isotropic strip */
+	} c[4] = {{"u across (weft)", STRIP_U_ACROSS, kv, 0.02},
+		  {"u down (warp)", STRIP_U_DOWN, ku, 0.02},
+		  {"no uvs (warp)", STRIP_NO_UV, ku, 0.005},
+		  {"uvs all zero (warp)", STRIP_UV_ZERO, ku, 0.005}};
 	for (int i = 0; i < 4; i++) {
 		drape_sim_params P;
 		xpbd_params(&P, ku, kv / 100.0f, 0.0f, rho, 4.0f);
 		P.stretch_k_weft = kv;
 		P.substeps = 16;
 		P.iterations = 40;
+		drape_sim_params Q = P;
+		Q.stretch_k = Q.stretch_k_weft = c[i].k;
 		const double want = M * G * L / (c[i].k * w) + rho * G * L * L / (2.0 * c[i].k);
 		double got = hang_strip_uv(&P, w, L, 5, 41, M, HANG_FRAMES, 24, 0, NULL, c[i].uv);
-		printf("  warp/weft strip, %s: elongation %.3f mm; theory F L / (k w) + rho g L^2 / (2 k) "
-		       "with k %g N/m = %.3f mm (%+.1f %%)\n",
-		       c[i].name, got * 1e3, (double)c[i].k, want * 1e3, (got / want - 1.0) * 100.0);
-		CHECKF(fabs(got / want - 1.0) < c[i].tol, "%s: elongation %.4f mm, theory %.4f mm", c[i].name,
-		       got * 1e3, want * 1e3);
+		double iso = hang_strip_uv(&Q, w, L, 5, 41, M, HANG_FRAMES, 24, 0, NULL, c[i].uv);
+		printf("  warp/weft strip, %s: elongation %.4f mm; isotropic strip of k %g N/m %.4f mm "
+		       "(%+.2f %%); theory F L / (k w) + rho g L^2 / (2 k) = %.3f mm (%+.1f %%)\n",
+		       c[i].name, got * 1e3, (double)c[i].k, iso * 1e3, (got / iso - 1.0) * 100.0, want * 1e3,
+		       (iso / want - 1.0) * 100.0);
+		CHECKF(fabs(iso / want - 1.0) < 0.05, "%s: isotropic elongation %.4f mm, theory %.4f mm",
+		       c[i].name, iso * 1e3, want * 1e3);
+		CHECKF(fabs(got / iso - 1.0) <= c[i].tol, "%s: elongation %.4f mm, isotropic %.4f mm", c[i].name,
+		       got * 1e3, iso * 1e3);
 	}
 }
 
