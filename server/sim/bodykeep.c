@@ -177,6 +177,23 @@ int sim_bodykeep_worth(const sim_bodykeep *k)
 	return k != NULL && (k->uses > 0 || k->misses == 0);
 }
 
+int sim_bodykeep_outrun(const sim_bodykeep *k, const sim_collider_set *set)
+{
+	if (k == NULL)
+		return 0;
+	const float limit = k->budget * k->margin;
+	for (uint32_t ci = 0; ci < set->count; ci++) {
+		sim_body_view bv;
+		if (!sim_colliders_body(set, ci, &bv) || !bv.moving)
+			continue;
+		const size_t n = 3 * (size_t)bv.nv;
+		for (size_t j = 0; j < n; j++)
+			if (fabsf(bv.q1[j] - bv.q0[j]) > limit)
+				return 1;
+	}
+	return 0;
+}
+
 int sim_bodykeep_live(const sim_bodykeep *k)
 {
 	return k != NULL && k->live;

@@ -84,6 +84,17 @@ int sim_bodykeep_start(sim_bodykeep *k, const sim_collider_set *set, const uint3
  * so the rest of the frame searches afresh (bodypush.c collects again at
  * the next frame's start). Only the cost depends on it, never a result. */
 int sim_bodykeep_worth(const sim_bodykeep *k);
+/*
+ * 1 when a moving body's vertex moves, in this substep, by more than the
+ * drift the budget allows along an axis (the walk's strides: feet and
+ * hands 8 to 11 mm a substep against 5 mm). The next substep starts
+ * from this one's end pose, so by then the body has drifted past the
+ * bound (sim_bodykeep_valid's body drift is at least that motion) and a
+ * list collected now can serve no later substep: bodypush.c then
+ * searches afresh without collecting, even at a frame's start. Only the
+ * cost depends on it, never a result.
+ */
+int sim_bodykeep_outrun(const sim_bodykeep *k, const sim_collider_set *set);
 /* 1 while a list is collected or kept (a collection that ran out of
  * memory ends it at sim_bodykeep_finish: the caller then searches
  * afresh). */

@@ -25,7 +25,9 @@
  *     while the cloth and the body drift little (bodykeep.c): filtered
  *     with the same box test and put in the hash query's order, they give
  *     the same pairs as the search, which then runs only when the drift
- *     exceeds the bound or the frame begins.
+ *     exceeds the bound or the frame begins. No list is collected while
+ *     a body vertex moves further in one substep than the bound allows
+ *     (the walk's strides): it could serve no later substep.
  *  2. The side is decided then, by the body: the outer side of a triangle
  *     is the one the body's own normal at q points to (area-weighted
  *     vertex normal, outward by the mesh's enclosed volume), so the
@@ -798,7 +800,9 @@ void sim_bodypush_begin(sim_bodypush *b, const sim_collider_set *set, const uint
 	if (sim_bodykeep_margin(K) > 0.0f) {
 		kept = !new_frame &&
 		       sim_bodykeep_valid(K, set, tris, ntri, b->box, grow, half_max, thickness);
-		if (!kept && (new_frame || sim_bodykeep_worth(K)))
+		/* Nor while the body outruns the bound in one substep: such a
+		 * list would serve no substep after this one. */
+		if (!kept && (new_frame || sim_bodykeep_worth(K)) && !sim_bodykeep_outrun(K, set))
 			collecting = sim_bodykeep_start(K, set, tris, ntri, b->box, grow, half_max,
 							thickness);
 		else if (!kept)

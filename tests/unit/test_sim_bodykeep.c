@@ -6,7 +6,9 @@
  * byte for byte and in the same order, over a still body, a body moving
  * rigidly and a deforming one, under a cloth that slides and waves. A
  * drift budget four times the proven one must lose pairs, so the
- * comparison can fail. Then whole runs, the deforming spikes and the demo
+ * comparison can fail. A body moving further in a substep than the
+ * bound allows gets no list, and one within it still does (test_outrun).
+ * Then whole runs, the deforming spikes and the demo
  * garment (examples/garment.json's meshes), must give the same bits with
  * the list kept or not, on 1, 2 and 3 threads. And the parallel search
  * (the body's vertices and ridges in fixed chunks on the pool) must give
@@ -76,6 +78,9 @@ static void bed_make(bed *m, float top, float r)
 
 enum { STILL, RIGID, DEFORMING };
 static const char *const kind_name[] = {"still", "rigid", "deforming"};
+
+/* The deforming bed's run along x, metres a frame (0: it only sways). */
+static float bed_run = 0.0f;
 
 #define FRAMES 12
 #define SUBSTEPS 8
@@ -169,7 +174,8 @@ static void compare(int kind, float margin, float budget, float slide, compare_r
 				float *a = &anim[3 * ((size_t)f * m.nv + i)];
 				const float *q = &m.v[3 * i];
 				float s = 1.0f + 0.08f * sinf(0.5f * (float)f + 3.0f * q[0]);
-				a[0] = q[0] + 0.003f * (float)f * (q[1] - top + 0.1f);
+				a[0] = q[0] + 0.003f * (float)f * (q[1] - top + 0.1f) +
+				       bed_run * (float)f;
 				a[1] = top - 0.1f + s * (q[1] - top + 0.1f);
 				a[2] = q[2];
 			}
@@ -298,6 +304,38 @@ static void test_loose_budget(void)
 		       "differ\n",
 		       kind_name[kind], differ, substeps);
 		CHECKF(differ > 0, "%s body: a 4x budget lost no pair", kind_name[kind]);
+	}
+}
+
+/* A body that outruns the drift bound in one substep (sim_bodykeep_outrun:
+ * 6 mm a substep along x against the 5 mm the budget allows, as the
+ * walk's feet in its strides) gets no list at all, not even at a frame's
+ * start, and the pairs are still the fresh search's; one at 3 mm a
+ * substep still gets lists that serve substeps. */
+static void test_outrun(void)
+{
+	const float runs[2] = {0.048f, 0.024f}; /* 6 and 3 mm a substep */
+	for (int k = 0; k < 2; k++) {
+		compare_result r;
+		bed_run = runs[k];
+		compare(DEFORMING, SIM_BODYKEEP_MARGIN, 0.5f, 0.0f, &r);
+		bed_run = 0.0f;
+		CHECKF(r.ok, "%s", r.msg);
+		printf("  deforming body running %.0f mm a substep: %u substeps, %u with pairs "
+		       "(%llu pairs), %llu collections, %llu kept, %u differ\n",
+		       1e3 * runs[k] / SUBSTEPS, r.substeps, r.with_pairs,
+		       (unsigned long long)r.pairs, (unsigned long long)r.collected,
+		       (unsigned long long)r.kept, r.mismatched);
+		CHECK(r.mismatched == 0);
+		CHECK(r.with_pairs > r.substeps / 2);
+		if (k == 0)
+			CHECKF(r.collected == 0 && r.kept == 0,
+			       "a body outrunning the bound got %llu lists",
+			       (unsigned long long)r.collected);
+		else
+			CHECKF(r.collected > 0 && r.kept > 0,
+			       "a body within the bound got %llu lists, %llu kept",
+			       (unsigned long long)r.collected, (unsigned long long)r.kept);
 	}
 }
 
@@ -606,6 +644,7 @@ static const check_test tests[] = {
 	CHECK_TEST(test_rigid),
 	CHECK_TEST(test_deforming),
 	CHECK_TEST(test_loose_budget),
+	CHECK_TEST(test_outrun),
 	CHECK_TEST(test_spikes_bits),
 	CHECK_TEST(test_garment_bits),
 	CHECK_TEST(test_threads_lists),
