@@ -666,8 +666,10 @@ int cli_cmd_check(int argc, char **argv)
 			printf("  ... and %llu more\n", (unsigned long long)(count - shown));
 		if (inside.vertices > 0)
 			printf("inside colliders:      %llu cloth vertices start inside (deepest %.1f mm, in "
-			       "colliders[%d], vertex %u at [%.3f, %.3f, %.3f]): the solver pushes them out, "
-			       "through the cloth if deep\n",
+			       "colliders[%d], vertex %u at [%.3f, %.3f, %.3f]): the solver moves each flat patch "
+			       "of them out on the side it is less deep on, the rest to their nearest surface; "
+			       "a body part through the cloth (an arm through a panel, not its sleeve) stays "
+			       "through: move or scale the cloth until none is more than a few mm deep\n",
 			       (unsigned long long)inside.vertices, 1000.0 * inside.deepest, (int)inside.collider,
 			       inside.vertex, (double)inside.at[0], (double)inside.at[1], (double)inside.at[2]);
 		else

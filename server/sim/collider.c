@@ -746,6 +746,42 @@ static void collider_sample(const sim_collider *c, const float *q, uint32_t m, f
 	}
 }
 
+/* The field of collider `index` at world points (m of them, xyz) in its
+ * pose at the start of the current substep: the distance and the unit
+ * world gradient (0, 0, 0 where none is known), the distance measured
+ * from the collider's own thickness. 0 for a deforming
+ * collider, whose contact does not go through a field (deform.c). */
+int sim_colliders_sample_start(const sim_collider_set *set, uint32_t index, const float *world,
+			       uint32_t m, float *dist, float *grad)
+{
+	const sim_collider *c = set->items[index];
+	if (c->deform != NULL)
+		return 0;
+	float q[COLLIDER_BLOCK * 3], g[COLLIDER_BLOCK * 3];
+	for (uint32_t base = 0; base < m; base += COLLIDER_BLOCK) {
+		uint32_t k = m - base < COLLIDER_BLOCK ? m - base : COLLIDER_BLOCK;
+		for (uint32_t j = 0; j < k; j++) {
+			const float *w = &world[3 * (size_t)(base + j)];
+			sim_v3 l = xf_inverse(&c->x0, v3(w[0], w[1], w[2]));
+			q[j * 3] = l.x;
+			q[j * 3 + 1] = l.y;
+			q[j * 3 + 2] = l.z;
+		}
+		collider_sample(c, q, k, &dist[base], g);
+		for (uint32_t j = 0; j < k; j++) {
+			dist[base + j] -= c->thickness;
+			sim_v3 v = v3(g[j * 3], g[j * 3 + 1], g[j * 3 + 2]);
+			float l = v3_len(v);
+			v = l > 1e-12f ? xf_rotate(&c->x0, v3_scale(v, 1.0f / l)) : v3(0, 0, 0);
+			float *o = &grad[3 * (size_t)(base + j)];
+			o[0] = v.x;
+			o[1] = v.y;
+			o[2] = v.z;
+		}
+	}
+	return 1;
+}
+
 /* Points [begin, end) against every collider, block by block. */
 static uint32_t project_range(const sim_collider_set *set, sim_vec4 *restrict p,
 			      const sim_vec4 *restrict x, uint32_t begin, uint32_t end, float thickness)

@@ -109,6 +109,13 @@ uint32_t sim_colliders_project_pool(const sim_collider_set *set, sim_vec4 *restr
  * Position at the end of the current substep of a point rigidly attached to
  * collider `index`, given its world position `rest` at t = 0.
  */
+/* The field of collider `index` at m world points in its pose at the
+ * start of the current substep: distances (beyond the collider's own
+ * thickness) and unit world gradients ((0, 0, 0) where the field gives
+ * none). Returns 0, filling nothing, for a
+ * deforming collider (its contact is not a field's). */
+int sim_colliders_sample_start(const sim_collider_set *set, uint32_t index, const float *world,
+			       uint32_t m, float *dist, float *grad);
 void sim_colliders_attached_point(const sim_collider_set *set, uint32_t index, const float rest[3],
 				  float out[3]);
 

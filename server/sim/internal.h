@@ -338,6 +338,10 @@ struct drape_sim {
  * params.schedule says: for the bench and the tests that compare the two
  * schedules on the same parameters. */
 #define SIM_CREATE_XPBD_MESH 64u
+/* SIM_CREATE_NO_STARTIN leaves a cloth that starts inside a collider to
+ * the vertex contact alone, each vertex pushed to its nearest surface
+ * (the behaviour before startinside.c; for its tests' A/B). */
+#define SIM_CREATE_NO_STARTIN 2048u
 
 drape_err sim_create_ex(const drape_sim_desc *desc, uint32_t flags, drape_sim **out,
 			drape_error *err);
@@ -565,6 +569,13 @@ size_t sim_weld_bytes(const drape_sim *sim);
 void sim_weld_masses(drape_sim *sim, const float *inv_mass,
 		     uint32_t (*caller)(const drape_sim *, uint32_t));
 void sim_weld_sync(drape_sim *sim);
+
+/* Cloth that starts inside a collider (startinside.c): on the input pose,
+ * after the first substep's colliders are posed, moves each nearly flat
+ * patch of inside vertices out of its collider on one side, x and p by
+ * the same amount; thickness is the cloth's (per-vertex ones are read
+ * from the sim). Returns the vertices moved. */
+uint32_t sim_start_inside(drape_sim *sim, float thickness);
 float *sim_weld_combine(const drape_sim *sim, const float *src, uint32_t tuple, int how,
 			uint32_t (*caller)(const drape_sim *, uint32_t), int *oom);
 drape_err sim_weld_warp(drape_sim *sim, const drape_sim_desc *d,

@@ -815,6 +815,10 @@ drape_err drape_sim_step(drape_sim *sim, drape_sim_stats *stats, drape_error *er
 			sim_colliders_begin_substep(&sim->colliders, f0 + (float)s / S,
 						    f0 + (float)(s + 1) / S);
 			move_attached(sim);
+			/* The input pose's inside patches leave on one side each,
+			 * before any contact pushes them (startinside.c). */
+			if (sim->frame == 0 && s == 0 && !(sim->flags & SIM_CREATE_NO_STARTIN))
+				sim_start_inside(sim, P->thickness);
 			sim_colliders_begin_contacts(&sim->colliders, sim->x, sim->p, n, P->thickness,
 						     sim->pool);
 			if (sim->bodypush != NULL)

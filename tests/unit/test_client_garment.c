@@ -268,87 +268,186 @@ static void edge_strain(const float *rest, const float *x, const uint32_t *tri, 
 	*p99_out = hi;
 }
 
-static void test_tshirt_drape(void)
+/* The worst of the frames a tshirt_run measured. */
+typedef struct tshirt_worst {
+	uint32_t start_inside, frames;
+	double thickness, start_deep, deep, max, p99, cpu;
+	uint64_t pairs;
+	/* At the last frame: the cloth's highest point over each shoulder
+	 * (0.1 to 0.2 m either side of the body's middle) less the body's,
+	 * m, and the cloth's mean x. */
+	double top_left, top_right, mean_x;
+} tshirt_worst;
+
+static double top_over(const float *xyz, uint32_t n, double lo, double hi)
 {
+	double top = -INFINITY;
+	for (uint32_t i = 0; i < n; i++)
+		if (xyz[3 * (size_t)i] > lo && xyz[3 * (size_t)i] < hi && xyz[3 * (size_t)i + 1] > top)
+			top = xyz[3 * (size_t)i + 1];
+	return top;
+}
+
+/*
+ * Runs examples/tshirt.json for `frames` frames with the cloth scaled by
+ * `grow` about the scene's translate and lifted by `lift` (1 and 0: the
+ * scene as it is), measuring each frame as test_tshirt_drape describes;
+ * the strain's max counts from frame max_from, its p99 from p99_from.
+ */
+static int tshirt_run(double grow, double lift, uint32_t frames, uint32_t max_from, uint32_t p99_from,
+		      tshirt_worst *w, drape_error *err)
+{
+	/* The scene's placement: p = R (v * scale) + translate, so scaling
+	 * about translate scales the mesh's own size. */
+	static const double translate[3] = {0, 0.66, 0.045};
+	memset(w, 0, sizeof *w);
 	drape_scene sc;
-	drape_error err;
-	drape_error_clear(&err);
-	CHECKF(drape_scene_read("examples/tshirt.json", NULL, &sc, &err) == DRAPE_OK, "%s", err.message);
-	CHECK(sc.collider_count == 1 && sc.colliders[0].shape == DRAPE_SHAPE_MESH);
+	if (drape_scene_read("examples/tshirt.json", NULL, &sc, err) != DRAPE_OK)
+		return 0;
+	if (sc.collider_count != 1 || sc.colliders[0].shape != DRAPE_SHAPE_MESH) {
+		drape_scene_free(&sc);
+		return 0;
+	}
 	const drape_collider_desc *body = &sc.colliders[0];
 	const uint32_t n = sc.cloth.vertex_count;
-	const double th = sc.params.thickness;
+	w->thickness = sc.params.thickness;
+	for (uint32_t i = 0; i < n; i++)
+		for (int k = 0; k < 3; k++) {
+			float *c = &sc.cloth.positions[3 * (size_t)i + k];
+			*c = (float)((*c - translate[k]) * grow + translate[k] + (k == 1 ? lift : 0.0));
+		}
 	float *rest = malloc((size_t)n * 3 * sizeof *rest), *xyz = malloc((size_t)n * 3 * sizeof *xyz);
 	drape_tri_pair pair;
 	uint64_t pairs = 0;
 	uint32_t inside = 0;
 	double deep = 0;
+	drape_sim *sim = NULL;
 	int ok = rest != NULL && xyz != NULL;
 	if (ok) {
 		memcpy(rest, sc.cloth.positions, (size_t)n * 3 * sizeof *rest);
-		deep = deepest_inside(rest, n, body->vertices, body->triangles, body->vertex_count,
-				      body->triangle_count, &inside);
-		printf("  start: %u of %u cloth vertices inside the body (deepest %.1f mm)\n", inside, n,
-		       deep * 1e3);
+		w->start_deep = deepest_inside(rest, n, body->vertices, body->triangles, body->vertex_count,
+					       body->triangle_count, &w->start_inside);
+		printf("  start (size x %.4g, lifted %+.3f m): %u of %u cloth vertices inside the body (deepest "
+		       "%.1f mm)\n",
+		       grow, lift, w->start_inside, n, w->start_deep * 1e3);
+		drape_sim_desc d;
+		drape_sim_desc_default(&d);
+		d.positions = sc.cloth.positions;
+		d.vertex_count = n;
+		d.triangles = sc.cloth.triangles;
+		d.triangle_count = sc.cloth.triangle_count;
+		d.uvs = sc.cloth.uvs;
+		d.params = sc.params;
+		ok = drape_sim_create(&d, &sim, err) == DRAPE_OK && drape_sim_add_collider(sim, body, NULL, err) == DRAPE_OK;
 	}
-	/* The case is the placement's: a start that is already clear tests
-	 * nothing here (the count was 248, up to 36.9 mm deep, when written). */
-	CHECKF(ok && inside > 100 && deep > 0.02, "the start has %u vertices inside, %.1f mm deep", inside,
-	       deep * 1e3);
-	drape_sim *sim = NULL;
-	drape_sim_desc d;
-	drape_sim_desc_default(&d);
-	d.positions = sc.cloth.positions;
-	d.vertex_count = n;
-	d.triangles = sc.cloth.triangles;
-	d.triangle_count = sc.cloth.triangle_count;
-	d.uvs = sc.cloth.uvs;
-	d.params = sc.params;
-	ok = drape_sim_create(&d, &sim, &err) == DRAPE_OK && drape_sim_add_collider(sim, body, NULL, &err) == DRAPE_OK;
-	double worst_deep = 0, worst_max = 0, worst_p99 = 0, cpu = 0;
-	uint64_t worst_pairs = 0;
-	uint32_t frames = 0;
-	for (uint32_t f = 1; ok && f <= TSHIRT_FRAMES; f++) {
+	for (uint32_t f = 1; ok && f <= frames; f++) {
 		drape_sim_stats st;
 		double t0 = (double)clock() / CLOCKS_PER_SEC;
-		ok = drape_sim_step(sim, &st, &err) == DRAPE_OK;
-		cpu += (double)clock() / CLOCKS_PER_SEC - t0;
+		ok = drape_sim_step(sim, &st, err) == DRAPE_OK;
+		w->cpu += (double)clock() / CLOCKS_PER_SEC - t0;
 		if (!ok)
 			break;
-		frames++;
+		w->frames++;
 		drape_sim_get_positions(sim, xyz);
 		deep = deepest_inside(xyz, n, body->vertices, body->triangles, body->vertex_count,
 				      body->triangle_count, &inside);
-		ok = drape_preflight(xyz, n, sc.cloth.triangles, sc.cloth.triangle_count, &pair, 1, &pairs, &err) ==
+		ok = drape_preflight(xyz, n, sc.cloth.triangles, sc.cloth.triangle_count, &pair, 1, &pairs, err) ==
 		     DRAPE_OK;
 		double mx = 0, p99 = 0;
 		edge_strain(rest, xyz, sc.cloth.triangles, sc.cloth.triangle_count, &mx, &p99);
 		printf("  frame %u: %u inside (deepest %.3f mm), %llu intersecting pairs, edge strain max %.3f "
 		       "p99 %.4f\n",
 		       f, inside, deep * 1e3, (unsigned long long)pairs, mx, p99);
-		worst_deep = deep > worst_deep ? deep : worst_deep;
-		worst_pairs = pairs > worst_pairs ? pairs : worst_pairs;
-		worst_max = mx > worst_max ? mx : worst_max;
-		/* Frame 1 is the push out of the arms (p99 0.11 when written). */
-		if (f > 1)
-			worst_p99 = p99 > worst_p99 ? p99 : worst_p99;
+		w->deep = deep > w->deep ? deep : w->deep;
+		w->pairs = pairs > w->pairs ? pairs : w->pairs;
+		if (f >= max_from)
+			w->max = mx > w->max ? mx : w->max;
+		if (f >= p99_from)
+			w->p99 = p99 > w->p99 ? p99 : w->p99;
 	}
-	printf("  %u frames, %.0f ms CPU per frame (the process's clock, every thread)\n", frames,
-	       frames ? cpu * 1e3 / frames : 0.0);
+	if (ok) {
+		const float *bv = body->vertices;
+		const uint32_t nb = body->vertex_count;
+		w->top_left = top_over(xyz, n, 0.1, 0.2) - top_over(bv, nb, 0.1, 0.2);
+		w->top_right = top_over(xyz, n, -0.2, -0.1) - top_over(bv, nb, -0.2, -0.1);
+		for (uint32_t i = 0; i < n; i++)
+			w->mean_x += xyz[3 * (size_t)i] / n;
+		printf("  %u frames, %.0f ms CPU per frame (the process's clock, every thread); the cloth's top "
+		       "%+.1f mm over the body's left shoulder, %+.1f mm over its right; mean x %+.1f mm\n",
+		       w->frames, w->frames ? w->cpu * 1e3 / w->frames : 0.0, w->top_left * 1e3,
+		       w->top_right * 1e3, w->mean_x * 1e3);
+	}
 	drape_sim_destroy(sim);
 	drape_scene_free(&sc);
 	free(rest);
 	free(xyz);
-	CHECKF(ok && frames == TSHIRT_FRAMES, "stopped after %u frames: %s", frames, err.message);
-	CHECKF(worst_deep <= 0.1 * th, "a cloth vertex %.3f mm inside the body (bar 0.1 x thickness = %.2f mm)",
-	       worst_deep * 1e3, 0.1 * th * 1e3);
-	CHECKF(worst_pairs == 0, "%llu intersecting pairs", (unsigned long long)worst_pairs);
+	return ok && w->frames == frames;
+}
+
+static void test_tshirt_drape(void)
+{
+	drape_error err;
+	drape_error_clear(&err);
+	tshirt_worst w;
+	/* Frame 1 is the push out of the arms (p99 0.11 when written), so
+	 * the p99 is taken from frame 2 on. */
+	int ok = tshirt_run(1.0, 0.0, TSHIRT_FRAMES, 1, 2, &w, &err);
+	/* The case is the placement's: a start that is already clear tests
+	 * nothing here (the count was 248, up to 36.9 mm deep, when written). */
+	CHECKF(w.start_inside > 100 && w.start_deep > 0.02, "the start has %u vertices inside, %.1f mm deep",
+	       w.start_inside, w.start_deep * 1e3);
+	CHECKF(ok, "stopped after %u frames: %s", w.frames, err.message);
+	const double th = w.thickness;
+	CHECKF(w.deep <= 0.1 * th, "a cloth vertex %.3f mm inside the body (bar 0.1 x thickness = %.2f mm)",
+	       w.deep * 1e3, 0.1 * th * 1e3);
+	CHECKF(w.pairs == 0, "%llu intersecting pairs", (unsigned long long)w.pairs);
 	/* Cotton under its own weight stretches by well under 0.1 %; pushing
 	 * 4 cm deep vertices out of the arms strains the edges around them,
 	 * but a blow-up or a cloth caught on the wrong side of an arm strains
-	 * them by whole multiples (the shirt at scale 0.08 reached 3.6). The
-	 * p99 is taken from frame 2 on, once the arms are out. */
-	CHECKF(worst_max < 0.4 && worst_p99 < 0.08, "edge strain max %.3f p99 %.4f", worst_max, worst_p99);
+	 * them by whole multiples (the shirt at scale 0.08 reached 3.6). */
+	CHECKF(w.max < 0.4 && w.p99 < 0.08, "edge strain max %.3f p99 %.4f", w.max, w.p99);
+}
+
+/*
+ * The same shirt looser: "scale": 0.08 instead of 0.065 (a user's scene),
+ * lowered 13 cm so its shoulders are 8 cm over the body's rather than
+ * 19: 29 vertices start inside, the underside of each level sleeve cut
+ * lengthwise through the sloping upper arm, up to 33 mm deep. Each
+ * vertex pushed to its nearest surface put the arm between the front and
+ * back halves of that cut, and the edges across stayed stretched by 2.2
+ * from frame 1 to 48 (docs/garments.md). A real shirt a size larger still
+ * hangs from the shoulders, its cotton stretched by a fraction of a
+ * percent under its weight; the sleeves' start inside the arms is a
+ * placement's, let go over the first frames, so the bars count from frame
+ * TSHIRT_LOOSE_SETTLE: strain max under 0.4 and p99 under 0.08 (the
+ * scene's own at 0.065), no vertex inside, no crossing, and the cloth's
+ * top over each shoulder within TSHIRT_SHOULDER of the body's with the
+ * cloth centred on it.
+ */
+#ifndef TSHIRT_LOOSE_FRAMES
+#define TSHIRT_LOOSE_FRAMES 12u
+#endif
+#define TSHIRT_LOOSE_SETTLE 4u
+#define TSHIRT_SHOULDER 0.03
+
+static void test_tshirt_loose(void)
+{
+	drape_error err;
+	drape_error_clear(&err);
+	tshirt_worst w;
+	int ok = tshirt_run(0.08 / 0.065, -0.13, TSHIRT_LOOSE_FRAMES, TSHIRT_LOOSE_SETTLE, TSHIRT_LOOSE_SETTLE,
+			    &w, &err);
+	CHECKF(w.start_inside > 10 && w.start_deep > 0.02, "the start has %u vertices inside, %.1f mm deep",
+	       w.start_inside, w.start_deep * 1e3);
+	CHECKF(ok, "stopped after %u frames: %s", w.frames, err.message);
+	CHECKF(w.deep <= 0.1 * w.thickness, "a cloth vertex %.3f mm inside the body", w.deep * 1e3);
+	CHECKF(w.pairs == 0, "%llu intersecting pairs", (unsigned long long)w.pairs);
+	CHECKF(w.max < 0.4 && w.p99 < 0.08, "edge strain from frame %u: max %.3f p99 %.4f", TSHIRT_LOOSE_SETTLE,
+	       w.max, w.p99);
+	CHECKF(fabs(w.top_left) < TSHIRT_SHOULDER && fabs(w.top_right) < TSHIRT_SHOULDER &&
+		       fabs(w.mean_x) < 0.02,
+	       "the cloth's top %+.1f / %+.1f mm over the body's shoulders, mean x %+.1f mm", w.top_left * 1e3,
+	       w.top_right * 1e3, w.mean_x * 1e3);
 }
 
 int main(int argc, char **argv)
@@ -356,6 +455,7 @@ int main(int argc, char **argv)
 	static const check_test tests[] = {
 		CHECK_TEST(test_garment_drape),
 		CHECK_TEST(test_tshirt_drape),
+		CHECK_TEST(test_tshirt_loose),
 	};
 	return check_main(argc, argv, tests, CHECK_COUNT(tests));
 }
