@@ -89,7 +89,12 @@ double sim_tether_slack(const drape_sim *sim)
 	h = sim->stretch_count ? h / sim->stretch_count : 0.0;
 	double g = sqrt((double)P->gravity[0] * P->gravity[0] + (double)P->gravity[1] * P->gravity[1] +
 			(double)P->gravity[2] * P->gravity[2]);
-	double ku = P->stretch_k, kv = P->stretch_k_weft > 0.0f ? P->stretch_k_weft : P->stretch_k;
+	/* The weft only where some edge has a grain: a cloth without uvs is
+	 * isotropic at the warp (compliance.c). */
+	int grain = 0;
+	for (uint32_t e = 0; e < sim->stretch_count && !grain; e++)
+		grain = sim->xpbd.stretch_warp != NULL && sim->xpbd.stretch_warp[e] != SIM_WARP_NONE;
+	double ku = P->stretch_k, kv = grain && P->stretch_k_weft > 0.0f ? P->stretch_k_weft : P->stretch_k;
 	/* The softest painted patch (vertexprops.c) sets the bound. */
 	double kmin = fmin(ku, kv) * (double)sim->stiffness_min, width = (double)pins * h;
 	/* The wind's pressure on the whole cloth, drag and lift at most
