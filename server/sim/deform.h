@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "drape/sim.h"
+#include "server/sim/closest.h"
 #include "server/sim/vec.h"
 
 typedef struct sim_deform sim_deform;
@@ -152,9 +153,5 @@ int sim_skin_frame(sim_v3 a, sim_v3 b, sim_v3 c, sim_v3 f[3]);
 /* Where a bound point is at the end of the current substep (world). */
 void sim_deform_skin_point(const sim_deform *d, const sim_skin *s, float out[3]);
 
-/* Closest point of triangle (a, b, c) to q (Ericson, "Real-Time Collision
- * Detection", 5.1.5): its barycentric coordinates in bary; returns the
- * squared distance. */
-float sim_closest_on_triangle(sim_v3 q, sim_v3 a, sim_v3 b, sim_v3 c, float bary[3]);
 
 #endif
